@@ -1,0 +1,39 @@
+/*
+ * control.h - the daemon's control socket, through which pathfsctl runs its
+ * commands on a mounted store (see tools/ctl.h).
+ *
+ * The socket is <store dir>/pathfs.sock, mode 0600. Each connection's peer
+ * credentials are checked (SO_PEERCRED): only root and the user who mounted
+ * are served; others are refused and logged.
+ */
+#ifndef PATHFS_CONTROL_H
+#define PATHFS_CONTROL_H
+
+#include "ctl.h"
+
+struct control;
+
+/* Name of the socket file inside the store directory. */
+#define CONTROL_SOCKET_NAME "pathfs.sock"
+
+/*
+ * Starts serving on the store's socket in a thread of its own. @tmpl gives the
+ * store, mounted drive and daemon hooks for each command (out/err are set per
+ * connection). @owner is the uid allowed beside root.
+ * Errors: -EADDRINUSE (a live daemon already serves this store), -errno.
+ */
+int control_start(struct control **out, const struct ctl_env *tmpl,
+		  uid_t owner);
+/* Stops serving and removes the socket. Safe on NULL. */
+void control_stop(struct control *c);
+
+/*
+ * Client side, used by pathfsctl: if a daemon serves @store_dir, runs argv
+ * there, copying its output to stdout/stderr, and returns the exit status
+ * (>= 0). Returns -ENOENT if no daemon serves the store (caller opens it
+ * itself), or another negative errno.
+ */
+int control_call(const char *store_dir, const char *drive, int argc,
+		 char **argv);
+
+#endif

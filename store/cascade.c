@@ -1,0 +1,1 @@
+/* cascade.c - placeholder, being written */

@@ -1,0 +1,1 @@
+/* content.c - placeholder, being written */

@@ -1,0 +1,1 @@
+/* dir.c - placeholder, being written */

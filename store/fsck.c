@@ -1,0 +1,1 @@
+/* fsck.c - placeholder, being written */

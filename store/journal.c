@@ -1,0 +1,1 @@
+/* journal.c - placeholder, being written */

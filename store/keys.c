@@ -1,0 +1,1 @@
+/* keys.c - placeholder, being written */

@@ -1,0 +1,100 @@
+/*
+ * keys_i.h - the key layout of a drive (see ../shared/DESIGN.md, "Keyspace").
+ *
+ *   DRIVE#<d>|META                         drive record
+ *   DRIVE#<d>|PATH#<parent>//<name>        node ("/" for the root)
+ *   DRIVE#<d>|DATA#<ino:016x>#<blk:016x>   content block
+ *   DRIVE#<d>|XATTR#<ino:016x>#<name>      extended attribute
+ *   DRIVE#<d>|INODE#<ino:016x>             attributes of a hard-linked inode
+ *   DRIVE#<d>|ORPHAN#<ino:016x>            unlinked while open
+ *   DRIVE#<d>|JOURNAL#<seq:016x>           unfinished subtree operation
+ *
+ * Children of folder P are the keys starting PATH#P// (PATH#// for the root):
+ * one contiguous run. The subtree below P is the keys starting PATH#P/ (the
+ * trailing slash!), i.e. the range [PATH#P/, PATH#P0). The root's subtree is
+ * [PATH#/, PATH#0) minus the root key itself. Names never hold '/' or NUL, so
+ * nothing needs escaping.
+ *
+ * Internal to store/. Every builder appends to a struct sbuf.
+ */
+#ifndef PATHFS_KEYS_I_H
+#define PATHFS_KEYS_I_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* A growable byte buffer. Zero-initialised is empty; sbuf_release frees. */
+struct sbuf {
+	char *buf;
+	size_t len, cap;
+};
+void sbuf_reset(struct sbuf *b); /* len = 0, keeps the memory */
+void sbuf_add(struct sbuf *b, const void *p, size_t n);
+void sbuf_adds(struct sbuf *b, const char *s);
+void sbuf_addc(struct sbuf *b, char c);
+/* Keeps buf NUL-terminated past len (not counted). */
+void sbuf_nul(struct sbuf *b);
+void sbuf_release(struct sbuf *b);
+
+/* 0 if @path is well formed (see tree.h), else -EINVAL / -ENAMETOOLONG. */
+int path_check(const char *path);
+/* Length of the parent part of a checked non-root path ("/a/b" -> 2, "/a" -> 0)
+ * and the name after it. */
+size_t path_parent_len(const char *path);
+const char *path_name(const char *path);
+/* true if @path is @dir itself or anything below it ("/a" is not below "/ab"). */
+bool path_is_within(const char *path, const char *dir);
+
+/* Appends "DRIVE#<d>|" — the prefix every key of drive @d starts with. */
+void key_drive_prefix(struct sbuf *b, const char *drive);
+/* The whole drive: [DRIVE#d|, DRIVE#d}) */
+void key_drive_range(struct sbuf *lo, struct sbuf *hi, const char *drive);
+
+void key_meta(struct sbuf *b, const char *drive);
+/* Node key of a checked @path. */
+void key_node(struct sbuf *b, const char *drive, const char *path);
+/* Node key of child @name (length @nlen) of folder @dir. */
+void key_child(struct sbuf *b, const char *drive, const char *dir,
+	       const char *name, size_t nlen);
+/* [lo, hi) of the children of folder @dir. */
+void key_children_range(struct sbuf *lo, struct sbuf *hi, const char *drive,
+			const char *dir);
+/* [lo, hi) of every descendant of folder @dir (for "/", lo is the root key
+ * itself, which callers skip). */
+void key_subtree_range(struct sbuf *lo, struct sbuf *hi, const char *drive,
+		       const char *dir);
+/*
+ * Decodes a node key (the whole key, drive prefix included, of drive with
+ * prefix length @plen) back to its path, appended to @path (NUL-terminated).
+ * Errors: -EINVAL when the key is not a well-formed node key.
+ */
+int key_node_decode(const char *key, size_t len, size_t plen,
+		    struct sbuf *path);
+
+void key_data(struct sbuf *b, const char *drive, uint64_t ino, uint64_t blk);
+/* [lo, hi) of all blocks of @ino from block @from on. */
+void key_data_range(struct sbuf *lo, struct sbuf *hi, const char *drive,
+		    uint64_t ino, uint64_t from);
+/* Block number of a data key; -EINVAL if malformed. */
+int key_data_decode(const char *key, size_t len, size_t plen, uint64_t *ino,
+		    uint64_t *blk);
+
+void key_xattr(struct sbuf *b, const char *drive, uint64_t ino,
+	       const char *name);
+void key_xattr_range(struct sbuf *lo, struct sbuf *hi, const char *drive,
+		     uint64_t ino);
+/* All xattrs / all data / all inodes / all orphans / all journal records of
+ * the drive, for fsck and housekeeping scans. */
+void key_kind_range(struct sbuf *lo, struct sbuf *hi, const char *drive,
+		    const char *kind /* "DATA#", "XATTR#", "INODE#", ... */);
+/* ino of a DATA/XATTR/INODE/ORPHAN/JOURNAL key (the 16 hex digits after the
+ * kind); -EINVAL if malformed. */
+int key_ino_decode(const char *key, size_t len, size_t plen,
+		   const char *kind, uint64_t *ino);
+
+void key_inode(struct sbuf *b, const char *drive, uint64_t ino);
+void key_orphan(struct sbuf *b, const char *drive, uint64_t ino);
+void key_journal(struct sbuf *b, const char *drive, uint64_t seq);
+
+#endif

@@ -1,0 +1,1 @@
+/* kv.c - placeholder, being written */

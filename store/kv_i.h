@@ -1,0 +1,94 @@
+/*
+ * kv_i.h - the ordered key-value seam: the only interface to RocksDB.
+ *
+ * kv.c is the only file that includes rocksdb/c.h. The seam is deliberately
+ * narrow (point get, bounded iterators, atomic batches with delete-range, WAL
+ * sync) so another ordered KV engine could sit behind it. RocksDB's errptr
+ * strings never leave kv.c: they become a negative errno and a log line.
+ *
+ * Internal to store/.
+ */
+#ifndef PATHFS_KV_I_H
+#define PATHFS_KV_I_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct kv;
+struct kv_iter;
+struct kv_batch;
+
+struct kv_options {
+	bool create;       /* create the directory/database if missing */
+	bool read_only;
+	bool sync;         /* every commit syncs the WAL */
+	size_t cache_mb;   /* block cache; 0 = 64 MiB */
+};
+
+/*
+ * Opens the RocksDB database in @dir. Errors: -ENOENT (missing and !create),
+ * -EBUSY (locked by another process or already open in this one), -EACCES,
+ * -EIO. On success *out owns it; kv_close() frees.
+ */
+int kv_open(struct kv **out, const char *dir, const struct kv_options *opt);
+void kv_close(struct kv *kv);
+
+/* true if opened read-only */
+bool kv_read_only(const struct kv *kv);
+
+/*
+ * Point read. On success *val is a malloc'd copy (caller frees; NUL-terminated
+ * one byte past *vlen for convenience), *vlen its length.
+ * Errors: -ENOENT, -EIO.
+ */
+int kv_get(struct kv *kv, const char *key, size_t klen, char **val,
+	   size_t *vlen);
+
+/*
+ * Iterator over keys in [lo, hi). @hi may be NULL (no upper bound). The bounds
+ * are copied. The iterator reads a consistent snapshot taken at creation.
+ * Positioned at the first key >= lo on return. Errors: -EIO, -ENOMEM.
+ */
+int kv_iter_open(struct kv_iter **out, struct kv *kv, const char *lo,
+		 size_t lolen, const char *hi, size_t hilen);
+/* Repositions at the first key >= @key (still within the bounds). */
+void kv_iter_seek(struct kv_iter *it, const char *key, size_t klen);
+bool kv_iter_valid(struct kv_iter *it);
+/* Key and value of the current entry, borrowed until the iterator moves. */
+const char *kv_iter_key(struct kv_iter *it, size_t *len);
+const char *kv_iter_value(struct kv_iter *it, size_t *len);
+void kv_iter_next(struct kv_iter *it);
+/* 0, or -EIO if the iteration stopped on an error (check once !valid). */
+int kv_iter_status(struct kv_iter *it);
+void kv_iter_free(struct kv_iter *it);
+
+/*
+ * An atomic write batch. Operations are buffered; kv_batch_commit() applies all
+ * or none. A batch can be committed once; kv_batch_free() is always safe
+ * (also after commit, and on NULL). Adding to a batch cannot fail (allocation
+ * failure aborts, as RocksDB itself does).
+ */
+struct kv_batch *kv_batch_new(void);
+void kv_batch_put(struct kv_batch *b, const char *key, size_t klen,
+		  const char *val, size_t vlen);
+void kv_batch_delete(struct kv_batch *b, const char *key, size_t klen);
+/* Deletes every key in [lo, hi). */
+void kv_batch_delete_range(struct kv_batch *b, const char *lo, size_t lolen,
+			   const char *hi, size_t hilen);
+size_t kv_batch_count(const struct kv_batch *b);
+size_t kv_batch_bytes(const struct kv_batch *b);
+void kv_batch_clear(struct kv_batch *b);
+/*
+ * Commits @b atomically (synced if @sync or the store's sync option).
+ * Errors: -ENOSPC, -EROFS, -EIO.
+ */
+int kv_batch_commit(struct kv *kv, struct kv_batch *b, bool sync);
+void kv_batch_free(struct kv_batch *b);
+
+/* Syncs the WAL. Errors: -EIO. */
+int kv_sync(struct kv *kv);
+
+/* Approximate number of keys (RocksDB's estimate), for statfs. */
+uint64_t kv_estimate_keys(struct kv *kv);
+
+#endif

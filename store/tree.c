@@ -1,0 +1,1 @@
+/* tree.c - placeholder, being written */

@@ -1,0 +1,428 @@
+/*
+ * tree.h - the public API of store/: drives of files and folders kept in one
+ * embedded RocksDB store, one key per node, keyed by full path.
+ *
+ * This is the only header fs/ and tools/ include from store/. They never build
+ * a key or call RocksDB; everything goes through the calls below.
+ *
+ * Conventions, for every function here unless its comment says otherwise:
+ *  - returns 0 on success or a negative errno;
+ *  - -EIO means a record did not decode or RocksDB reported corruption or an
+ *    I/O error; the message is logged (log.h) naming the key;
+ *  - -ENOSPC means the store's disk is full; nothing was written;
+ *  - -EROFS means the store was opened read-only;
+ *  - paths are absolute byte strings: "/" or "/" followed by names separated
+ *    by single "/"; a name is 1..255 bytes of anything but NUL and "/" and is
+ *    never "." or ".."; a path is at most 4095 bytes. A malformed path is
+ *    -EINVAL, an over-long name or path -ENAMETOOLONG;
+ *  - strings passed in are only borrowed for the duration of the call;
+ *  - out-structures that own memory are released with their _release call.
+ *
+ * Thread safety: a struct store and its struct tree handles may be used from
+ * any number of threads at once. Read-modify-write of one inode's attributes
+ * is serialised inside the store by a lock striped on the inode number.
+ * Namespace races (two threads renaming overlapping folders) are the caller's
+ * to order: the daemon does it with its subtree lock (fs/).
+ *
+ * Limits: a folder rename rewrites one key per descendant (see journal.c);
+ * everything else touches a bounded number of keys.
+ */
+#ifndef PATHFS_TREE_H
+#define PATHFS_TREE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/types.h>
+
+#define TREE_NAME_MAX 255
+#define TREE_PATH_MAX 4095
+#define TREE_DRIVE_MAX 64
+#define TREE_ROOT_INO 1
+/* Store format version written in every drive's META record. */
+#define TREE_FORMAT_VERSION 1
+
+struct store;
+struct tree;
+
+/* ---- Store ------------------------------------------------------------- */
+
+struct store_options {
+	bool create;          /* create the store directory if missing */
+	bool read_only;       /* open read-only: every write is -EROFS */
+	bool sync;            /* sync the WAL on every commit */
+	size_t cache_mb;      /* block cache size; 0 = default (64 MiB) */
+	size_t rename_batch;  /* subtree rewrite: entries per batch; 0 = 1024 */
+	size_t rename_bytes;  /* subtree rewrite: bytes per batch; 0 = 4 MiB */
+};
+
+/*
+ * Opens the store in directory @dir and, unless read-only, replays every
+ * unfinished journal record of every drive and reclaims every orphan inode
+ * (unlinked while open before a crash), logging what it did.
+ *
+ * Errors: -ENOENT (missing and !create, or its parent is missing), -EBUSY
+ * (another process holds the store's lock), -EMEDIUMTYPE (the directory is not
+ * empty and is not a pathfs store), -EPROTONOSUPPORT (a drive's format version
+ * is newer than this program), -EACCES, -EIO.
+ * On success *out owns the store; free it with store_close().
+ */
+int store_open(struct store **out, const char *dir,
+	       const struct store_options *opt);
+
+/* Flushes and closes. Safe on NULL. Handles from store_drive() die with it. */
+void store_close(struct store *s);
+
+/* Syncs the write-ahead log: everything committed so far is durable. */
+int store_sync(struct store *s);
+
+/* The directory the store lives in (borrowed, valid until store_close). */
+const char *store_dir(const struct store *s);
+
+/* 0 if @name is a valid drive id ([A-Za-z0-9_.-]{1,64}), else -EINVAL. */
+int store_drive_name_check(const char *name);
+
+/*
+ * Creates drive @name with its META record and its root folder "/" (inode 1,
+ * mode 0755 | S_IFDIR, owned by @uid/@gid). Errors: -EINVAL, -EEXIST.
+ */
+int store_drive_create(struct store *s, const char *name, uid_t uid,
+		       gid_t gid);
+
+/*
+ * Deletes drive @name and everything in it (one range delete).
+ * Errors: -EINVAL, -ENOENT.
+ */
+int store_drive_delete(struct store *s, const char *name);
+
+/*
+ * Lists drive names. *names is a malloc'd array of *count malloc'd strings,
+ * sorted; free with store_drive_list_free().
+ */
+int store_drive_list(struct store *s, char ***names, size_t *count);
+void store_drive_list_free(char **names, size_t count);
+
+/*
+ * Gives the handle of drive @name. The handle is owned by the store and lives
+ * until store_close(); calling twice gives the same handle.
+ * Errors: -EINVAL (bad name), -ENOENT (no such drive), -EIO (bad META).
+ */
+int store_drive(struct store *s, const char *name, struct tree **out);
+
+/* ---- Nodes ------------------------------------------------------------- */
+
+/* The attributes of one node, as stat(2) shows them. Times in ns since 1970. */
+struct tree_attr {
+	uint64_t ino;
+	mode_t mode; /* type and permission bits */
+	uid_t uid;
+	gid_t gid;
+	uint64_t size;  /* bytes; a symlink's target length; a folder's 0 */
+	uint32_t nlink; /* folders: 2 + number of sub-folders */
+	uint64_t rdev;
+	int64_t atime_ns, mtime_ns, ctime_ns;
+	uint32_t flags; /* TREE_F_* */
+};
+
+/* The attributes live in the INODE record (the inode has or had hard links,
+ * or is an orphan); path nodes of it are stubs pointing there. */
+#define TREE_F_LINKED 0x1
+
+/* Fills a struct stat from @a (st_blocks from size, st_blksize block size). */
+void tree_attr_to_stat(const struct tree_attr *a, struct stat *st);
+
+/* Name of drive @t (borrowed). */
+const char *tree_drive_name(const struct tree *t);
+
+/* The store @t belongs to. */
+struct store *tree_store(struct tree *t);
+
+/* Content block size of drive @t in bytes. */
+size_t tree_block_size(const struct tree *t);
+
+/* Current time in ns, as the store stamps it. */
+int64_t tree_now_ns(void);
+
+/*
+ * Looks up @path. Resolves hard-link stubs: @out holds the inode's real
+ * attributes. Errors: -ENOENT, -ENOTDIR (a parent is not a folder; only
+ * reported when cheap, -ENOENT otherwise), -EINVAL, -ENAMETOOLONG, -EIO.
+ */
+int tree_lookup(struct tree *t, const char *path, struct tree_attr *out);
+
+/*
+ * Reads a symlink's target into a malloc'd NUL-terminated string *target
+ * (caller frees). Errors: -ENOENT, -EINVAL (not a symlink), -EIO.
+ */
+int tree_readlink(struct tree *t, const char *path, char **target);
+
+/*
+ * Creates a node at @path: a folder, regular file, symlink (@target != NULL,
+ * mode S_IFLNK|0777), FIFO, socket or device (@rdev). Allocates a new inode
+ * number; times are now; folders get nlink 2, others 1. Updates the parent's
+ * mtime/ctime (and nlink for a folder) in the same atomic batch.
+ * @out (may be NULL) receives the new attributes.
+ * Errors: -EEXIST, -ENOENT (no parent), -ENOTDIR (parent not a folder),
+ * -EINVAL, -ENAMETOOLONG, -ENOSPC, -EIO.
+ */
+int tree_mknode(struct tree *t, const char *path, mode_t mode, uid_t uid,
+		gid_t gid, uint64_t rdev, const char *target,
+		struct tree_attr *out);
+
+/*
+ * Adds hard link @newpath to the file at @oldpath (not a folder: -EPERM).
+ * The inode's attributes move to its INODE record (TREE_F_LINKED) on the first
+ * link; nlink and ctime are updated; the new parent's mtime/ctime too.
+ * Errors: -ENOENT, -EEXIST, -ENOTDIR, -EPERM, -EMLINK, -EIO, -ENOSPC.
+ */
+int tree_link(struct tree *t, const char *oldpath, const char *newpath,
+	      struct tree_attr *out);
+
+/* Flags of tree_unlink()/tree_rename(). */
+#define TREE_KEEP_ORPHAN 0x1 /* the inode is open: if its last link goes,
+				keep it as an orphan instead of freeing it */
+
+/*
+ * Removes the non-folder at @path. If that was the last link: with
+ * TREE_KEEP_ORPHAN the inode becomes an orphan (its attributes and content
+ * stay, reachable by inode number with path NULL, until tree_reclaim() or the
+ * next store_open()), and *orphan (if not NULL) is set to its number;
+ * otherwise its content and xattrs are deleted in the same batch and *orphan
+ * is set to 0. Errors: -ENOENT, -EISDIR, -ENOTDIR, -EIO, -ENOSPC.
+ */
+int tree_unlink(struct tree *t, const char *path, unsigned flags,
+		uint64_t *orphan);
+
+/* Removes the empty folder @path (not "/": -EBUSY).
+ * Errors: -ENOENT, -ENOTDIR, -ENOTEMPTY, -EBUSY, -EIO. */
+int tree_rmdir(struct tree *t, const char *path);
+
+/* Frees orphan inode @ino: its attributes, content and xattrs.
+ * Errors: -ENOENT (not an orphan), -EIO. */
+int tree_reclaim(struct tree *t, uint64_t ino);
+
+/* Flags of tree_rename(), beside TREE_KEEP_ORPHAN (for a replaced target). */
+#define TREE_RENAME_NOREPLACE 0x2
+#define TREE_RENAME_EXCHANGE 0x4
+
+/*
+ * Renames @src to @dst with POSIX rename(2)/renameat2(2) semantics.
+ * A file, symlink or empty folder moves in one atomic batch; a non-empty
+ * folder goes through the journaled subtree rewrite (journal.c), which a crash
+ * at any point cannot leave half done: the next store_open() completes it.
+ * A replaced file's last link is handled as in tree_unlink() (*orphan).
+ * Errors: -ENOENT, -EEXIST (NOREPLACE), -ENOTEMPTY, -EISDIR, -ENOTDIR,
+ * -EINVAL (@dst inside @src, or "/"), -EBUSY, -ENOSPC, -EIO.
+ */
+int tree_rename(struct tree *t, const char *src, const char *dst,
+		unsigned flags, uint64_t *orphan);
+
+/* Which fields tree_setattr() changes. */
+#define TREE_SET_MODE 0x01  /* permission bits only; the type is kept */
+#define TREE_SET_UID 0x02
+#define TREE_SET_GID 0x04
+#define TREE_SET_SIZE 0x08  /* truncate or extend (holes), content too */
+#define TREE_SET_ATIME 0x10
+#define TREE_SET_MTIME 0x20
+#define TREE_SET_CTIME 0x40 /* explicit ctime; otherwise ctime = now */
+
+/*
+ * Changes the attributes of inode @ino, found at @path (or by inode number
+ * alone when @path is NULL: hard-linked inodes and orphans). Any change sets
+ * ctime to now unless TREE_SET_CTIME gives it; a size change also sets mtime
+ * to now unless TREE_SET_MTIME gives it. @out (may be NULL) gets the result.
+ * Errors: -ENOENT (no node, or its inode is not @ino: it was replaced),
+ * -EISDIR (size of a folder), -EINVAL, -EFBIG, -ENOSPC, -EIO.
+ */
+int tree_setattr(struct tree *t, const char *path, uint64_t ino,
+		 const struct tree_attr *in, unsigned mask,
+		 struct tree_attr *out);
+
+/*
+ * Gets the attributes of inode @ino at @path, or by number alone when @path is
+ * NULL (hard-linked inodes and orphans). Errors: -ENOENT, -EIO.
+ */
+int tree_getattr(struct tree *t, const char *path, uint64_t ino,
+		 struct tree_attr *out);
+
+/* ---- Content (blocks keyed by inode number) ---------------------------- */
+
+/*
+ * Reads up to @len bytes at @off of inode @ino (located as for
+ * tree_getattr) into @buf; *nread gets the count (short only at end of file).
+ * Holes read as zeros. Never writes (atime is the caller's business).
+ * Errors: -ENOENT, -EIO.
+ */
+int tree_read(struct tree *t, const char *path, uint64_t ino, uint64_t off,
+	      size_t len, char *buf, size_t *nread);
+
+/*
+ * Writes @len bytes at @off (at the end of file if @append) to inode @ino,
+ * updating size, mtime and ctime in the same atomic batch.
+ * @out (may be NULL) gets the new attributes (out->size is the new size).
+ * Errors: -ENOENT, -EFBIG, -ENOSPC, -EIO.
+ */
+int tree_write(struct tree *t, const char *path, uint64_t ino, uint64_t off,
+	       const char *buf, size_t len, bool append,
+	       struct tree_attr *out);
+
+/*
+ * SEEK_DATA / SEEK_HOLE on inode @ino of size @size from @off, at block
+ * granularity. *result gets the offset. Errors: -ENXIO (past the end or no
+ * more data), -EINVAL, -EIO.
+ */
+int tree_seek(struct tree *t, uint64_t ino, uint64_t size, uint64_t off,
+	      int whence, uint64_t *result);
+
+/* ---- Extended attributes (keyed by inode number) ----------------------- */
+
+/* XATTR_CREATE / XATTR_REPLACE as in <sys/xattr.h>. Names up to 255 bytes,
+ * values up to 64 KiB. Sets ctime of the inode (at @path or by number). */
+#define TREE_XATTR_NAME_MAX 255
+#define TREE_XATTR_SIZE_MAX 65536
+
+/* Errors: -EEXIST (XATTR_CREATE), -ENODATA (XATTR_REPLACE), -ERANGE (name or
+ * value too long), -ENOENT, -ENOSPC, -EIO. */
+int tree_setxattr(struct tree *t, const char *path, uint64_t ino,
+		  const char *name, const void *value, size_t size, int flags);
+
+/* *value is malloc'd (caller frees), *size its length. Errors: -ENODATA. */
+int tree_getxattr(struct tree *t, uint64_t ino, const char *name,
+		  void **value, size_t *size);
+
+/* *list is a malloc'd run of NUL-terminated names, *size its total length
+ * (0 and NULL when there are none). */
+int tree_listxattr(struct tree *t, uint64_t ino, char **list, size_t *size);
+
+/* Errors: -ENODATA, -ENOENT, -EIO. */
+int tree_removexattr(struct tree *t, const char *path, uint64_t ino,
+		     const char *name);
+
+/* ---- Listing: children of a folder, and a whole branch ----------------- */
+
+struct tree_dir;
+
+/*
+ * Opens a streaming listing of the children of folder @path, in byte order of
+ * names, starting after the name @after (NULL or "" = from the start). One
+ * children range scan; bounded memory for any folder size.
+ * Errors: -ENOENT, -ENOTDIR, -EINVAL, -EIO.
+ */
+int tree_dir_open(struct tree_dir **out, struct tree *t, const char *path,
+		  const char *after);
+
+/*
+ * Next child: returns 1 and sets *name (NUL-terminated, borrowed until the next
+ * call), *namelen and *attr; 0 at the end; negative errno on failure.
+ * A child whose value does not decode is returned with attr->ino == 0 and
+ * attr->mode == 0 (and logged), so a listing never stops at one bad entry.
+ * Hard-link stubs are resolved to the inode's attributes.
+ */
+int tree_dir_next(struct tree_dir *d, const char **name, size_t *namelen,
+		  struct tree_attr *attr);
+void tree_dir_free(struct tree_dir *d);
+
+struct tree_scan;
+
+/*
+ * Opens a scan of every descendant of folder @path at any depth (not @path
+ * itself): one subtree range read. Entries come in key order, which is NOT
+ * parent-before-child order (names with bytes below '/' sort first).
+ * Errors: -ENOENT, -ENOTDIR, -EINVAL, -EIO.
+ */
+int tree_scan_open(struct tree_scan **out, struct tree *t, const char *path);
+
+/*
+ * Next descendant: returns 1 and sets *path (full path, NUL-terminated,
+ * borrowed until the next call) and *attr (hard-link stubs NOT resolved: check
+ * TREE_F_LINKED and call tree_getattr(t, NULL, attr->ino, ...) when the real
+ * attributes are needed); 0 at the end; negative errno on failure. A bad
+ * value is returned with attr->mode == 0 as for tree_dir_next().
+ */
+int tree_scan_next(struct tree_scan *sc, const char **path,
+		   struct tree_attr *attr);
+void tree_scan_free(struct tree_scan *sc);
+
+/* ---- Whole-branch operations (cascade.c) ------------------------------- */
+
+/* What a budgeted branch operation did. */
+struct tree_op_result {
+	uint64_t processed, skipped, failed;
+	char **failures;     /* malloc'd "path: reason" strings, nfailures */
+	size_t nfailures;
+	char *token;         /* malloc'd resume token, NULL when finished */
+};
+void tree_op_result_release(struct tree_op_result *r);
+
+/*
+ * Deletes the branch at @path: descendants first, @path itself last, so a
+ * crash at any point leaves no node without its parent. @max_items (0 = no
+ * limit) bounds the nodes removed in this call; when it stops early r->token
+ * says how to go on, and passing that token as @resume continues exactly
+ * there. Open inodes (the daemon passes TREE_KEEP_ORPHAN) become orphans.
+ * Errors: -ENOENT, -EINVAL (bad or foreign token, or "/"), -EIO, -ENOSPC.
+ */
+int tree_rm_r(struct tree *t, const char *path, uint64_t max_items,
+	      const char *resume, unsigned flags, struct tree_op_result *r);
+
+/*
+ * Clones the branch at @src of drive @t to @dst of drive @dt (may equal @t):
+ * new inode numbers, content and xattrs copied, hard links inside the branch
+ * kept as hard links. Budget and token as for tree_rm_r().
+ * Errors: -ENOENT, -EEXIST (dst exists and this is not a resume), -EINVAL
+ * (dst inside src, bad token), -EIO, -ENOSPC.
+ */
+int tree_cp_r(struct tree *t, const char *src, struct tree *dt,
+	      const char *dst, uint64_t max_items, const char *resume,
+	      struct tree_op_result *r);
+
+/*
+ * Moves the branch at @src of drive @t to @dst of drive @dt. Within one drive
+ * this is the journaled rename (tree_rename, budget ignored: it always
+ * completes); across drives it is a clone then a delete, budgeted.
+ */
+int tree_mv(struct tree *t, const char *src, struct tree *dt,
+	    const char *dst, uint64_t max_items, const char *resume,
+	    struct tree_op_result *r);
+
+/* ---- Journal and housekeeping ------------------------------------------ */
+
+/* One unfinished journal record, as tree_journal_list() reports it. */
+struct tree_journal_entry {
+	uint64_t seq;
+	char *op;     /* "rename", "exchange", ... (malloc'd) */
+	char *src;    /* malloc'd */
+	char *dst;    /* malloc'd */
+	char *cursor; /* malloc'd, printable; "" before the first batch */
+};
+
+/* Lists the unfinished journal records of drive @t. Free with
+ * tree_journal_list_free(). */
+int tree_journal_list(struct tree *t, struct tree_journal_entry **out,
+		      size_t *count);
+void tree_journal_list_free(struct tree_journal_entry *e, size_t count);
+
+/* Replays every unfinished journal record of @t; *replayed (may be NULL) gets
+ * how many. store_open() already does this; calling again is harmless. */
+int tree_journal_replay(struct tree *t, size_t *replayed);
+
+/*
+ * Checks every invariant of drive @t: values decode; every node's parent exists
+ * and is a folder; hard-link counts match; no DATA/XATTR/INODE keys for inodes
+ * nothing points to (orphans excepted); folder nlink; the inode counter is
+ * above every inode in use; unfinished journal records (each is a finding).
+ * @report is called once per finding with a one-line message. With @repair,
+ * what can be fixed safely is fixed (and the message says so).
+ * *findings (may be NULL) gets the count. Errors: -EIO only when the scan
+ * itself fails.
+ */
+int tree_fsck(struct tree *t, bool repair,
+	      void (*report)(void *ctx, const char *msg), void *ctx,
+	      size_t *findings);
+
+/* Statistics of the store's file system for statfs(2). */
+int tree_statfs(struct tree *t, struct statvfs *st);
+
+#endif
