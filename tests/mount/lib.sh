@@ -1,0 +1,90 @@
+# lib.sh - shared by the mount tests: sourced, never run.
+#
+# Gives each test a fresh temp dir ($T) with a store ($STORE) and mountpoint
+# ($MNT), mounts and unmounts pathfs, and cleans up on exit even when the test
+# fails. The programs' paths come from meson's environment ($PATHFS,
+# $PATHFSCTL); run by hand, they default to ../../build.
+set -euo pipefail
+
+: "${PATHFS:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build/fs/pathfs}"
+: "${PATHFSCTL:=$(dirname "$PATHFS")/../tools/pathfsctl}"
+: "${TESTS_DIR:=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
+
+T=$(mktemp -d /tmp/pathfs-mt.XXXXXX)
+STORE=$T/store
+MNT=$T/mnt
+mkdir -p "$MNT"
+FAILS=0
+CHECKS=0
+
+cleanup() {
+	local m
+	for m in $(awk -v t="$T" 'index($2, t) == 1 {print $2}' /proc/mounts); do
+		fusermount3 -u -z "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
+	done
+	pkill -9 -f "pathfs .*$T" 2>/dev/null || true
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+# pfs_mount [pathfs options...]: mounts drive (default main) of $STORE on $MNT
+# and waits until the mount is there.
+pfs_mount() {
+	"$PATHFS" "$@" "$STORE" "$MNT"
+	local i
+	for i in $(seq 1 100); do
+		mountpoint -q "$MNT" && return 0
+		sleep 0.05
+	done
+	echo "FAIL: mount did not appear" >&2
+	exit 1
+}
+
+# pfs_umount: unmounts and waits for the daemon to exit (everything durable).
+pfs_umount() {
+	fusermount3 -u "$MNT"
+	local i
+	for i in $(seq 1 200); do
+		pgrep -f "pathfs .*$MNT" >/dev/null || return 0
+		sleep 0.05
+	done
+	echo "FAIL: daemon did not exit after unmount" >&2
+	exit 1
+}
+
+# check DESCRIPTION COMMAND...: runs COMMAND, counts a failure if it fails.
+check() {
+	local what=$1
+	shift
+	CHECKS=$((CHECKS + 1))
+	if "$@"; then
+		echo "ok - $what"
+	else
+		echo "FAIL - $what" >&2
+		FAILS=$((FAILS + 1))
+	fi
+}
+
+# expect_errno ERRNAME DESCRIPTION COMMAND...: COMMAND must fail and print the
+# strerror text of ERRNAME (e.g. ENOTEMPTY) on stderr.
+expect_errno() {
+	local err=$1 what=$2 msg out
+	shift 2
+	msg=$(python3 -c "import errno,os; print(os.strerror(errno.$err))")
+	CHECKS=$((CHECKS + 1))
+	if out=$("$@" 2>&1); then
+		echo "FAIL - $what: succeeded, expected $err" >&2
+		FAILS=$((FAILS + 1))
+	elif [[ "$out" == *"$msg"* ]]; then
+		echo "ok - $what ($err)"
+	else
+		echo "FAIL - $what: expected $err, got: $out" >&2
+		FAILS=$((FAILS + 1))
+	fi
+}
+
+# finish: prints the summary and exits non-zero if any check failed.
+finish() {
+	echo "$((CHECKS - FAILS)) passed, $FAILS failed"
+	[ "$FAILS" -eq 0 ]
+}
