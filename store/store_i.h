@@ -29,8 +29,16 @@ struct tree {
 	uint64_t ino_next;  /* protected by alloc_lock */
 	uint64_t ino_limit; /* protected by alloc_lock: META's high-water mark */
 
-	/* Read-modify-write of an inode's attributes (and of its partial
-	 * content blocks) holds stripe[ino % TREE_STRIPES]. */
+	/*
+	 * Locking rules. Every read-modify-write of a node's or inode's value
+	 * (attributes, partial content blocks) holds stripe[ino % TREE_STRIPES]
+	 * of that inode. Every namespace change (mknode, link, unlink, rmdir,
+	 * rename, the first and last batch of a subtree rewrite) also holds
+	 * ns_lock, taken before any stripe. A subtree rewrite drops ns_lock
+	 * while it copies; callers keep other requests off the two branches
+	 * meanwhile (the daemon's subtree lock).
+	 */
+	pthread_mutex_t ns_lock;
 	pthread_mutex_t stripe[TREE_STRIPES];
 
 	struct tree *next; /* protected by store->lock */
