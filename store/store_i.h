@@ -64,6 +64,9 @@ struct node {
 };
 void node_encode(struct sbuf *out, const struct tree_attr *a,
 		 const char *target);
+/* A hard-link stub: flags TREE_F_LINKED, ino and mode only; decodes with
+ * every other attribute zero. */
+void node_encode_stub(struct sbuf *out, uint64_t ino, mode_t mode);
 /* Decodes @len bytes at @buf. Target copied (malloc) only if @n->target is
  * wanted (@want_target). Errors: -EIO. */
 int node_decode(const char *buf, size_t len, struct node *n, bool want_target);
@@ -122,8 +125,98 @@ int tree_drop_inode_content(struct tree *t, struct kv_batch *b, uint64_t ino);
 int tree_reclaim_orphans(struct tree *t, size_t *count);
 
 /* journal.c: rewrites a non-empty folder; called by tree_rename() with the
- * namespace checks done. */
+ * namespace checks done. tree_rename() calls it with t->ns_lock held and no
+ * stripe held, and unlocks ns_lock after it returns (it may drop and retake
+ * ns_lock meanwhile). @flags are tree_rename()'s (TREE_RENAME_EXCHANGE: both
+ * exist, at least one is a non-empty folder; otherwise @dst is absent or an
+ * empty folder, which it replaces). */
 int journal_rename_dir(struct tree *t, const char *src, const char *dst,
 		       unsigned flags, uint64_t *orphan);
+
+
+/* ---- tree.c / content.c helpers shared with journal.c and cascade.c ----
+ * Batch builders: each adds operations to a caller's batch and commits
+ * nothing. Unless a comment says otherwise the caller holds t->ns_lock (for
+ * namespace changes) and the stripe of every inode whose record is read and
+ * rewritten, from the read until the batch is committed or dropped. A builder
+ * reads the store as committed so far: two builders that rewrite the same
+ * record (e.g. two links of one hard-linked inode, or one folder touched
+ * twice) in one batch would lose an update, so combine such changes or
+ * commit in between. */
+
+/* Largest file size: writes and truncates beyond are -EFBIG. */
+#define TREE_FILE_MAX (1ULL << 50)
+/* Largest link count of a hard-linked inode: tree_link beyond is -EMLINK. */
+#define TREE_LINK_MAX 65000
+
+/* Where an inode's attributes live (its path node, or INODE#ino for a
+ * hard-linked inode or orphan) and what they are. Zero-initialise; release
+ * with attr_ref_release(). */
+struct attr_ref {
+	struct sbuf key; /* key of the record holding the attributes */
+	struct node n;   /* the decoded record (n.a), symlink target included */
+};
+void attr_ref_release(struct attr_ref *r);
+
+/*
+ * Loads the attributes of inode @ino at @path, resolving a hard-link stub to
+ * its INODE record, or INODE#ino when @path is NULL. @ino 0 with a @path means
+ * "whatever inode is there". For a read-modify-write hold the inode's stripe.
+ * Errors: -ENOENT (no node, or the node's inode is not @ino), -EIO.
+ */
+int tree_attr_load(struct tree *t, const char *path, uint64_t ino,
+		   struct attr_ref *r);
+/* Adds to @b the put of r->n (encoded) at r->key. */
+void tree_attr_store(struct tree *t, struct kv_batch *b,
+		     const struct attr_ref *r);
+
+/* Adds to @b the put of node @a (with symlink @target or NULL) at @path. */
+void tree_batch_put_node(struct tree *t, struct kv_batch *b, const char *path,
+			 const struct tree_attr *a, const char *target);
+
+/*
+ * Adds to @b the update of folder @dir after an entry change: mtime = ctime =
+ * @now_ns, nlink += @nlink_delta (sub-folders added/removed). Reads the
+ * folder's node fresh; caller holds ns_lock and the folder inode's stripe.
+ * Errors: -ENOENT, -ENOTDIR, -EIO.
+ */
+int tree_batch_dir_touch(struct tree *t, struct kv_batch *b, const char *dir,
+			 int nlink_delta, int64_t now_ns);
+
+/*
+ * Adds to @b the removal of node @n found at @path (its key is deleted):
+ *  - a folder: its xattrs go too (emptiness is the caller's to check);
+ *  - a link of a hard-linked inode: INODE nlink - 1 and ctime = @now_ns;
+ *  - a last link: with TREE_KEEP_ORPHAN in @flags the inode becomes an orphan
+ *    (INODE#ino with nlink 0 + ORPHAN#ino) and *orphan (may be NULL) = ino;
+ *    otherwise its content, xattrs and INODE record are deleted, *orphan = 0.
+ * The parent folder is NOT touched (tree_batch_dir_touch). Caller holds
+ * ns_lock and the stripe of n->a.ino. Errors: -EIO.
+ */
+int tree_batch_remove(struct tree *t, struct kv_batch *b, const char *path,
+		      const struct node *n, unsigned flags, uint64_t *orphan,
+		      int64_t now_ns);
+
+/* 1 if folder @dir has no children, 0 if it has, or -EIO. */
+int tree_dir_is_empty(struct tree *t, const char *dir);
+
+/*
+ * content.c: adds to @b the content changes of a size change of inode @ino
+ * from @old_size to @new_size: blocks wholly past the new end are deleted and
+ * the last kept block is cut at the new end (so an extension later reads
+ * zeros). Growing changes no content. Caller holds the inode's stripe.
+ * Errors: -EIO.
+ */
+int tree_batch_truncate(struct tree *t, struct kv_batch *b, uint64_t ino,
+			uint64_t old_size, uint64_t new_size);
+
+/*
+ * content.c: adds to @b the deletion of every key in [lo, hi): point deletes
+ * for the first keys, one range delete for the rest when there are many
+ * (many range tombstones slow RocksDB iterators, so small ranges never get
+ * one). Errors: -EIO.
+ */
+int tree_batch_drop_range(struct tree *t, struct kv_batch *b, const char *lo,
+			  size_t lolen, const char *hi, size_t hilen);
 
 #endif
