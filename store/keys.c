@@ -1,1 +1,335 @@
-/* keys.c - placeholder, being written */
+/*
+ * keys.c - building and decoding the keys of a drive (layout in keys_i.h),
+ * checking paths, and the small growable buffer every builder appends to.
+ *
+ * The one rule everything rests on: a node key is the parent path, "//", then
+ * the name, so the children of P are the run PATH#P// and the whole branch
+ * below P is the run PATH#P/ — with the trailing slash, or /docs would also
+ * match /docs-archive. Nothing here escapes bytes: names never hold '/' or NUL.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "keys_i.h"
+#include "tree.h"
+
+/* ---- sbuf ---------------------------------------------------------------- */
+
+static void sbuf_grow(struct sbuf *b, size_t n)
+{
+	size_t want = b->len + n + 1;
+
+	if (want <= b->cap)
+		return;
+	if (b->cap * 2 > want)
+		want = b->cap * 2;
+	if (want < 64)
+		want = 64;
+	b->buf = realloc(b->buf, want);
+	if (!b->buf)
+		abort();
+	b->cap = want;
+}
+
+void sbuf_reset(struct sbuf *b)
+{
+	b->len = 0;
+	if (b->buf)
+		b->buf[0] = '\0';
+}
+
+void sbuf_add(struct sbuf *b, const void *p, size_t n)
+{
+	sbuf_grow(b, n);
+	memcpy(b->buf + b->len, p, n);
+	b->len += n;
+	b->buf[b->len] = '\0';
+}
+
+void sbuf_adds(struct sbuf *b, const char *s)
+{
+	sbuf_add(b, s, strlen(s));
+}
+
+void sbuf_addc(struct sbuf *b, char c)
+{
+	sbuf_add(b, &c, 1);
+}
+
+void sbuf_nul(struct sbuf *b)
+{
+	sbuf_grow(b, 0);
+	b->buf[b->len] = '\0';
+}
+
+void sbuf_release(struct sbuf *b)
+{
+	free(b->buf);
+	b->buf = NULL;
+	b->len = b->cap = 0;
+}
+
+/* ---- paths --------------------------------------------------------------- */
+
+int path_check(const char *path)
+{
+	size_t total = 0;
+	const char *p = path;
+
+	if (!path || path[0] != '/')
+		return -EINVAL;
+	if (path[1] == '\0')
+		return 0;
+	while (*p == '/') {
+		const char *name = p + 1;
+		const char *end = strchr(name, '/');
+		size_t n = end ? (size_t)(end - name) : strlen(name);
+
+		if (n == 0)
+			return -EINVAL; /* "//" or a trailing "/" */
+		if (n > TREE_NAME_MAX)
+			return -ENAMETOOLONG;
+		if ((n == 1 && name[0] == '.') ||
+		    (n == 2 && name[0] == '.' && name[1] == '.'))
+			return -EINVAL;
+		total += n + 1;
+		if (total > TREE_PATH_MAX)
+			return -ENAMETOOLONG;
+		p = name + n;
+	}
+	return 0;
+}
+
+size_t path_parent_len(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	return (size_t)(slash - path);
+}
+
+const char *path_name(const char *path)
+{
+	return strrchr(path, '/') + 1;
+}
+
+bool path_is_within(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	if (n == 1) /* "/" holds everything */
+		return true;
+	return strncmp(path, dir, n) == 0 &&
+	       (path[n] == '\0' || path[n] == '/');
+}
+
+/* ---- keys ---------------------------------------------------------------- */
+
+void key_drive_prefix(struct sbuf *b, const char *drive)
+{
+	sbuf_adds(b, "DRIVE#");
+	sbuf_adds(b, drive);
+	sbuf_addc(b, '|');
+}
+
+void key_drive_range(struct sbuf *lo, struct sbuf *hi, const char *drive)
+{
+	key_drive_prefix(lo, drive);
+	key_drive_prefix(hi, drive);
+	hi->buf[hi->len - 1] = '|' + 1;
+}
+
+void key_meta(struct sbuf *b, const char *drive)
+{
+	key_drive_prefix(b, drive);
+	sbuf_adds(b, "META");
+}
+
+/* Appends PATH# and @dir's part of a key: "" for the root, else the path. */
+static void key_dir_part(struct sbuf *b, const char *drive, const char *dir)
+{
+	key_drive_prefix(b, drive);
+	sbuf_adds(b, "PATH#");
+	if (strcmp(dir, "/") != 0)
+		sbuf_adds(b, dir);
+}
+
+void key_node(struct sbuf *b, const char *drive, const char *path)
+{
+	size_t plen;
+
+	if (strcmp(path, "/") == 0) {
+		key_drive_prefix(b, drive);
+		sbuf_adds(b, "PATH#/");
+		return;
+	}
+	plen = path_parent_len(path);
+	key_drive_prefix(b, drive);
+	sbuf_adds(b, "PATH#");
+	sbuf_add(b, path, plen);
+	sbuf_adds(b, "//");
+	sbuf_adds(b, path + plen + 1);
+}
+
+void key_child(struct sbuf *b, const char *drive, const char *dir,
+	       const char *name, size_t nlen)
+{
+	key_dir_part(b, drive, dir);
+	sbuf_adds(b, "//");
+	sbuf_add(b, name, nlen);
+}
+
+void key_children_range(struct sbuf *lo, struct sbuf *hi, const char *drive,
+			const char *dir)
+{
+	key_dir_part(lo, drive, dir);
+	sbuf_adds(lo, "//");
+	key_dir_part(hi, drive, dir);
+	sbuf_adds(hi, "/0"); /* '0' is the byte after '/' */
+}
+
+void key_subtree_range(struct sbuf *lo, struct sbuf *hi, const char *drive,
+		       const char *dir)
+{
+	key_dir_part(lo, drive, dir);
+	sbuf_addc(lo, '/');
+	key_dir_part(hi, drive, dir);
+	sbuf_addc(hi, '0');
+}
+
+int key_node_decode(const char *key, size_t len, size_t plen, struct sbuf *path)
+{
+	const char *p, *end = key + len, *dd;
+
+	if (len < plen + 6 || memcmp(key + plen, "PATH#", 5) != 0)
+		return -EINVAL;
+	p = key + plen + 5;
+	if (end - p == 1 && *p == '/') {
+		sbuf_addc(path, '/');
+		return 0;
+	}
+	/* the one "//" separates parent and name */
+	dd = memmem(p, (size_t)(end - p), "//", 2);
+	if (!dd || dd + 2 >= end || memchr(p, '\0', (size_t)(end - p)))
+		return -EINVAL;
+	if (dd != p && *p != '/')
+		return -EINVAL;
+	if (memchr(dd + 2, '/', (size_t)(end - dd - 2)))
+		return -EINVAL;
+	sbuf_add(path, p, (size_t)(dd - p));
+	sbuf_add(path, dd + 1, (size_t)(end - dd - 1));
+	return 0;
+}
+
+static void key_kind_ino(struct sbuf *b, const char *drive, const char *kind,
+			 uint64_t ino)
+{
+	char hex[17];
+
+	key_drive_prefix(b, drive);
+	sbuf_adds(b, kind);
+	snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)ino);
+	sbuf_add(b, hex, 16);
+}
+
+void key_data(struct sbuf *b, const char *drive, uint64_t ino, uint64_t blk)
+{
+	char hex[18];
+
+	key_kind_ino(b, drive, "DATA#", ino);
+	snprintf(hex, sizeof(hex), "#%016llx", (unsigned long long)blk);
+	sbuf_add(b, hex, 17);
+}
+
+void key_data_range(struct sbuf *lo, struct sbuf *hi, const char *drive,
+		    uint64_t ino, uint64_t from)
+{
+	key_data(lo, drive, ino, from);
+	key_kind_ino(hi, drive, "DATA#", ino);
+	sbuf_addc(hi, '#' + 1);
+}
+
+static int hex16(const char *p, uint64_t *v)
+{
+	uint64_t x = 0;
+
+	for (int i = 0; i < 16; i++) {
+		char c = p[i];
+		int d;
+		if (c >= '0' && c <= '9')
+			d = c - '0';
+		else if (c >= 'a' && c <= 'f')
+			d = c - 'a' + 10;
+		else
+			return -EINVAL;
+		x = x << 4 | (uint64_t)d;
+	}
+	*v = x;
+	return 0;
+}
+
+int key_ino_decode(const char *key, size_t len, size_t plen, const char *kind,
+		   uint64_t *ino)
+{
+	size_t kl = strlen(kind);
+
+	if (len < plen + kl + 16 || memcmp(key + plen, kind, kl) != 0)
+		return -EINVAL;
+	return hex16(key + plen + kl, ino);
+}
+
+int key_data_decode(const char *key, size_t len, size_t plen, uint64_t *ino,
+		    uint64_t *blk)
+{
+	int rc = key_ino_decode(key, len, plen, "DATA#", ino);
+
+	if (rc)
+		return rc;
+	if (len != plen + 5 + 16 + 17 || key[plen + 21] != '#')
+		return -EINVAL;
+	return hex16(key + plen + 22, blk);
+}
+
+void key_xattr(struct sbuf *b, const char *drive, uint64_t ino,
+	       const char *name)
+{
+	key_kind_ino(b, drive, "XATTR#", ino);
+	sbuf_addc(b, '#');
+	sbuf_adds(b, name);
+}
+
+void key_xattr_range(struct sbuf *lo, struct sbuf *hi, const char *drive,
+		     uint64_t ino)
+{
+	key_kind_ino(lo, drive, "XATTR#", ino);
+	sbuf_addc(lo, '#');
+	key_kind_ino(hi, drive, "XATTR#", ino);
+	sbuf_addc(hi, '#' + 1);
+}
+
+void key_kind_range(struct sbuf *lo, struct sbuf *hi, const char *drive,
+		    const char *kind)
+{
+	size_t n = strlen(kind);
+
+	key_drive_prefix(lo, drive);
+	sbuf_adds(lo, kind);
+	key_drive_prefix(hi, drive);
+	sbuf_add(hi, kind, n - 1);
+	sbuf_addc(hi, (char)(kind[n - 1] + 1));
+}
+
+void key_inode(struct sbuf *b, const char *drive, uint64_t ino)
+{
+	key_kind_ino(b, drive, "INODE#", ino);
+}
+
+void key_orphan(struct sbuf *b, const char *drive, uint64_t ino)
+{
+	key_kind_ino(b, drive, "ORPHAN#", ino);
+}
+
+void key_journal(struct sbuf *b, const char *drive, uint64_t seq)
+{
+	key_kind_ino(b, drive, "JOURNAL#", seq);
+}

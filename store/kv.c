@@ -1,1 +1,464 @@
-/* kv.c - placeholder, being written */
+/*
+ * kv.c - the ordered key-value seam on RocksDB (see kv_i.h). The only file in
+ * the project that includes rocksdb/c.h.
+ *
+ * Options, chosen for a path-keyed filesystem (small node values read in long
+ * prefix scans, point lookups that often miss, 64 KiB content blocks):
+ *  - block-based tables, 16 KiB blocks, in a shared LRU block cache (64 MiB by
+ *    default), index and filter blocks cached and L0's pinned: scans and
+ *    lookups stay in memory for a working set of a few million nodes;
+ *  - a full bloom filter, 10 bits/key: a lookup of a missing path (negative
+ *    dentry, O_CREAT, `git status`) answers from the filter without a disk
+ *    read. No prefix extractor: our prefixes have no fixed length, and
+ *    iterate_upper_bound bounds every scan instead;
+ *  - LZ4 on all levels but the last, ZSTD on the last: paths share long
+ *    prefixes and compress well; LZ4 is cheap enough for the write path;
+ *  - 32 MiB memtables (up to 3), two background jobs (the machines have two
+ *    cores), dynamic level sizes, 1 MiB bytes_per_sync so flushes don't stall;
+ *  - the WAL is always on; commits sync it only when asked (fsync, -o sync).
+ *
+ * Space: RocksDB turns read-only when a WAL write fails for lack of space and
+ * frees space only after compaction, so a full disk would wedge the store.
+ * kv keeps a reserve instead, as ext4 keeps reserved blocks: a batch that
+ * grows the store is refused with -ENOSPC once the store's file system has
+ * less than KV_RESERVE bytes free; batches that mostly delete still pass, so
+ * space can always be freed. kv_compact_range() lets a caller reclaim the disk
+ * space of a large deleted range at once.
+ *
+ * Limits: one default column family; no transactions beyond atomic batches.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <time.h>
+
+#include <rocksdb/c.h>
+
+#include "kv_i.h"
+#include "log.h"
+
+#define KV_RESERVE	(32ull << 20)
+#define KV_SPACE_TTL_NS 50000000ll /* re-read free space every 50 ms */
+
+struct kv {
+	rocksdb_t *db;
+	rocksdb_options_t *opts;
+	rocksdb_block_based_table_options_t *topts;
+	rocksdb_cache_t *cache;
+	rocksdb_filterpolicy_t *filter; /* owned by topts once set */
+	rocksdb_readoptions_t *ropts;
+	rocksdb_writeoptions_t *wopts;
+	rocksdb_writeoptions_t *wopts_sync;
+	char *dir;
+	bool read_only;
+	bool sync;
+
+	pthread_mutex_t space_lock;
+	int64_t space_at; /* protected by space_lock: when avail was read */
+	uint64_t avail;	  /* protected by space_lock */
+};
+
+struct kv_iter {
+	rocksdb_iterator_t *it;
+	rocksdb_readoptions_t *ropts;
+	char *lo, *hi;
+	size_t lolen, hilen;
+};
+
+struct kv_batch {
+	rocksdb_writebatch_t *wb;
+	size_t bytes;
+	size_t put_bytes;
+	size_t deletes;
+};
+
+/* Maps a RocksDB error string to an errno, logs it with @what, frees it. */
+static int kv_error(char *err, const char *what)
+{
+	int rc = -EIO;
+
+	if (strstr(err, "No space left") || strstr(err, "NoSpace"))
+		rc = -ENOSPC;
+	else if (strstr(err, "lock file") || strstr(err, "/LOCK") ||
+		 strstr(err, "Resource temporarily"))
+		rc = -EBUSY;
+	else if (strstr(err, "does not exist") || strstr(err, "No such file"))
+		rc = -ENOENT;
+	else if (strstr(err, "Permission denied"))
+		rc = -EACCES;
+	else if (strstr(err, "Read-only file system") ||
+		 strstr(err, "read only"))
+		rc = -EROFS;
+	if (rc == -EIO || rc == -ENOSPC)
+		plog(LOG_ERR, "rocksdb: %s: %s", what, err);
+	else
+		plog(LOG_DEBUG, "rocksdb: %s: %s", what, err);
+	free(err);
+	return rc;
+}
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int kv_open(struct kv **out, const char *dir, const struct kv_options *opt)
+{
+	struct kv *kv;
+	char *err = NULL;
+	int levels[7];
+	int rc = 0;
+
+	kv = calloc(1, sizeof(*kv));
+	if (!kv)
+		return -ENOMEM;
+	kv->dir = strdup(dir);
+	kv->read_only = opt->read_only;
+	kv->sync = opt->sync;
+	pthread_mutex_init(&kv->space_lock, NULL);
+
+	kv->cache = rocksdb_cache_create_lru(
+	    (opt->cache_mb ? opt->cache_mb : 64) << 20);
+	kv->topts = rocksdb_block_based_options_create();
+	rocksdb_block_based_options_set_block_cache(kv->topts, kv->cache);
+	rocksdb_block_based_options_set_block_size(kv->topts, 16 << 10);
+	kv->filter = rocksdb_filterpolicy_create_bloom_full(10);
+	rocksdb_block_based_options_set_filter_policy(kv->topts, kv->filter);
+	rocksdb_block_based_options_set_cache_index_and_filter_blocks(kv->topts,
+								      1);
+	rocksdb_block_based_options_set_pin_l0_filter_and_index_blocks_in_cache(
+	    kv->topts, 1);
+	rocksdb_block_based_options_set_format_version(kv->topts, 5);
+
+	kv->opts = rocksdb_options_create();
+	rocksdb_options_set_block_based_table_factory(kv->opts, kv->topts);
+	rocksdb_options_set_create_if_missing(kv->opts, opt->create);
+	rocksdb_options_set_write_buffer_size(kv->opts, 32 << 20);
+	rocksdb_options_set_max_write_buffer_number(kv->opts, 3);
+	rocksdb_options_set_max_background_jobs(kv->opts, 2);
+	rocksdb_options_set_level_compaction_dynamic_level_bytes(kv->opts, 1);
+	rocksdb_options_set_bytes_per_sync(kv->opts, 1 << 20);
+	rocksdb_options_set_max_total_wal_size(kv->opts, 128 << 20);
+	rocksdb_options_set_keep_log_file_num(kv->opts, 3);
+	rocksdb_options_set_max_log_file_size(kv->opts, 4 << 20);
+	rocksdb_options_set_info_log_level(kv->opts, 2 /* WARN */);
+	for (int i = 0; i < 7; i++)
+		levels[i] = rocksdb_lz4_compression;
+	levels[6] = rocksdb_zstd_compression;
+	rocksdb_options_set_compression_per_level(kv->opts, levels, 7);
+
+	if (opt->read_only)
+		kv->db = rocksdb_open_for_read_only(kv->opts, dir, 0, &err);
+	else
+		kv->db = rocksdb_open(kv->opts, dir, &err);
+	if (err) {
+		rc = kv_error(err, dir);
+		goto out;
+	}
+
+	kv->ropts = rocksdb_readoptions_create();
+	kv->wopts = rocksdb_writeoptions_create();
+	kv->wopts_sync = rocksdb_writeoptions_create();
+	rocksdb_writeoptions_set_sync(kv->wopts_sync, 1);
+out:
+	if (rc) {
+		kv_close(kv);
+		return rc;
+	}
+	*out = kv;
+	return 0;
+}
+
+void kv_close(struct kv *kv)
+{
+	if (!kv)
+		return;
+	if (kv->db && !kv->read_only) {
+		char *err = NULL;
+		rocksdb_flush_wal(kv->db, 1, &err);
+		if (err)
+			kv_error(err, "flush wal at close");
+	}
+	if (kv->db)
+		rocksdb_close(kv->db);
+	if (kv->ropts)
+		rocksdb_readoptions_destroy(kv->ropts);
+	if (kv->wopts)
+		rocksdb_writeoptions_destroy(kv->wopts);
+	if (kv->wopts_sync)
+		rocksdb_writeoptions_destroy(kv->wopts_sync);
+	if (kv->opts)
+		rocksdb_options_destroy(kv->opts);
+	if (kv->topts)
+		rocksdb_block_based_options_destroy(kv->topts);
+	if (kv->cache)
+		rocksdb_cache_destroy(kv->cache);
+	pthread_mutex_destroy(&kv->space_lock);
+	free(kv->dir);
+	free(kv);
+}
+
+bool kv_read_only(const struct kv *kv)
+{
+	return kv->read_only;
+}
+
+int kv_get(struct kv *kv, const char *key, size_t klen, char **val,
+	   size_t *vlen)
+{
+	char *err = NULL;
+	size_t n = 0;
+	char *v;
+	char *copy;
+
+	v = rocksdb_get(kv->db, kv->ropts, key, klen, &n, &err);
+	if (err)
+		return kv_error(err, "get");
+	if (!v)
+		return -ENOENT;
+	/* RocksDB's buffer is malloc'd but not NUL-terminated: copy so the
+	 * caller gets the documented terminator. */
+	copy = malloc(n + 1);
+	if (!copy) {
+		rocksdb_free(v);
+		return -ENOMEM;
+	}
+	memcpy(copy, v, n);
+	copy[n] = '\0';
+	rocksdb_free(v);
+	*val = copy;
+	*vlen = n;
+	return 0;
+}
+
+int kv_iter_open(struct kv_iter **out, struct kv *kv, const char *lo,
+		 size_t lolen, const char *hi, size_t hilen)
+{
+	struct kv_iter *it = calloc(1, sizeof(*it));
+
+	if (!it)
+		return -ENOMEM;
+	it->lo = malloc(lolen + 1);
+	it->lolen = lolen;
+	memcpy(it->lo, lo, lolen);
+	it->ropts = rocksdb_readoptions_create();
+	if (hi) {
+		/* RocksDB keeps a pointer to the bound: it must outlive the
+		 * iterator, so it lives in struct kv_iter. */
+		it->hi = malloc(hilen + 1);
+		memcpy(it->hi, hi, hilen);
+		it->hilen = hilen;
+		rocksdb_readoptions_set_iterate_upper_bound(it->ropts, it->hi,
+							    hilen);
+	}
+	it->it = rocksdb_create_iterator(kv->db, it->ropts);
+	rocksdb_iter_seek(it->it, lo, lolen);
+	*out = it;
+	return 0;
+}
+
+void kv_iter_seek(struct kv_iter *it, const char *key, size_t klen)
+{
+	if (klen < it->lolen || memcmp(key, it->lo, it->lolen) < 0)
+		rocksdb_iter_seek(it->it, it->lo, it->lolen);
+	else
+		rocksdb_iter_seek(it->it, key, klen);
+}
+
+bool kv_iter_valid(struct kv_iter *it)
+{
+	return rocksdb_iter_valid(it->it);
+}
+
+const char *kv_iter_key(struct kv_iter *it, size_t *len)
+{
+	return rocksdb_iter_key(it->it, len);
+}
+
+const char *kv_iter_value(struct kv_iter *it, size_t *len)
+{
+	return rocksdb_iter_value(it->it, len);
+}
+
+void kv_iter_next(struct kv_iter *it)
+{
+	rocksdb_iter_next(it->it);
+}
+
+int kv_iter_status(struct kv_iter *it)
+{
+	char *err = NULL;
+
+	rocksdb_iter_get_error(it->it, &err);
+	if (err)
+		return kv_error(err, "iterate");
+	return 0;
+}
+
+void kv_iter_free(struct kv_iter *it)
+{
+	if (!it)
+		return;
+	if (it->it)
+		rocksdb_iter_destroy(it->it);
+	if (it->ropts)
+		rocksdb_readoptions_destroy(it->ropts);
+	free(it->lo);
+	free(it->hi);
+	free(it);
+}
+
+struct kv_batch *kv_batch_new(void)
+{
+	struct kv_batch *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		abort();
+	b->wb = rocksdb_writebatch_create();
+	return b;
+}
+
+void kv_batch_put(struct kv_batch *b, const char *key, size_t klen,
+		  const char *val, size_t vlen)
+{
+	rocksdb_writebatch_put(b->wb, key, klen, val, vlen);
+	b->bytes += klen + vlen;
+	b->put_bytes += klen + vlen;
+}
+
+void kv_batch_delete(struct kv_batch *b, const char *key, size_t klen)
+{
+	rocksdb_writebatch_delete(b->wb, key, klen);
+	b->bytes += klen;
+	b->deletes++;
+}
+
+void kv_batch_delete_range(struct kv_batch *b, const char *lo, size_t lolen,
+			   const char *hi, size_t hilen)
+{
+	rocksdb_writebatch_delete_range(b->wb, lo, lolen, hi, hilen);
+	b->bytes += lolen + hilen;
+	b->deletes++;
+}
+
+size_t kv_batch_count(const struct kv_batch *b)
+{
+	return (size_t)rocksdb_writebatch_count(b->wb);
+}
+
+size_t kv_batch_bytes(const struct kv_batch *b)
+{
+	return b->bytes;
+}
+
+void kv_batch_clear(struct kv_batch *b)
+{
+	rocksdb_writebatch_clear(b->wb);
+	b->bytes = b->put_bytes = b->deletes = 0;
+}
+
+/* Bytes free for the store, re-read at most every KV_SPACE_TTL_NS. */
+static uint64_t kv_avail(struct kv *kv)
+{
+	int64_t now = mono_ns();
+	uint64_t avail;
+
+	pthread_mutex_lock(&kv->space_lock);
+	if (now - kv->space_at > KV_SPACE_TTL_NS) {
+		struct statvfs st;
+		if (statvfs(kv->dir, &st) == 0)
+			kv->avail = (uint64_t)st.f_bavail * st.f_frsize;
+		else
+			kv->avail = UINT64_MAX;
+		kv->space_at = now;
+	}
+	avail = kv->avail;
+	pthread_mutex_unlock(&kv->space_lock);
+	return avail;
+}
+
+/* A batch that mostly deletes may use the reserve: that is how space is
+ * freed on a full disk. */
+static bool kv_batch_shrinks(const struct kv_batch *b)
+{
+	return b->deletes > 0 && b->put_bytes <= (64 << 10);
+}
+
+int kv_batch_commit(struct kv *kv, struct kv_batch *b, bool sync)
+{
+	char *err = NULL;
+
+	if (kv->read_only)
+		return -EROFS;
+	if (!kv_batch_shrinks(b)) {
+		uint64_t avail = kv_avail(kv);
+		if (avail < KV_RESERVE + b->put_bytes)
+			return -ENOSPC;
+	}
+	rocksdb_write(kv->db, (sync || kv->sync) ? kv->wopts_sync : kv->wopts,
+		      b->wb, &err);
+	if (err)
+		return kv_error(err, "write batch");
+	if (b->put_bytes > (1 << 20)) {
+		/* big writes move the free space: read it again next time */
+		pthread_mutex_lock(&kv->space_lock);
+		kv->space_at = 0;
+		pthread_mutex_unlock(&kv->space_lock);
+	}
+	return 0;
+}
+
+void kv_batch_free(struct kv_batch *b)
+{
+	if (!b)
+		return;
+	rocksdb_writebatch_destroy(b->wb);
+	free(b);
+}
+
+int kv_sync(struct kv *kv)
+{
+	char *err = NULL;
+
+	if (kv->read_only)
+		return 0;
+	rocksdb_flush_wal(kv->db, 1, &err);
+	if (err)
+		return kv_error(err, "sync wal");
+	return 0;
+}
+
+int kv_compact_range(struct kv *kv, const char *lo, size_t lolen,
+		     const char *hi, size_t hilen)
+{
+	if (kv->read_only)
+		return 0;
+	rocksdb_compact_range(kv->db, lo, lolen, hi, hilen);
+	pthread_mutex_lock(&kv->space_lock);
+	kv->space_at = 0;
+	pthread_mutex_unlock(&kv->space_lock);
+	return 0;
+}
+
+uint64_t kv_estimate_keys(struct kv *kv)
+{
+	char *v = rocksdb_property_value(kv->db, "rocksdb.estimate-num-keys");
+	uint64_t n = 0;
+
+	if (v) {
+		n = strtoull(v, NULL, 10);
+		free(v);
+	}
+	return n;
+}
+
+uint64_t kv_reserve_bytes(void)
+{
+	return KV_RESERVE;
+}

@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct kv;
 struct kv_iter;
@@ -90,5 +91,20 @@ int kv_sync(struct kv *kv);
 
 /* Approximate number of keys (RocksDB's estimate), for statfs. */
 uint64_t kv_estimate_keys(struct kv *kv);
+
+/*
+ * Compacts [lo, hi) now, so that the disk space of data deleted there is given
+ * back (RocksDB frees space only when it compacts). Synchronous; costs about
+ * the size of the overlapping files: call it for large deletions only.
+ */
+int kv_compact_range(struct kv *kv, const char *lo, size_t lolen,
+		     const char *hi, size_t hilen);
+
+/*
+ * Bytes of the store's file system kept free: a batch that grows the store is
+ * refused with -ENOSPC below this, while batches that mostly delete pass, so
+ * space can always be freed. statfs reports free space less this reserve.
+ */
+uint64_t kv_reserve_bytes(void);
 
 #endif
