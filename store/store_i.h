@@ -133,6 +133,44 @@ int tree_reclaim_orphans(struct tree *t, size_t *count);
 int journal_rename_dir(struct tree *t, const char *src, const char *dst,
 		       unsigned flags, uint64_t *orphan);
 
+/* ---- journal records (journal.c), shared with cascade.c and fsck.c ------
+ * JOURNAL#<seq> values: version byte 1, then varints op, flags, phase, then
+ * put_bytes src, dst, cursor, sdrive, then varints ino, blk, aux.
+ * Temporary keys of record seq live in [XTMP#<seq:016x>/, XTMP#<seq:016x>0),
+ * outside PATH# so no listing ever sees them. */
+#define JOURNAL_REC_VERSION 1
+#define JOP_RENAME 1   /* folder rename; phase 1 copies src/ -> dst/ */
+#define JOP_EXCHANGE 2 /* phases 1 A/->tmp, 2 B/->A/, 3 tmp->B/ */
+#define JOP_CLONE 3    /* cascade clone (cp -r / cross-drive mv), budgeted:
+			  never replayed at open, resumed by its token */
+struct journal_rec {
+	uint64_t seq;
+	uint32_t op, flags, phase;
+	struct sbuf src, dst;   /* paths */
+	struct sbuf cursor;     /* last item done (key suffix or relative path) */
+	struct sbuf sdrive;     /* JOP_CLONE: the source drive */
+	uint64_t ino, blk, aux; /* JOP_CLONE: file in progress */
+};
+void journal_rec_release(struct journal_rec *r);
+/* Errors: -EIO (does not decode). */
+int journal_rec_decode(const char *buf, size_t len, struct journal_rec *r);
+/* Adds to @b the put of @r at JOURNAL#<r->seq> of drive @t. */
+void journal_rec_put(struct tree *t, struct kv_batch *b,
+		     const struct journal_rec *r);
+/* Reads JOURNAL#<seq>. Errors: -ENOENT, -EIO. */
+int journal_rec_get(struct tree *t, uint64_t seq, struct journal_rec *r);
+/* [lo, hi) of the temporary keys of record @seq (appended). */
+void key_xtmp_range(struct sbuf *lo, struct sbuf *hi, const char *drive,
+		    uint64_t seq);
+/* The crash hook (PATHFS_CRASH_AFTER_BATCHES, see journal.c): init reads the
+ * environment; call batch() right after each committed batch. */
+struct journal_hook {
+	long limit; /* -1: off */
+	long done;  /* batches committed so far */
+};
+void journal_hook_init(struct journal_hook *h);
+void journal_hook_batch(struct journal_hook *h);
+
 
 /* ---- tree.c / content.c helpers shared with journal.c and cascade.c ----
  * Batch builders: each adds operations to a caller's batch and commits
