@@ -1,0 +1,226 @@
+/*
+ * rel_plant.c - plants damage in an unmounted store, and looks inside one,
+ * for the reliability mount tests (rel_corrupt.sh, rel_open_errors.sh,
+ * rel_kill9.sh, rel_ctl_args.sh). Uses the store internals on purpose.
+ *
+ *   rel_plant node STORE DRIVE PATH        garbage as PATH's node value
+ *   rel_plant block STORE DRIVE PATH BLK   garbage as content block BLK
+ *   rel_plant meta STORE DRIVE FORMAT      META with format version FORMAT
+ *   rel_plant journal STORE DRIVE          prints the number of JOURNAL keys
+ *   rel_plant dump STORE                   prints every key (escaped) and a
+ *                                          hash of its value, in key order
+ *
+ * node, block and meta write with one batch through kv (no store_open, which
+ * would validate or replay first; block looks the inode up with store_open
+ * and closes it before planting). journal and dump open RocksDB read-only
+ * and change nothing. Exit status 0 on success; errors are printed.
+ *
+ * Limits: the garbage is fixed (version byte 0xEE then 0xEE bytes): a node
+ * value no decoder may accept, a block value longer than two blocks.
+ */
+#include "rel_common.h"
+#include "store_i.h"
+
+static int open_kv(struct kv **kv, const char *dir, bool ro)
+{
+	struct kv_options o = {.read_only = ro};
+	int rc = kv_open(kv, dir, &o);
+
+	if (rc)
+		fprintf(stderr, "rel_plant: open %s: %s\n", dir, strerror(-rc));
+	return rc;
+}
+
+static int put(const char *dir, struct sbuf *key, const char *val, size_t vlen)
+{
+	struct kv *kv = NULL;
+	struct kv_batch *b = NULL;
+	int rc = open_kv(&kv, dir, false);
+
+	if (rc)
+		goto out;
+	b = kv_batch_new();
+	kv_batch_put(b, key->buf, key->len, val, vlen);
+	rc = kv_batch_commit(kv, b, true);
+	if (rc)
+		fprintf(stderr, "rel_plant: commit: %s\n", strerror(-rc));
+out:
+	kv_batch_free(b);
+	kv_close(kv);
+	return rc;
+}
+
+static int plant_node(const char *dir, const char *drive, const char *path)
+{
+	struct sbuf key = {0};
+	char val[40];
+	int rc = path_check(path);
+
+	if (rc) {
+		fprintf(stderr, "rel_plant: bad path %s\n", path);
+		return rc;
+	}
+	memset(val, 0xEE, sizeof(val));
+	key_node(&key, drive, path);
+	rc = put(dir, &key, val, sizeof(val));
+	sbuf_release(&key);
+	return rc;
+}
+
+static int plant_block(const char *dir, const char *drive, const char *path,
+		       uint64_t blk)
+{
+	struct store_options o = {0};
+	struct store *s = NULL;
+	struct tree *t;
+	struct tree_attr a;
+	struct sbuf key = {0};
+	char *val = NULL;
+	size_t bs, vlen;
+	int rc = store_open(&s, dir, &o);
+
+	if (rc) {
+		fprintf(stderr, "rel_plant: store_open: %s\n", strerror(-rc));
+		goto out;
+	}
+	rc = store_drive(s, drive, &t);
+	if (!rc)
+		rc = tree_lookup(t, path, &a);
+	if (rc) {
+		fprintf(stderr, "rel_plant: %s: %s\n", path, strerror(-rc));
+		goto out;
+	}
+	bs = tree_block_size(t);
+	store_close(s);
+	s = NULL;
+	vlen = 2 * bs + 7;
+	val = malloc(vlen);
+	memset(val, 0xEE, vlen);
+	key_data(&key, drive, a.ino, blk);
+	rc = put(dir, &key, val, vlen);
+	if (!rc)
+		printf("ino %llu %016llx\n", (unsigned long long)a.ino,
+		       (unsigned long long)a.ino);
+out:
+	store_close(s);
+	free(val);
+	sbuf_release(&key);
+	return rc;
+}
+
+static int plant_meta(const char *dir, const char *drive, uint32_t format)
+{
+	struct kv *kv = NULL;
+	struct sbuf key = {0}, val = {0};
+	struct meta m;
+	char *old = NULL;
+	size_t olen;
+	int rc = open_kv(&kv, dir, false);
+
+	if (rc)
+		goto out;
+	key_meta(&key, drive);
+	rc = kv_get(kv, key.buf, key.len, &old, &olen);
+	if (!rc)
+		rc = meta_decode(old, olen, &m);
+	if (rc) {
+		fprintf(stderr, "rel_plant: META of %s: %s\n", drive,
+			strerror(-rc));
+		goto out;
+	}
+	kv_close(kv);
+	kv = NULL;
+	m.format = format;
+	meta_encode(&val, &m);
+	rc = put(dir, &key, val.buf, val.len);
+out:
+	kv_close(kv);
+	free(old);
+	sbuf_release(&key);
+	sbuf_release(&val);
+	return rc;
+}
+
+static int count_journal(const char *dir, const char *drive)
+{
+	struct kv *kv = NULL;
+	struct kv_iter *it = NULL;
+	struct sbuf lo = {0}, hi = {0};
+	unsigned long n = 0;
+	int rc = open_kv(&kv, dir, true);
+
+	if (rc)
+		goto out;
+	key_kind_range(&lo, &hi, drive, "JOURNAL#");
+	rc = kv_iter_open(&it, kv, lo.buf, lo.len, hi.buf, hi.len);
+	if (rc)
+		goto out;
+	for (; kv_iter_valid(it); kv_iter_next(it))
+		n++;
+	rc = kv_iter_status(it);
+	printf("%lu\n", n);
+out:
+	kv_iter_free(it);
+	kv_close(kv);
+	sbuf_release(&lo);
+	sbuf_release(&hi);
+	return rc;
+}
+
+static int dump(const char *dir)
+{
+	struct kv *kv = NULL;
+	struct kv_iter *it = NULL;
+	int rc = open_kv(&kv, dir, true);
+
+	if (rc)
+		goto out;
+	rc = kv_iter_open(&it, kv, "", 0, NULL, 0);
+	if (rc)
+		goto out;
+	for (; kv_iter_valid(it); kv_iter_next(it)) {
+		size_t klen, vlen;
+		const char *k = kv_iter_key(it, &klen);
+		const char *v = kv_iter_value(it, &vlen);
+		char line[8192] = "", *kc = malloc(klen + 1);
+
+		memcpy(kc, k, klen);
+		kc[klen] = '\0';
+		rel_escape(line, sizeof(line), kc);
+		printf("%s %zu %016llx\n", line, vlen,
+		       (unsigned long long)rel_fnv(REL_FNV_INIT, v, vlen));
+		free(kc);
+	}
+	rc = kv_iter_status(it);
+out:
+	kv_iter_free(it);
+	kv_close(kv);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	int rc;
+
+	if (argc == 5 && !strcmp(argv[1], "node"))
+		rc = plant_node(argv[2], argv[3], argv[4]);
+	else if (argc == 6 && !strcmp(argv[1], "block"))
+		rc = plant_block(argv[2], argv[3], argv[4],
+				 strtoull(argv[5], NULL, 0));
+	else if (argc == 5 && !strcmp(argv[1], "meta"))
+		rc = plant_meta(argv[2], argv[3],
+				(uint32_t)strtoul(argv[4], NULL, 0));
+	else if (argc == 4 && !strcmp(argv[1], "journal"))
+		rc = count_journal(argv[2], argv[3]);
+	else if (argc == 3 && !strcmp(argv[1], "dump"))
+		rc = dump(argv[2]);
+	else {
+		fprintf(stderr, "usage: rel_plant node STORE DRIVE PATH\n"
+				"       rel_plant block STORE DRIVE PATH BLK\n"
+				"       rel_plant meta STORE DRIVE FORMAT\n"
+				"       rel_plant journal STORE DRIVE\n"
+				"       rel_plant dump STORE\n");
+		return 2;
+	}
+	return rc ? 1 : 0;
+}

@@ -1,0 +1,270 @@
+/*
+ * rel_readdir.c - listings under churn, for tests/mount/rel_readdir.sh.
+ *
+ *   rel_readdir setup DIR NSTABLE
+ *   rel_readdir run DIR NSTABLE SECONDS WRITERS READERS
+ *   rel_readdir checklist NSTABLE FILE   (a find -maxdepth 1 -printf '%f\n'
+ *                                          listing of DIR, one name a line)
+ *
+ * setup creates NSTABLE "stable" entries in DIR: files and a few folders whose
+ * names interleave with the churn names and hold bytes that sort before '/'
+ * ("s0001", "s0001-", "s0001.x", "s0001 x"). run starts WRITERS processes that
+ * create, rename and remove churn entries (same prefixes, so they land between
+ * the stable ones in key order) and READERS processes that list DIR over and
+ * over with getdents64 and a small buffer (many resumed readdir requests per
+ * listing) and check every listing: no name twice, every stable name present.
+ * checklist applies the same check to a listing made by find(1).
+ *
+ * Exit status 0 when every listing was right. Names are ASCII (one a line).
+ */
+#include <signal.h>
+#include <stdbool.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "rel_common.h"
+
+struct linux_dirent64 {
+	uint64_t d_ino;
+	int64_t d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
+static const char *const suffix[] = {"", "-", ".x", " x"};
+
+static void stable_name(char *out, size_t n, int i)
+{
+	snprintf(out, n, "s%04d%s", i / 4, suffix[i % 4]);
+}
+
+static int setup(const char *dir, int nstable)
+{
+	char p[4096], name[64];
+	int i, fd;
+
+	for (i = 0; i < nstable; i++) {
+		stable_name(name, sizeof(name), i);
+		snprintf(p, sizeof(p), "%s/%s", dir, name);
+		if (i % 10 == 3) {
+			if (mkdir(p, 0755)) {
+				perror(p);
+				return 1;
+			}
+			continue;
+		}
+		fd = open(p, O_CREAT | O_EXCL | O_WRONLY, 0644);
+		if (fd < 0 || write(fd, name, strlen(name)) < 0) {
+			perror(p);
+			return 1;
+		}
+		close(fd);
+	}
+	return 0;
+}
+
+static int writer(const char *dir, int nstable, uint64_t seed, double end)
+{
+	char a[4096], b[4096];
+	unsigned long n = 0;
+
+	while (rel_now() < end) {
+		int k = (int)rel_below(&seed, (uint64_t)nstable / 4 + 1);
+		int e;
+
+		/* churn names sort right next to the stable ones */
+		snprintf(a, sizeof(a), "%s/s%04d%s~%llu", dir, k,
+			 suffix[rel_below(&seed, 4)],
+			 (unsigned long long)rel_below(&seed, 8));
+		snprintf(b, sizeof(b), "%s/s%04d%s+%llu", dir,
+			 (int)rel_below(&seed, (uint64_t)nstable / 4 + 1),
+			 suffix[rel_below(&seed, 4)],
+			 (unsigned long long)rel_below(&seed, 8));
+		switch (rel_below(&seed, 5)) {
+		case 0: {
+			int fd = open(a, O_CREAT | O_WRONLY, 0644);
+
+			e = fd < 0 ? errno : 0;
+			if (fd >= 0)
+				close(fd);
+			break;
+		}
+		case 1:
+			e = mkdir(a, 0755) ? errno : 0;
+			break;
+		case 2:
+			e = rename(a, b) ? errno : 0;
+			break;
+		case 3:
+			e = unlink(a) ? errno : 0;
+			if (e == EISDIR || e == EPERM)
+				e = rmdir(a) ? errno : 0;
+			break;
+		default:
+			e = unlink(b) ? errno : 0;
+			if (e == EISDIR || e == EPERM)
+				e = rmdir(b) ? errno : 0;
+			break;
+		}
+		if (e && e != ENOENT && e != EEXIST && e != ENOTEMPTY &&
+		    e != EISDIR && e != ENOTDIR) {
+			fprintf(stderr, "writer: FAIL %s/%s: %s\n", a, b,
+				strerror(e));
+			return 1;
+		}
+		n++;
+	}
+	fprintf(stderr, "writer: %lu calls\n", n);
+	return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Checks one listing (names[0..n)): no duplicates, every stable name there. */
+static int check_listing(char **names, size_t n, int nstable, const char *who)
+{
+	char name[64];
+	size_t i;
+	int j, bad = 0;
+
+	qsort(names, n, sizeof(*names), cmp_str);
+	for (i = 1; i < n; i++)
+		if (!strcmp(names[i - 1], names[i]) && bad++ < 5)
+			fprintf(stderr, "%s: FAIL '%s' listed twice\n", who,
+				names[i]);
+	for (j = 0; j < nstable; j++) {
+		char *key = name;
+
+		stable_name(name, sizeof(name), j);
+		if (!bsearch(&key, names, n, sizeof(*names), cmp_str) &&
+		    bad++ < 5)
+			fprintf(stderr,
+				"%s: FAIL stable '%s' missing (%zu "
+				"names listed)\n",
+				who, name, n);
+	}
+	return bad ? 1 : 0;
+}
+
+static int reader(const char *dir, int nstable, uint64_t seed, double end)
+{
+	static char buf[65536];
+	char **names = NULL;
+	size_t cap = 0;
+	unsigned long listings = 0;
+	int rc = 0;
+
+	while (!rc && rel_now() < end) {
+		/* vary the buffer so resume points fall everywhere */
+		size_t bsz = 200 + rel_below(&seed, 4000);
+		size_t n = 0, i;
+		int fd = open(dir, O_RDONLY | O_DIRECTORY);
+
+		if (fd < 0) {
+			perror(dir);
+			return 1;
+		}
+		for (;;) {
+			long r = syscall(SYS_getdents64, fd, buf, bsz);
+			long off;
+
+			if (r < 0) {
+				fprintf(stderr, "reader: FAIL getdents64: %s\n",
+					strerror(errno));
+				rc = 1;
+				break;
+			}
+			if (r == 0)
+				break;
+			for (off = 0; off < r;) {
+				struct linux_dirent64 *d =
+				    (struct linux_dirent64 *)(buf + off);
+
+				off += d->d_reclen;
+				if (!strcmp(d->d_name, ".") ||
+				    !strcmp(d->d_name, ".."))
+					continue;
+				if (n == cap) {
+					cap = cap ? 2 * cap : 1024;
+					names = realloc(names,
+							cap * sizeof(*names));
+				}
+				names[n++] = strdup(d->d_name);
+			}
+		}
+		close(fd);
+		if (!rc)
+			rc = check_listing(names, n, nstable, "reader");
+		for (i = 0; i < n; i++)
+			free(names[i]);
+		listings++;
+	}
+	free(names);
+	fprintf(stderr, "reader: %lu listings %s\n", listings,
+		rc ? "FAILED" : "ok");
+	return rc;
+}
+
+static int checklist(int nstable, const char *file)
+{
+	struct rel_lines l = {0};
+	int rc = rel_manifest_load(file, &l);
+
+	if (rc) {
+		fprintf(stderr, "%s: %s\n", file, strerror(-rc));
+		return 1;
+	}
+	rc = check_listing(l.v, l.n, nstable, file);
+	rel_lines_free(&l);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	int nstable, nw, nr, i, failed = 0;
+	double end;
+	pid_t pid;
+
+	if (argc == 4 && !strcmp(argv[1], "setup"))
+		return setup(argv[2], atoi(argv[3]));
+	if (argc == 4 && !strcmp(argv[1], "checklist"))
+		return checklist(atoi(argv[2]), argv[3]);
+	if (argc != 7 || strcmp(argv[1], "run")) {
+		fprintf(stderr, "usage: rel_readdir setup DIR NSTABLE\n"
+				"       rel_readdir run DIR NSTABLE SECONDS "
+				"WRITERS READERS\n"
+				"       rel_readdir checklist NSTABLE FILE\n");
+		return 2;
+	}
+	nstable = atoi(argv[3]);
+	end = rel_now() + atof(argv[4]);
+	nw = atoi(argv[5]);
+	nr = atoi(argv[6]);
+	for (i = 0; i < nw + nr; i++) {
+		pid = fork();
+		if (pid < 0) {
+			perror("fork");
+			return 1;
+		}
+		if (pid == 0) {
+			uint64_t seed =
+			    0x9e3779b97f4a7c15ULL * (uint64_t)(i + 1);
+
+			_exit(i < nw ? writer(argv[2], nstable, seed, end)
+				     : reader(argv[2], nstable, seed, end));
+		}
+	}
+	for (i = 0; i < nw + nr; i++) {
+		int status;
+
+		if (wait(&status) < 0 || !WIFEXITED(status) ||
+		    WEXITSTATUS(status))
+			failed++;
+	}
+	printf("rel_readdir: %d of %d processes failed\n", failed, nw + nr);
+	return failed ? 1 : 0;
+}
