@@ -88,3 +88,60 @@ finish() {
 	echo "$((CHECKS - FAILS)) passed, $FAILS failed"
 	[ "$FAILS" -eq 0 ]
 }
+
+# ---- Helpers of the POSIX and crash suites (mounttests) ---------------------
+# Paths of the helper programs (tests/helpers/); meson passes them, by hand they
+# default to the build dir next to $PATHFS.
+: "${RENAMEAT2:=$(dirname "$PATHFS")/../tests/renameat2}"
+: "${KVKEYS:=$(dirname "$PATHFS")/../tests/kvkeys}"
+TREE_PY=$TESTS_DIR/helpers/tree.py
+
+# pfs_pid: prints the pid of the daemon serving $MNT (nothing if none).
+pfs_pid() {
+	pgrep -f "pathfs .*$MNT" | head -n1 || true
+}
+
+# pfs_reap: after the daemon died or was killed: kills what is left of it,
+# lazily unmounts the dead mount and waits until $MNT is a plain directory.
+pfs_reap() {
+	local p i
+	for p in $(pgrep -f "pathfs .*$MNT" || true); do
+		kill -9 "$p" 2>/dev/null || true
+	done
+	for i in $(seq 1 200); do
+		pgrep -f "pathfs .*$MNT" >/dev/null || break
+		sleep 0.05
+	done
+	if mountpoint -q "$MNT" || grep -q " $MNT fuse" /proc/mounts; then
+		fusermount3 -u -z "$MNT" 2>/dev/null || umount -l "$MNT" 2>/dev/null || true
+	fi
+	for i in $(seq 1 100); do
+		mountpoint -q "$MNT" || return 0
+		sleep 0.05
+	done
+	echo "FAIL: $MNT still mounted after reap" >&2
+	exit 1
+}
+
+# same_file DESCRIPTION EXPECTED ACTUAL: a check that two files (manifests,
+# listings) are identical; shows the start of the difference if not.
+same_file() {
+	local what=$1 exp=$2 got=$3
+	CHECKS=$((CHECKS + 1))
+	if cmp -s "$exp" "$got"; then
+		echo "ok - $what"
+	else
+		echo "FAIL - $what:" >&2
+		diff "$exp" "$got" | head -n 20 >&2 || true
+		FAILS=$((FAILS + 1))
+	fi
+}
+
+# manifest DIR OUTFILE [tree.py manifest options]: names, types, modes,
+# owners, sizes, link counts and groups, mtimes (ns), content sha256, symlink
+# targets and xattrs of everything below DIR, one sorted line each.
+manifest() {
+	local dir=$1 out=$2
+	shift 2
+	python3 "$TREE_PY" manifest "$dir" "$@" >"$out"
+}
