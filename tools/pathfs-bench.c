@@ -1,5 +1,348 @@
-/* placeholder, being written */
-int main(void)
+/*
+ * pathfs-bench - measures pathfs: subtree reads in-process, the standard tools
+ * through the mount next to a host directory (and libfuse's passthrough_ll),
+ * and the cost of renaming a folder against its size.
+ *
+ *   pathfs-bench subtree [--files N --fanout F --depth D --size B --runs R]
+ *   pathfs-bench mount   [--host DIR] [--vs-passthrough] [--files N] ...
+ *   pathfs-bench rename  [--sizes 1000,10000,100000,1000000] ...
+ *   pathfs-bench all     (the three in turn)
+ *
+ * Every variant runs --runs times (default 3), the targets in alternation
+ * (pathfs, host, pathfs, host, ...), and the medians are reported: a table on
+ * stdout, progress on stderr, --csv FILE (benchmark,target,metric,value,unit,
+ * one row per median) and --plot FILE.png (the ratios, drawn by gnuplot).
+ *
+ * Exit status: 0 when every measurement ran and every check passed, 1 when
+ * one failed (the table says FAIL where), 2 on a usage error.
+ *
+ * Limits: needs root (FUSE mounts, dropping caches) for `mount` and `rename`;
+ * builds its trees in a fresh temp dir under --tmp ($TMPDIR or /tmp) and
+ * removes it unless --keep.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+
+static void usage(FILE *f)
 {
-	return 2;
+	fprintf(
+	    f,
+	    "usage: pathfs-bench subtree|mount|rename|all [options]\n"
+	    "\n"
+	    "  --runs R            repetitions, medians reported (3)\n"
+	    "  --csv FILE          one row per median: "
+	    "benchmark,target,metric,value,unit\n"
+	    "  --plot FILE.png     draw the ratios with gnuplot\n"
+	    "  --tmp DIR           where temp dirs go ($TMPDIR or /tmp)\n"
+	    "  --keep              keep the temp dirs\n"
+	    "\n"
+	    "subtree and mount (the generated tree):\n"
+	    "  --files N           files (100000)\n"
+	    "  --fanout F          folders per folder (10)\n"
+	    "  --depth D           folder levels (3); files in the last\n"
+	    "  --size BYTES        bytes per file (100)\n"
+	    "\n"
+	    "mount:\n"
+	    "  --host DIR          host folder to compare with (a fresh\n"
+	    "                      folder in --tmp), e.g. on a tmpfs\n"
+	    "  --vs-passthrough    also libfuse's passthrough_ll over the "
+	    "host\n"
+	    "  --write-mb M        sequential write/read size (1024)\n"
+	    "  --churn N           create/stat/unlink count (20000)\n"
+	    "  --pathfs PATH       daemon binary (next to this one)\n"
+	    "  --pathfsctl PATH    admin tool binary (next to this one)\n"
+	    "  --no-drop-caches    do not drop the kernel's caches for "
+	    "cold runs\n"
+	    "\n"
+	    "rename:\n"
+	    "  --sizes N,N,...     branch sizes (1000,10000,100000,1000000)\n"
+	    "  --host-max N        largest branch also built on the host "
+	    "(100000)\n");
+}
+
+static int parse_u64(const char *s, uint64_t *v)
+{
+	char *end;
+	unsigned long long x;
+
+	errno = 0;
+	x = strtoull(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-')
+		return -EINVAL;
+	*v = x;
+	return 0;
+}
+
+static int parse_sizes(const char *s, struct bench_opts *o)
+{
+	char *copy = strdup(s), *tok, *save = NULL;
+	int rc = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	free(o->sizes);
+	o->sizes = NULL;
+	o->nsizes = 0;
+	for (tok = strtok_r(copy, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		uint64_t *p, v;
+
+		rc = parse_u64(tok, &v);
+		if (rc || !v) {
+			rc = -EINVAL;
+			break;
+		}
+		p = realloc(o->sizes, (o->nsizes + 1) * sizeof(*p));
+		if (!p) {
+			rc = -ENOMEM;
+			break;
+		}
+		o->sizes = p;
+		o->sizes[o->nsizes++] = v;
+	}
+	free(copy);
+	if (!rc && !o->nsizes)
+		rc = -EINVAL;
+	return rc;
+}
+
+enum {
+	OPT_RUNS = 256,
+	OPT_FILES,
+	OPT_FANOUT,
+	OPT_DEPTH,
+	OPT_SIZE,
+	OPT_TMP,
+	OPT_HOST,
+	OPT_PT,
+	OPT_PATHFS,
+	OPT_PATHFSCTL,
+	OPT_WRITE_MB,
+	OPT_CHURN,
+	OPT_SIZES,
+	OPT_HOST_MAX,
+	OPT_KEEP,
+	OPT_NO_DROP,
+	OPT_CSV,
+	OPT_PLOT,
+};
+
+static const struct option longopts[] = {
+    {"runs", required_argument, NULL, OPT_RUNS},
+    {"files", required_argument, NULL, OPT_FILES},
+    {"fanout", required_argument, NULL, OPT_FANOUT},
+    {"depth", required_argument, NULL, OPT_DEPTH},
+    {"size", required_argument, NULL, OPT_SIZE},
+    {"tmp", required_argument, NULL, OPT_TMP},
+    {"host", required_argument, NULL, OPT_HOST},
+    {"vs-passthrough", no_argument, NULL, OPT_PT},
+    {"pathfs", required_argument, NULL, OPT_PATHFS},
+    {"pathfsctl", required_argument, NULL, OPT_PATHFSCTL},
+    {"write-mb", required_argument, NULL, OPT_WRITE_MB},
+    {"churn", required_argument, NULL, OPT_CHURN},
+    {"sizes", required_argument, NULL, OPT_SIZES},
+    {"host-max", required_argument, NULL, OPT_HOST_MAX},
+    {"keep", no_argument, NULL, OPT_KEEP},
+    {"no-drop-caches", no_argument, NULL, OPT_NO_DROP},
+    {"csv", required_argument, NULL, OPT_CSV},
+    {"plot", required_argument, NULL, OPT_PLOT},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+int main(int argc, char **argv)
+{
+	struct bench_opts o = {
+	    .runs = 3,
+	    .files = 100000,
+	    .fanout = 10,
+	    .depth = 3,
+	    .size = 100,
+	    .write_mb = 1024,
+	    .churn = 20000,
+	    .host_max = 100000,
+	};
+	const char *cmd;
+	uint64_t v;
+	int c, rc = 0, status = 0;
+
+	o.tmp = getenv("TMPDIR");
+	if (!o.tmp || !*o.tmp)
+		o.tmp = "/tmp";
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	cmd = argv[1];
+	if (parse_sizes("1000,10000,100000,1000000", &o))
+		return 1;
+	optind = 2;
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		v = 0;
+		switch (c) {
+		case OPT_RUNS:
+		case OPT_FILES:
+		case OPT_FANOUT:
+		case OPT_DEPTH:
+		case OPT_SIZE:
+		case OPT_WRITE_MB:
+		case OPT_CHURN:
+		case OPT_HOST_MAX:
+			if (parse_u64(optarg, &v)) {
+				fprintf(stderr,
+					"pathfs-bench: bad number: "
+					"%s\n",
+					optarg);
+				return 2;
+			}
+			break;
+		default:
+			break;
+		}
+		switch (c) {
+		case OPT_RUNS:
+			if (v < 1 || v > 64) {
+				fprintf(stderr, "pathfs-bench: --runs is "
+						"1..64\n");
+				return 2;
+			}
+			o.runs = (unsigned)v;
+			break;
+		case OPT_FILES:
+			o.files = v;
+			break;
+		case OPT_FANOUT:
+			if (v < 1 || v > 1000) {
+				fprintf(stderr, "pathfs-bench: --fanout is "
+						"1..1000\n");
+				return 2;
+			}
+			o.fanout = (unsigned)v;
+			break;
+		case OPT_DEPTH:
+			if (v > 20) {
+				fprintf(stderr, "pathfs-bench: --depth is "
+						"0..20\n");
+				return 2;
+			}
+			o.depth = (unsigned)v;
+			break;
+		case OPT_SIZE:
+			if (v > (64u << 20)) {
+				fprintf(stderr, "pathfs-bench: --size is at "
+						"most 64 MiB\n");
+				return 2;
+			}
+			o.size = (size_t)v;
+			break;
+		case OPT_TMP:
+			o.tmp = optarg;
+			break;
+		case OPT_HOST:
+			o.host = optarg;
+			break;
+		case OPT_PT:
+			o.vs_pt = true;
+			break;
+		case OPT_PATHFS:
+			o.pathfs = optarg;
+			break;
+		case OPT_PATHFSCTL:
+			o.pathfsctl = optarg;
+			break;
+		case OPT_WRITE_MB:
+			o.write_mb = v;
+			break;
+		case OPT_CHURN:
+			o.churn = v;
+			break;
+		case OPT_SIZES:
+			if (parse_sizes(optarg, &o)) {
+				fprintf(stderr,
+					"pathfs-bench: bad --sizes: "
+					"%s\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case OPT_HOST_MAX:
+			o.host_max = v;
+			break;
+		case OPT_KEEP:
+			o.keep = true;
+			break;
+		case OPT_NO_DROP:
+			o.no_drop = true;
+			break;
+		case OPT_CSV:
+			o.csv = optarg;
+			break;
+		case OPT_PLOT:
+			o.plot = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "pathfs-bench: unexpected argument: %s\n",
+			argv[optind]);
+		return 2;
+	}
+
+	if (!strcmp(cmd, "subtree")) {
+		rc = bench_subtree(&o);
+	} else if (!strcmp(cmd, "mount")) {
+		rc = bench_mount(&o);
+	} else if (!strcmp(cmd, "rename")) {
+		rc = bench_rename(&o);
+	} else if (!strcmp(cmd, "all")) {
+		rc = bench_subtree(&o);
+		c = bench_mount(&o);
+		rc = rc ? rc : c;
+		c = bench_rename(&o);
+		rc = rc ? rc : c;
+	} else {
+		fprintf(stderr, "pathfs-bench: unknown benchmark: %s\n", cmd);
+		usage(stderr);
+		free(o.sizes);
+		return 2;
+	}
+	if (rc)
+		status = 1;
+	if (o.csv) {
+		c = res_write_csv(o.csv);
+		if (c) {
+			fprintf(stderr, "pathfs-bench: cannot write %s: %s\n",
+				o.csv, strerror(-c));
+			status = 1;
+		} else {
+			progress("wrote %s", o.csv);
+		}
+	}
+	if (o.plot) {
+		c = res_write_plot(o.plot);
+		if (c) {
+			fprintf(stderr, "pathfs-bench: cannot draw %s: %s\n",
+				o.plot,
+				c == -ENODATA ? "no ratios measured"
+					      : strerror(-c));
+			status = 1;
+		} else {
+			progress("wrote %s", o.plot);
+		}
+	}
+	res_free();
+	free(o.sizes);
+	return status;
 }

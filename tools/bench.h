@@ -1,0 +1,188 @@
+/*
+ * bench.h - what the files of pathfs-bench share: options, results, the
+ * generated tree shape, timing, running programs and mounting file systems.
+ *
+ * pathfs-bench is a measuring tool, not a library: functions here print their
+ * own progress on stderr and return 0 or a negative errno. Nothing here is
+ * thread-safe; the bench runs one workload at a time on purpose.
+ *
+ * Limits: a run keeps every result in memory (a few hundred rows); the tree
+ * shape is regular (fan-out^depth leaf folders, files only in the leaves).
+ */
+#ifndef PATHFS_BENCH_H
+#define PATHFS_BENCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "tree.h"
+
+/* ---- options ------------------------------------------------------------ */
+
+struct bench_opts {
+	unsigned runs;		/* --runs: repetitions, medians reported */
+	uint64_t files;		/* --files: files in the generated tree */
+	unsigned fanout, depth; /* --fanout, --depth: folder shape */
+	size_t size;		/* --size: bytes per file */
+	const char *tmp;	/* --tmp: where temp dirs go ($TMPDIR, /tmp) */
+	const char *host;	/* --host: host folder to compare with */
+	bool vs_pt;		/* --vs-passthrough */
+	const char *pathfs;	/* --pathfs: daemon binary */
+	const char *pathfsctl;	/* --pathfsctl: admin tool binary */
+	uint64_t write_mb;	/* --write-mb: sequential write/read size */
+	uint64_t churn;		/* --churn: create/stat/unlink count */
+	uint64_t *sizes;	/* --sizes: rename branch sizes (malloc'd) */
+	size_t nsizes;
+	uint64_t host_max; /* --host-max: largest rename branch on host */
+	bool keep;	   /* --keep: leave temp dirs for inspection */
+	bool no_drop;	   /* --no-drop-caches */
+	const char *csv;   /* --csv FILE */
+	const char *plot;  /* --plot FILE.png */
+};
+
+/* ---- results ------------------------------------------------------------ */
+
+/*
+ * Records one median: a CSV row benchmark,target,metric,value,unit. The
+ * strings are copied. A failed measurement is recorded as NaN.
+ */
+void res_add(const char *bench, const char *target, const char *metric,
+	     double value, const char *unit);
+
+/* Records a ratio to draw in the plot (label copied). */
+void res_plot(const char *group, const char *label, double ratio);
+
+/* Writes every row to @path as CSV. Errors: -errno of fopen/fclose. */
+int res_write_csv(const char *path);
+
+/* Draws the recorded ratios with gnuplot into @png. Errors: -ENOENT (no
+ * gnuplot), -EIO (gnuplot failed), -ENODATA (no ratios recorded). */
+int res_write_plot(const char *png);
+
+/* Frees every recorded row. */
+void res_free(void);
+
+/* Median of @n values (NaN values ignored; NaN if none). Sorts @v. */
+double median(double *v, size_t n);
+
+/* Monotonic clock in seconds. */
+double now_s(void);
+
+/* Formats @secs as "12.3 ms" / "1.23 s" into @buf (returns @buf). */
+const char *fmt_secs(char *buf, size_t len, double secs);
+/* Formats a rate "6.12 M/s" etc. into @buf (returns @buf). */
+const char *fmt_rate(char *buf, size_t len, double per_s, const char *unit);
+
+/* Progress line on stderr (prefixed "bench: "). */
+void progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- the generated tree -------------------------------------------------- */
+
+/*
+ * fanout^depth leaf folders of per_leaf files each, folders "dN" at every
+ * level, files "fNNNNN" in the leaves. The branch at depth k is root/d0/../d0
+ * (k times).
+ */
+struct shape {
+	unsigned fanout, depth;
+	uint64_t per_leaf;
+	size_t size;
+};
+
+void shape_init(struct shape *sh, uint64_t files, unsigned fanout,
+		unsigned depth, size_t size);
+/* Entries (folders and files) strictly below a branch at depth @k. */
+uint64_t shape_entries(const struct shape *sh, unsigned k);
+/* Folders below a branch at depth @k, not counting the branch itself. */
+uint64_t shape_dirs(const struct shape *sh, unsigned k);
+/* Files below a branch at depth @k. */
+uint64_t shape_files(const struct shape *sh, unsigned k);
+
+/* Called once per entry in pre-order (a folder before its children).
+ * A non-zero return stops the walk and is returned by shape_walk(). */
+typedef int (*shape_cb)(void *ctx, const char *path, bool dir);
+
+/* Walks the entries below @root (a path without trailing slash; "" for the
+ * top of a drive) of the branch at depth @k. */
+int shape_walk(const struct shape *sh, const char *root, unsigned k,
+	       shape_cb cb, void *ctx);
+
+/* Writes the branch path of depth @k below @root into @buf. */
+void shape_branch(const struct shape *sh, const char *root, unsigned k,
+		  char *buf, size_t len);
+
+/* ---- programs and mounts ------------------------------------------------- */
+
+/*
+ * Runs @argv (argv[0] looked up in PATH), stdout read by us (its lines
+ * counted into *lines if not NULL, the first @outlen - 1 bytes kept in @out
+ * if not NULL), stderr to ours. *secs gets the wall time from fork to exit.
+ * Returns 0 if it exited 0, -ECHILD if it failed (status printed), -errno if
+ * it could not start.
+ */
+int run_cmd(char *const argv[], double *secs, uint64_t *lines, char *out,
+	    size_t outlen);
+
+/* Runs a shell command line quietly; 0 if it exited 0, else -ECHILD. */
+int run_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* sync(2), then drops the page, dentry and inode caches (needs root; when
+ * that fails, or with --no-drop-caches, only syncs). */
+void drop_caches(const struct bench_opts *o);
+
+/* A FUSE daemon we started in the foreground and must stop. */
+struct fsmount {
+	pid_t pid;
+	char mnt[4096];
+};
+
+/*
+ * Starts @argv (a FUSE daemon run with -f, so it is our child) and waits until
+ * @mnt appears in /proc/self/mountinfo. Its stderr goes to @log.
+ * Errors: -ETIMEDOUT (no mount within 20 s; the daemon is killed), -ECHILD
+ * (it exited first), -errno of fork/exec.
+ */
+int fs_mount(struct fsmount *m, char *const argv[], const char *mnt,
+	     const char *log);
+
+/* Unmounts with fusermount3 -u and waits for the daemon to exit (SIGKILL
+ * after 120 s). Safe on a mount that was never made (pid 0). */
+int fs_umount(struct fsmount *m);
+
+/* True if @path is a mount point in /proc/self/mountinfo. */
+bool is_mounted(const char *path);
+
+/* Finds a program: @given if set, else @name next to this executable, in
+ * ../fs/ of it (build tree), or in PATH. Returns a malloc'd path or NULL. */
+char *find_prog(const char *given, const char *name);
+
+/* Makes a fresh temp dir "<o->tmp>/pathfs-bench.XXXXXX" into @buf. */
+int make_tmpdir(const struct bench_opts *o, char *buf, size_t len);
+
+/* Raises RLIMIT_NOFILE as far as allowed (passthrough_ll holds one fd per
+ * inode); returns the new soft limit. */
+uint64_t raise_nofile(void);
+
+/* ---- store-call counters (see bench_kvcount.c) -------------------------- */
+
+/* Calls into the kv seam made by store/ since the last kvc_reset(). */
+struct kv_counts {
+	uint64_t gets, iters, seeks, nexts;
+};
+void kvc_reset(void);
+void kvc_get(struct kv_counts *c);
+
+/* ---- benchmarks --------------------------------------------------------- */
+
+int bench_subtree(const struct bench_opts *o);
+int bench_mount(const struct bench_opts *o);
+int bench_rename(const struct bench_opts *o);
+
+/* Builds the generated tree under @root (created) of drive @t through the
+ * store API; *secs (may be NULL) gets the time. Used by subtree and rename. */
+int build_tree_inproc(struct tree *t, const struct shape *sh, const char *root,
+		      double *secs);
+
+#endif
