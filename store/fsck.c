@@ -1,1 +1,747 @@
-/* fsck.c - placeholder, being written */
+/*
+ * fsck.c - checks every invariant of a drive that the rest of store/ relies
+ * on, and repairs what can be repaired without guessing.
+ *
+ * Checked, each violation one finding (one line naming the path or key):
+ *  - every node key is well formed and every value decodes (nodes, INODE,
+ *    META, journal records);
+ *  - the root folder exists; every other node's parent exists and is a folder;
+ *  - no two nodes (other than hard-link stubs) share an inode number;
+ *  - a folder's nlink is 2 + its sub-folders;
+ *  - hard links: an INODE record's nlink equals the number of stubs pointing
+ *    to it; 0 only for an orphan (ORPHAN key); every stub has its INODE
+ *    record; every ORPHAN key has its INODE record;
+ *  - no DATA, XATTR or INODE key of an inode nothing points to;
+ *  - the inode counter (META's high-water mark) is above every inode number
+ *    and journal sequence number in use;
+ *  - unfinished journal records, and temporary keys (XTMP#) left without
+ *    their journal record.
+ *
+ * Repaired with @repair: rename/exchange journal records are replayed (first,
+ * so the checks then see the finished tree); unreferenced DATA/XATTR/INODE
+ * keys and stray ORPHAN keys are deleted; wrong nlink values are set to what
+ * the tree says; the counter is raised; leftover temporary keys are deleted.
+ * Not repaired (reported only): values that do not decode, nodes without a
+ * parent, duplicate inode numbers, stubs without an INODE record, paused
+ * clones (they are resumed with their token).
+ *
+ * Limits: one pass over the drive plus one children scan per folder; memory
+ * is 8 bytes per node (the inode numbers, sorted to find unreferenced keys)
+ * plus 8 per hard-link stub, INODE record and orphan. While a rename or clone
+ * is in flight, the nodes under its source and destination are not checked
+ * for parents and nlink (the record itself is the finding).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_i.h"
+
+struct u64vec {
+	uint64_t *v;
+	size_t n, cap;
+};
+
+static void vec_push(struct u64vec *a, uint64_t x)
+{
+	if (a->n == a->cap) {
+		a->cap = a->cap ? a->cap * 2 : 1024;
+		a->v = realloc(a->v, a->cap * sizeof(*a->v));
+		if (!a->v)
+			abort();
+	}
+	a->v[a->n++] = x;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void vec_sort(struct u64vec *a)
+{
+	if (a->n)
+		qsort(a->v, a->n, sizeof(*a->v), cmp_u64);
+}
+
+/* Number of times @x occurs in sorted @a. */
+static size_t vec_count(const struct u64vec *a, uint64_t x)
+{
+	size_t lo = 0, hi = a->n, n = 0;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (a->v[mid] < x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	while (lo + n < a->n && a->v[lo + n] == x)
+		n++;
+	return n;
+}
+
+struct fsck {
+	struct tree *t;
+	bool repair;
+	void (*report)(void *ctx, const char *msg);
+	void *ctx;
+	size_t findings;
+	size_t plen; /* length of the drive prefix of every key */
+	struct u64vec nodes, stubs, inodes, orphans, seqs;
+	uint64_t max_ino;
+	char **busy; /* src and dst of unfinished journal records */
+	size_t nbusy;
+};
+
+static void finding(struct fsck *f, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void finding(struct fsck *f, const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	f->findings++;
+	if (f->report)
+		f->report(f->ctx, line);
+}
+
+/* @p (length @n) with bytes outside printable ASCII as \xNN, malloc'd, so a
+ * finding stays one line whatever a name holds. */
+static char *esc(const char *p, size_t n)
+{
+	struct sbuf o = {0};
+
+	sbuf_nul(&o);
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)p[i];
+		char hex[8];
+
+		if (c < 0x20 || c > 0x7e || c == '\\') {
+			snprintf(hex, sizeof(hex), "\\x%02x", c);
+			sbuf_adds(&o, hex);
+		} else {
+			sbuf_addc(&o, (char)c);
+		}
+	}
+	return o.buf;
+}
+
+static bool is_busy(const struct fsck *f, const char *path)
+{
+	for (size_t i = 0; i < f->nbusy; i++)
+		if (path_is_within(path, f->busy[i]))
+			return true;
+	return false;
+}
+
+static void see_ino(struct fsck *f, uint64_t ino)
+{
+	if (ino > f->max_ino)
+		f->max_ino = ino;
+}
+
+/* Commits a one-off repair batch under ns_lock. */
+static int repair_commit(struct fsck *f, struct kv_batch *b)
+{
+	int rc = tree_commit(f->t, b);
+
+	kv_batch_clear(b);
+	return rc;
+}
+
+/* ---- journal ------------------------------------------------------------ */
+
+static int check_journal(struct fsck *f)
+{
+	struct tree *t = f->t;
+	struct tree_journal_entry *e = NULL;
+	size_t n = 0;
+	int rc;
+
+	if (f->repair) {
+		size_t replayed = 0;
+
+		rc = tree_journal_list(t, &e, &n);
+		if (rc)
+			return rc;
+		for (size_t i = 0; i < n; i++)
+			if (strcmp(e[i].op, "clone") != 0)
+				finding(f,
+					"JOURNAL#%016llx: unfinished %s %s -> "
+					"%s (replayed)",
+					(unsigned long long)e[i].seq, e[i].op,
+					e[i].src, e[i].dst);
+		tree_journal_list_free(e, n);
+		rc = tree_journal_replay(t, &replayed);
+		if (rc)
+			finding(f, "journal replay failed: %s", strerror(-rc));
+	}
+	rc = tree_journal_list(t, &e, &n);
+	if (rc)
+		return rc;
+	f->busy = calloc(2 * n + 1, sizeof(*f->busy));
+	if (!f->busy)
+		abort();
+	for (size_t i = 0; i < n; i++) {
+		struct journal_rec rec = {0};
+
+		vec_push(&f->seqs, e[i].seq);
+		see_ino(f, e[i].seq);
+		if (journal_rec_get(t, e[i].seq, &rec) != 0) {
+			finding(f, "JOURNAL#%016llx: value does not decode",
+				(unsigned long long)e[i].seq);
+			journal_rec_release(&rec);
+			continue;
+		}
+		if (rec.op == JOP_CLONE)
+			finding(f,
+				"JOURNAL#%016llx: paused clone %s -> %s at "
+				"'%s' (resume it with its token)",
+				(unsigned long long)e[i].seq, e[i].src,
+				e[i].dst, e[i].cursor);
+		else
+			finding(f,
+				"JOURNAL#%016llx: unfinished %s %s -> %s at "
+				"phase %u cursor '%s' (the next store open "
+				"replays it)",
+				(unsigned long long)e[i].seq, e[i].op, e[i].src,
+				e[i].dst, rec.phase, e[i].cursor);
+		if (rec.op != JOP_CLONE || strcmp(rec.sdrive.buf, t->name) == 0)
+			f->busy[f->nbusy++] = strdup(rec.src.buf);
+		f->busy[f->nbusy++] = strdup(rec.dst.buf);
+		journal_rec_release(&rec);
+	}
+	vec_sort(&f->seqs);
+	tree_journal_list_free(e, n);
+	return 0;
+}
+
+/* ---- nodes -------------------------------------------------------------- */
+
+/* Number of sub-folders of @dir, through iterator @cit. */
+static int count_subdirs(struct fsck *f, struct kv_iter *cit, const char *dir,
+			 uint32_t *count)
+{
+	struct sbuf lo = {0}, hi = {0};
+	uint32_t n = 0;
+
+	key_children_range(&lo, &hi, f->t->name, dir);
+	for (kv_iter_seek(cit, lo.buf, lo.len); kv_iter_valid(cit);
+	     kv_iter_next(cit)) {
+		size_t klen, vlen;
+		const char *key = kv_iter_key(cit, &klen);
+		const char *val = kv_iter_value(cit, &vlen);
+		struct node c = {0};
+		size_t m = klen < hi.len ? klen : hi.len;
+		int d = memcmp(key, hi.buf, m);
+
+		if (d > 0 || (d == 0 && klen >= hi.len))
+			break;
+		if (node_decode(val, vlen, &c, false) == 0 && S_ISDIR(c.a.mode))
+			n++;
+		node_release(&c);
+	}
+	sbuf_release(&lo);
+	sbuf_release(&hi);
+	*count = n;
+	return kv_iter_status(cit);
+}
+
+static void fix_nlink(struct fsck *f, const char *path, uint64_t ino,
+		      uint32_t nlink)
+{
+	struct tree *t = f->t;
+	struct attr_ref ref = {0};
+	struct kv_batch *b = kv_batch_new();
+	int rc;
+
+	pthread_mutex_lock(&t->ns_lock);
+	tree_lock_inodes(t, ino, 0, 0, 0);
+	rc = tree_attr_load(t, path, ino, &ref);
+	if (rc == 0) {
+		ref.n.a.nlink = nlink;
+		tree_attr_store(t, b, &ref);
+		rc = repair_commit(f, b);
+	}
+	tree_unlock_inodes(t, ino, 0, 0, 0);
+	pthread_mutex_unlock(&t->ns_lock);
+	if (rc)
+		finding(f, "repair of inode %llu failed: %s",
+			(unsigned long long)ino, strerror(-rc));
+	attr_ref_release(&ref);
+	kv_batch_free(b);
+}
+
+/* Checks that the parent of @path exists and is a folder; the last answer is
+ * cached since siblings come together in key order. */
+static void check_parent(struct fsck *f, const char *path, struct sbuf *last,
+			 int *last_rc)
+{
+	size_t pl = path_parent_len(path);
+	char *parent = pl ? strndup(path, pl) : strdup("/");
+	char *ep, *epar;
+
+	if (!(last->len == strlen(parent) && last->buf &&
+	      strcmp(last->buf, parent) == 0)) {
+		struct node pn = {0};
+		int rc = tree_get_node(f->t, parent, &pn, false);
+
+		if (rc == 0 && !S_ISDIR(pn.a.mode))
+			rc = -ENOTDIR;
+		node_release(&pn);
+		sbuf_reset(last);
+		sbuf_adds(last, parent);
+		*last_rc = rc;
+	}
+	if (*last_rc) {
+		ep = esc(path, strlen(path));
+		epar = esc(parent, strlen(parent));
+		finding(f, "%s: parent %s %s", ep, epar,
+			*last_rc == -ENOTDIR  ? "is not a folder"
+			: *last_rc == -ENOENT ? "is missing"
+					      : "does not decode");
+		free(ep);
+		free(epar);
+	}
+	free(parent);
+}
+
+static int check_nodes(struct fsck *f)
+{
+	struct tree *t = f->t;
+	struct sbuf lo = {0}, hi = {0}, path = {0}, last = {0};
+	struct kv_iter *it = NULL, *cit = NULL;
+	bool root = false;
+	int last_rc = 0, rc;
+
+	key_kind_range(&lo, &hi, t->name, "PATH#");
+	rc = kv_iter_open(&it, t->store->kv, lo.buf, lo.len, hi.buf, hi.len);
+	if (rc == 0)
+		rc = kv_iter_open(&cit, t->store->kv, lo.buf, lo.len, hi.buf,
+				  hi.len);
+	if (rc)
+		goto out;
+	for (; kv_iter_valid(it); kv_iter_next(it)) {
+		size_t klen, vlen;
+		const char *key = kv_iter_key(it, &klen);
+		const char *val = kv_iter_value(it, &vlen);
+		struct node n = {0};
+		bool busy;
+		char *ep;
+
+		sbuf_reset(&path);
+		if (key_node_decode(key, klen, f->plen, &path) ||
+		    path_check(path.buf)) {
+			ep = esc(key, klen);
+			finding(f, "%s: malformed node key", ep);
+			free(ep);
+			continue;
+		}
+		busy = is_busy(f, path.buf);
+		if (strcmp(path.buf, "/") == 0)
+			root = true;
+		else if (!busy)
+			check_parent(f, path.buf, &last, &last_rc);
+		ep = esc(path.buf, path.len);
+		if (node_decode(val, vlen, &n, false)) {
+			finding(f, "%s: value does not decode (%zu bytes)", ep,
+				vlen);
+			free(ep);
+			continue;
+		}
+		see_ino(f, n.a.ino);
+		if (n.a.flags & TREE_F_LINKED) {
+			vec_push(&f->stubs, n.a.ino);
+		} else {
+			vec_push(&f->nodes, n.a.ino);
+		}
+		if (S_ISDIR(n.a.mode) && !busy) {
+			uint32_t sub;
+
+			rc = count_subdirs(f, cit, path.buf, &sub);
+			if (rc)
+				goto next;
+			if (n.a.nlink != 2 + sub) {
+				finding(f,
+					"%s: folder nlink %u, expected %u "
+					"(2 + %u sub-folders)%s",
+					ep, n.a.nlink, 2 + sub, sub,
+					f->repair ? " (repaired)" : "");
+				if (f->repair)
+					fix_nlink(f, path.buf, n.a.ino,
+						  2 + sub);
+			}
+		}
+	next:
+		free(ep);
+		node_release(&n);
+		if (rc)
+			goto out;
+	}
+	rc = kv_iter_status(it);
+	if (rc == 0 && !root)
+		finding(f, "/: the root folder is missing");
+out:
+	kv_iter_free(it);
+	kv_iter_free(cit);
+	sbuf_release(&lo);
+	sbuf_release(&hi);
+	sbuf_release(&path);
+	sbuf_release(&last);
+	return rc;
+}
+
+/* ---- inodes, orphans, content ------------------------------------------- */
+
+/* Scans the keys of @kind, calling @fn once per distinct inode number with
+ * the number of keys it has. */
+static int scan_kind(struct fsck *f, const char *kind,
+		     void (*fn)(struct fsck *f, uint64_t ino, size_t nkeys,
+				const char *val, size_t vlen))
+{
+	struct sbuf lo = {0}, hi = {0};
+	struct kv_iter *it = NULL;
+	uint64_t cur = 0;
+	size_t count = 0;
+	int rc;
+
+	key_kind_range(&lo, &hi, f->t->name, kind);
+	rc = kv_iter_open(&it, f->t->store->kv, lo.buf, lo.len, hi.buf, hi.len);
+	if (rc)
+		goto out;
+	for (; kv_iter_valid(it); kv_iter_next(it)) {
+		size_t klen, vlen;
+		const char *key = kv_iter_key(it, &klen);
+		const char *val = kv_iter_value(it, &vlen);
+		uint64_t ino;
+
+		if (key_ino_decode(key, klen, f->plen, kind, &ino)) {
+			char *ek = esc(key, klen);
+			finding(f, "%s: malformed key", ek);
+			free(ek);
+			continue;
+		}
+		if (count && ino != cur) {
+			fn(f, cur, count, NULL, 0);
+			count = 0;
+		}
+		cur = ino;
+		count++;
+		if (count == 1 && val &&
+		    (!strcmp(kind, "INODE#") || !strcmp(kind, "ORPHAN#"))) {
+			/* one key per inode: hand the value over now */
+			fn(f, ino, 1, val, vlen);
+			count = 0;
+		}
+	}
+	if (count)
+		fn(f, cur, count, NULL, 0);
+	rc = kv_iter_status(it);
+out:
+	kv_iter_free(it);
+	sbuf_release(&lo);
+	sbuf_release(&hi);
+	return rc;
+}
+
+static void on_orphan(struct fsck *f, uint64_t ino, size_t nkeys,
+		      const char *val, size_t vlen)
+{
+	vec_push(&f->orphans, ino);
+	see_ino(f, ino);
+}
+
+static void drop_inode(struct fsck *f, uint64_t ino, bool inode_rec,
+		       bool orphan_rec)
+{
+	struct tree *t = f->t;
+	struct kv_batch *b = kv_batch_new();
+	struct sbuf k = {0};
+	int rc;
+
+	tree_lock_inodes(t, ino, 0, 0, 0);
+	rc = tree_drop_inode_content(t, b, ino);
+	if (inode_rec) {
+		key_inode(&k, t->name, ino);
+		kv_batch_delete(b, k.buf, k.len);
+	}
+	if (orphan_rec) {
+		sbuf_reset(&k);
+		key_orphan(&k, t->name, ino);
+		kv_batch_delete(b, k.buf, k.len);
+	}
+	if (rc == 0)
+		rc = repair_commit(f, b);
+	tree_unlock_inodes(t, ino, 0, 0, 0);
+	if (rc)
+		finding(f, "repair of inode %llu failed: %s",
+			(unsigned long long)ino, strerror(-rc));
+	sbuf_release(&k);
+	kv_batch_free(b);
+}
+
+static void on_inode(struct fsck *f, uint64_t ino, size_t nkeys,
+		     const char *val, size_t vlen)
+{
+	size_t stubs = vec_count(&f->stubs, ino);
+	bool orphan = vec_count(&f->orphans, ino) > 0;
+	const char *fix = f->repair ? " (repaired)" : "";
+	struct node n = {0};
+
+	vec_push(&f->inodes, ino);
+	see_ino(f, ino);
+	if (node_decode(val, vlen, &n, false)) {
+		finding(f, "INODE#%016llx: value does not decode",
+			(unsigned long long)ino);
+		return;
+	}
+	if (stubs == 0 && !orphan) {
+		finding(f,
+			"INODE#%016llx: no link points to it and it is not "
+			"an orphan: attributes and content unreferenced%s",
+			(unsigned long long)ino, fix);
+		if (f->repair)
+			drop_inode(f, ino, true, false);
+	} else if (n.a.nlink != stubs) {
+		finding(f,
+			"INODE#%016llx: nlink %u but %zu link%s point%s to "
+			"it%s",
+			(unsigned long long)ino, n.a.nlink, stubs,
+			stubs == 1 ? "" : "s", stubs == 1 ? "s" : "", fix);
+		if (f->repair)
+			fix_nlink(f, NULL, ino, (uint32_t)stubs);
+	}
+	node_release(&n);
+}
+
+static bool referenced(const struct fsck *f, uint64_t ino)
+{
+	return vec_count(&f->nodes, ino) || vec_count(&f->inodes, ino);
+}
+
+static void on_content(struct fsck *f, uint64_t ino, size_t nkeys,
+		       const char *kind)
+{
+	struct tree *t = f->t;
+	struct kv_batch *b;
+	struct sbuf lo = {0}, hi = {0};
+	int rc;
+
+	if (referenced(f, ino))
+		return;
+	finding(f, "%s%016llx: %zu key%s of an inode nothing points to%s", kind,
+		(unsigned long long)ino, nkeys, nkeys == 1 ? "" : "s",
+		f->repair ? " (repaired)" : "");
+	if (!f->repair)
+		return;
+	b = kv_batch_new();
+	if (!strcmp(kind, "DATA#"))
+		key_data_range(&lo, &hi, t->name, ino, 0);
+	else
+		key_xattr_range(&lo, &hi, t->name, ino);
+	rc = tree_batch_drop_range(t, b, lo.buf, lo.len, hi.buf, hi.len);
+	if (rc == 0)
+		rc = repair_commit(f, b);
+	if (rc)
+		finding(f, "repair of inode %llu failed: %s",
+			(unsigned long long)ino, strerror(-rc));
+	kv_batch_free(b);
+	sbuf_release(&lo);
+	sbuf_release(&hi);
+}
+
+static void on_data(struct fsck *f, uint64_t ino, size_t nkeys, const char *val,
+		    size_t vlen)
+{
+	on_content(f, ino, nkeys, "DATA#");
+}
+
+static void on_xattr(struct fsck *f, uint64_t ino, size_t nkeys,
+		     const char *val, size_t vlen)
+{
+	on_content(f, ino, nkeys, "XATTR#");
+}
+
+static void on_xtmp(struct fsck *f, uint64_t seq, size_t nkeys, const char *val,
+		    size_t vlen)
+{
+	struct kv_batch *b;
+	struct sbuf lo = {0}, hi = {0};
+	int rc;
+
+	if (vec_count(&f->seqs, seq))
+		return;
+	finding(f,
+		"XTMP#%016llx: %zu temporary key%s left without a journal "
+		"record%s",
+		(unsigned long long)seq, nkeys, nkeys == 1 ? "" : "s",
+		f->repair ? " (repaired)" : "");
+	if (!f->repair)
+		return;
+	b = kv_batch_new();
+	key_xtmp_range(&lo, &hi, f->t->name, seq);
+	/* the range covers XTMP#seq/ .. XTMP#seq0; also drop XTMP#seq#... */
+	rc = tree_batch_drop_range(f->t, b, lo.buf, lo.len, hi.buf, hi.len);
+	if (rc == 0)
+		rc = repair_commit(f, b);
+	if (rc)
+		finding(f, "repair of XTMP#%016llx failed: %s",
+			(unsigned long long)seq, strerror(-rc));
+	kv_batch_free(b);
+	sbuf_release(&lo);
+	sbuf_release(&hi);
+}
+
+/* Stubs whose INODE record is missing, orphans without INODE record, and
+ * inode numbers used twice. */
+static void check_cross(struct fsck *f)
+{
+	for (size_t i = 0; i < f->stubs.n; i++) {
+		uint64_t ino = f->stubs.v[i];
+
+		if (i && f->stubs.v[i - 1] == ino)
+			continue;
+		if (!vec_count(&f->inodes, ino))
+			finding(f,
+				"INODE#%016llx: missing, but %zu hard-link "
+				"stub%s point to it",
+				(unsigned long long)ino,
+				vec_count(&f->stubs, ino),
+				vec_count(&f->stubs, ino) == 1 ? "" : "s");
+		if (vec_count(&f->nodes, ino))
+			finding(f,
+				"inode %llu: used by a hard-link stub and by "
+				"a plain node",
+				(unsigned long long)ino);
+	}
+	for (size_t i = 0; i < f->orphans.n; i++) {
+		uint64_t ino = f->orphans.v[i];
+
+		if (vec_count(&f->inodes, ino))
+			continue;
+		finding(f, "ORPHAN#%016llx: its INODE record is missing%s",
+			(unsigned long long)ino,
+			f->repair ? " (repaired)" : "");
+		if (f->repair)
+			drop_inode(f, ino, false, true);
+	}
+	for (size_t i = 1; i < f->nodes.n; i++)
+		if (f->nodes.v[i] == f->nodes.v[i - 1] &&
+		    (i < 2 || f->nodes.v[i - 2] != f->nodes.v[i]))
+			finding(f, "inode %llu: used by %zu nodes",
+				(unsigned long long)f->nodes.v[i],
+				vec_count(&f->nodes, f->nodes.v[i]));
+}
+
+/* ---- the inode counter -------------------------------------------------- */
+
+static int check_counter(struct fsck *f)
+{
+	struct tree *t = f->t;
+	struct sbuf k = {0}, v = {0};
+	struct kv_batch *b = NULL;
+	struct meta m;
+	char *val = NULL;
+	size_t vlen;
+	int rc;
+
+	key_meta(&k, t->name);
+	rc = kv_get(t->store->kv, k.buf, k.len, &val, &vlen);
+	if (rc == 0)
+		rc = meta_decode(val, vlen, &m);
+	if (rc) {
+		finding(f, "META: %s",
+			rc == -ENOENT ? "missing" : "does not decode");
+		rc = 0;
+		goto out;
+	}
+	if (f->max_ino < m.ino_hwm)
+		goto out;
+	finding(f, "META: inode counter %llu is not above inode %llu in use%s",
+		(unsigned long long)m.ino_hwm, (unsigned long long)f->max_ino,
+		f->repair ? " (repaired)" : "");
+	if (!f->repair)
+		goto out;
+	pthread_mutex_lock(&t->alloc_lock);
+	m.ino_hwm = f->max_ino + 1 + INO_RANGE;
+	if (m.ino_hwm < t->ino_limit)
+		m.ino_hwm = t->ino_limit;
+	meta_encode(&v, &m);
+	b = kv_batch_new();
+	kv_batch_put(b, k.buf, k.len, v.buf, v.len);
+	rc = tree_commit(t, b);
+	if (rc == 0) {
+		t->ino_limit = m.ino_hwm;
+		if (t->ino_next <= f->max_ino)
+			t->ino_next = f->max_ino + 1;
+	}
+	pthread_mutex_unlock(&t->alloc_lock);
+	if (rc) {
+		finding(f, "repair of META failed: %s", strerror(-rc));
+		rc = 0;
+	}
+out:
+	kv_batch_free(b);
+	free(val);
+	sbuf_release(&k);
+	sbuf_release(&v);
+	return rc;
+}
+
+int tree_fsck(struct tree *t, bool repair,
+	      void (*report)(void *ctx, const char *msg), void *ctx,
+	      size_t *findings)
+{
+	struct fsck f = {
+	    .t = t, .repair = repair, .report = report, .ctx = ctx};
+	struct sbuf pre = {0};
+	int rc;
+
+	if (repair && kv_read_only(t->store->kv))
+		f.repair = false;
+	key_drive_prefix(&pre, t->name);
+	f.plen = pre.len;
+	sbuf_release(&pre);
+
+	rc = check_journal(&f);
+	if (rc == 0)
+		rc = scan_kind(&f, "ORPHAN#", on_orphan);
+	vec_sort(&f.orphans);
+	if (rc == 0)
+		rc = check_nodes(&f);
+	vec_sort(&f.nodes);
+	vec_sort(&f.stubs);
+	if (rc == 0)
+		rc = scan_kind(&f, "INODE#", on_inode);
+	vec_sort(&f.inodes);
+	if (rc == 0)
+		check_cross(&f);
+	if (rc == 0)
+		rc = scan_kind(&f, "DATA#", on_data);
+	if (rc == 0)
+		rc = scan_kind(&f, "XATTR#", on_xattr);
+	if (rc == 0)
+		rc = scan_kind(&f, "XTMP#", on_xtmp);
+	if (rc == 0)
+		rc = check_counter(&f);
+	if (findings)
+		*findings = f.findings;
+	free(f.nodes.v);
+	free(f.stubs.v);
+	free(f.inodes.v);
+	free(f.orphans.v);
+	free(f.seqs.v);
+	for (size_t i = 0; i < f.nbusy; i++)
+		free(f.busy[i]);
+	free(f.busy);
+	return rc;
+}
