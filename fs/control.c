@@ -43,23 +43,23 @@
 #include "control.h"
 #include "log.h"
 
-#define CONTROL_MAGIC "PFSCTL1\n"
-#define CONTROL_MAGIC_LEN 8
+#define CONTROL_MAGIC	   "PFSCTL1\n"
+#define CONTROL_MAGIC_LEN  8
 #define CONTROL_F_PROGRESS 0x1 /* the client's stderr is a terminal */
-#define CONTROL_MAX_ARGS 256
-#define CONTROL_MAX_ARG 65536
-#define CONTROL_MAX_CONN 16
-#define CONTROL_TIMEOUT_S 10 /* for reading a request / a stalled client */
+#define CONTROL_MAX_ARGS   256
+#define CONTROL_MAX_ARG	   65536
+#define CONTROL_MAX_CONN   16
+#define CONTROL_TIMEOUT_S  10 /* for reading a request / a stalled client */
 
 struct control {
 	struct ctl_env tmpl;
 	char *default_drive; /* owned copy of tmpl.default_drive */
 	char *mounted_drive; /* owned copy of tmpl.mounted_drive */
 	uid_t owner;
-	int lfd;             /* listening socket */
-	int wake[2];         /* self-pipe: control_stop() wakes the acceptor */
-	int dirfd;           /* the store directory (O_PATH) */
-	dev_t sock_dev;      /* the socket file we bound, to unlink only ours */
+	int lfd;	/* listening socket */
+	int wake[2];	/* self-pipe: control_stop() wakes the acceptor */
+	int dirfd;	/* the store directory (O_PATH) */
+	dev_t sock_dev; /* the socket file we bound, to unlink only ours */
 	ino_t sock_ino;
 	pthread_t thread;
 	bool thread_started;
@@ -322,7 +322,8 @@ static void serve(struct control *c, int fd)
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	rc = recv_request(fd, &req);
 	if (rc) {
-		plog(LOG_WARNING, "control: bad request from uid %u (pid %d): %s",
+		plog(LOG_WARNING,
+		     "control: bad request from uid %u (pid %d): %s",
 		     (unsigned)cred.uid, (int)cred.pid, strerror(-rc));
 		goto out;
 	}
@@ -378,7 +379,8 @@ static void *accept_main(void *arg)
 	struct control *c = arg;
 
 	for (;;) {
-		struct pollfd p[2] = {{c->lfd, POLLIN, 0}, {c->wake[0], POLLIN, 0}};
+		struct pollfd p[2] = {{c->lfd, POLLIN, 0},
+				      {c->wake[0], POLLIN, 0}};
 		struct conn *cn;
 		pthread_attr_t attr;
 		pthread_t th;
@@ -489,8 +491,7 @@ out:
 	return rc;
 }
 
-int control_start(struct control **out, const struct ctl_env *tmpl,
-		  uid_t owner)
+int control_start(struct control **out, const struct ctl_env *tmpl, uid_t owner)
 {
 	struct control *c;
 	const char *dir = store_dir(tmpl->store);

@@ -1,10 +1,253 @@
 /*
- * pathfsctl.c - the admin tool's main (placeholder).
+ * pathfsctl.c - the admin tool's main: global options, then the command runs
+ * either in the daemon that has the store mounted (over its control socket,
+ * fs/control.c) or here on the store opened directly (tools/ctl.c).
+ *
+ *   pathfsctl [-s STORE] [-d DRIVE] [-v] COMMAND [ARGS]
+ *
+ * STORE defaults to $PATHFS_STORE (there is no built-in default: a store is a
+ * directory the user chose when mounting); DRIVE defaults to $PATHFS_DRIVE,
+ * else "main", as the daemon's.
+ *
+ * Limits: only one process may open a RocksDB store; when a daemon holds it
+ * and does not answer on its socket (hung, or another user's), the command
+ * fails with a clear message rather than waiting.
  */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
-int main(void)
+#include "control.h"
+#include "ctl.h"
+#include "log.h"
+
+static void usage(FILE *f)
 {
-	fprintf(stderr, "pathfsctl: not yet\n");
-	return 2;
+	fputs("usage: pathfsctl [-s STORE] [-d DRIVE] [-v] COMMAND [ARGS]\n"
+	      "  -s STORE  the store directory (default: $PATHFS_STORE)\n"
+	      "  -d DRIVE  the drive (default: $PATHFS_DRIVE, else main)\n"
+	      "  -v        show the store's informational log lines\n"
+	      "On a mounted store the daemon runs the command (control "
+	      "socket STORE/pathfs.sock);\notherwise pathfsctl opens the "
+	      "store itself.\n"
+	      "'pathfsctl help' lists the commands, 'pathfsctl COMMAND "
+	      "--help' explains one.\n",
+	      f);
+}
+
+static bool wants_help(int argc, char **argv)
+{
+	int i;
+
+	if (!strcmp(argv[0], "help"))
+		return true;
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--"))
+			break;
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+			return true;
+	}
+	return false;
+}
+
+static int open_error(const char *dir, int rc)
+{
+	switch (rc) {
+	case -ENOENT:
+		fprintf(stderr,
+			"pathfsctl: no store at %s (mount it once, or create "
+			"one with 'pathfsctl -s %s mkdrive main')\n",
+			dir, dir);
+		break;
+	case -EBUSY:
+		fprintf(stderr,
+			"pathfsctl: store %s is held by another process (a "
+			"pathfs daemon that does not answer on its control "
+			"socket, or another pathfsctl); nothing done\n",
+			dir);
+		break;
+	case -EMEDIUMTYPE:
+		fprintf(stderr, "pathfsctl: %s is not a pathfs store\n", dir);
+		break;
+	case -EPROTONOSUPPORT:
+		fprintf(stderr,
+			"pathfsctl: store %s was written by a newer pathfs "
+			"(format version %d here); nothing done\n",
+			dir, TREE_FORMAT_VERSION);
+		break;
+	default:
+		fprintf(stderr, "pathfsctl: cannot open store %s: %s\n", dir,
+			strerror(-rc));
+	}
+	return CTL_FAILED;
+}
+
+/*
+ * `recover` on an unmounted store: opening the store for writing replays the
+ * journal, so first look at what is unfinished through a read-only open (which
+ * replays nothing) and report it.
+ */
+static void list_unfinished(const char *dir)
+{
+	struct store_options ro = {.read_only = true};
+	struct store *s = NULL;
+	char **names = NULL;
+	size_t n = 0, i, j, total = 0;
+
+	if (store_open(&s, dir, &ro))
+		return;
+	if (store_drive_list(s, &names, &n))
+		goto out;
+	for (i = 0; i < n; i++) {
+		struct tree_journal_entry *e = NULL;
+		struct tree *t;
+		size_t ne = 0;
+
+		if (store_drive(s, names[i], &t) ||
+		    tree_journal_list(t, &e, &ne))
+			continue;
+		for (j = 0; j < ne; j++)
+			printf("unfinished: drive %s #%llu %s %s -> %s at %s\n",
+			       names[i], (unsigned long long)e[j].seq, e[j].op,
+			       e[j].src, e[j].dst,
+			       e[j].cursor[0] ? e[j].cursor : "(start)");
+		total += ne;
+		tree_journal_list_free(e, ne);
+	}
+	printf("%zu unfinished journal record%s found; opening the store "
+	       "replays them\n",
+	       total, total == 1 ? "" : "s");
+out:
+	store_drive_list_free(names, n);
+	store_close(s);
+}
+
+int main(int argc, char **argv)
+{
+	const char *dir = getenv("PATHFS_STORE");
+	const char *drive = getenv("PATHFS_DRIVE");
+	struct store_options opt = {0};
+	struct ctl_env env = {0};
+	struct store *s = NULL;
+	bool verbose = false;
+	int i, rc, status;
+
+	for (i = 1; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "--")) {
+			i++;
+			break;
+		}
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			usage(stdout);
+			return CTL_OK;
+		}
+		if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+			verbose = true;
+		} else if (!strcmp(a, "-s") || !strcmp(a, "-d") ||
+			   !strcmp(a, "--store") || !strcmp(a, "--drive")) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "pathfsctl: %s needs a value\n",
+					a);
+				usage(stderr);
+				return CTL_USAGE;
+			}
+			if (a[1] == 's' || a[2] == 's')
+				dir = argv[++i];
+			else
+				drive = argv[++i];
+		} else if (!strncmp(a, "--store=", 8)) {
+			dir = a + 8;
+		} else if (!strncmp(a, "--drive=", 8)) {
+			drive = a + 8;
+		} else if (a[1] == 's' || a[1] == 'd') { /* -sDIR, -dDRIVE */
+			if (a[1] == 's')
+				dir = a + 2;
+			else
+				drive = a + 2;
+		} else {
+			fprintf(stderr, "pathfsctl: unknown option '%s'\n", a);
+			usage(stderr);
+			return CTL_USAGE;
+		}
+	}
+	if (i >= argc) {
+		usage(stderr);
+		return CTL_USAGE;
+	}
+	argc -= i;
+	argv += i;
+	if (!drive || !*drive)
+		drive = "main";
+	if (store_drive_name_check(drive)) {
+		fprintf(stderr,
+			"pathfsctl: '%s': bad drive id (1 to 64 of A-Z a-z 0-9 "
+			"_ . -)\n",
+			drive);
+		return CTL_USAGE;
+	}
+
+	env.out = stdout;
+	env.err = stderr;
+	env.progress = isatty(2);
+	env.default_drive = drive;
+	if (!verbose)
+		log_set_level(LOG_WARNING);
+
+	/* Help needs no store. */
+	if (wants_help(argc, argv))
+		return ctl_run(&env, argc, argv);
+
+	if (!dir || !*dir) {
+		fprintf(stderr, "pathfsctl: no store: give -s STORE or set "
+				"PATHFS_STORE\n");
+		return CTL_USAGE;
+	}
+
+	rc = control_call(dir, drive, argc, argv);
+	if (rc >= 0)
+		return rc;
+	if (rc == -EACCES) {
+		fprintf(stderr,
+			"pathfsctl: %s is mounted and its control socket "
+			"refuses you: only root and the user who mounted it "
+			"may run commands on it\n",
+			dir);
+		return CTL_FAILED;
+	}
+	if (rc == -EPIPE) {
+		fprintf(stderr,
+			"pathfsctl: the daemon serving %s closed the "
+			"connection before the command ended (did it stop?); "
+			"after a remount, 'pathfsctl recover' and 'fsck' tell "
+			"what state the drive is in\n",
+			dir);
+		return CTL_FAILED;
+	}
+	if (rc != -ENOENT) {
+		fprintf(stderr,
+			"pathfsctl: cannot reach the daemon serving %s: %s\n",
+			dir, strerror(-rc));
+		return CTL_FAILED;
+	}
+
+	/* No daemon: open the store here. */
+	if (!strcmp(argv[0], "recover"))
+		list_unfinished(dir);
+	opt.create = !strcmp(argv[0], "mkdrive");
+	rc = store_open(&s, dir, &opt);
+	if (rc)
+		return open_error(dir, rc);
+	env.store = s;
+	fflush(stdout);
+	status = ctl_run(&env, argc, argv);
+	store_close(s);
+	if (fflush(stdout) || ferror(stdout)) {
+		if (status == CTL_OK)
+			status = CTL_FAILED;
+	}
+	return status;
 }
