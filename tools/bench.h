@@ -75,6 +75,9 @@ const char *fmt_secs(char *buf, size_t len, double secs);
 /* Formats a rate "6.12 M/s" etc. into @buf (returns @buf). */
 const char *fmt_rate(char *buf, size_t len, double per_s, const char *unit);
 
+/* Formats a ratio "1.23x", or "-" when it is not a finite number. */
+const char *fmt_ratio(char *buf, size_t len, double ratio);
+
 /* Progress line on stderr (prefixed "bench: "). */
 void progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -666,22 +666,21 @@ static void report(struct mctx *c)
 				 (unsigned long long)shape_entries(&c->sh, 1) +
 				     1);
 		if (w == W_CHURN)
-			snprintf(lab, sizeof(lab), "create/stat/unlink %lluk",
-				 (unsigned long long)o->churn / 1000);
+			snprintf(lab, sizeof(lab), "create/stat/unlink %llu",
+				 (unsigned long long)o->churn);
 		if (w == W_WRITE || w == W_READ)
 			snprintf(lab, sizeof(lab), "%s %llu MiB",
 				 w == W_WRITE ? "write+fsync" : "read, cold",
 				 (unsigned long long)o->write_mb);
 		if (unit[w]) {
-			fmt_rate(s1, sizeof(s1), amount[w] / p,
-				 unit[w][0] == 'M' ? "" : "");
+			fmt_rate(s1, sizeof(s1), amount[w] / p, "");
 			fmt_rate(s2, sizeof(s2), amount[w] / h, "");
-			printf("%-32s %10s %10s %7.2fx", lab, s1, s2, p / h);
 		} else {
-			printf("%-32s %10s %10s %7.2fx", lab,
-			       fmt_secs(s1, sizeof(s1), p),
-			       fmt_secs(s2, sizeof(s2), h), p / h);
+			fmt_secs(s1, sizeof(s1), p);
+			fmt_secs(s2, sizeof(s2), h);
 		}
+		printf("%-32s %10s %10s %8s", lab, s1, s2,
+		       fmt_ratio(r1, sizeof(r1), p / h));
 		if (o->vs_pt) {
 			if (ctl) {
 				printf(" %12s %8s", "-", "-");
@@ -691,7 +690,8 @@ static void report(struct mctx *c)
 						 "");
 				else
 					fmt_secs(s3, sizeof(s3), pt);
-				printf(" %12s %7.2fx", s3, p / pt);
+				printf(" %12s %8s", s3,
+				       fmt_ratio(r2, sizeof(r2), p / pt));
 				res_add("mount", "ratio_vs_passthrough",
 					wl[w].metric, p / pt, "x");
 				res_plot("vs passthrough", wl[w].label, p / pt);
@@ -701,8 +701,6 @@ static void report(struct mctx *c)
 			printf("  (%s)", unit[w]);
 		printf("\n");
 	}
-	(void)r1;
-	(void)r2;
 	printf("\n");
 	fflush(stdout);
 }

@@ -136,7 +136,8 @@ int bench_rename(const struct bench_opts *o)
 	struct tree *t = NULL;
 	struct fsmount m = {0};
 	char dir[4096], sdir[4200], mnt[4200], host[4200], log[4200];
-	char p[4400], q[4400], metric[64], s1[32], s2[32], s3[32], s4[32];
+	char p[4400], q[4400], metric[64], s1[32], s2[32], s3[32], s4[32],
+	    s5[32];
 	double *ip = NULL, *mv = NULL, *hmv = NULL, build_s;
 	uint64_t *ent = NULL;
 	char *pathfs = NULL;
@@ -319,13 +320,13 @@ report:
 		snprintf(metric, sizeof(metric), "mv %llu entries",
 			 (unsigned long long)ent[i]);
 		res_plot("rename vs host", metric, mv[i] / hmv[i]);
-		printf("%10llu %10llu | %12s %14s | %12s %12s %9.1fx\n",
+		printf("%10llu %10llu | %12s %14s | %12s %12s %10s\n",
 		       (unsigned long long)o->sizes[i],
 		       (unsigned long long)ent[i], fmt_secs(s1, 32, ip[i]),
 		       fmt_rate(s3, sizeof(s3), ent[i] / ip[i], "/s"),
 		       fmt_secs(s2, 32, mv[i]),
 		       isnan(hmv[i]) ? "-" : fmt_secs(s4, 32, hmv[i]),
-		       mv[i] / hmv[i]);
+		       fmt_ratio(s5, sizeof(s5), mv[i] / hmv[i]));
 	}
 	printf("\n");
 	fflush(stdout);

@@ -247,6 +247,17 @@ const char *fmt_rate(char *buf, size_t len, double per_s, const char *unit)
 	return buf;
 }
 
+const char *fmt_ratio(char *buf, size_t len, double ratio)
+{
+	if (!isfinite(ratio))
+		snprintf(buf, len, "-");
+	else if (ratio >= 100)
+		snprintf(buf, len, "%.0fx", ratio);
+	else
+		snprintf(buf, len, "%.2fx", ratio);
+	return buf;
+}
+
 void progress(const char *fmt, ...)
 {
 	va_list ap;
