@@ -309,8 +309,7 @@ static void serve(struct control *c, int fd)
 		char msg[160];
 
 		plog(LOG_WARNING,
-		     "control: refused connection from uid %u (pid %d): only "
-		     "root and uid %u may use this store's control socket",
+		     "control: refused uid %u (pid %d): not root or %u",
 		     (unsigned)cred.uid, (int)cred.pid, (unsigned)c->owner);
 		snprintf(msg, sizeof(msg),
 			 "only root and uid %u may control this mount",

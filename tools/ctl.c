@@ -587,7 +587,7 @@ struct branch_op {
 	unsigned flags;
 };
 
-/* Until store/cascade.c and fsck.c land, the commands that need them say so
+/* Until store/cascade.c lands, the commands that need them say so
  * (temporary: keeps the tree linking meanwhile). */
 #ifndef CTL_HAVE_CASCADE
 #define CTL_HAVE_CASCADE 0
@@ -597,7 +597,6 @@ struct branch_op {
 #define tree_cp_r(t, s, dt, d, m, rs, r) (-ENOSYS)
 #define tree_mv(t, s, dt, d, m, rs, r)	 (-ENOSYS)
 #define tree_op_result_release(r)	 free((r)->token)
-#define tree_fsck(t, rp, f, c, n)	 ((void)(f), (void)(c), -ENOSYS)
 #endif
 
 static int branch_call(struct branch_op *b, uint64_t max, const char *resume,
@@ -1633,7 +1632,10 @@ static void cmd_usage(FILE *f, const struct cmd *c)
 		fputs("  --repair       fix what can be fixed safely\n"
 		      "  --all          every drive of the store\n",
 		      f);
-	fputs("  paths: /PATH on the -d drive, or DRIVE:/PATH\n", f);
+	fputs("  paths: /PATH on the -d drive, or DRIVE:/PATH\n"
+	      "  exit status: 0 ok, 1 failed or fsck findings, 2 usage, 3 "
+	      "work left\n",
+	      f);
 }
 
 static int cmd_help(struct ctx *x)
@@ -1650,7 +1652,8 @@ static int cmd_help(struct ctx *x)
 	}
 	fputs("commands:\n", x->out);
 	for (i = 0; i < NCMDS; i++)
-		fprintf(x->out, "  %-60s %s\n", cmds[i].usage, cmds[i].help);
+		fprintf(x->out, "  %s\n      %s\n", cmds[i].usage,
+			cmds[i].help);
 	fputs("exit status: 0 ok, 1 failed or fsck findings, 2 usage, 3 "
 	      "stopped at --max-items with work left\n",
 	      x->out);
