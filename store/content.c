@@ -1,1 +1,356 @@
-/* content.c - placeholder, being written */
+/*
+ * content.c - file content in fixed-size blocks keyed DATA#<ino>#<block>.
+ *
+ * A block is stored only as far as it holds bytes: the last block of a file
+ * is cut at the end of file, and blocks that were never written (holes) do not
+ * exist and read as zeros. Invariant: no stored byte lies at or past the
+ * file's size, so extending a file (truncate up, a write past the end) never
+ * needs to zero anything. Truncating down deletes the blocks wholly past the
+ * new end and cuts the last kept one.
+ *
+ * A write is one atomic batch: the blocks it touches (read-modify-write of at
+ * most two partial blocks, the first and the last) and the inode's new size
+ * and times. Writes and truncates of one inode serialise on its stripe; reads
+ * take no lock and read blocks from one iterator snapshot.
+ *
+ * Limits: files up to TREE_FILE_MAX (2^50) bytes; a single write is one batch,
+ * so its size is bounded by memory (the daemon's writes are at most 1 MiB);
+ * SEEK_DATA/SEEK_HOLE work at block granularity.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "store_i.h"
+
+/* Point deletes up to this many keys, then one range delete for the rest. */
+#define DROP_POINT_MAX 256
+
+int tree_batch_drop_range(struct tree *t, struct kv_batch *b, const char *lo,
+			  size_t lolen, const char *hi, size_t hilen)
+{
+	struct kv_iter *it = NULL;
+	size_t n = 0;
+	int rc;
+
+	rc = kv_iter_open(&it, t->store->kv, lo, lolen, hi, hilen);
+	if (rc)
+		goto out;
+	for (; kv_iter_valid(it); kv_iter_next(it)) {
+		size_t klen;
+		const char *key = kv_iter_key(it, &klen);
+
+		if (n++ == DROP_POINT_MAX) {
+			kv_batch_delete_range(b, key, klen, hi, hilen);
+			goto out;
+		}
+		kv_batch_delete(b, key, klen);
+	}
+	rc = kv_iter_status(it);
+out:
+	kv_iter_free(it);
+	return rc;
+}
+
+int tree_drop_inode_content(struct tree *t, struct kv_batch *b, uint64_t ino)
+{
+	struct sbuf lo = {0}, hi = {0};
+	int rc;
+
+	key_data_range(&lo, &hi, t->name, ino, 0);
+	rc = tree_batch_drop_range(t, b, lo.buf, lo.len, hi.buf, hi.len);
+	if (rc)
+		goto out;
+	sbuf_reset(&lo);
+	sbuf_reset(&hi);
+	key_xattr_range(&lo, &hi, t->name, ino);
+	rc = tree_batch_drop_range(t, b, lo.buf, lo.len, hi.buf, hi.len);
+out:
+	sbuf_release(&lo);
+	sbuf_release(&hi);
+	return rc;
+}
+
+int tree_batch_truncate(struct tree *t, struct kv_batch *b, uint64_t ino,
+			uint64_t old_size, uint64_t new_size)
+{
+	struct sbuf lo = {0}, hi = {0};
+	uint64_t bs = t->block_size;
+	uint64_t keep = (new_size + bs - 1) / bs; /* blocks kept */
+	size_t tail = (size_t)(new_size % bs);
+	char *val = NULL;
+	size_t vlen;
+	int rc = 0;
+
+	if (new_size >= old_size)
+		goto out;
+	key_data_range(&lo, &hi, t->name, ino, keep);
+	rc = tree_batch_drop_range(t, b, lo.buf, lo.len, hi.buf, hi.len);
+	if (rc || tail == 0)
+		goto out;
+	/* cut the last kept block at the new end */
+	sbuf_reset(&lo);
+	key_data(&lo, t->name, ino, keep - 1);
+	rc = kv_get(t->store->kv, lo.buf, lo.len, &val, &vlen);
+	if (rc == -ENOENT) {
+		rc = 0;
+		goto out;
+	}
+	if (rc == 0 && vlen > tail)
+		kv_batch_put(b, lo.buf, lo.len, val, tail);
+out:
+	free(val);
+	sbuf_release(&lo);
+	sbuf_release(&hi);
+	return rc;
+}
+
+int tree_read(struct tree *t, const char *path, uint64_t ino, uint64_t off,
+	      size_t len, char *buf, size_t *nread)
+{
+	struct sbuf lo = {0}, hi = {0};
+	struct kv_iter *it = NULL;
+	struct tree_attr a;
+	uint64_t bs = t->block_size, end, first, last, pos;
+	size_t plen;
+	int rc;
+
+	*nread = 0;
+	rc = tree_getattr(t, path, ino, &a);
+	if (rc)
+		goto out;
+	if (S_ISDIR(a.mode)) {
+		rc = -EISDIR;
+		goto out;
+	}
+	if (off >= a.size || len == 0)
+		goto out;
+	if (len > a.size - off)
+		len = (size_t)(a.size - off);
+	end = off + len;
+	first = off / bs;
+	last = (end - 1) / bs;
+	key_drive_prefix(&lo, t->name);
+	plen = lo.len;
+	sbuf_reset(&lo);
+	key_data(&lo, t->name, a.ino, first);
+	key_data(&hi, t->name, a.ino, last + 1);
+	rc = kv_iter_open(&it, t->store->kv, lo.buf, lo.len, hi.buf, hi.len);
+	if (rc)
+		goto out;
+	pos = off; /* bytes before pos are filled */
+	for (; kv_iter_valid(it); kv_iter_next(it)) {
+		size_t klen, vlen;
+		const char *key = kv_iter_key(it, &klen);
+		const char *val = kv_iter_value(it, &vlen);
+		uint64_t kino, blk, bstart, from, to;
+
+		if (key_data_decode(key, klen, plen, &kino, &blk) ||
+		    kino != a.ino || vlen > bs) {
+			plog(LOG_ERR, "corrupt content block %.*s", (int)klen,
+			     key);
+			rc = -EIO;
+			goto out;
+		}
+		bstart = blk * bs;
+		from = bstart > pos ? bstart : pos;
+		if (from > pos)
+			memset(buf + (pos - off), 0, (size_t)(from - pos));
+		to = bstart + vlen < end ? bstart + vlen : end;
+		if (to > from)
+			memcpy(buf + (from - off), val + (from - bstart),
+			       (size_t)(to - from));
+		else
+			to = from;
+		pos = to;
+	}
+	rc = kv_iter_status(it);
+	if (rc)
+		goto out;
+	if (pos < end)
+		memset(buf + (pos - off), 0, (size_t)(end - pos));
+	*nread = len;
+out:
+	kv_iter_free(it);
+	sbuf_release(&lo);
+	sbuf_release(&hi);
+	return rc;
+}
+
+int tree_write(struct tree *t, const char *path, uint64_t ino, uint64_t off,
+	       const char *buf, size_t len, bool append, struct tree_attr *out)
+{
+	struct attr_ref r = {0};
+	struct sbuf k = {0};
+	struct kv_batch *b = NULL;
+	struct tree_attr *a = &r.n.a;
+	uint64_t bs = t->block_size, end, blk, old;
+	char *scratch = NULL, *val = NULL;
+	bool st = false;
+	int64_t now;
+	int rc;
+
+	if (path) {
+		rc = path_check(path);
+		if (rc)
+			goto out;
+	}
+	if (!ino) {
+		rc = tree_attr_load(t, path, 0, &r);
+		if (rc)
+			goto out;
+		ino = a->ino;
+	}
+	tree_lock_inodes(t, ino, 0, 0, 0);
+	st = true;
+	rc = tree_attr_load(t, path, ino, &r);
+	if (rc)
+		goto out;
+	if (S_ISDIR(a->mode)) {
+		rc = -EISDIR;
+		goto out;
+	}
+	if (!S_ISREG(a->mode)) {
+		rc = -EINVAL;
+		goto out;
+	}
+	old = a->size;
+	if (append)
+		off = old;
+	if (off > TREE_FILE_MAX || len > TREE_FILE_MAX - off) {
+		rc = -EFBIG;
+		goto out;
+	}
+	if (len == 0)
+		goto done;
+	end = off + len;
+	b = kv_batch_new();
+	for (blk = off / bs; blk * bs < end; blk++) {
+		uint64_t bstart = blk * bs;
+		size_t from = off > bstart ? (size_t)(off - bstart) : 0;
+		size_t to = end - bstart < bs ? (size_t)(end - bstart) : bs;
+		const char *src = buf + (bstart + from - off);
+		size_t vlen = 0, nlen;
+
+		sbuf_reset(&k);
+		key_data(&k, t->name, ino, blk);
+		if (from == 0 && to == bs) {
+			kv_batch_put(b, k.buf, k.len, src, bs);
+			continue;
+		}
+		/* partial block: merge with what is stored (only blocks that
+		 * start before the old end can hold anything) */
+		free(val);
+		val = NULL;
+		if (bstart < old) {
+			rc = kv_get(t->store->kv, k.buf, k.len, &val, &vlen);
+			if (rc == -ENOENT)
+				rc = 0;
+			if (rc)
+				goto out;
+			if (vlen > bs) {
+				plog(LOG_ERR, "corrupt content block %.*s",
+				     (int)k.len, k.buf);
+				rc = -EIO;
+				goto out;
+			}
+		}
+		if (!scratch) {
+			scratch = malloc(bs);
+			if (!scratch) {
+				rc = -ENOMEM;
+				goto out;
+			}
+		}
+		nlen = vlen > to ? vlen : to;
+		if (vlen)
+			memcpy(scratch, val, vlen);
+		if (from > vlen)
+			memset(scratch + vlen, 0, from - vlen);
+		memcpy(scratch + from, src, to - from);
+		kv_batch_put(b, k.buf, k.len, scratch, nlen);
+	}
+	now = tree_now_ns();
+	if (end > a->size)
+		a->size = end;
+	a->mtime_ns = now;
+	a->ctime_ns = now;
+	tree_attr_store(t, b, &r);
+	rc = tree_commit(t, b);
+	if (rc)
+		goto out;
+done:
+	if (out)
+		*out = *a;
+out:
+	if (st)
+		tree_unlock_inodes(t, ino, 0, 0, 0);
+	kv_batch_free(b);
+	attr_ref_release(&r);
+	sbuf_release(&k);
+	free(scratch);
+	free(val);
+	return rc;
+}
+
+int tree_seek(struct tree *t, uint64_t ino, uint64_t size, uint64_t off,
+	      int whence, uint64_t *result)
+{
+	struct sbuf lo = {0}, hi = {0};
+	struct kv_iter *it = NULL;
+	uint64_t bs = t->block_size, blk, next;
+	size_t plen;
+	int rc;
+
+	if (whence != SEEK_DATA && whence != SEEK_HOLE) {
+		rc = -EINVAL;
+		goto out;
+	}
+	if (off >= size) {
+		rc = -ENXIO;
+		goto out;
+	}
+	key_drive_prefix(&lo, t->name);
+	plen = lo.len;
+	sbuf_reset(&lo);
+	key_data_range(&lo, &hi, t->name, ino, off / bs);
+	rc = kv_iter_open(&it, t->store->kv, lo.buf, lo.len, hi.buf, hi.len);
+	if (rc)
+		goto out;
+	next = off / bs; /* the first block not yet known to be data */
+	for (; kv_iter_valid(it); kv_iter_next(it)) {
+		size_t klen;
+		const char *key = kv_iter_key(it, &klen);
+		uint64_t kino;
+
+		if (key_data_decode(key, klen, plen, &kino, &blk)) {
+			rc = -EIO;
+			goto out;
+		}
+		if (blk * bs >= size)
+			break;
+		if (whence == SEEK_DATA) {
+			*result = blk * bs > off ? blk * bs : off;
+			goto out;
+		}
+		if (blk != next)
+			break; /* a hole at block next */
+		next = blk + 1;
+	}
+	rc = kv_iter_status(it);
+	if (rc)
+		goto out;
+	if (whence == SEEK_DATA) {
+		rc = -ENXIO;
+		goto out;
+	}
+	*result = next * bs > off ? next * bs : off;
+	if (*result > size)
+		*result = size;
+out:
+	kv_iter_free(it);
+	sbuf_release(&lo);
+	sbuf_release(&hi);
+	return rc;
+}

@@ -1,0 +1,370 @@
+/*
+ * test_content.c - file content in blocks (store/content.c): random writes
+ * and truncates against an in-memory model, holes, block boundaries, append,
+ * SEEK_DATA/SEEK_HOLE, size limits and persistence.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "store_i.h"
+#include "testutil.h"
+
+#define T tu_tree
+
+static uint64_t mkf(const char *path)
+{
+	struct tree_attr a;
+
+	cr_assert_eq(tree_mknode(T, path, S_IFREG | 0644, 0, 0, 0, NULL, &a),
+		     0);
+	return a.ino;
+}
+
+static void wr(const char *path, uint64_t ino, uint64_t off, const void *buf,
+	       size_t len)
+{
+	int rc = tree_write(T, path, ino, off, buf, len, false, NULL);
+
+	cr_assert_eq(rc, 0, "write %zu at %llu: %s", len,
+		     (unsigned long long)off, strerror(-rc));
+}
+
+static void trunc_to(const char *path, uint64_t ino, uint64_t size)
+{
+	struct tree_attr in = {.size = size};
+	int rc = tree_setattr(T, path, ino, &in, TREE_SET_SIZE, NULL);
+
+	cr_assert_eq(rc, 0, "truncate to %llu: %s", (unsigned long long)size,
+		     strerror(-rc));
+}
+
+static uint64_t size_of(const char *path)
+{
+	struct tree_attr a;
+
+	cr_assert_eq(tree_lookup(T, path, &a), 0);
+	return a.size;
+}
+
+/* Compares the whole file with @model (@len bytes), reading in @chunk. */
+static void check_model(const char *path, uint64_t ino, const char *model,
+			size_t len, size_t chunk)
+{
+	char *buf = malloc(chunk + 16);
+	size_t off = 0, n;
+
+	cr_assert_eq(size_of(path), len);
+	while (off < len) {
+		cr_assert_eq(tree_read(T, path, ino, off, chunk, buf, &n), 0);
+		cr_assert_eq(n, len - off < chunk ? len - off : chunk);
+		cr_assert(memcmp(buf, model + off, n) == 0,
+			  "content differs in [%zu, %zu)", off, off + n);
+		off += n;
+	}
+	cr_assert_eq(tree_read(T, path, ino, len, chunk, buf, &n), 0);
+	cr_assert_eq(n, 0);
+	free(buf);
+}
+
+/* Number of DATA keys of @ino. */
+static size_t count_blocks(uint64_t ino)
+{
+	struct sbuf lo = {0}, hi = {0};
+	struct kv_iter *it;
+	size_t n = 0;
+
+	key_data_range(&lo, &hi, T->name, ino, 0);
+	cr_assert_eq(
+	    kv_iter_open(&it, tu_store->kv, lo.buf, lo.len, hi.buf, hi.len), 0);
+	for (; kv_iter_valid(it); kv_iter_next(it))
+		n++;
+	kv_iter_free(it);
+	sbuf_release(&lo);
+	sbuf_release(&hi);
+	return n;
+}
+
+Test(content, block_size_default, .init = tu_setup, .fini = tu_teardown)
+{
+	cr_expect_eq(tree_block_size(T), 65536);
+}
+
+Test(content, block_boundaries, .init = tu_setup, .fini = tu_teardown)
+{
+	size_t bs = tree_block_size(T);
+	size_t sizes[] = {0,	      1,      bs - 1,	  bs,	      bs + 1,
+			  2 * bs - 1, 2 * bs, 2 * bs + 1, 3 * bs + 17};
+	char *data = malloc(4 * bs);
+
+	for (size_t i = 0; i < 4 * bs; i++)
+		data[i] = (char)(i * 7 + i / 251);
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		char path[32];
+		uint64_t ino;
+
+		snprintf(path, sizeof(path), "/f%zu", i);
+		ino = mkf(path);
+		wr(path, ino, 0, data, sizes[i]);
+		check_model(path, ino, data, sizes[i], bs);
+		check_model(path, ino, data, sizes[i], 4096);
+		check_model(path, ino, data, sizes[i], 3 * bs);
+		/* blocks stored: ceil(size / bs) */
+		cr_expect_eq(count_blocks(ino), (sizes[i] + bs - 1) / bs,
+			     "size %zu", sizes[i]);
+	}
+	/* a write straddling a boundary into an existing file */
+	{
+		uint64_t ino = mkf("/s");
+		char *model = calloc(1, 3 * bs);
+
+		wr("/s", ino, 0, data, 3 * bs);
+		memcpy(model, data, 3 * bs);
+		wr("/s", ino, bs - 3, "XXXXXX", 6);
+		memcpy(model + bs - 3, "XXXXXX", 6);
+		wr("/s", ino, 2 * bs - 1, "Y", 1);
+		model[2 * bs - 1] = 'Y';
+		check_model("/s", ino, model, 3 * bs, 1000);
+		free(model);
+	}
+	free(data);
+}
+
+Test(content, sparse_files, .init = tu_setup, .fini = tu_teardown)
+{
+	size_t bs = tree_block_size(T);
+	uint64_t ino = mkf("/sp");
+	char buf[100];
+	size_t n;
+
+	/* a write far away leaves a hole that reads as zeros and is not
+	 * stored */
+	wr("/sp", ino, 10 * bs + 5, "end", 3);
+	cr_expect_eq(size_of("/sp"), 10 * bs + 8);
+	cr_expect_eq(count_blocks(ino), 1);
+	cr_assert_eq(tree_read(T, "/sp", ino, 3 * bs, sizeof(buf), buf, &n), 0);
+	cr_expect_eq(n, sizeof(buf));
+	for (size_t i = 0; i < n; i++)
+		cr_expect_eq(buf[i], 0);
+	cr_assert_eq(tree_read(T, "/sp", ino, 10 * bs, sizeof(buf), buf, &n),
+		     0);
+	cr_expect_eq(n, 8);
+	cr_expect(memcmp(buf, "\0\0\0\0\0end", 8) == 0);
+	/* truncate up: a hole too */
+	trunc_to("/sp", ino, 100 * bs);
+	cr_expect_eq(count_blocks(ino), 1);
+	cr_assert_eq(tree_read(T, "/sp", ino, 100 * bs - 10, 100, buf, &n), 0);
+	cr_expect_eq(n, 10);
+	for (size_t i = 0; i < n; i++)
+		cr_expect_eq(buf[i], 0);
+	/* a huge sparse file costs nothing */
+	trunc_to("/sp", ino, (uint64_t)1 << 40);
+	cr_expect_eq(size_of("/sp"), (uint64_t)1 << 40);
+	cr_expect_eq(count_blocks(ino), 1);
+}
+
+Test(content, truncate_both_ways, .init = tu_setup, .fini = tu_teardown)
+{
+	size_t bs = tree_block_size(T);
+	uint64_t ino = mkf("/t");
+	char *data = malloc(5 * bs), *model = calloc(1, 5 * bs);
+
+	memset(data, 'a', 5 * bs);
+	wr("/t", ino, 0, data, 5 * bs);
+	cr_expect_eq(count_blocks(ino), 5);
+	/* down into the middle of a block: the tail reads as zeros after
+	 * growing again */
+	trunc_to("/t", ino, 2 * bs + 10);
+	cr_expect_eq(count_blocks(ino), 3);
+	trunc_to("/t", ino, 4 * bs);
+	memset(model, 'a', 2 * bs + 10);
+	check_model("/t", ino, model, 4 * bs, 7777);
+	/* down to a block boundary, then to 0 */
+	trunc_to("/t", ino, bs);
+	cr_expect_eq(count_blocks(ino), 1);
+	check_model("/t", ino, model, bs, bs);
+	trunc_to("/t", ino, 0);
+	cr_expect_eq(count_blocks(ino), 0);
+	check_model("/t", ino, model, 0, 10);
+	/* up from 0, then write in the middle */
+	trunc_to("/t", ino, 3 * bs);
+	memset(model, 0, 5 * bs);
+	wr("/t", ino, bs + 1, "mid", 3);
+	memcpy(model + bs + 1, "mid", 3);
+	check_model("/t", ino, model, 3 * bs, 5000);
+	cr_expect_eq(count_blocks(ino), 1);
+	/* a big file dropped past the point-delete limit (range delete) */
+	{
+		uint64_t big = mkf("/big");
+		for (int i = 0; i < 300; i++)
+			wr("/big", big, (uint64_t)i * bs, "b", 1);
+		cr_expect_eq(count_blocks(big), 300);
+		trunc_to("/big", big, 5);
+		cr_expect_eq(count_blocks(big), 1);
+		cr_expect_eq(size_of("/big"), 5);
+		for (int i = 0; i < 300; i++)
+			wr("/big", big, (uint64_t)i * bs + 1, "c", 1);
+		cr_assert_eq(tree_unlink(T, "/big", 0, NULL), 0);
+		cr_expect_eq(count_blocks(big), 0);
+	}
+	free(data);
+	free(model);
+}
+
+Test(content, random_ops_against_model, .init = tu_setup, .fini = tu_teardown,
+     .timeout = 300)
+{
+	size_t bs = tree_block_size(T);
+	size_t cap = 6 * bs, len = 0;
+	char *model = calloc(1, cap), *buf = malloc(cap);
+	unsigned seed = 12345;
+	uint64_t ino = mkf("/r");
+
+	for (int op = 0; op < 3000; op++) {
+		unsigned r = rand_r(&seed) % 100;
+
+		if (r < 70) {
+			/* write: offsets near boundaries half the time */
+			size_t off, n;
+			if (rand_r(&seed) % 2)
+				off = (rand_r(&seed) % 6) * bs +
+				      (rand_r(&seed) % 5) - 2;
+			else
+				off = rand_r(&seed) % cap;
+			if (off >= cap)
+				off = rand_r(&seed) % cap;
+			n = rand_r(&seed) % 4 == 0 ? rand_r(&seed) % (2 * bs)
+						   : rand_r(&seed) % 300u;
+			if (off + n > cap)
+				n = cap - off;
+			for (size_t i = 0; i < n; i++)
+				buf[i] = (char)rand_r(&seed);
+			wr("/r", ino, off, buf, n);
+			memcpy(model + off, buf, n);
+			if (n && off + n > len)
+				len = off + n;
+		} else if (r < 80) {
+			size_t ns = rand_r(&seed) % cap;
+			trunc_to("/r", ino, ns);
+			if (ns < len)
+				memset(model + ns, 0, len - ns);
+			len = ns;
+		} else if (r < 85) {
+			/* append */
+			struct tree_attr out;
+			size_t n = rand_r(&seed) % 1000;
+			if (len + n > cap)
+				continue;
+			for (size_t i = 0; i < n; i++)
+				buf[i] = (char)rand_r(&seed);
+			cr_assert_eq(
+			    tree_write(T, "/r", ino, 0, buf, n, true, &out), 0);
+			memcpy(model + len, buf, n);
+			len += n;
+			cr_assert_eq(out.size, len);
+		} else {
+			/* random read */
+			size_t off = rand_r(&seed) % (cap + 10), n, got;
+			size_t want = rand_r(&seed) % (2 * bs);
+			cr_assert_eq(
+			    tree_read(T, "/r", ino, off, want, buf, &got), 0);
+			n = off >= len ? 0
+				       : (len - off < want ? len - off : want);
+			cr_assert_eq(got, n, "op %d: read %zu at %zu", op, want,
+				     off);
+			cr_assert(got == 0 ||
+				      memcmp(buf, model + off, got) == 0,
+				  "op %d: read at %zu", op, off);
+		}
+		if (op % 500 == 0)
+			check_model("/r", ino, model, len, 10000);
+	}
+	check_model("/r", ino, model, len, 65536);
+	/* no block stored past the end */
+	cr_expect_leq(count_blocks(ino), (len + bs - 1) / bs);
+	tu_reopen();
+	check_model("/r", ino, model, len, 123456);
+	free(model);
+	free(buf);
+}
+
+Test(content, seek_data_hole, .init = tu_setup, .fini = tu_teardown)
+{
+	size_t bs = tree_block_size(T);
+	uint64_t ino = mkf("/h"), r, size;
+
+	wr("/h", ino, 2 * bs, "x", 1);
+	wr("/h", ino, 3 * bs, "y", 1);
+	wr("/h", ino, 6 * bs + 100, "z", 1);
+	trunc_to("/h", ino, 10 * bs);
+	size = 10 * bs;
+	cr_assert_eq(tree_seek(T, ino, size, 0, SEEK_DATA, &r), 0);
+	cr_expect_eq(r, 2 * bs);
+	cr_assert_eq(tree_seek(T, ino, size, 2 * bs + 5, SEEK_DATA, &r), 0);
+	cr_expect_eq(r, 2 * bs + 5);
+	cr_assert_eq(tree_seek(T, ino, size, 4 * bs, SEEK_DATA, &r), 0);
+	cr_expect_eq(r, 6 * bs);
+	cr_expect_eq(tree_seek(T, ino, size, 7 * bs, SEEK_DATA, &r), -ENXIO);
+	cr_assert_eq(tree_seek(T, ino, size, 0, SEEK_HOLE, &r), 0);
+	cr_expect_eq(r, 0);
+	cr_assert_eq(tree_seek(T, ino, size, 2 * bs, SEEK_HOLE, &r), 0);
+	cr_expect_eq(r, 4 * bs);
+	cr_assert_eq(tree_seek(T, ino, size, 6 * bs + 1, SEEK_HOLE, &r), 0);
+	cr_expect_eq(r, 7 * bs);
+	cr_expect_eq(tree_seek(T, ino, size, size, SEEK_HOLE, &r), -ENXIO);
+	cr_expect_eq(tree_seek(T, ino, size, 0, 99, &r), -EINVAL);
+	/* the end of a file is a hole */
+	trunc_to("/h", ino, 6 * bs + 200);
+	cr_assert_eq(tree_seek(T, ino, 6 * bs + 200, 6 * bs, SEEK_HOLE, &r), 0);
+	cr_expect_eq(r, 6 * bs + 200);
+}
+
+Test(content, errnos_and_limits, .init = tu_setup, .fini = tu_teardown)
+{
+	uint64_t ino = mkf("/f");
+	struct tree_attr d, out;
+	char buf[8];
+	size_t n;
+
+	tu_mkdir(T, "/d");
+	cr_assert_eq(tree_lookup(T, "/d", &d), 0);
+	cr_expect_eq(
+	    tree_write(T, "/f", ino, TREE_FILE_MAX, "x", 1, false, NULL),
+	    -EFBIG);
+	cr_expect_eq(
+	    tree_write(T, "/f", ino, TREE_FILE_MAX - 1, "x", 1, false, &out),
+	    0);
+	cr_expect_eq(out.size, TREE_FILE_MAX);
+	cr_expect_eq(count_blocks(ino), 1);
+	cr_expect_eq(tree_write(T, "/d", d.ino, 0, "x", 1, false, NULL),
+		     -EISDIR);
+	cr_expect_eq(tree_write(T, "/nope", ino, 0, "x", 1, false, NULL),
+		     -ENOENT);
+	cr_expect_eq(tree_write(T, "/f", ino + 99, 0, "x", 1, false, NULL),
+		     -ENOENT);
+	cr_expect_eq(tree_read(T, "/nope", 0, 0, 8, buf, &n), -ENOENT);
+	cr_expect_eq(tree_read(T, NULL, ino, 0, 8, buf, &n), -ENOENT);
+	/* a zero-length write changes nothing */
+	cr_assert_eq(tree_lookup(T, "/f", &d), 0);
+	cr_assert_eq(tree_write(T, "/f", ino, 5, "", 0, false, &out), 0);
+	cr_expect_eq(out.size, d.size);
+	cr_expect_eq(out.mtime_ns, d.mtime_ns);
+}
+
+Test(content, write_updates_times, .init = tu_setup, .fini = tu_teardown)
+{
+	uint64_t ino = mkf("/f");
+	struct tree_attr a, b;
+
+	cr_assert_eq(tree_lookup(T, "/f", &a), 0);
+	usleep(2000);
+	wr("/f", ino, 0, "abc", 3);
+	cr_assert_eq(tree_lookup(T, "/f", &b), 0);
+	cr_expect_gt(b.mtime_ns, a.mtime_ns);
+	cr_expect_gt(b.ctime_ns, a.ctime_ns);
+	cr_expect_eq(b.atime_ns, a.atime_ns);
+	cr_expect_eq(b.size, 3);
+}

@@ -1,0 +1,673 @@
+/*
+ * test_tree.c - the namespace of a drive (store/tree.c): create, lookup,
+ * link, unlink, rmdir, rename, setattr, orphans, persistence, corrupt values
+ * and every errno of those paths, on real stores.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "store_i.h"
+#include "testutil.h"
+
+#define T tu_tree
+
+static int mk(const char *path, mode_t mode)
+{
+	return tree_mknode(T, path, mode, 0, 0, 0, NULL, NULL);
+}
+
+static struct tree_attr st(const char *path)
+{
+	struct tree_attr a;
+	int rc = tree_lookup(T, path, &a);
+
+	cr_assert_eq(rc, 0, "lookup %s: %s", path, strerror(-rc));
+	return a;
+}
+
+static int lk(const char *path)
+{
+	struct tree_attr a;
+	return tree_lookup(T, path, &a);
+}
+
+static char *readall(const char *path, uint64_t ino, size_t *len)
+{
+	static char buf[1 << 16];
+	int rc = tree_read(T, path, ino, 0, sizeof(buf), buf, len);
+
+	cr_assert_eq(rc, 0, "read %s: %s", path ? path : "(ino)",
+		     strerror(-rc));
+	return buf;
+}
+
+/* Writes @val at @key of the store, bypassing every check. */
+static void plant(const char *key, size_t klen, const char *val, size_t vlen)
+{
+	struct kv_batch *b = kv_batch_new();
+
+	kv_batch_put(b, key, klen, val, vlen);
+	cr_assert_eq(kv_batch_commit(tu_store->kv, b, false), 0);
+	kv_batch_free(b);
+}
+
+static bool key_exists(const struct sbuf *k)
+{
+	char *v = NULL;
+	size_t n;
+	int rc = kv_get(tu_store->kv, k->buf, k->len, &v, &n);
+
+	free(v);
+	cr_assert(rc == 0 || rc == -ENOENT);
+	return rc == 0;
+}
+
+Test(tree, root_exists, .init = tu_setup, .fini = tu_teardown)
+{
+	struct tree_attr a = st("/");
+
+	cr_expect_eq(a.ino, TREE_ROOT_INO);
+	cr_expect(S_ISDIR(a.mode));
+	cr_expect_eq(a.nlink, 2);
+}
+
+Test(tree, mknode_kinds_and_attrs, .init = tu_setup, .fini = tu_teardown)
+{
+	struct tree_attr a, b;
+	char *target;
+
+	cr_assert_eq(tree_mknode(T, "/f", S_IFREG | 0640, 12, 34, 0, NULL, &a),
+		     0);
+	b = st("/f");
+	cr_expect_eq(a.ino, b.ino);
+	cr_expect_eq(b.mode, S_IFREG | 0640);
+	cr_expect_eq(b.uid, 12);
+	cr_expect_eq(b.gid, 34);
+	cr_expect_eq(b.nlink, 1);
+	cr_expect_eq(b.size, 0);
+	cr_expect_gt(b.mtime_ns, 0);
+
+	cr_assert_eq(
+	    tree_mknode(T, "/l", S_IFLNK | 0777, 0, 0, 0, "../x/y", NULL), 0);
+	b = st("/l");
+	cr_expect(S_ISLNK(b.mode));
+	cr_expect_eq(b.size, 6);
+	cr_assert_eq(tree_readlink(T, "/l", &target), 0);
+	cr_expect_str_eq(target, "../x/y");
+	free(target);
+	cr_expect_eq(tree_readlink(T, "/f", &target), -EINVAL);
+	cr_expect_eq(tree_readlink(T, "/nope", &target), -ENOENT);
+
+	cr_assert_eq(mk("/fifo", S_IFIFO | 0600), 0);
+	cr_expect(S_ISFIFO(st("/fifo").mode));
+	cr_assert_eq(
+	    tree_mknode(T, "/dev", S_IFCHR | 0600, 0, 0, 0x0103, NULL, NULL),
+	    0);
+	cr_expect_eq(st("/dev").rdev, 0x0103);
+	cr_assert_eq(mk("/sock", S_IFSOCK | 0600), 0);
+
+	/* inode numbers are distinct */
+	cr_expect_neq(st("/f").ino, st("/l").ino);
+	cr_expect_neq(st("/fifo").ino, st("/sock").ino);
+}
+
+Test(tree, errnos, .init = tu_setup, .fini = tu_teardown)
+{
+	char name[300];
+
+	cr_assert_eq(mk("/d", S_IFDIR | 0755), 0);
+	cr_assert_eq(mk("/d/f", S_IFREG | 0644), 0);
+	cr_expect_eq(mk("/d", S_IFDIR | 0755), -EEXIST);
+	cr_expect_eq(mk("/d/f", S_IFREG | 0644), -EEXIST);
+	cr_expect_eq(mk("/", S_IFDIR | 0755), -EEXIST);
+	cr_expect_eq(mk("/missing/f", S_IFREG | 0644), -ENOENT);
+	cr_expect_eq(mk("/d/f/x", S_IFREG | 0644), -ENOTDIR);
+	cr_expect_eq(mk("d/f", S_IFREG | 0644), -EINVAL);
+	cr_expect_eq(mk("/d//f", S_IFREG | 0644), -EINVAL);
+	cr_expect_eq(mk("/d/.", S_IFREG | 0644), -EINVAL);
+	cr_expect_eq(mk("/d/..", S_IFREG | 0644), -EINVAL);
+	cr_expect_eq(mk("/d/", S_IFREG | 0644), -EINVAL);
+	cr_expect_eq(mk("/lnk", S_IFLNK | 0777), -EINVAL); /* no target */
+
+	memset(name, 'n', sizeof(name));
+	name[0] = '/';
+	name[256] = '\0'; /* 255-byte name: fine */
+	cr_expect_eq(mk(name, S_IFREG | 0644), 0);
+	cr_expect_eq(st(name).nlink, 1);
+	name[256] = 'n';
+	name[257] = '\0'; /* 256-byte name */
+	cr_expect_eq(mk(name, S_IFREG | 0644), -ENAMETOOLONG);
+	cr_expect_eq(lk(name), -ENAMETOOLONG);
+
+	cr_expect_eq(lk("/nope"), -ENOENT);
+	cr_expect_eq(lk("/d/nope"), -ENOENT);
+	cr_expect_eq(tree_unlink(T, "/d", 0, NULL), -EISDIR);
+	cr_expect_eq(tree_unlink(T, "/nope", 0, NULL), -ENOENT);
+	cr_expect_eq(tree_unlink(T, "/", 0, NULL), -EISDIR);
+	cr_expect_eq(tree_rmdir(T, "/d"), -ENOTEMPTY);
+	cr_expect_eq(tree_rmdir(T, "/d/f"), -ENOTDIR);
+	cr_expect_eq(tree_rmdir(T, "/nope"), -ENOENT);
+	cr_expect_eq(tree_rmdir(T, "/"), -EBUSY);
+	cr_expect_eq(tree_link(T, "/d", "/d2", NULL), -EPERM);
+	cr_expect_eq(tree_link(T, "/nope", "/x", NULL), -ENOENT);
+	cr_expect_eq(tree_link(T, "/d/f", "/d", NULL), -EEXIST);
+	cr_expect_eq(tree_link(T, "/d/f", "/nope/x", NULL), -ENOENT);
+	cr_expect_eq(tree_link(T, "/d/f", "/d/f/x", NULL), -ENOTDIR);
+	/* nothing above changed the tree */
+	cr_expect_eq(st("/d").nlink, 2);
+	cr_expect_eq(st("/").nlink, 3);
+}
+
+Test(tree, mkdir_rmdir_nlink_and_parent_times, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	struct tree_attr r0, r1, d;
+
+	r0 = st("/");
+	usleep(2000);
+	cr_assert_eq(mk("/a", S_IFDIR | 0755), 0);
+	cr_assert_eq(mk("/b", S_IFDIR | 0755), 0);
+	cr_assert_eq(mk("/f", S_IFREG | 0644), 0);
+	r1 = st("/");
+	cr_expect_eq(r1.nlink, 4);
+	cr_expect_gt(r1.mtime_ns, r0.mtime_ns);
+	cr_expect_gt(r1.ctime_ns, r0.ctime_ns);
+	cr_assert_eq(mk("/a/x", S_IFDIR | 0755), 0);
+	d = st("/a");
+	cr_expect_eq(d.nlink, 3);
+	cr_expect_eq(st("/").nlink, 4);
+	usleep(2000);
+	cr_assert_eq(tree_rmdir(T, "/a/x"), 0);
+	cr_expect_eq(st("/a").nlink, 2);
+	cr_expect_gt(st("/a").mtime_ns, d.mtime_ns);
+	cr_expect_eq(lk("/a/x"), -ENOENT);
+	cr_assert_eq(tree_rmdir(T, "/a"), 0);
+	cr_expect_eq(st("/").nlink, 3);
+	cr_assert_eq(tree_unlink(T, "/f", 0, NULL), 0);
+	cr_expect_eq(st("/").nlink, 3);
+	cr_expect_eq(lk("/f"), -ENOENT);
+}
+
+Test(tree, unlink_drops_content, .init = tu_setup, .fini = tu_teardown)
+{
+	struct tree_attr a;
+	struct sbuf k = {0};
+	uint64_t orphan = 99;
+	char big[200000];
+
+	memset(big, 'x', sizeof(big));
+	tu_mkfile(T, "/f", big, sizeof(big));
+	a = st("/f");
+	cr_assert_eq(tree_setxattr(T, "/f", a.ino, "user.a", "v", 1, 0), 0);
+	cr_assert_eq(tree_unlink(T, "/f", 0, &orphan), 0);
+	cr_expect_eq(orphan, 0);
+	key_data(&k, T->name, a.ino, 0);
+	cr_expect_not(key_exists(&k));
+	sbuf_reset(&k);
+	key_data(&k, T->name, a.ino, 2);
+	cr_expect_not(key_exists(&k));
+	sbuf_reset(&k);
+	key_xattr(&k, T->name, a.ino, "user.a");
+	cr_expect_not(key_exists(&k));
+	sbuf_release(&k);
+}
+
+Test(tree, hard_links, .init = tu_setup, .fini = tu_teardown)
+{
+	struct tree_attr a, b, out;
+	size_t n;
+	char *p;
+
+	tu_mkdir(T, "/d");
+	tu_mkfile(T, "/f", "hello", 5);
+	a = st("/f");
+	cr_assert_eq(tree_link(T, "/f", "/d/g", &out), 0);
+	cr_expect_eq(out.nlink, 2);
+	cr_expect_eq(out.ino, a.ino);
+	b = st("/d/g");
+	cr_expect_eq(b.ino, a.ino);
+	cr_expect_eq(b.nlink, 2);
+	cr_expect_eq(b.size, 5);
+	cr_expect(b.flags & TREE_F_LINKED);
+	cr_expect_eq(st("/f").nlink, 2);
+
+	/* shared content: write through one, read through the other */
+	cr_assert_eq(tree_write(T, "/d/g", a.ino, 5, " world", 6, false, NULL),
+		     0);
+	p = readall("/f", a.ino, &n);
+	cr_expect_eq(n, 11);
+	cr_expect(memcmp(p, "hello world", 11) == 0);
+	cr_expect_eq(st("/f").size, 11);
+	/* attributes are shared too */
+	out.mode = 0600;
+	cr_assert_eq(tree_setattr(T, "/f", a.ino, &out, TREE_SET_MODE, NULL),
+		     0);
+	cr_expect_eq(st("/d/g").mode, S_IFREG | 0600);
+	/* by inode number alone */
+	cr_assert_eq(tree_getattr(T, NULL, a.ino, &out), 0);
+	cr_expect_eq(out.size, 11);
+
+	cr_assert_eq(tree_link(T, "/f", "/h", NULL), 0);
+	cr_expect_eq(st("/h").nlink, 3);
+	cr_assert_eq(tree_unlink(T, "/f", 0, NULL), 0);
+	cr_expect_eq(st("/h").nlink, 2);
+	cr_assert_eq(tree_unlink(T, "/h", 0, NULL), 0);
+	b = st("/d/g");
+	cr_expect_eq(b.nlink, 1);
+	p = readall("/d/g", a.ino, &n);
+	cr_expect_eq(n, 11);
+	cr_expect(memcmp(p, "hello world", 11) == 0);
+	cr_assert_eq(tree_unlink(T, "/d/g", 0, NULL), 0);
+	cr_expect_eq(tree_getattr(T, NULL, a.ino, &out), -ENOENT);
+
+	/* a symlink can be hard linked and still reads its target */
+	cr_assert_eq(tree_mknode(T, "/s", S_IFLNK | 0777, 0, 0, 0, "tgt", NULL),
+		     0);
+	cr_assert_eq(tree_link(T, "/s", "/s2", NULL), 0);
+	cr_assert_eq(tree_readlink(T, "/s2", &p), 0);
+	cr_expect_str_eq(p, "tgt");
+	free(p);
+	cr_expect_eq(st("/s").size, 3);
+}
+
+Test(tree, orphans, .init = tu_setup, .fini = tu_teardown)
+{
+	struct tree_attr a, out;
+	struct sbuf k = {0};
+	uint64_t orphan = 0, ino;
+	size_t n;
+	char *p;
+
+	tu_mkfile(T, "/f", "content", 7);
+	a = st("/f");
+	cr_assert_eq(tree_setxattr(T, "/f", a.ino, "user.x", "1", 1, 0), 0);
+	cr_assert_eq(tree_unlink(T, "/f", TREE_KEEP_ORPHAN, &orphan), 0);
+	cr_expect_eq(orphan, a.ino);
+	cr_expect_eq(lk("/f"), -ENOENT);
+	/* still readable, writable and stat-able by number */
+	p = readall(NULL, a.ino, &n);
+	cr_expect_eq(n, 7);
+	cr_expect(memcmp(p, "content", 7) == 0);
+	cr_assert_eq(tree_write(T, NULL, a.ino, 7, "!", 1, false, &out), 0);
+	cr_expect_eq(out.size, 8);
+	cr_assert_eq(tree_getattr(T, NULL, a.ino, &out), 0);
+	cr_expect_eq(out.nlink, 0);
+	cr_expect_eq(out.size, 8);
+	cr_assert_eq(tree_reclaim(T, a.ino), 0);
+	cr_expect_eq(tree_getattr(T, NULL, a.ino, &out), -ENOENT);
+	cr_expect_eq(tree_reclaim(T, a.ino), -ENOENT);
+	key_data(&k, T->name, a.ino, 0);
+	cr_expect_not(key_exists(&k));
+	sbuf_reset(&k);
+	key_xattr(&k, T->name, a.ino, "user.x");
+	cr_expect_not(key_exists(&k));
+
+	/* not reclaimed: the next open does it */
+	tu_mkfile(T, "/g", "zzz", 3);
+	ino = st("/g").ino;
+	cr_assert_eq(tree_link(T, "/g", "/g2", NULL), 0);
+	cr_assert_eq(tree_unlink(T, "/g", TREE_KEEP_ORPHAN, &orphan), 0);
+	cr_expect_eq(orphan, 0); /* not the last link */
+	cr_assert_eq(tree_unlink(T, "/g2", TREE_KEEP_ORPHAN, &orphan), 0);
+	cr_expect_eq(orphan, ino);
+	cr_assert_eq(tree_getattr(T, NULL, ino, &out), 0);
+	tu_reopen();
+	cr_expect_eq(tree_getattr(T, NULL, ino, &out), -ENOENT);
+	sbuf_reset(&k);
+	key_data(&k, T->name, ino, 0);
+	cr_expect_not(key_exists(&k));
+	sbuf_reset(&k);
+	key_orphan(&k, T->name, ino);
+	cr_expect_not(key_exists(&k));
+	sbuf_release(&k);
+}
+
+Test(tree, rename_files, .init = tu_setup, .fini = tu_teardown)
+{
+	struct tree_attr a, b, r0;
+	uint64_t orphan = 1;
+	size_t n;
+	char *p;
+
+	tu_mkdir(T, "/a");
+	tu_mkdir(T, "/b");
+	tu_mkfile(T, "/a/f", "one", 3);
+	a = st("/a/f");
+	r0 = st("/b");
+	usleep(2000);
+	/* across folders */
+	cr_assert_eq(tree_rename(T, "/a/f", "/b/g", 0, &orphan), 0);
+	cr_expect_eq(orphan, 0);
+	cr_expect_eq(lk("/a/f"), -ENOENT);
+	b = st("/b/g");
+	cr_expect_eq(b.ino, a.ino);
+	cr_expect_gt(b.ctime_ns, a.ctime_ns);
+	cr_expect_eq(b.mtime_ns, a.mtime_ns);
+	cr_expect_gt(st("/b").mtime_ns, r0.mtime_ns);
+	p = readall("/b/g", a.ino, &n);
+	cr_expect(n == 3 && memcmp(p, "one", 3) == 0);
+	/* replace a file: the old one's content goes */
+	tu_mkfile(T, "/b/h", "two", 3);
+	b = st("/b/h");
+	cr_assert_eq(tree_rename(T, "/b/g", "/b/h", 0, &orphan), 0);
+	cr_expect_eq(orphan, 0);
+	cr_expect_eq(st("/b/h").ino, a.ino);
+	cr_expect_eq(tree_getattr(T, NULL, b.ino, &r0), -ENOENT);
+	/* replace an open file: it becomes an orphan */
+	tu_mkfile(T, "/b/i", "three", 5);
+	b = st("/b/i");
+	cr_assert_eq(tree_rename(T, "/b/h", "/b/i", TREE_KEEP_ORPHAN, &orphan),
+		     0);
+	cr_expect_eq(orphan, b.ino);
+	p = readall(NULL, b.ino, &n);
+	cr_expect(n == 5 && memcmp(p, "three", 5) == 0);
+	cr_assert_eq(tree_reclaim(T, b.ino), 0);
+	/* same path, links of one inode: no-ops */
+	cr_expect_eq(tree_rename(T, "/b/i", "/b/i", 0, NULL), 0);
+	cr_assert_eq(tree_link(T, "/b/i", "/b/j", NULL), 0);
+	cr_expect_eq(tree_rename(T, "/b/i", "/b/j", 0, NULL), 0);
+	cr_expect_eq(st("/b/i").nlink, 2);
+	cr_expect_eq(st("/b/j").nlink, 2);
+	/* rename of a hard link keeps the link count */
+	cr_assert_eq(tree_rename(T, "/b/j", "/a/k", 0, NULL), 0);
+	cr_expect_eq(st("/a/k").nlink, 2);
+	cr_expect_eq(st("/a/k").ino, a.ino);
+	/* symlink */
+	cr_assert_eq(tree_mknode(T, "/a/s", S_IFLNK | 0777, 0, 0, 0, "t", NULL),
+		     0);
+	cr_assert_eq(tree_rename(T, "/a/s", "/s", 0, NULL), 0);
+	cr_assert_eq(tree_readlink(T, "/s", &p), 0);
+	cr_expect_str_eq(p, "t");
+	free(p);
+	cr_expect_eq(st("/").nlink, 4);
+}
+
+Test(tree, rename_dirs_and_errnos, .init = tu_setup, .fini = tu_teardown)
+{
+	struct tree_attr a;
+
+	tu_mkdir(T, "/a");
+	tu_mkdir(T, "/a/e");
+	tu_mkdir(T, "/b");
+	tu_mkdir(T, "/ab");
+	tu_mkfile(T, "/f", "", 0);
+	tu_mkfile(T, "/b/x", "", 0);
+	a = st("/a/e");
+	/* empty folder across folders: nlink of both parents */
+	cr_assert_eq(tree_rename(T, "/a/e", "/b/e", 0, NULL), 0);
+	cr_expect_eq(st("/b/e").ino, a.ino);
+	cr_expect_eq(st("/a").nlink, 2);
+	cr_expect_eq(st("/b").nlink, 3);
+	/* over an empty folder */
+	tu_mkdir(T, "/a/t");
+	cr_assert_eq(tree_rename(T, "/b/e", "/a/t", 0, NULL), 0);
+	cr_expect_eq(st("/a/t").ino, a.ino);
+	cr_expect_eq(st("/a").nlink, 3);
+	cr_expect_eq(st("/b").nlink, 2);
+	cr_expect_eq(lk("/b/e"), -ENOENT);
+
+	cr_expect_eq(tree_rename(T, "/a", "/a/t/z", 0, NULL), -EINVAL);
+	cr_expect_eq(tree_rename(T, "/a", "/a/z", 0, NULL), -EINVAL);
+	cr_expect_eq(tree_rename(T, "/nope", "/z", 0, NULL), -ENOENT);
+	cr_expect_eq(tree_rename(T, "/f", "/nope/z", 0, NULL), -ENOENT);
+	cr_expect_eq(tree_rename(T, "/f", "/f/z", 0, NULL), -ENOTDIR);
+	cr_expect_eq(tree_rename(T, "/a", "/f", 0, NULL), -ENOTDIR);
+	cr_expect_eq(tree_rename(T, "/f", "/a", 0, NULL), -EISDIR);
+	cr_expect_eq(tree_rename(T, "/ab", "/b", 0, NULL), -ENOTEMPTY);
+	cr_expect_eq(tree_rename(T, "/f", "/b/x", TREE_RENAME_NOREPLACE, NULL),
+		     -EEXIST);
+	cr_expect_eq(tree_rename(T, "/f", "/f", TREE_RENAME_NOREPLACE, NULL),
+		     -EEXIST);
+	cr_expect_eq(tree_rename(T, "/f", "/zz", TREE_RENAME_EXCHANGE, NULL),
+		     -ENOENT);
+	cr_expect_eq(tree_rename(T, "/f", "/b/x",
+				 TREE_RENAME_EXCHANGE | TREE_RENAME_NOREPLACE,
+				 NULL),
+		     -EINVAL);
+	cr_expect_eq(tree_rename(T, "/", "/z", 0, NULL), -EBUSY);
+	cr_expect_eq(tree_rename(T, "/f", "/", 0, NULL), -EBUSY);
+	/* "/ab" is not inside "/a" */
+	cr_assert_eq(tree_rename(T, "/ab", "/a/ab", 0, NULL), 0);
+	cr_expect_eq(st("/a").nlink, 4);
+	/* nothing failed above changed anything */
+	cr_expect(S_ISREG(st("/f").mode));
+	cr_expect(S_ISREG(st("/b/x").mode));
+	cr_expect_eq(st("/").nlink, 4);
+}
+
+Test(tree, rename_noreplace_and_exchange, .init = tu_setup, .fini = tu_teardown)
+{
+	struct tree_attr f, d, g;
+	size_t n;
+	char *p;
+
+	tu_mkdir(T, "/p");
+	tu_mkfile(T, "/f", "F", 1);
+	tu_mkfile(T, "/p/g", "GG", 2);
+	tu_mkdir(T, "/d");
+	f = st("/f");
+	g = st("/p/g");
+	d = st("/d");
+	cr_assert_eq(
+	    tree_rename(T, "/f", "/p/new", TREE_RENAME_NOREPLACE, NULL), 0);
+	cr_expect_eq(st("/p/new").ino, f.ino);
+	/* exchange two files */
+	cr_assert_eq(
+	    tree_rename(T, "/p/new", "/p/g", TREE_RENAME_EXCHANGE, NULL), 0);
+	cr_expect_eq(st("/p/g").ino, f.ino);
+	cr_expect_eq(st("/p/new").ino, g.ino);
+	p = readall("/p/g", f.ino, &n);
+	cr_expect(n == 1 && p[0] == 'F');
+	/* exchange a file and an empty folder in different parents */
+	cr_assert_eq(tree_rename(T, "/d", "/p/g", TREE_RENAME_EXCHANGE, NULL),
+		     0);
+	cr_expect_eq(st("/p/g").ino, d.ino);
+	cr_expect(S_ISDIR(st("/p/g").mode));
+	cr_expect_eq(st("/d").ino, f.ino);
+	cr_expect_eq(st("/p").nlink, 3);
+	cr_expect_eq(st("/").nlink, 3); /* /p only */
+	/* exchange with an ancestor is EINVAL */
+	cr_expect_eq(tree_rename(T, "/p", "/p/g", TREE_RENAME_EXCHANGE, NULL),
+		     -EINVAL);
+	cr_expect_eq(tree_rename(T, "/p/g", "/p", TREE_RENAME_EXCHANGE, NULL),
+		     -EINVAL);
+}
+
+Test(tree, setattr_fields, .init = tu_setup, .fini = tu_teardown)
+{
+	struct tree_attr a, in = {0}, out;
+
+	tu_mkfile(T, "/f", "abc", 3);
+	tu_mkdir(T, "/d");
+	a = st("/f");
+	in.mode = S_IFDIR | 04751; /* the type is kept */
+	in.uid = 7;
+	in.gid = 8;
+	in.atime_ns = 1000000001;
+	in.mtime_ns = 2000000002;
+	cr_assert_eq(tree_setattr(T, "/f", a.ino, &in,
+				  TREE_SET_MODE | TREE_SET_UID | TREE_SET_GID |
+				      TREE_SET_ATIME | TREE_SET_MTIME,
+				  &out),
+		     0);
+	a = st("/f");
+	cr_expect_eq(a.mode, S_IFREG | 04751);
+	cr_expect_eq(a.uid, 7);
+	cr_expect_eq(a.gid, 8);
+	cr_expect_eq(a.atime_ns, 1000000001);
+	cr_expect_eq(a.mtime_ns, 2000000002);
+	cr_expect_gt(a.ctime_ns, 2000000002);
+	cr_expect_eq(out.ctime_ns, a.ctime_ns);
+	in.ctime_ns = 5;
+	cr_assert_eq(tree_setattr(T, "/f", a.ino, &in, TREE_SET_CTIME, NULL),
+		     0);
+	cr_expect_eq(st("/f").ctime_ns, 5);
+	/* a size change sets mtime */
+	in.size = 1;
+	cr_assert_eq(tree_setattr(T, "/f", a.ino, &in, TREE_SET_SIZE, &out), 0);
+	cr_expect_eq(out.size, 1);
+	cr_expect_gt(out.mtime_ns, 2000000002);
+	/* errnos */
+	cr_expect_eq(
+	    tree_setattr(T, "/d", st("/d").ino, &in, TREE_SET_SIZE, NULL),
+	    -EISDIR);
+	cr_expect_eq(
+	    tree_setattr(T, "/f", a.ino + 1000, &in, TREE_SET_UID, NULL),
+	    -ENOENT);
+	cr_expect_eq(tree_setattr(T, "/nope", a.ino, &in, TREE_SET_UID, NULL),
+		     -ENOENT);
+	in.size = TREE_FILE_MAX + 1;
+	cr_expect_eq(tree_setattr(T, "/f", a.ino, &in, TREE_SET_SIZE, NULL),
+		     -EFBIG);
+	cr_expect_eq(tree_getattr(T, "/f", a.ino + 1000, &out), -ENOENT);
+	cr_expect_eq(tree_getattr(T, "/f", a.ino, &out), 0);
+	cr_expect_eq(out.size, 1);
+	/* chmod of a folder keeps it a folder with its nlink */
+	in.mode = 0700;
+	cr_assert_eq(tree_setattr(T, "/d", 0, &in, TREE_SET_MODE, NULL), 0);
+	cr_expect_eq(st("/d").mode, S_IFDIR | 0700);
+	cr_expect_eq(st("/d").nlink, 2);
+}
+
+Test(tree, persistence, .init = tu_setup, .fini = tu_teardown)
+{
+	struct tree_attr a, b;
+	uint64_t maxino = 0;
+	char path[64], *p;
+	size_t n;
+
+	tu_mkdir(T, "/d");
+	for (int i = 0; i < 50; i++) {
+		snprintf(path, sizeof(path), "/d/f%d", i);
+		tu_mkfile(T, path, path, strlen(path));
+		if (st(path).ino > maxino)
+			maxino = st(path).ino;
+	}
+	cr_assert_eq(
+	    tree_mknode(T, "/d/s", S_IFLNK | 0777, 0, 0, 0, "/x", NULL), 0);
+	cr_assert_eq(tree_link(T, "/d/f1", "/h", NULL), 0);
+	cr_assert_eq(
+	    tree_setxattr(T, "/d/f2", st("/d/f2").ino, "user.k", "v", 1, 0), 0);
+	a = st("/d");
+	tu_reopen();
+	b = st("/d");
+	cr_expect_eq(a.ino, b.ino);
+	cr_expect_eq(a.nlink, b.nlink);
+	cr_expect_eq(a.mtime_ns, b.mtime_ns);
+	for (int i = 0; i < 50; i++) {
+		snprintf(path, sizeof(path), "/d/f%d", i);
+		p = readall(path, 0, &n);
+		cr_expect(n == strlen(path) && memcmp(p, path, n) == 0, "%s",
+			  path);
+	}
+	cr_assert_eq(tree_readlink(T, "/d/s", &p), 0);
+	cr_expect_str_eq(p, "/x");
+	free(p);
+	cr_expect_eq(st("/h").nlink, 2);
+	cr_expect_eq(st("/h").ino, st("/d/f1").ino);
+	{
+		void *v;
+		size_t vl;
+		cr_assert_eq(
+		    tree_getxattr(T, st("/d/f2").ino, "user.k", &v, &vl), 0);
+		cr_expect(vl == 1 && memcmp(v, "v", 1) == 0);
+		free(v);
+	}
+	/* new inode numbers are above every one in use */
+	tu_mkfile(T, "/new", "", 0);
+	cr_expect_gt(st("/new").ino, maxino);
+}
+
+Test(tree, corrupt_value_is_eio_for_that_node_only, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	struct sbuf k = {0};
+	struct tree_dir *d;
+	struct tree_attr a;
+	const char *name;
+	size_t nl;
+	int count = 0, bad = 0;
+
+	tu_mkdir(T, "/d");
+	tu_mkfile(T, "/d/a", "1", 1);
+	tu_mkfile(T, "/d/b", "2", 2);
+	tu_mkfile(T, "/d/c", "3", 1);
+	key_node(&k, T->name, "/d/b");
+	plant(k.buf, k.len, "\x01\xff\xff", 3);
+	cr_expect_eq(lk("/d/b"), -EIO);
+	cr_expect_eq(tree_getattr(T, "/d/b", 0, &a), -EIO);
+	cr_expect_eq(lk("/d/a"), 0);
+	cr_expect_eq(lk("/d/c"), 0);
+	cr_assert_eq(tree_dir_open(&d, T, "/d", NULL), 0);
+	while (tree_dir_next(d, &name, &nl, &a) == 1) {
+		count++;
+		if (strcmp(name, "b") == 0) {
+			bad++;
+			cr_expect_eq(a.mode, 0);
+			cr_expect_eq(a.ino, 0);
+		} else {
+			cr_expect(S_ISREG(a.mode));
+		}
+	}
+	tree_dir_free(d);
+	cr_expect_eq(count, 3);
+	cr_expect_eq(bad, 1);
+	/* an empty value and a future version too */
+	plant(k.buf, k.len, "", 0);
+	cr_expect_eq(lk("/d/b"), -EIO);
+	plant(k.buf, k.len, "\x09\x00\x01\x01", 4);
+	cr_expect_eq(lk("/d/b"), -EIO);
+	/* removing it needs its inode: EIO too (fsck repairs); siblings live */
+	cr_expect_eq(tree_unlink(T, "/d/b", 0, NULL), -EIO);
+	cr_expect_eq(lk("/d/c"), 0);
+	sbuf_release(&k);
+}
+
+Test(tree, drive_isolation, .init = tu_setup, .fini = tu_teardown)
+{
+	struct tree *d1, *d10;
+	struct tree_attr a;
+	struct tree_scan *sc;
+	const char *p;
+	int n = 0;
+
+	cr_assert_eq(store_drive_create(tu_store, "d1", 0, 0), 0);
+	cr_assert_eq(store_drive_create(tu_store, "d10", 0, 0), 0);
+	cr_assert_eq(store_drive(tu_store, "d1", &d1), 0);
+	cr_assert_eq(store_drive(tu_store, "d10", &d10), 0);
+	cr_assert_eq(tree_mknode(d1, "/x", S_IFDIR | 0755, 0, 0, 0, NULL, NULL),
+		     0);
+	cr_assert_eq(
+	    tree_mknode(d10, "/y", S_IFREG | 0644, 0, 0, 0, NULL, NULL), 0);
+	cr_assert_eq(
+	    tree_mknode(d1, "/x/z", S_IFREG | 0644, 0, 0, 0, NULL, NULL), 0);
+	cr_expect_eq(tree_lookup(d1, "/y", &a), -ENOENT);
+	cr_expect_eq(tree_lookup(d10, "/x", &a), -ENOENT);
+	cr_expect_eq(tree_lookup(d1, "/x/z", &a), 0);
+	cr_assert_eq(tree_scan_open(&sc, d1, "/"), 0);
+	while (tree_scan_next(sc, &p, &a) == 1) {
+		cr_expect(strcmp(p, "/x") == 0 || strcmp(p, "/x/z") == 0, "%s",
+			  p);
+		n++;
+	}
+	tree_scan_free(sc);
+	cr_expect_eq(n, 2);
+	n = 0;
+	cr_assert_eq(tree_scan_open(&sc, d10, "/"), 0);
+	while (tree_scan_next(sc, &p, &a) == 1) {
+		cr_expect_str_eq(p, "/y");
+		n++;
+	}
+	tree_scan_free(sc);
+	cr_expect_eq(n, 1);
+	n = 0;
+	cr_assert_eq(tree_scan_open(&sc, T, "/"), 0);
+	while (tree_scan_next(sc, &p, &a) == 1)
+		n++;
+	tree_scan_free(sc);
+	cr_expect_eq(n, 0);
+}
