@@ -1,5 +1,600 @@
-/* placeholder, being written */
-int main(void)
+/*
+ * main.c - pathfs: mount one drive of a pathfs store with FUSE.
+ *
+ *   pathfs [options] STORE MOUNTPOINT
+ *
+ * Startup: options are parsed, the mountpoint is checked (it must exist, be a
+ * folder and be empty), then, unless -f, the process forks: the child opens
+ * the store (RocksDB's threads and its lock file do not survive a fork, so the
+ * serving process must be the one that opens it), mounts and tells the parent
+ * over a status pipe; the parent prints the child's error line, if any, and
+ * exits with its status. So every startup error is one line on stderr and a
+ * non-zero exit, before the shell gets its prompt back, and a successful
+ * `pathfs` returns with the mount in place.
+ *
+ * Unmount (fusermount3 -u, umount, SIGTERM/SIGINT) ends the session loop; the
+ * daemon then stops the control socket, syncs and closes the store.
+ *
+ * Works from /etc/fstab through mount.fuse3, which runs
+ * `pathfs STORE MOUNTPOINT -o OPTIONS`: options unknown to pathfs go to
+ * libfuse (mount options such as allow_other, rw, dev, suid are accepted).
+ *
+ * Limits: one drive per mount; the store cannot be opened by another process
+ * while mounted (pathfsctl talks to the daemon over the control socket).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "control.h"
+#include "fs_i.h"
+#include "log.h"
+
+struct options {
+	char *drive;
+	unsigned rename_batch;
+	unsigned cache_mb;
+	double timeout;
+	int ro, sync, writeback, noatime;
+	int foreground, debug, single;
+	int help, version;
+	char *store, *mnt; /* the two arguments (malloc'd) */
+	int nargs;
+};
+
+enum {
+	KEY_RO,
+	KEY_SYNC,
+	KEY_NOATIME,
+	KEY_FG,
+	KEY_DEBUG,
+	KEY_SINGLE,
+	KEY_HELP,
+	KEY_VERSION,
+	KEY_KEEP,
+};
+
+#define OPT(t, p, v)                                                           \
+	{                                                                      \
+		t, offsetof(struct options, p), v                              \
+	}
+static const struct fuse_opt opt_spec[] = {
+    OPT("drive=%s", drive, 0),
+    OPT("rename_batch=%u", rename_batch, 0),
+    OPT("cache_mb=%u", cache_mb, 0),
+    OPT("timeout=%lf", timeout, 0),
+    OPT("writeback", writeback, 1),
+    OPT("writeback_cache", writeback, 1),
+    OPT("nowriteback", writeback, 0),
+    OPT("no_writeback_cache", writeback, 0),
+    FUSE_OPT_KEY("ro", KEY_RO),
+    FUSE_OPT_KEY("sync", KEY_SYNC),
+    FUSE_OPT_KEY("noatime", KEY_NOATIME),
+    FUSE_OPT_KEY("-f", KEY_FG),
+    FUSE_OPT_KEY("-d", KEY_DEBUG),
+    FUSE_OPT_KEY("debug", KEY_DEBUG),
+    FUSE_OPT_KEY("-s", KEY_SINGLE),
+    FUSE_OPT_KEY("-h", KEY_HELP),
+    FUSE_OPT_KEY("--help", KEY_HELP),
+    FUSE_OPT_KEY("-V", KEY_VERSION),
+    FUSE_OPT_KEY("--version", KEY_VERSION),
+    FUSE_OPT_END};
+
+static int opt_proc(void *data, const char *arg, int key,
+		    struct fuse_args *outargs)
 {
-	return 2;
+	struct options *o = data;
+
+	switch (key) {
+	case KEY_RO:
+		o->ro = 1;
+		return 1; /* libfuse mounts read-only too */
+	case KEY_SYNC:
+		o->sync = 1;
+		return 1;
+	case KEY_NOATIME:
+		o->noatime = 1;
+		return 1;
+	case KEY_FG:
+		o->foreground = 1;
+		return 0;
+	case KEY_DEBUG:
+		o->debug = 1;
+		o->foreground = 1;
+		return 1;
+	case KEY_SINGLE:
+		o->single = 1;
+		return 0;
+	case KEY_HELP:
+		o->help = 1;
+		return 0;
+	case KEY_VERSION:
+		o->version = 1;
+		return 0;
+	case FUSE_OPT_KEY_NONOPT:
+		if (o->nargs == 0)
+			o->store = strdup(arg);
+		else if (o->nargs == 1)
+			o->mnt = strdup(arg);
+		o->nargs++;
+		return 0;
+	default:
+		return 1;
+	}
+}
+
+static void usage(FILE *f)
+{
+	fprintf(
+	    f, "usage: pathfs [options] STORE MOUNTPOINT\n"
+	       "\n"
+	       "Mounts a drive of the pathfs store in directory STORE.\n"
+	       "\n"
+	       "  -f                     stay in the foreground\n"
+	       "  -d, -o debug           debug output (implies -f)\n"
+	       "  -s                     single-threaded\n"
+	       "  -o drive=NAME          drive to mount (default main)\n"
+	       "  -o ro                  read-only\n"
+	       "  -o sync                sync the write-ahead log on every "
+	       "change\n"
+	       "  -o rename_batch=N      entries per batch of a folder rename\n"
+	       "  -o writeback           kernel writeback cache\n"
+	       "  -o timeout=SECONDS     entry/attribute cache timeout (3600)\n"
+	       "  -o cache_mb=N          store block cache (MiB)\n"
+	       "  -o allow_other         let other users in (needs root or\n"
+	       "                         user_allow_other in /etc/fuse.conf)\n"
+	       "  -o noatime             never update access times\n"
+	       "  -h, --help             this help\n"
+	       "  -V, --version          version\n");
+}
+
+/* Where startup errors go: the status pipe in a forked child, else stderr. */
+static int status_fd = -1;
+
+static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void fail(const char *fmt, ...)
+{
+	char msg[PATH_MAX + 256];
+	va_list ap;
+	int n;
+
+	n = snprintf(msg, sizeof(msg), "pathfs: ");
+	va_start(ap, fmt);
+	vsnprintf(msg + n, sizeof(msg) - n, fmt, ap);
+	va_end(ap);
+	if (status_fd >= 0) {
+		/* '1' and the message: the parent prints it */
+		if (write(status_fd, "1", 1) == 1 &&
+		    write(status_fd, msg, strlen(msg)) < 0)
+			n = 0;
+	} else {
+		fprintf(stderr, "%s\n", msg);
+	}
+}
+
+/* Absolute form of the store path (it may not exist yet: then its parent
+ * must). *exists says whether it does. Errors: -errno, reported. */
+static int resolve_store(const char *arg, char **out, bool *exists)
+{
+	char *copy1 = NULL, *copy2 = NULL, *parent = NULL;
+	struct stat st;
+	int rc = 0;
+
+	*out = realpath(arg, NULL);
+	if (*out) {
+		*exists = true;
+		if (stat(*out, &st) == 0 && !S_ISDIR(st.st_mode)) {
+			fail("store %s: %s", arg, strerror(ENOTDIR));
+			rc = -ENOTDIR;
+		}
+		goto out;
+	}
+	if (errno != ENOENT) {
+		rc = -errno;
+		fail("store %s: %s", arg, strerror(errno));
+		goto out;
+	}
+	*exists = false;
+	copy1 = strdup(arg);
+	copy2 = strdup(arg);
+	if (!copy1 || !copy2) {
+		rc = -ENOMEM;
+		fail("out of memory");
+		goto out;
+	}
+	parent = realpath(dirname(copy1), NULL);
+	if (!parent) {
+		rc = -errno;
+		fail("store %s: parent directory %s: %s", arg, dirname(copy2),
+		     strerror(errno));
+		goto out;
+	}
+	if (asprintf(out, "%s/%s", strcmp(parent, "/") ? parent : "",
+		     basename(copy2)) < 0) {
+		*out = NULL;
+		rc = -ENOMEM;
+		fail("out of memory");
+	}
+out:
+	free(copy1);
+	free(copy2);
+	free(parent);
+	return rc;
+}
+
+/* The mountpoint must exist, be a folder and be empty. */
+static int check_mountpoint(const char *arg, char **out)
+{
+	struct dirent *de;
+	DIR *d = NULL;
+	int rc = 0;
+
+	*out = realpath(arg, NULL);
+	if (!*out) {
+		rc = -errno;
+		fail("mountpoint %s: %s", arg, strerror(errno));
+		goto out;
+	}
+	d = opendir(*out);
+	if (!d) {
+		rc = -errno;
+		fail("mountpoint %s: %s", arg, strerror(errno));
+		goto out;
+	}
+	while ((de = readdir(d))) {
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+			rc = -ENOTEMPTY;
+			fail("mountpoint %s is not empty", arg);
+			goto out;
+		}
+	}
+out:
+	if (d)
+		closedir(d);
+	return rc;
+}
+
+/* Parent side of the daemonizing fork: waits for the child's word. */
+static int wait_child(pid_t pid, int fd)
+{
+	char buf[PATH_MAX + 256];
+	size_t len = 0;
+	ssize_t n;
+	int status;
+
+	while (len < sizeof(buf) - 1 &&
+	       (n = read(fd, buf + len, sizeof(buf) - 1 - len)) != 0) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		len += n;
+		if (buf[0] == '0')
+			break; /* mounted */
+	}
+	buf[len] = '\0';
+	if (len && buf[0] == '0')
+		return 0;
+	if (len > 1)
+		fprintf(stderr, "%s\n", buf + 1);
+	if (waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+	    WEXITSTATUS(status))
+		return WEXITSTATUS(status);
+	if (len <= 1)
+		fprintf(stderr, "pathfs: the daemon died while starting\n");
+	return 1;
+}
+
+static int open_store(const char *dir, bool exists, const struct options *o,
+		      struct store **out)
+{
+	struct store_options so;
+	int rc;
+
+	memset(&so, 0, sizeof(so));
+	so.create = !exists && !o->ro;
+	so.read_only = o->ro;
+	so.sync = o->sync;
+	so.rename_batch = o->rename_batch;
+	so.cache_mb = o->cache_mb;
+	rc = store_open(out, dir, &so);
+	switch (rc) {
+	case 0:
+		if (!exists)
+			fprintf(stderr, "pathfs: created store %s\n", dir);
+		break;
+	case -EBUSY:
+		fail("store %s is in use by another process (mounted?)", dir);
+		break;
+	case -EMEDIUMTYPE:
+		fail("%s is not a pathfs store", dir);
+		break;
+	case -EPROTONOSUPPORT:
+		fail("store %s has a newer format than this pathfs", dir);
+		break;
+	case -ENOENT:
+		fail("store %s: %s", dir,
+		     o->ro && !exists ? "does not exist (read-only mount)"
+				      : strerror(-rc));
+		break;
+	default:
+		fail("cannot open store %s: %s", dir, strerror(-rc));
+		break;
+	}
+	return rc;
+}
+
+static int open_drive(struct store *s, const struct options *o,
+		      struct tree **out)
+{
+	int rc = store_drive(s, o->drive, out);
+
+	if (rc == -ENOENT && !o->ro) {
+		rc = store_drive_create(s, o->drive, getuid(), getgid());
+		if (!rc) {
+			fprintf(stderr, "pathfs: created drive %s in %s\n",
+				o->drive, store_dir(s));
+			rc = store_drive(s, o->drive, out);
+		}
+	}
+	if (rc)
+		fail("drive %s of %s: %s", o->drive, store_dir(s),
+		     rc == -ENOENT ? "no such drive" : strerror(-rc));
+	return rc;
+}
+
+/* Adds -o fsname=...,subtype=pathfs,default_permissions for libfuse. */
+static int add_mount_opts(struct fuse_args *args, const char *store,
+			  const char *drive)
+{
+	char *fsname = NULL, *opts = NULL, *val = NULL;
+	int rc = -1;
+
+	if (asprintf(&val, "%s:%s", store, drive) < 0) {
+		val = NULL;
+		goto out;
+	}
+	if (fuse_opt_add_opt_escaped(&fsname, val) ||
+	    asprintf(&opts, "-ofsname=%s,subtype=pathfs,default_permissions",
+		     fsname) < 0) {
+		opts = NULL;
+		goto out;
+	}
+	rc = fuse_opt_add_arg(args, opts);
+out:
+	free(val);
+	free(fsname);
+	free(opts);
+	return rc;
+}
+
+static void detach_stdio(void)
+{
+	int fd = open("/dev/null", O_RDWR);
+
+	if (fd < 0)
+		return;
+	dup2(fd, 0);
+	dup2(fd, 1);
+	dup2(fd, 2);
+	if (fd > 2)
+		close(fd);
+}
+
+/* Opens, mounts, serves, unmounts, closes. Runs in the serving process. */
+static int serve(struct options *o, struct fuse_args *args, const char *dir,
+		 bool exists, const char *mnt)
+{
+	struct store *s = NULL;
+	struct tree *t = NULL;
+	struct fuse_session *se = NULL;
+	struct fuse_loop_config *cfg = NULL;
+	struct control *ctl = NULL;
+	struct ctl_env env;
+	struct fs fs;
+	bool mounted = false, handlers = false, inited = false;
+	int rc;
+
+	rc = open_store(dir, exists, o, &s);
+	if (rc)
+		goto out;
+	rc = open_drive(s, o, &t);
+	if (rc)
+		goto out;
+	rc = fs_init(&fs, s, t);
+	if (rc) {
+		fail("out of memory");
+		goto out;
+	}
+	inited = true;
+	fs.ro = o->ro;
+	fs.writeback = o->writeback;
+	fs.noatime = o->noatime;
+	fs.debug = o->debug;
+	if (o->timeout > 0)
+		fs.timeout = o->timeout;
+	se = fuse_session_new(args, &fs_ops, sizeof(fs_ops), &fs);
+	if (!se) {
+		fail("cannot start a FUSE session (bad option?)");
+		rc = -EINVAL;
+		goto out;
+	}
+	if (fuse_set_signal_handlers(se)) {
+		fail("cannot set signal handlers");
+		rc = -EIO;
+		goto out;
+	}
+	handlers = true;
+	if (fuse_session_mount(se, mnt)) {
+		fail("cannot mount on %s", mnt);
+		rc = -EIO;
+		goto out;
+	}
+	mounted = true;
+	fs.se = se;
+
+	memset(&env, 0, sizeof(env));
+	env.store = s;
+	env.default_drive = o->drive;
+	env.mounted_drive = o->drive;
+	env.begin = fs_ctl_begin;
+	env.end = fs_ctl_end;
+	env.ctx = &fs;
+	rc = control_start(&ctl, &env, getuid());
+	if (rc) {
+		plog(LOG_WARNING,
+		     "control socket: %s (pathfsctl cannot reach "
+		     "this mount)",
+		     strerror(-rc));
+		ctl = NULL;
+	}
+
+	/* mounted: tell the parent, then leave the terminal */
+	if (status_fd >= 0) {
+		if (write(status_fd, "0", 1) != 1)
+			rc = 0;
+		close(status_fd);
+		status_fd = -1;
+		if (chdir("/"))
+			rc = 0;
+		detach_stdio();
+		log_to_syslog("pathfs");
+	}
+	plog(LOG_INFO, "mounted drive %s of %s on %s", o->drive, dir, mnt);
+
+	if (o->single) {
+		rc = fuse_session_loop(se);
+	} else {
+		cfg = fuse_loop_cfg_create();
+		if (!cfg) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		fuse_loop_cfg_set_max_threads(cfg, 16);
+		fuse_loop_cfg_set_idle_threads(cfg, 8);
+		rc = fuse_session_loop_mt(se, cfg);
+	}
+	if (rc)
+		plog(LOG_ERR, "session loop ended: %s",
+		     strerror(rc < 0 ? -rc : rc));
+	rc = 0;
+out:
+	control_stop(ctl);
+	if (mounted)
+		fuse_session_unmount(se);
+	if (handlers)
+		fuse_remove_signal_handlers(se);
+	if (se)
+		fuse_session_destroy(se);
+	if (cfg)
+		fuse_loop_cfg_destroy(cfg);
+	if (s) {
+		int src = o->ro ? 0 : store_sync(s);
+
+		if (src)
+			plog(LOG_ERR, "sync at unmount: %s", strerror(-src));
+		store_close(s);
+	}
+	if (inited) {
+		fs_release(&fs);
+		plog(LOG_INFO, "unmounted %s", mnt);
+	}
+	return rc;
+}
+
+int main(int argc, char *argv[])
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct options o;
+	char *dir = NULL, *mnt = NULL;
+	bool exists = false;
+	int pfd[2], rc = 1;
+	pid_t pid;
+
+	memset(&o, 0, sizeof(o));
+	/* the kernel already applied the caller's umask */
+	umask(0);
+	if (fuse_opt_parse(&args, &o, opt_spec, opt_proc) == -1) {
+		fprintf(stderr, "pathfs: bad options (see pathfs --help)\n");
+		goto out;
+	}
+	if (o.help) {
+		usage(stdout);
+		rc = 0;
+		goto out;
+	}
+	if (o.version) {
+		printf("pathfs %s (libfuse %s)\n", PATHFS_VERSION,
+		       fuse_pkgversion());
+		rc = 0;
+		goto out;
+	}
+	if (o.nargs != 2) {
+		usage(stderr);
+		rc = 2;
+		goto out;
+	}
+	if (!o.drive)
+		o.drive = strdup("main");
+	if (!o.drive || store_drive_name_check(o.drive)) {
+		fprintf(stderr,
+			"pathfs: bad drive name '%s' (1..64 of "
+			"A-Z a-z 0-9 _ . -)\n",
+			o.drive ? o.drive : "");
+		goto out;
+	}
+	if (o.debug)
+		log_set_debug(true);
+	if (resolve_store(o.store, &dir, &exists))
+		goto out;
+	if (check_mountpoint(o.mnt, &mnt))
+		goto out;
+	if (add_mount_opts(&args, dir, o.drive)) {
+		fprintf(stderr, "pathfs: out of memory\n");
+		goto out;
+	}
+
+	if (!o.foreground) {
+		if (pipe(pfd)) {
+			fprintf(stderr, "pathfs: pipe: %s\n", strerror(errno));
+			goto out;
+		}
+		pid = fork();
+		if (pid < 0) {
+			fprintf(stderr, "pathfs: fork: %s\n", strerror(errno));
+			goto out;
+		}
+		if (pid > 0) {
+			close(pfd[1]);
+			rc = wait_child(pid, pfd[0]);
+			close(pfd[0]);
+			goto out;
+		}
+		close(pfd[0]);
+		status_fd = pfd[1];
+		setsid();
+	}
+	rc = serve(&o, &args, dir, exists, mnt) ? 1 : 0;
+out:
+	if (status_fd >= 0)
+		close(status_fd);
+	fuse_opt_free_args(&args);
+	free(o.drive);
+	free(o.store);
+	free(o.mnt);
+	free(dir);
+	free(mnt);
+	return rc;
 }

@@ -1,0 +1,228 @@
+/*
+ * fs_i.h - internals of the pathfs daemon (fs/): the mounted filesystem
+ * state, the inode table, the subtree lock and the FUSE operations.
+ *
+ * The FUSE node id of a node is its inode number (root = 1). The store is
+ * keyed by path, so every request on a node id needs the node's path: the
+ * inode table maps each inode the kernel knows (and every folder above one)
+ * to {parent inode, name}, and a path is rebuilt by walking up. A rename
+ * changes one table entry.
+ *
+ * Hard-linked inodes (TREE_F_LINKED) and orphans (unlinked while open) are
+ * addressed by number alone (path NULL): their attributes live in their
+ * INODE record.
+ *
+ * Locking, in order (never take an earlier one while holding a later one):
+ *   1. fs->sublock (rwlock, writer-preferring): every request that works on
+ *      a path holds it for read while it builds the path and calls the store;
+ *      a folder rename and the pathfsctl hooks take it for write, briefly, to
+ *      (un)register a busy branch and to update the table.
+ *   2. fs->open_stripe[]: orders open against unlink/rename-over of one inode
+ *      (so an inode is never freed between "is it open?" and the unlink).
+ *   3. fs->lock: the inode table. Held only for table work, never across a
+ *      store call.
+ * fs->busy_mutex (with busy_cond) is only taken alone, to sleep until a busy
+ * branch is released.
+ *
+ * Limits: paths are rebuilt per request (cost: depth of the node); a busy
+ * branch holds off every request for a path inside it until it is released.
+ */
+#ifndef PATHFS_FS_I_H
+#define PATHFS_FS_I_H
+
+#define FUSE_USE_VERSION 314
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tree.h"
+
+#define FS_STRIPES 64
+
+/* Flags of an inode table entry. */
+#define INODE_LINKED	0x1 /* attributes in the INODE record: use path NULL */
+#define INODE_ORPHAN	0x2 /* unlinked while open: reclaim at last release */
+#define INODE_STALE	0x4 /* its path is gone: requests get ENOENT */
+#define INODE_RECLAIMED 0x8 /* orphan already reclaimed */
+
+struct inode {
+	uint64_t ino;
+	uint64_t parent; /* 0 when detached (root, stale) */
+	char *name;	 /* malloc'd; NULL when detached */
+	uint64_t nlookup;
+	uint32_t nopen;
+	uint32_t nchildren; /* table entries whose parent this is */
+	unsigned flags;	    /* INODE_* */
+	struct inode *next; /* hash chain */
+};
+
+/* A busy branch: a folder rename or a pathfsctl command in progress. */
+struct busy {
+	char *src;
+	char *dst; /* may be NULL */
+	struct busy *next;
+};
+
+struct fs {
+	struct store *store;
+	struct tree *tree;
+	struct fuse_session *se; /* set once mounted; notify calls use it */
+	bool ro;
+	bool writeback; /* kernel writeback cache wanted */
+	bool noatime;
+	bool debug;
+	double timeout; /* entry and attribute timeout, seconds */
+
+	pthread_mutex_t lock;
+	struct inode **buckets; /* protected by lock */
+	size_t nbuckets;	/* protected by lock */
+	size_t count;		/* protected by lock */
+	uint64_t ns_gen;	/* protected by lock: bumped on path changes */
+
+	pthread_rwlock_t sublock;
+	struct busy *busy; /* written under sublock (write), read under read */
+	pthread_mutex_t busy_mutex;
+	pthread_cond_t busy_cond;
+	uint64_t busy_gen; /* written under sublock (write) and busy_mutex */
+
+	pthread_mutex_t open_stripe[FS_STRIPES];
+
+	/* pathfsctl commands on the mounted drive, one at a time: held from
+	 * fs_ctl_begin() to fs_ctl_end(); the fields below are its state. */
+	pthread_mutex_t ctl_mutex;
+	struct busy *ctl_busy;
+	uint64_t ctl_ino[2]; /* inodes at path and newpath before the command */
+};
+
+/* A path built for one request. */
+struct fs_path {
+	char buf[TREE_PATH_MAX + 1];
+	const char
+	    *path;    /* buf, or NULL when the inode is addressed by number */
+	uint64_t gen; /* fs->ns_gen when built */
+};
+
+/* ---- fs.c-level lifecycle (inodes.c) ----------------------------------- */
+
+/*
+ * Initialises @fs on drive @t of store @s: the table holds only the root.
+ * Errors: -ENOMEM. fs_release() frees everything (not the store).
+ */
+int fs_init(struct fs *fs, struct store *s, struct tree *t);
+void fs_release(struct fs *fs);
+
+/* ---- inode table (inodes.c); each takes fs->lock itself --------------- */
+
+/*
+ * Records one more kernel lookup of @ino, reached as @name in folder
+ * @parent. Adds the entry if needed; a non-linked inode found under another
+ * parent or name than the table says is moved there (the store is the
+ * truth). @attr_flags are TREE_F_* of the inode. Errors: -ENOMEM.
+ */
+int itab_lookup(struct fs *fs, uint64_t ino, uint64_t parent, const char *name,
+		uint32_t attr_flags);
+
+/* Drops @n kernel lookups of @ino. If the entry is then unused it is freed;
+ * if it was an orphan not yet reclaimed, returns its number (the caller
+ * reclaims it, outside every lock), else 0. */
+uint64_t itab_forget(struct fs *fs, uint64_t ino, uint64_t n);
+
+/* Counts one open of @ino (0 if the entry exists, else -ENOENT). */
+int itab_open(struct fs *fs, uint64_t ino);
+/* Counts one release; returns the orphan to reclaim (as itab_forget). */
+uint64_t itab_close(struct fs *fs, uint64_t ino);
+/* Open count of @ino (0 if unknown). */
+uint32_t itab_nopen(struct fs *fs, uint64_t ino);
+
+/* Sets and clears INODE_* flags of @ino if it is in the table. */
+void itab_flags(struct fs *fs, uint64_t ino, unsigned set, unsigned clear);
+
+/* Moves @ino to @name in @parent (parent must be in the table; if it is not,
+ * @ino is marked stale). Bumps ns_gen. */
+void itab_move(struct fs *fs, uint64_t ino, uint64_t parent, const char *name);
+
+/* Marks every open inode below folder @top an orphan (addressed by number
+ * from now on): a pathfsctl command deleted the branch. */
+void itab_orphan_open_below(struct fs *fs, uint64_t top);
+
+/*
+ * Makes sure every folder of @path ("/" or absolute) has a table entry,
+ * asking the store for the ones missing; *ino gets the inode of @path.
+ * Errors: those of tree_lookup(), -ENOMEM.
+ */
+int itab_attach_path(struct fs *fs, const char *path, uint64_t *ino);
+
+/*
+ * Builds the path of @ino, with "/" and @name appended when @name is not
+ * NULL, into @p. An inode addressed by number (LINKED, ORPHAN) with no
+ * @name gets p->path = NULL unless @need_path (then the place the table
+ * knows it by). Errors: -ENOENT (unknown or stale inode, or a stale folder
+ * above it), -ENAMETOOLONG.
+ */
+int itab_path(struct fs *fs, uint64_t ino, const char *name, bool need_path,
+	      struct fs_path *p);
+
+/* ---- subtree lock (inodes.c) ------------------------------------------- */
+
+/*
+ * Takes the subtree lock for read and builds the path of @ino (plus @name)
+ * into @p, waiting while that path is inside a busy branch. On success the
+ * caller holds the lock for read and must call fs_leave(). On error nothing
+ * is held. Errors: as itab_path().
+ */
+int fs_enter(struct fs *fs, uint64_t ino, const char *name, struct fs_path *p);
+/* As fs_enter(), always with a path (readlink of a hard-linked symlink). */
+int fs_enter_path(struct fs *fs, uint64_t ino, struct fs_path *p);
+/* As fs_enter() for two paths at once, both always by path (rename, link). */
+int fs_enter2(struct fs *fs, uint64_t ino1, const char *name1,
+	      struct fs_path *p1, uint64_t ino2, const char *name2,
+	      struct fs_path *p2);
+void fs_leave(struct fs *fs);
+
+/*
+ * After a store call on @p failed with @rc: true if @rc is -ENOENT and a
+ * rename changed paths meanwhile and @p was rebuilt (still holding the
+ * lock); the caller then retries. Errors of rebuilding give false.
+ */
+bool fs_retry(struct fs *fs, int rc, uint64_t ino, const char *name,
+	      struct fs_path *p);
+
+/*
+ * Marks two branches busy: under the write lock (so every request in flight
+ * has left) builds the paths of @ino1/@name1 into @p1 and, if @p2 is not
+ * NULL, of @ino2/@name2 into @p2; waits while either overlaps a busy branch;
+ * registers them and returns with nothing held. Requests for paths inside
+ * them wait until fs_busy_end(). *out is the registration, owned by fs until
+ * fs_busy_end(). Errors: -ENOMEM, those of itab_path().
+ */
+int fs_busy_begin(struct fs *fs, uint64_t ino1, const char *name1,
+		  struct fs_path *p1, uint64_t ino2, const char *name2,
+		  struct fs_path *p2, struct busy **out);
+/* As fs_busy_begin() for given paths (@dst may be NULL). */
+int fs_busy_begin_paths(struct fs *fs, const char *src, const char *dst,
+			struct busy **out);
+/*
+ * fs_busy_lock() takes the write lock; the caller updates the table
+ * (itab_*) and then calls fs_busy_end(), which unregisters and frees @b,
+ * releases the lock and wakes the waiters.
+ */
+void fs_busy_lock(struct fs *fs);
+void fs_busy_end(struct fs *fs, struct busy *b);
+
+/* ---- operations (ops.c) ------------------------------------------------ */
+
+/* The FUSE low-level operations table; userdata is the struct fs. */
+extern const struct fuse_lowlevel_ops fs_ops;
+
+/*
+ * pathfsctl hooks (ctl_env.begin/end) for commands the daemon runs on its
+ * mounted drive: hold requests off the branch, then fix the table and the
+ * kernel's caches. @ctx is the struct fs.
+ */
+void fs_ctl_begin(void *ctx, struct tree *t, const char *path,
+		  const char *newpath);
+void fs_ctl_end(void *ctx, struct tree *t, const char *path,
+		const char *newpath);
+
+#endif

@@ -1,0 +1,725 @@
+/*
+ * inodes.c - the daemon's inode table and subtree lock.
+ *
+ * The table maps every inode the kernel holds a lookup on (and every folder
+ * above one) to {parent, name}; a request's path is rebuilt by walking up
+ * under fs->lock. An entry lives while the kernel holds lookups on it, while
+ * it is open, or while it is the parent of another entry.
+ *
+ * The subtree lock keeps requests out of a branch whose keys a folder rename
+ * (or a pathfsctl command) is rewriting, without stopping the rest of the
+ * drive: a writer-preferring rwlock that every path request holds for read,
+ * plus a list of busy branches. Registering a branch takes the rwlock for
+ * write, which waits for the requests in flight to leave; then the long store
+ * work runs with no lock held, and requests whose path falls inside a busy
+ * branch sleep on a condition variable until it is released, then rebuild
+ * their path (which the rename has changed meanwhile).
+ *
+ * Limits: a path is at most TREE_PATH_MAX bytes and 2048 levels deep; the
+ * busy list is scanned linearly (it holds one entry per rename in flight).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs_i.h"
+#include "log.h"
+
+#define MAX_DEPTH 2048
+
+static size_t hash_ino(uint64_t ino, size_t nbuckets)
+{
+	ino *= 0x9E3779B97F4A7C15ULL;
+	return (size_t)(ino >> 32) & (nbuckets - 1);
+}
+
+/* Caller holds fs->lock. */
+static struct inode *find(struct fs *fs, uint64_t ino)
+{
+	struct inode *e;
+
+	for (e = fs->buckets[hash_ino(ino, fs->nbuckets)]; e; e = e->next)
+		if (e->ino == ino)
+			return e;
+	return NULL;
+}
+
+/* Caller holds fs->lock. Doubles the bucket array; on ENOMEM keeps going
+ * with longer chains. */
+static void grow(struct fs *fs)
+{
+	size_t n = fs->nbuckets * 2, i;
+	struct inode **nb = calloc(n, sizeof(*nb));
+	struct inode *e, *next;
+
+	if (!nb)
+		return;
+	for (i = 0; i < fs->nbuckets; i++) {
+		for (e = fs->buckets[i]; e; e = next) {
+			next = e->next;
+			e->next = nb[hash_ino(e->ino, n)];
+			nb[hash_ino(e->ino, n)] = e;
+		}
+	}
+	free(fs->buckets);
+	fs->buckets = nb;
+	fs->nbuckets = n;
+}
+
+/* Caller holds fs->lock. A new detached entry, or NULL (ENOMEM). */
+static struct inode *add(struct fs *fs, uint64_t ino)
+{
+	struct inode *e = calloc(1, sizeof(*e));
+	size_t h;
+
+	if (!e)
+		return NULL;
+	e->ino = ino;
+	if (fs->count + 1 > fs->nbuckets)
+		grow(fs);
+	h = hash_ino(ino, fs->nbuckets);
+	e->next = fs->buckets[h];
+	fs->buckets[h] = e;
+	fs->count++;
+	return e;
+}
+
+/* Caller holds fs->lock. Unlinks and frees @e, then its parent if that is
+ * now unused, and so on up. */
+static void gc(struct fs *fs, struct inode *e)
+{
+	while (e && e->ino != TREE_ROOT_INO && !e->nlookup && !e->nopen &&
+	       !e->nchildren) {
+		struct inode **pp =
+		    &fs->buckets[hash_ino(e->ino, fs->nbuckets)];
+		struct inode *parent = NULL;
+
+		while (*pp != e)
+			pp = &(*pp)->next;
+		*pp = e->next;
+		fs->count--;
+		if (e->parent) {
+			parent = find(fs, e->parent);
+			if (parent)
+				parent->nchildren--;
+		}
+		free(e->name);
+		free(e);
+		e = parent;
+	}
+}
+
+/* Caller holds fs->lock. Detaches @e from its parent (which may then be
+ * freed); @e itself is not freed. */
+static void detach(struct fs *fs, struct inode *e)
+{
+	struct inode *parent;
+
+	if (!e->parent)
+		return;
+	parent = find(fs, e->parent);
+	e->parent = 0;
+	free(e->name);
+	e->name = NULL;
+	if (parent) {
+		parent->nchildren--;
+		gc(fs, parent);
+	}
+}
+
+/* Caller holds fs->lock. Sets @e's place; -ENOMEM leaves it detached. */
+static int attach(struct fs *fs, struct inode *e, struct inode *parent,
+		  const char *name)
+{
+	char *dup;
+
+	if (e->parent == parent->ino && e->name && !strcmp(e->name, name))
+		return 0;
+	dup = strdup(name);
+	parent->nchildren++; /* before detach: keeps parent alive */
+	detach(fs, e);
+	if (!dup) {
+		parent->nchildren--;
+		gc(fs, parent);
+		return -ENOMEM;
+	}
+	e->parent = parent->ino;
+	e->name = dup;
+	fs->ns_gen++;
+	return 0;
+}
+
+int fs_init(struct fs *fs, struct store *s, struct tree *t)
+{
+	pthread_rwlockattr_t ra;
+	struct inode *root;
+	int i, rc = 0;
+
+	memset(fs, 0, sizeof(*fs));
+	fs->store = s;
+	fs->tree = t;
+	fs->timeout = 3600.0;
+	fs->nbuckets = 1024;
+	fs->buckets = calloc(fs->nbuckets, sizeof(*fs->buckets));
+	if (!fs->buckets) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	pthread_mutex_init(&fs->lock, NULL);
+	pthread_rwlockattr_init(&ra);
+	pthread_rwlockattr_setkind_np(
+	    &ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&fs->sublock, &ra);
+	pthread_rwlockattr_destroy(&ra);
+	pthread_mutex_init(&fs->busy_mutex, NULL);
+	pthread_cond_init(&fs->busy_cond, NULL);
+	pthread_mutex_init(&fs->ctl_mutex, NULL);
+	for (i = 0; i < FS_STRIPES; i++)
+		pthread_mutex_init(&fs->open_stripe[i], NULL);
+	root = add(fs, TREE_ROOT_INO);
+	if (!root) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	root->nlookup = 1; /* the kernel's implicit reference */
+out:
+	return rc;
+}
+
+void fs_release(struct fs *fs)
+{
+	struct inode *e, *next;
+	struct busy *b, *bn;
+	size_t i;
+
+	if (!fs->buckets)
+		return;
+	for (i = 0; i < fs->nbuckets; i++) {
+		for (e = fs->buckets[i]; e; e = next) {
+			next = e->next;
+			free(e->name);
+			free(e);
+		}
+	}
+	free(fs->buckets);
+	fs->buckets = NULL;
+	for (b = fs->busy; b; b = bn) {
+		bn = b->next;
+		free(b->src);
+		free(b->dst);
+		free(b);
+	}
+	fs->busy = NULL;
+}
+
+int itab_lookup(struct fs *fs, uint64_t ino, uint64_t parent, const char *name,
+		uint32_t attr_flags)
+{
+	struct inode *e, *p;
+	int rc = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	e = find(fs, ino);
+	if (!e) {
+		e = add(fs, ino);
+		if (!e) {
+			rc = -ENOMEM;
+			goto out;
+		}
+	}
+	e->nlookup++;
+	if (attr_flags & TREE_F_LINKED)
+		e->flags |= INODE_LINKED;
+	if (ino == TREE_ROOT_INO)
+		goto out;
+	/*
+	 * A hard-linked inode keeps the first place it was seen at (it is
+	 * addressed by number); anything else lives where the store found it.
+	 */
+	if ((e->flags & INODE_LINKED) && e->parent)
+		goto out;
+	p = find(fs, parent);
+	if (!p)
+		goto out; /* the kernel never sends an unknown parent */
+	if (attach(fs, e, p, name) == 0)
+		e->flags &= ~INODE_STALE;
+out:
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
+uint64_t itab_forget(struct fs *fs, uint64_t ino, uint64_t n)
+{
+	struct inode *e;
+	uint64_t reclaim = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	e = find(fs, ino);
+	if (!e || ino == TREE_ROOT_INO)
+		goto out;
+	e->nlookup = n > e->nlookup ? 0 : e->nlookup - n;
+	if (e->nlookup || e->nopen)
+		goto out;
+	if ((e->flags & (INODE_ORPHAN | INODE_RECLAIMED)) == INODE_ORPHAN) {
+		e->flags |= INODE_RECLAIMED;
+		reclaim = ino;
+	}
+	if (!e->nchildren) {
+		detach(fs, e);
+		gc(fs, e);
+	}
+out:
+	pthread_mutex_unlock(&fs->lock);
+	return reclaim;
+}
+
+int itab_open(struct fs *fs, uint64_t ino)
+{
+	struct inode *e;
+	int rc = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	e = find(fs, ino);
+	if (!e || (e->flags & (INODE_STALE | INODE_RECLAIMED)))
+		rc = -ENOENT;
+	else
+		e->nopen++;
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
+uint64_t itab_close(struct fs *fs, uint64_t ino)
+{
+	struct inode *e;
+	uint64_t reclaim = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	e = find(fs, ino);
+	if (!e || !e->nopen)
+		goto out;
+	if (--e->nopen)
+		goto out;
+	if ((e->flags & (INODE_ORPHAN | INODE_RECLAIMED)) == INODE_ORPHAN) {
+		e->flags |= INODE_RECLAIMED;
+		reclaim = ino;
+	}
+	if (!e->nlookup && !e->nchildren) {
+		detach(fs, e);
+		gc(fs, e);
+	}
+out:
+	pthread_mutex_unlock(&fs->lock);
+	return reclaim;
+}
+
+uint32_t itab_nopen(struct fs *fs, uint64_t ino)
+{
+	struct inode *e;
+	uint32_t n = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	e = find(fs, ino);
+	if (e)
+		n = e->nopen;
+	pthread_mutex_unlock(&fs->lock);
+	return n;
+}
+
+void itab_flags(struct fs *fs, uint64_t ino, unsigned set, unsigned clear)
+{
+	struct inode *e;
+
+	pthread_mutex_lock(&fs->lock);
+	e = find(fs, ino);
+	if (e) {
+		e->flags = (e->flags | set) & ~clear;
+		if (set & (INODE_STALE | INODE_ORPHAN))
+			fs->ns_gen++;
+	}
+	pthread_mutex_unlock(&fs->lock);
+}
+
+void itab_move(struct fs *fs, uint64_t ino, uint64_t parent, const char *name)
+{
+	struct inode *e, *p;
+
+	pthread_mutex_lock(&fs->lock);
+	e = find(fs, ino);
+	if (!e || ino == TREE_ROOT_INO)
+		goto out;
+	p = find(fs, parent);
+	if (!p || attach(fs, e, p, name)) {
+		e->flags |= INODE_STALE;
+		detach(fs, e);
+	} else {
+		e->flags &= ~INODE_STALE;
+	}
+	fs->ns_gen++;
+	gc(fs, e);
+out:
+	pthread_mutex_unlock(&fs->lock);
+}
+
+int itab_attach_path(struct fs *fs, const char *path, uint64_t *ino)
+{
+	char prefix[TREE_PATH_MAX + 1];
+	struct tree_attr a;
+	uint64_t cur = TREE_ROOT_INO;
+	const char *s = path, *slash;
+	struct inode *e, *p;
+	int rc = 0;
+
+	while (*s == '/')
+		s++;
+	while (*s) {
+		slash = strchr(s, '/');
+		size_t end = slash ? (size_t)(slash - path) : strlen(path);
+		char name[TREE_NAME_MAX + 1];
+		size_t nlen = end - (size_t)(s - path);
+
+		if (end > TREE_PATH_MAX || nlen > TREE_NAME_MAX) {
+			rc = -ENAMETOOLONG;
+			goto out;
+		}
+		memcpy(prefix, path, end);
+		prefix[end] = '\0';
+		memcpy(name, s, nlen);
+		name[nlen] = '\0';
+		rc = tree_lookup(fs->tree, prefix, &a);
+		if (rc)
+			goto out;
+		pthread_mutex_lock(&fs->lock);
+		e = find(fs, a.ino);
+		p = find(fs, cur);
+		if (!e && p) {
+			e = add(fs, a.ino);
+			if (e && attach(fs, e, p, name)) {
+				gc(fs, e);
+				e = NULL;
+			}
+			if (!e)
+				rc = -ENOMEM;
+		} else if (e && p && !(e->flags & INODE_LINKED)) {
+			attach(fs, e, p, name);
+			e->flags &= ~INODE_STALE;
+		} else if (!p) {
+			rc = -ENOENT;
+		}
+		pthread_mutex_unlock(&fs->lock);
+		if (rc)
+			goto out;
+		cur = a.ino;
+		s = slash ? slash + 1 : s + nlen;
+	}
+	*ino = cur;
+out:
+	return rc;
+}
+
+void itab_orphan_open_below(struct fs *fs, uint64_t top)
+{
+	struct inode *e, *up;
+	size_t i;
+	int depth;
+
+	pthread_mutex_lock(&fs->lock);
+	for (i = 0; i < fs->nbuckets; i++) {
+		for (e = fs->buckets[i]; e; e = e->next) {
+			if (!e->nopen || e->ino == top)
+				continue;
+			depth = 0;
+			up = e;
+			while (up && up->ino != top && up->parent &&
+			       ++depth < MAX_DEPTH)
+				up = find(fs, up->parent);
+			if (up && up->ino == top) {
+				e->flags |= INODE_ORPHAN;
+				fs->ns_gen++;
+			}
+		}
+	}
+	pthread_mutex_unlock(&fs->lock);
+}
+
+/* Caller holds fs->lock. */
+static int build_path(struct fs *fs, uint64_t ino, const char *name,
+		      bool need_path, struct fs_path *p)
+{
+	char *buf = p->buf;
+	size_t pos = sizeof(p->buf) - 1, n;
+	struct inode *e = find(fs, ino);
+	int depth = 0;
+
+	p->gen = fs->ns_gen;
+	if (!e || (e->flags & INODE_STALE))
+		return -ENOENT;
+	if (!name && !need_path && (e->flags & (INODE_LINKED | INODE_ORPHAN))) {
+		p->path = NULL;
+		return 0;
+	}
+	buf[pos] = '\0';
+	if (name) {
+		n = strlen(name);
+		if (n + 1 > pos)
+			return -ENAMETOOLONG;
+		pos -= n;
+		memcpy(buf + pos, name, n);
+		buf[--pos] = '/';
+	}
+	while (e->ino != TREE_ROOT_INO) {
+		if ((e->flags & INODE_STALE) || !e->parent || !e->name ||
+		    ++depth > MAX_DEPTH)
+			return -ENOENT;
+		n = strlen(e->name);
+		if (n + 1 > pos)
+			return -ENAMETOOLONG;
+		pos -= n;
+		memcpy(buf + pos, e->name, n);
+		buf[--pos] = '/';
+		e = find(fs, e->parent);
+		if (!e)
+			return -ENOENT;
+	}
+	if (buf[pos] == '\0')
+		buf[--pos] = '/';
+	memmove(buf, buf + pos, sizeof(p->buf) - pos);
+	p->path = buf;
+	return 0;
+}
+
+int itab_path(struct fs *fs, uint64_t ino, const char *name, bool need_path,
+	      struct fs_path *p)
+{
+	int rc;
+
+	pthread_mutex_lock(&fs->lock);
+	rc = build_path(fs, ino, name, need_path, p);
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
+}
+
+/* Is @path @top or inside it? */
+static bool inside(const char *path, const char *top)
+{
+	size_t n = strlen(top);
+
+	if (n == 1 && top[0] == '/')
+		return true;
+	return !strncmp(path, top, n) && (path[n] == '\0' || path[n] == '/');
+}
+
+/* Caller holds fs->sublock. */
+static bool busy_hit(struct fs *fs, const char *path)
+{
+	struct busy *b;
+
+	if (!path)
+		return false;
+	for (b = fs->busy; b; b = b->next)
+		if (inside(path, b->src) || (b->dst && inside(path, b->dst)))
+			return true;
+	return false;
+}
+
+/* Caller holds fs->sublock. Does @path overlap a busy branch either way? */
+static bool busy_overlap(struct fs *fs, const char *path)
+{
+	struct busy *b;
+
+	for (b = fs->busy; b; b = b->next) {
+		if (inside(path, b->src) || inside(b->src, path))
+			return true;
+		if (b->dst && (inside(path, b->dst) || inside(b->dst, path)))
+			return true;
+	}
+	return false;
+}
+
+/* Caller holds fs->sublock (any mode); releases it and sleeps until the busy
+ * list changes. Returns with nothing held. */
+static void wait_busy(struct fs *fs)
+{
+	uint64_t gen = fs->busy_gen;
+
+	pthread_rwlock_unlock(&fs->sublock);
+	pthread_mutex_lock(&fs->busy_mutex);
+	while (fs->busy_gen == gen)
+		pthread_cond_wait(&fs->busy_cond, &fs->busy_mutex);
+	pthread_mutex_unlock(&fs->busy_mutex);
+}
+
+static int enter(struct fs *fs, uint64_t ino, const char *name, bool need_path,
+		 struct fs_path *p)
+{
+	int rc;
+
+	for (;;) {
+		pthread_rwlock_rdlock(&fs->sublock);
+		rc = itab_path(fs, ino, name, need_path, p);
+		if (rc) {
+			pthread_rwlock_unlock(&fs->sublock);
+			return rc;
+		}
+		if (!busy_hit(fs, p->path))
+			return 0;
+		wait_busy(fs);
+	}
+}
+
+int fs_enter(struct fs *fs, uint64_t ino, const char *name, struct fs_path *p)
+{
+	return enter(fs, ino, name, false, p);
+}
+
+int fs_enter_path(struct fs *fs, uint64_t ino, struct fs_path *p)
+{
+	return enter(fs, ino, NULL, true, p);
+}
+
+int fs_enter2(struct fs *fs, uint64_t ino1, const char *name1,
+	      struct fs_path *p1, uint64_t ino2, const char *name2,
+	      struct fs_path *p2)
+{
+	int rc;
+
+	for (;;) {
+		pthread_rwlock_rdlock(&fs->sublock);
+		rc = itab_path(fs, ino1, name1, true, p1);
+		if (!rc)
+			rc = itab_path(fs, ino2, name2, true, p2);
+		if (rc) {
+			pthread_rwlock_unlock(&fs->sublock);
+			return rc;
+		}
+		if (!busy_hit(fs, p1->path) && !busy_hit(fs, p2->path))
+			return 0;
+		wait_busy(fs);
+	}
+}
+
+void fs_leave(struct fs *fs)
+{
+	pthread_rwlock_unlock(&fs->sublock);
+}
+
+bool fs_retry(struct fs *fs, int rc, uint64_t ino, const char *name,
+	      struct fs_path *p)
+{
+	struct fs_path *np;
+	bool again = false;
+
+	if (rc != -ENOENT)
+		return false;
+	np = malloc(sizeof(*np));
+	if (!np)
+		return false;
+	pthread_mutex_lock(&fs->lock);
+	if (fs->ns_gen != p->gen && build_path(fs, ino, name, false, np) == 0) {
+		if (!np->path || !p->path)
+			again = np->path != p->path;
+		else
+			again = strcmp(np->path, p->path) != 0;
+		if (again) {
+			memcpy(p->buf, np->buf, sizeof(p->buf));
+			p->path = np->path ? p->buf : NULL;
+			p->gen = np->gen;
+		}
+	}
+	pthread_mutex_unlock(&fs->lock);
+	free(np);
+	return again;
+}
+
+static struct busy *busy_new(const char *src, const char *dst)
+{
+	struct busy *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		return NULL;
+	b->src = strdup(src);
+	b->dst = dst ? strdup(dst) : NULL;
+	if (!b->src || (dst && !b->dst)) {
+		free(b->src);
+		free(b->dst);
+		free(b);
+		return NULL;
+	}
+	return b;
+}
+
+int fs_busy_begin(struct fs *fs, uint64_t ino1, const char *name1,
+		  struct fs_path *p1, uint64_t ino2, const char *name2,
+		  struct fs_path *p2, struct busy **out)
+{
+	struct busy *b;
+	int rc;
+
+	for (;;) {
+		pthread_rwlock_wrlock(&fs->sublock);
+		rc = itab_path(fs, ino1, name1, true, p1);
+		if (!rc && p2)
+			rc = itab_path(fs, ino2, name2, true, p2);
+		if (rc)
+			goto out;
+		if (!busy_overlap(fs, p1->path) &&
+		    !(p2 && busy_overlap(fs, p2->path)))
+			break;
+		wait_busy(fs);
+	}
+	b = busy_new(p1->path, p2 ? p2->path : NULL);
+	if (!b) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	b->next = fs->busy;
+	fs->busy = b;
+	*out = b;
+out:
+	pthread_rwlock_unlock(&fs->sublock);
+	return rc;
+}
+
+int fs_busy_begin_paths(struct fs *fs, const char *src, const char *dst,
+			struct busy **out)
+{
+	struct busy *b = busy_new(src, dst);
+
+	if (!b)
+		return -ENOMEM;
+	for (;;) {
+		pthread_rwlock_wrlock(&fs->sublock);
+		if (!busy_overlap(fs, src) && !(dst && busy_overlap(fs, dst)))
+			break;
+		wait_busy(fs);
+	}
+	b->next = fs->busy;
+	fs->busy = b;
+	pthread_rwlock_unlock(&fs->sublock);
+	*out = b;
+	return 0;
+}
+
+void fs_busy_lock(struct fs *fs)
+{
+	pthread_rwlock_wrlock(&fs->sublock);
+}
+
+void fs_busy_end(struct fs *fs, struct busy *b)
+{
+	struct busy **pp;
+
+	for (pp = &fs->busy; *pp; pp = &(*pp)->next) {
+		if (*pp == b) {
+			*pp = b->next;
+			break;
+		}
+	}
+	pthread_mutex_lock(&fs->busy_mutex);
+	fs->busy_gen++;
+	pthread_cond_broadcast(&fs->busy_cond);
+	pthread_mutex_unlock(&fs->busy_mutex);
+	pthread_rwlock_unlock(&fs->sublock);
+	free(b->src);
+	free(b->dst);
+	free(b);
+}

@@ -1,0 +1,1504 @@
+/*
+ * ops.c - the FUSE low-level operations of the pathfs daemon.
+ *
+ * Each operation is split in two, as in libfuse's passthrough_ll: fs_do_<op>()
+ * does the work on a struct fs and returns 0 or -errno; fs_<op>() only
+ * unpacks the request and replies. Every path-based request runs inside
+ * fs_enter()/fs_leave() (inodes.c): it waits while its path is inside a branch
+ * a folder rename is rewriting, and it rebuilds its path and retries once a
+ * concurrent rename has moved its node (the store answers -ENOENT when a path
+ * no longer holds the inode asked for).
+ *
+ * Kernel caching: entries, negative entries and attributes are cached for
+ * fs->timeout seconds (the daemon is the only writer of the drive; changes
+ * made behind the kernel's back by pathfsctl commands are invalidated in
+ * fs_ctl_end()); file pages are kept across opens (keep_cache); symlinks are
+ * cached; readdirplus answers listings with attributes from the same scan.
+ *
+ * Limits: no POSIX ACLs (system.posix_acl_* are plain xattrs to the store, the
+ * kernel enforces mode bits only); fallocate only extends (mode 0); no
+ * copy_file_range or ioctl; a hard-linked inode is known by the first name it
+ * was seen under, so link() and readlink() from it fail with ENOENT once that
+ * name is gone while other links remain.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "fs_i.h"
+#include "log.h"
+
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE (1 << 0)
+#endif
+#ifndef RENAME_EXCHANGE
+#define RENAME_EXCHANGE (1 << 1)
+#endif
+#ifndef RENAME_WHITEOUT
+#define RENAME_WHITEOUT (1 << 2)
+#endif
+
+#define NS_PER_S       1000000000LL
+#define ATIME_STALE_NS (24 * 3600 * NS_PER_S)
+
+/* One open file. */
+struct fh {
+	uint64_t ino;
+	bool append;	 /* O_APPEND without writeback cache */
+	bool atime_done; /* atime considered once per open (relatime) */
+};
+
+/*
+ * One open folder: where the listing stands. Offsets: 1 ".", 2 "..", then
+ * 3, 4, ... for the children in name order. The kernel asks for the entries
+ * after the last one it consumed, which is in the last reply (or is the last
+ * entry of the one before, if nothing of the last fitted its buffer): both
+ * are kept, so a listing resumes by name and never repeats or skips an entry
+ * even while entries are added or removed.
+ */
+struct dh {
+	pthread_mutex_t lock;
+	size_t nwin;
+	char **win;  /* children names of the last reply */
+	off_t *woff; /* their offsets */
+	char *prev;  /* last child of the reply before */
+	off_t prev_off;
+};
+
+static struct fs *req_fs(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+static void reply_err(fuse_req_t req, int rc)
+{
+	fuse_reply_err(req, rc < 0 && rc > -4096 ? -rc : EIO);
+}
+
+static void fill_entry(struct fs *fs, const struct tree_attr *a,
+		       struct fuse_entry_param *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->ino = a->ino;
+	e->generation = 1;
+	tree_attr_to_stat(a, &e->attr);
+	e->attr.st_ino = a->ino;
+	e->attr_timeout = fs->timeout;
+	e->entry_timeout = fs->timeout;
+}
+
+static void note_attr(struct fs *fs, const struct tree_attr *a)
+{
+	if (a->flags & TREE_F_LINKED)
+		itab_flags(fs, a->ino, INODE_LINKED, 0);
+}
+
+static pthread_mutex_t *open_stripe(struct fs *fs, uint64_t ino)
+{
+	return &fs->open_stripe[ino % FS_STRIPES];
+}
+
+/* ---- attributes --------------------------------------------------------- */
+
+static int fs_do_getattr(struct fs *fs, uint64_t ino, struct tree_attr *a)
+{
+	struct fs_path p;
+	int rc;
+
+	rc = fs_enter(fs, ino, NULL, &p);
+	if (rc)
+		goto out;
+	do
+		rc = tree_getattr(fs->tree, p.path, ino, a);
+	while (fs_retry(fs, rc, ino, NULL, &p));
+	fs_leave(fs);
+	if (!rc)
+		note_attr(fs, a);
+out:
+	return rc;
+}
+
+static int fs_do_lookup(struct fs *fs, uint64_t parent, const char *name,
+			struct fuse_entry_param *e)
+{
+	struct tree_attr a;
+	struct fs_path p;
+	int rc;
+
+	if (strlen(name) > TREE_NAME_MAX)
+		return -ENAMETOOLONG;
+	rc = fs_enter(fs, parent, name, &p);
+	if (rc)
+		goto out;
+	do
+		rc = tree_lookup(fs->tree, p.path, &a);
+	while (fs_retry(fs, rc, parent, name, &p));
+	if (!rc)
+		rc = itab_lookup(fs, a.ino, parent, name, a.flags);
+	fs_leave(fs);
+	if (rc == -ENOENT) {
+		/* cached negative entry: the kernel remembers the miss */
+		memset(e, 0, sizeof(*e));
+		e->entry_timeout = fs->timeout;
+		rc = 0;
+		goto out;
+	}
+	if (!rc)
+		fill_entry(fs, &a, e);
+out:
+	return rc;
+}
+
+static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct fuse_entry_param e;
+	int rc = fs_do_lookup(req_fs(req), parent, name, &e);
+
+	if (rc)
+		reply_err(req, rc);
+	else
+		fuse_reply_entry(req, &e);
+}
+
+static void reclaim(struct fs *fs, uint64_t ino)
+{
+	int rc;
+
+	if (!ino)
+		return;
+	rc = tree_reclaim(fs->tree, ino);
+	if (rc && rc != -ENOENT)
+		plog(LOG_ERR, "reclaim of orphan inode %llu: %s",
+		     (unsigned long long)ino, strerror(-rc));
+}
+
+static void fs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	struct fs *fs = req_fs(req);
+
+	reclaim(fs, itab_forget(fs, ino, nlookup));
+	fuse_reply_none(req);
+}
+
+static void fs_forget_multi(fuse_req_t req, size_t count,
+			    struct fuse_forget_data *forgets)
+{
+	struct fs *fs = req_fs(req);
+	size_t i;
+
+	for (i = 0; i < count; i++)
+		reclaim(fs,
+			itab_forget(fs, forgets[i].ino, forgets[i].nlookup));
+	fuse_reply_none(req);
+}
+
+static void fs_getattr(fuse_req_t req, fuse_ino_t ino,
+		       struct fuse_file_info *fi)
+{
+	struct fs *fs = req_fs(req);
+	struct tree_attr a;
+	struct stat st;
+	int rc = fs_do_getattr(fs, ino, &a);
+
+	if (rc) {
+		reply_err(req, rc);
+		return;
+	}
+	tree_attr_to_stat(&a, &st);
+	st.st_ino = ino;
+	fuse_reply_attr(req, &st, fs->timeout);
+}
+
+static int64_t ts_ns(const struct timespec *ts)
+{
+	return (int64_t)ts->tv_sec * NS_PER_S + ts->tv_nsec;
+}
+
+static int fs_do_setattr(struct fs *fs, uint64_t ino, const struct stat *st,
+			 int to_set, struct tree_attr *out)
+{
+	struct tree_attr in;
+	unsigned mask = 0;
+	struct fs_path p;
+	int rc;
+
+	memset(&in, 0, sizeof(in));
+	if (to_set & FUSE_SET_ATTR_MODE) {
+		in.mode = st->st_mode;
+		mask |= TREE_SET_MODE;
+	}
+	if (to_set & FUSE_SET_ATTR_UID) {
+		in.uid = st->st_uid;
+		mask |= TREE_SET_UID;
+	}
+	if (to_set & FUSE_SET_ATTR_GID) {
+		in.gid = st->st_gid;
+		mask |= TREE_SET_GID;
+	}
+	if (to_set & FUSE_SET_ATTR_SIZE) {
+		in.size = st->st_size;
+		mask |= TREE_SET_SIZE;
+	}
+	if (to_set & FUSE_SET_ATTR_ATIME) {
+		in.atime_ns = (to_set & FUSE_SET_ATTR_ATIME_NOW)
+				  ? tree_now_ns()
+				  : ts_ns(&st->st_atim);
+		mask |= TREE_SET_ATIME;
+	}
+	if (to_set & FUSE_SET_ATTR_MTIME) {
+		in.mtime_ns = (to_set & FUSE_SET_ATTR_MTIME_NOW)
+				  ? tree_now_ns()
+				  : ts_ns(&st->st_mtim);
+		mask |= TREE_SET_MTIME;
+	}
+	if (to_set & FUSE_SET_ATTR_CTIME) {
+		in.ctime_ns = ts_ns(&st->st_ctim);
+		mask |= TREE_SET_CTIME;
+	}
+	if (!mask)
+		return fs_do_getattr(fs, ino, out);
+	if (fs->ro)
+		return -EROFS;
+	rc = fs_enter(fs, ino, NULL, &p);
+	if (rc)
+		goto out;
+	do
+		rc = tree_setattr(fs->tree, p.path, ino, &in, mask, out);
+	while (fs_retry(fs, rc, ino, NULL, &p));
+	fs_leave(fs);
+	if (!rc)
+		note_attr(fs, out);
+out:
+	return rc;
+}
+
+static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
+		       int to_set, struct fuse_file_info *fi)
+{
+	struct fs *fs = req_fs(req);
+	struct tree_attr a;
+	struct stat st;
+	int rc = fs_do_setattr(fs, ino, attr, to_set, &a);
+
+	if (rc) {
+		reply_err(req, rc);
+		return;
+	}
+	tree_attr_to_stat(&a, &st);
+	st.st_ino = ino;
+	fuse_reply_attr(req, &st, fs->timeout);
+}
+
+static int fs_do_readlink(struct fs *fs, uint64_t ino, char **target)
+{
+	struct fs_path p;
+	int rc;
+
+	rc = fs_enter_path(fs, ino, &p);
+	if (rc)
+		goto out;
+	do
+		rc = tree_readlink(fs->tree, p.path, target);
+	while (fs_retry(fs, rc, ino, NULL, &p));
+	fs_leave(fs);
+out:
+	return rc;
+}
+
+static void fs_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	char *target = NULL;
+	int rc = fs_do_readlink(req_fs(req), ino, &target);
+
+	if (rc)
+		reply_err(req, rc);
+	else
+		fuse_reply_readlink(req, target);
+	free(target);
+}
+
+/* ---- creating nodes ----------------------------------------------------- */
+
+/*
+ * Creates @name in @parent. Owner from the request; in a set-group-ID folder
+ * the group is the folder's and a new folder inherits the bit.
+ */
+static int fs_do_mknode(struct fs *fs, const struct fuse_ctx *ctx,
+			uint64_t parent, const char *name, mode_t mode,
+			uint64_t rdev, const char *target, struct tree_attr *a)
+{
+	char dir[TREE_PATH_MAX + 1];
+	struct tree_attr pa;
+	struct fs_path p;
+	gid_t gid = ctx->gid;
+	char *slash;
+	int rc;
+
+	if (fs->ro)
+		return -EROFS;
+	if (strlen(name) > TREE_NAME_MAX)
+		return -ENAMETOOLONG;
+	rc = fs_enter(fs, parent, name, &p);
+	if (rc)
+		goto out;
+	for (;;) {
+		strcpy(dir, p.path);
+		slash = strrchr(dir, '/');
+		if (slash == dir)
+			slash[1] = '\0';
+		else
+			*slash = '\0';
+		rc = tree_lookup(fs->tree, dir, &pa);
+		if (!rc && (pa.mode & S_ISGID)) {
+			gid = pa.gid;
+			if (S_ISDIR(mode))
+				mode |= S_ISGID;
+		}
+		if (!rc)
+			rc = tree_mknode(fs->tree, p.path, mode, ctx->uid, gid,
+					 rdev, target, a);
+		if (!fs_retry(fs, rc, parent, name, &p))
+			break;
+	}
+	if (!rc)
+		rc = itab_lookup(fs, a->ino, parent, name, a->flags);
+	fs_leave(fs);
+out:
+	return rc;
+}
+
+static void reply_made(fuse_req_t req, int rc, const struct tree_attr *a)
+{
+	struct fuse_entry_param e;
+
+	if (rc) {
+		reply_err(req, rc);
+		return;
+	}
+	fill_entry(req_fs(req), a, &e);
+	fuse_reply_entry(req, &e);
+}
+
+static void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+		     mode_t mode, dev_t rdev)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct tree_attr a;
+	int rc;
+
+	if ((S_ISCHR(mode) || S_ISBLK(mode)) && ctx->uid != 0)
+		rc = -EPERM;
+	else if (!S_ISREG(mode) && !S_ISFIFO(mode) && !S_ISSOCK(mode) &&
+		 !S_ISCHR(mode) && !S_ISBLK(mode))
+		rc = -EINVAL;
+	else
+		rc = fs_do_mknode(req_fs(req), ctx, parent, name, mode,
+				  (S_ISCHR(mode) || S_ISBLK(mode)) ? rdev : 0,
+				  NULL, &a);
+	reply_made(req, rc, &a);
+}
+
+static void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+		     mode_t mode)
+{
+	struct tree_attr a;
+	int rc = fs_do_mknode(req_fs(req), fuse_req_ctx(req), parent, name,
+			      (mode & 07777) | S_IFDIR, 0, NULL, &a);
+
+	reply_made(req, rc, &a);
+}
+
+static void fs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+		       const char *name)
+{
+	struct tree_attr a;
+	int rc;
+
+	if (strlen(link) > TREE_PATH_MAX)
+		rc = -ENAMETOOLONG;
+	else
+		rc = fs_do_mknode(req_fs(req), fuse_req_ctx(req), parent, name,
+				  S_IFLNK | 0777, 0, link, &a);
+	reply_made(req, rc, &a);
+}
+
+static int fs_do_link(struct fs *fs, uint64_t ino, uint64_t newparent,
+		      const char *newname, struct tree_attr *a)
+{
+	struct fs_path p1, p2;
+	int rc;
+
+	if (fs->ro)
+		return -EROFS;
+	if (strlen(newname) > TREE_NAME_MAX)
+		return -ENAMETOOLONG;
+	rc = fs_enter2(fs, ino, NULL, &p1, newparent, newname, &p2);
+	if (rc)
+		goto out;
+	rc = tree_link(fs->tree, p1.path, p2.path, a);
+	if (!rc)
+		rc = itab_lookup(fs, a->ino, newparent, newname, a->flags);
+	fs_leave(fs);
+out:
+	return rc;
+}
+
+static void fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+		    const char *newname)
+{
+	struct tree_attr a;
+	int rc = fs_do_link(req_fs(req), ino, newparent, newname, &a);
+
+	reply_made(req, rc, &a);
+}
+
+/* ---- removing and renaming ---------------------------------------------- */
+
+/* After the node @a (before the change) lost a name without becoming an
+ * orphan: a hard-linked inode with links left lives on by number; otherwise
+ * its table entry is stale. */
+static void lost_name(struct fs *fs, const struct tree_attr *a, uint64_t orphan)
+{
+	if (orphan)
+		itab_flags(fs, orphan, INODE_ORPHAN, 0);
+	else if ((a->flags & TREE_F_LINKED) && a->nlink > 1 &&
+		 !S_ISDIR(a->mode))
+		itab_flags(fs, a->ino, INODE_LINKED, 0);
+	else
+		itab_flags(fs, a->ino, INODE_STALE, 0);
+}
+
+static int fs_do_unlink(struct fs *fs, uint64_t parent, const char *name)
+{
+	uint64_t orphan = 0;
+	struct tree_attr a;
+	struct fs_path p;
+	pthread_mutex_t *m;
+	int rc;
+
+	if (fs->ro)
+		return -EROFS;
+	rc = fs_enter(fs, parent, name, &p);
+	if (rc)
+		goto out;
+	do
+		rc = tree_lookup(fs->tree, p.path, &a);
+	while (fs_retry(fs, rc, parent, name, &p));
+	if (rc)
+		goto leave;
+	m = open_stripe(fs, a.ino);
+	pthread_mutex_lock(m);
+	rc = tree_unlink(fs->tree, p.path,
+			 itab_nopen(fs, a.ino) ? TREE_KEEP_ORPHAN : 0, &orphan);
+	pthread_mutex_unlock(m);
+	if (!rc)
+		lost_name(fs, &a, orphan);
+leave:
+	fs_leave(fs);
+out:
+	return rc;
+}
+
+static void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	fuse_reply_err(req, -fs_do_unlink(req_fs(req), parent, name));
+}
+
+static int fs_do_rmdir(struct fs *fs, uint64_t parent, const char *name)
+{
+	struct tree_attr a;
+	struct fs_path p;
+	int rc;
+
+	if (fs->ro)
+		return -EROFS;
+	rc = fs_enter(fs, parent, name, &p);
+	if (rc)
+		goto out;
+	do
+		rc = tree_lookup(fs->tree, p.path, &a);
+	while (fs_retry(fs, rc, parent, name, &p));
+	if (!rc)
+		rc = tree_rmdir(fs->tree, p.path);
+	if (!rc)
+		itab_flags(fs, a.ino, INODE_STALE, 0);
+	fs_leave(fs);
+out:
+	return rc;
+}
+
+static void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	int rc = fs_do_rmdir(req_fs(req), parent, name);
+
+	fuse_reply_err(req, rc < 0 ? -rc : 0);
+}
+
+/* The table after a successful rename of @sa (at parent/name) to
+ * newparent/newname, which held @da (ino 0: nothing). */
+static void renamed(struct fs *fs, const struct tree_attr *sa,
+		    const struct tree_attr *da, unsigned flags, uint64_t parent,
+		    const char *name, uint64_t newparent, const char *newname,
+		    uint64_t orphan)
+{
+	if (da->ino == sa->ino)
+		return; /* two links of one inode: nothing moved */
+	itab_move(fs, sa->ino, newparent, newname);
+	if (!da->ino)
+		return;
+	if (flags & TREE_RENAME_EXCHANGE)
+		itab_move(fs, da->ino, parent, name);
+	else
+		lost_name(fs, da, orphan);
+}
+
+static int fs_do_rename(struct fs *fs, uint64_t parent, const char *name,
+			uint64_t newparent, const char *newname,
+			unsigned int flags)
+{
+	struct fs_path *p1 = NULL, *p2 = NULL;
+	struct tree_attr sa, da;
+	unsigned tflags = 0;
+	uint64_t orphan = 0;
+	struct busy *b = NULL;
+	pthread_mutex_t *m = NULL;
+	bool entered = false;
+	int rc;
+
+	if (fs->ro)
+		return -EROFS;
+	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE))
+		return -EINVAL; /* RENAME_WHITEOUT and unknown flags */
+	if ((flags & RENAME_NOREPLACE) && (flags & RENAME_EXCHANGE))
+		return -EINVAL;
+	if (strlen(newname) > TREE_NAME_MAX)
+		return -ENAMETOOLONG;
+	if (flags & RENAME_NOREPLACE)
+		tflags |= TREE_RENAME_NOREPLACE;
+	if (flags & RENAME_EXCHANGE)
+		tflags |= TREE_RENAME_EXCHANGE;
+	p1 = malloc(sizeof(*p1));
+	p2 = malloc(sizeof(*p2));
+	if (!p1 || !p2) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = fs_enter2(fs, parent, name, p1, newparent, newname, p2);
+	if (rc)
+		goto out;
+	entered = true;
+	rc = tree_lookup(fs->tree, p1->path, &sa);
+	if (rc)
+		goto out;
+	rc = tree_lookup(fs->tree, p2->path, &da);
+	if (rc == -ENOENT)
+		memset(&da, 0, sizeof(da));
+	else if (rc)
+		goto out;
+	rc = 0;
+
+	if (S_ISDIR(sa.mode) || (da.ino && S_ISDIR(da.mode))) {
+		/*
+		 * A folder: its rename may rewrite a whole branch. Hold the
+		 * two branches busy (requests inside them wait) and run it
+		 * with no lock held, so the rest of the drive keeps going.
+		 */
+		fs_leave(fs);
+		entered = false;
+		rc = fs_busy_begin(fs, parent, name, p1, newparent, newname, p2,
+				   &b);
+		if (rc)
+			goto out;
+		/* the branches are ours now: look again, things may have
+		 * changed while we were not holding anything */
+		rc = tree_lookup(fs->tree, p1->path, &sa);
+		if (!rc) {
+			rc = tree_lookup(fs->tree, p2->path, &da);
+			if (rc == -ENOENT) {
+				memset(&da, 0, sizeof(da));
+				rc = 0;
+			}
+		}
+		if (!rc) {
+			if (da.ino && !S_ISDIR(da.mode) &&
+			    !(tflags & TREE_RENAME_EXCHANGE) &&
+			    itab_nopen(fs, da.ino))
+				tflags |= TREE_KEEP_ORPHAN;
+			rc = tree_rename(fs->tree, p1->path, p2->path, tflags,
+					 &orphan);
+		}
+		fs_busy_lock(fs);
+		if (!rc)
+			renamed(fs, &sa, &da, tflags, parent, name, newparent,
+				newname, orphan);
+		fs_busy_end(fs, b);
+		goto out;
+	}
+
+	if (da.ino && !(tflags & TREE_RENAME_EXCHANGE)) {
+		m = open_stripe(fs, da.ino);
+		pthread_mutex_lock(m);
+		if (itab_nopen(fs, da.ino))
+			tflags |= TREE_KEEP_ORPHAN;
+	}
+	rc = tree_rename(fs->tree, p1->path, p2->path, tflags, &orphan);
+	if (m)
+		pthread_mutex_unlock(m);
+	if (!rc)
+		renamed(fs, &sa, &da, tflags, parent, name, newparent, newname,
+			orphan);
+out:
+	if (entered)
+		fs_leave(fs);
+	free(p1);
+	free(p2);
+	return rc;
+}
+
+static void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      fuse_ino_t newparent, const char *newname,
+		      unsigned int flags)
+{
+	int rc =
+	    fs_do_rename(req_fs(req), parent, name, newparent, newname, flags);
+
+	fuse_reply_err(req, rc < 0 ? -rc : 0);
+}
+
+/* ---- files -------------------------------------------------------------- */
+
+static int fs_do_open(struct fs *fs, uint64_t ino, int flags, struct fh **out)
+{
+	pthread_mutex_t *m = open_stripe(fs, ino);
+	struct tree_attr in, a;
+	struct fh *fh;
+	struct fs_path p;
+	int rc;
+
+	if (fs->ro && ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC)))
+		return -EROFS;
+	fh = calloc(1, sizeof(*fh));
+	if (!fh)
+		return -ENOMEM;
+	fh->ino = ino;
+	fh->append = (flags & O_APPEND) && !fs->writeback;
+	/* counted open before any unlink can look: see fs_do_unlink() */
+	pthread_mutex_lock(m);
+	rc = itab_open(fs, ino);
+	pthread_mutex_unlock(m);
+	if (rc)
+		goto out;
+	if (flags & O_TRUNC) {
+		memset(&in, 0, sizeof(in));
+		rc = fs_enter(fs, ino, NULL, &p);
+		if (!rc) {
+			do
+				rc = tree_setattr(fs->tree, p.path, ino, &in,
+						  TREE_SET_SIZE, &a);
+			while (fs_retry(fs, rc, ino, NULL, &p));
+			fs_leave(fs);
+		}
+		if (rc) {
+			reclaim(fs, itab_close(fs, ino));
+			goto out;
+		}
+	}
+	*out = fh;
+	fh = NULL;
+out:
+	free(fh);
+	return rc;
+}
+
+static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs *fs = req_fs(req);
+	struct fh *fh = NULL;
+	int rc = fs_do_open(fs, ino, fi->flags, &fh);
+
+	if (rc) {
+		reply_err(req, rc);
+		return;
+	}
+	fi->fh = (uintptr_t)fh;
+	fi->keep_cache = 1;
+	if (fuse_reply_open(req, fi) == -ENOENT) {
+		/* interrupted: the kernel will not release it */
+		reclaim(fs, itab_close(fs, ino));
+		free(fh);
+	}
+}
+
+static void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      mode_t mode, struct fuse_file_info *fi)
+{
+	struct fs *fs = req_fs(req);
+	struct fuse_entry_param e;
+	struct tree_attr a;
+	struct fh *fh = NULL;
+	int rc;
+
+	rc = fs_do_mknode(fs, fuse_req_ctx(req), parent, name,
+			  (mode & 07777) | S_IFREG, 0, NULL, &a);
+	if (rc == -EEXIST && !(fi->flags & O_EXCL)) {
+		/* created meanwhile by someone else: open it */
+		rc = fs_do_lookup(fs, parent, name, &e);
+		if (!rc && !e.ino)
+			rc = -ENOENT;
+		if (!rc && S_ISDIR(e.attr.st_mode)) {
+			reclaim(fs, itab_forget(fs, e.ino, 1));
+			rc = -EISDIR;
+		}
+		if (!rc) {
+			rc = fs_do_open(fs, e.ino, fi->flags, &fh);
+			if (rc)
+				reclaim(fs, itab_forget(fs, e.ino, 1));
+		}
+		if (!rc && (fi->flags & O_TRUNC))
+			rc = fs_do_getattr(fs, e.ino, &a);
+		if (!rc && !(fi->flags & O_TRUNC))
+			goto reply;
+	} else if (!rc) {
+		rc = fs_do_open(fs, a.ino, fi->flags & ~O_TRUNC, &fh);
+		if (rc)
+			reclaim(fs, itab_forget(fs, a.ino, 1));
+	}
+	if (rc) {
+		reply_err(req, rc);
+		return;
+	}
+	fill_entry(fs, &a, &e);
+reply:
+	fi->fh = (uintptr_t)fh;
+	fi->keep_cache = 1;
+	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
+		reclaim(fs, itab_close(fs, e.ino));
+		reclaim(fs, itab_forget(fs, e.ino, 1));
+		free(fh);
+	}
+}
+
+/*
+ * relatime: once per open, after the first read, atime is set to now if it is
+ * not newer than mtime or ctime, or is a day old. Never a write per read.
+ */
+static void touch_atime(struct fs *fs, struct fh *fh)
+{
+	struct tree_attr a, in;
+	struct fs_path p;
+	int64_t now;
+	int rc;
+
+	fh->atime_done = true;
+	if (fs->ro || fs->noatime)
+		return;
+	rc = fs_do_getattr(fs, fh->ino, &a);
+	if (rc)
+		return;
+	now = tree_now_ns();
+	if (a.atime_ns > a.mtime_ns && a.atime_ns > a.ctime_ns &&
+	    now - a.atime_ns < ATIME_STALE_NS)
+		return;
+	memset(&in, 0, sizeof(in));
+	in.atime_ns = now;
+	in.ctime_ns = a.ctime_ns; /* atime alone does not change ctime */
+	rc = fs_enter(fs, fh->ino, NULL, &p);
+	if (rc)
+		return;
+	do
+		rc = tree_setattr(fs->tree, p.path, fh->ino, &in,
+				  TREE_SET_ATIME | TREE_SET_CTIME, NULL);
+	while (fs_retry(fs, rc, fh->ino, NULL, &p));
+	fs_leave(fs);
+	if (!rc && fs->se)
+		fuse_lowlevel_notify_inval_inode(fs->se, fh->ino, -1, 0);
+}
+
+static int fs_do_read(struct fs *fs, uint64_t ino, size_t size, off_t off,
+		      char *buf, size_t *nread)
+{
+	struct fs_path p;
+	int rc;
+
+	if (off < 0)
+		return -EINVAL;
+	rc = fs_enter(fs, ino, NULL, &p);
+	if (rc)
+		goto out;
+	do
+		rc = tree_read(fs->tree, p.path, ino, off, size, buf, nread);
+	while (fs_retry(fs, rc, ino, NULL, &p));
+	fs_leave(fs);
+out:
+	return rc;
+}
+
+static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	struct fs *fs = req_fs(req);
+	struct fh *fh = (struct fh *)(uintptr_t)fi->fh;
+	size_t n = 0;
+	char *buf = malloc(size ? size : 1);
+	int rc;
+
+	if (!buf) {
+		reply_err(req, -ENOMEM);
+		return;
+	}
+	rc = fs_do_read(fs, ino, size, off, buf, &n);
+	if (rc)
+		reply_err(req, rc);
+	else
+		fuse_reply_buf(req, buf, n);
+	free(buf);
+	/* after the reply: the reader does not wait for it */
+	if (!rc && fh && !fh->atime_done)
+		touch_atime(fs, fh);
+}
+
+static int fs_do_write(struct fs *fs, uint64_t ino, const char *buf,
+		       size_t size, off_t off, bool append)
+{
+	struct fs_path p;
+	int rc;
+
+	if (fs->ro)
+		return -EROFS;
+	if (off < 0)
+		return -EINVAL;
+	rc = fs_enter(fs, ino, NULL, &p);
+	if (rc)
+		goto out;
+	do
+		rc = tree_write(fs->tree, p.path, ino, off, buf, size, append,
+				NULL);
+	while (fs_retry(fs, rc, ino, NULL, &p));
+	fs_leave(fs);
+out:
+	return rc;
+}
+
+static void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
+		     size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct fh *fh = (struct fh *)(uintptr_t)fi->fh;
+	int rc =
+	    fs_do_write(req_fs(req), ino, buf, size, off, fh && fh->append);
+
+	if (rc)
+		reply_err(req, rc);
+	else
+		fuse_reply_write(req, size);
+}
+
+static void fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	/* every write is already committed to the store */
+	fuse_reply_err(req, 0);
+}
+
+static void fs_release_file(fuse_req_t req, fuse_ino_t ino,
+			    struct fuse_file_info *fi)
+{
+	struct fs *fs = req_fs(req);
+
+	reclaim(fs, itab_close(fs, ino));
+	free((struct fh *)(uintptr_t)fi->fh);
+	fuse_reply_err(req, 0);
+}
+
+static void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+		     struct fuse_file_info *fi)
+{
+	struct fs *fs = req_fs(req);
+	int rc = fs->ro ? 0 : store_sync(fs->store);
+
+	fuse_reply_err(req, rc < 0 ? -rc : 0);
+}
+
+static int fs_do_fallocate(struct fs *fs, uint64_t ino, int mode, off_t off,
+			   off_t len)
+{
+	struct tree_attr a, in;
+	struct fs_path p;
+	int rc;
+
+	if (mode)
+		return -EOPNOTSUPP;
+	if (fs->ro)
+		return -EROFS;
+	if (off < 0 || len <= 0)
+		return -EINVAL;
+	/* the kernel holds the inode lock: no write races with this */
+	rc = fs_do_getattr(fs, ino, &a);
+	if (rc || a.size >= (uint64_t)off + (uint64_t)len)
+		goto out;
+	memset(&in, 0, sizeof(in));
+	in.size = (uint64_t)off + (uint64_t)len;
+	rc = fs_enter(fs, ino, NULL, &p);
+	if (rc)
+		goto out;
+	do
+		rc = tree_setattr(fs->tree, p.path, ino, &in, TREE_SET_SIZE,
+				  NULL);
+	while (fs_retry(fs, rc, ino, NULL, &p));
+	fs_leave(fs);
+out:
+	return rc;
+}
+
+static void fs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off,
+			 off_t len, struct fuse_file_info *fi)
+{
+	int rc = fs_do_fallocate(req_fs(req), ino, mode, off, len);
+
+	fuse_reply_err(req, rc < 0 ? -rc : 0);
+}
+
+static void fs_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+		     struct fuse_file_info *fi)
+{
+	struct fs *fs = req_fs(req);
+	struct tree_attr a;
+	uint64_t res = 0;
+	int rc;
+
+	if ((whence != SEEK_DATA && whence != SEEK_HOLE) || off < 0) {
+		reply_err(req, -EINVAL);
+		return;
+	}
+	rc = fs_do_getattr(fs, ino, &a);
+	if (!rc)
+		rc = tree_seek(fs->tree, ino, a.size, off, whence, &res);
+	if (rc)
+		reply_err(req, rc);
+	else
+		fuse_reply_lseek(req, (off_t)res);
+}
+
+/* ---- folders ------------------------------------------------------------ */
+
+static void win_free(char **win, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(win[i]);
+	free(win);
+}
+
+static void dh_free(struct dh *d)
+{
+	win_free(d->win, d->nwin);
+	free(d->woff);
+	free(d->prev);
+	pthread_mutex_destroy(&d->lock);
+	free(d);
+}
+
+static void fs_opendir(fuse_req_t req, fuse_ino_t ino,
+		       struct fuse_file_info *fi)
+{
+	struct dh *d = calloc(1, sizeof(*d));
+
+	if (!d) {
+		reply_err(req, -ENOMEM);
+		return;
+	}
+	pthread_mutex_init(&d->lock, NULL);
+	fi->fh = (uintptr_t)d;
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		dh_free(d);
+}
+
+static void fs_releasedir(fuse_req_t req, fuse_ino_t ino,
+			  struct fuse_file_info *fi)
+{
+	struct dh *d = (struct dh *)(uintptr_t)fi->fh;
+
+	if (d)
+		dh_free(d);
+	fuse_reply_err(req, 0);
+}
+
+/*
+ * Where to resume for a request at offset @off: *after gets a name to list
+ * after (borrowed from @d) or NULL for the first child, and *skip the
+ * children to skip first (only for an offset not seen lately, e.g. after
+ * seekdir(): then the listing is counted from the start).
+ */
+static void dh_resume(struct dh *d, off_t off, const char **after,
+		      uint64_t *skip)
+{
+	size_t i;
+
+	*after = NULL;
+	*skip = 0;
+	if (off <= 2)
+		return;
+	for (i = 0; i < d->nwin; i++) {
+		if (d->woff[i] == off) {
+			*after = d->win[i];
+			return;
+		}
+	}
+	if (d->prev && d->prev_off == off) {
+		*after = d->prev;
+		return;
+	}
+	*skip = (uint64_t)(off - 2);
+}
+
+/* Makes the @n names of this reply the window of @d (takes @win, @woff). */
+static void dh_set_win(struct dh *d, char **win, off_t *woff, size_t n)
+{
+	if (d->nwin) {
+		free(d->prev);
+		d->prev = d->win[d->nwin - 1];
+		d->prev_off = d->woff[d->nwin - 1];
+		d->win[d->nwin - 1] = NULL;
+	}
+	win_free(d->win, d->nwin);
+	free(d->woff);
+	d->win = win;
+	d->woff = woff;
+	d->nwin = n;
+}
+
+static int fs_do_readdir(struct fs *fs, fuse_req_t req, uint64_t ino,
+			 size_t size, off_t off, struct dh *d, bool plus,
+			 char *buf, size_t *used)
+{
+	const char *after, *name;
+	size_t pos = 0, namelen, n, nwin = 0, cap = 0;
+	struct tree_dir *it = NULL;
+	struct fuse_entry_param e;
+	struct tree_attr a;
+	struct fs_path p;
+	char **win = NULL;
+	off_t *woff = NULL;
+	off_t cur = off < 0 ? 0 : off;
+	uint64_t skip;
+	int rc;
+
+	rc = fs_enter(fs, ino, NULL, &p);
+	if (rc)
+		goto out_free;
+	if (!p.path) {
+		rc = -ENOTDIR;
+		goto out;
+	}
+	/* "." and "..": no lookup counted (ino 0 in readdirplus) */
+	while (cur < 2) {
+		const char *dot = cur == 0 ? "." : "..";
+
+		memset(&e, 0, sizeof(e));
+		e.attr.st_ino = cur == 0 ? ino : TREE_ROOT_INO;
+		e.attr.st_mode = S_IFDIR;
+		if (plus)
+			n = fuse_add_direntry_plus(req, buf + pos, size - pos,
+						   dot, &e, cur + 1);
+		else
+			n = fuse_add_direntry(req, buf + pos, size - pos, dot,
+					      &e.attr, cur + 1);
+		if (n > size - pos)
+			goto out;
+		pos += n;
+		cur++;
+	}
+	dh_resume(d, cur == off ? off : 2, &after, &skip);
+	rc = tree_dir_open(&it, fs->tree, p.path, after);
+	if (rc)
+		goto out;
+	for (;;) {
+		rc = tree_dir_next(it, &name, &namelen, &a);
+		if (rc <= 0)
+			break;
+		if (skip) {
+			skip--;
+			continue;
+		}
+		fill_entry(fs, &a, &e);
+		if (!a.ino)
+			e.ino = 0; /* bad record: lookup gives EIO */
+		if (plus)
+			n = fuse_add_direntry_plus(req, buf + pos, size - pos,
+						   name, &e, cur + 1);
+		else
+			n = fuse_add_direntry(req, buf + pos, size - pos, name,
+					      &e.attr, cur + 1);
+		if (n > size - pos)
+			break;
+		if (nwin == cap) {
+			size_t ncap = cap ? cap * 2 : 32;
+			char **nw = realloc(win, ncap * sizeof(*nw));
+			off_t *no;
+
+			if (nw)
+				win = nw;
+			no = nw ? realloc(woff, ncap * sizeof(*no)) : NULL;
+			if (!no) {
+				rc = -ENOMEM;
+				break;
+			}
+			woff = no;
+			cap = ncap;
+		}
+		win[nwin] = strdup(name);
+		if (!win[nwin]) {
+			rc = -ENOMEM;
+			break;
+		}
+		/* readdirplus entries count as lookups in the kernel */
+		if (plus && a.ino &&
+		    itab_lookup(fs, a.ino, ino, name, a.flags) < 0) {
+			free(win[nwin]);
+			rc = -ENOMEM;
+			break;
+		}
+		woff[nwin++] = cur + 1;
+		pos += n;
+		cur++;
+	}
+	if (rc < 0 && pos)
+		rc = 0; /* give what fitted; the error comes back next time */
+	if (rc > 0)
+		rc = 0;
+	if (nwin) {
+		dh_set_win(d, win, woff, nwin);
+		win = NULL;
+		woff = NULL;
+		nwin = 0;
+	}
+out:
+	fs_leave(fs);
+out_free:
+	tree_dir_free(it);
+	win_free(win, nwin);
+	free(woff);
+	*used = pos;
+	return rc;
+}
+
+static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
+			   off_t off, struct fuse_file_info *fi, bool plus)
+{
+	struct dh *d = (struct dh *)(uintptr_t)fi->fh;
+	size_t used = 0;
+	char *buf = malloc(size ? size : 1);
+	int rc;
+
+	if (!buf || !d) {
+		free(buf);
+		reply_err(req, -ENOMEM);
+		return;
+	}
+	pthread_mutex_lock(&d->lock);
+	rc = fs_do_readdir(req_fs(req), req, ino, size, off, d, plus, buf,
+			   &used);
+	pthread_mutex_unlock(&d->lock);
+	if (rc)
+		reply_err(req, rc);
+	else
+		fuse_reply_buf(req, buf, used);
+	free(buf);
+}
+
+static void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	readdir_common(req, ino, size, off, fi, false);
+}
+
+static void fs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
+			   off_t off, struct fuse_file_info *fi)
+{
+	readdir_common(req, ino, size, off, fi, true);
+}
+
+static void fs_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
+			struct fuse_file_info *fi)
+{
+	fs_fsync(req, ino, datasync, fi);
+}
+
+static void fs_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct statvfs st;
+	int rc;
+
+	memset(&st, 0, sizeof(st));
+	rc = tree_statfs(req_fs(req)->tree, &st);
+	if (rc)
+		reply_err(req, rc);
+	else
+		fuse_reply_statfs(req, &st);
+}
+
+/* ---- extended attributes ------------------------------------------------ */
+
+static int fs_do_setxattr(struct fs *fs, uint64_t ino, const char *name,
+			  const char *value, size_t size, int flags)
+{
+	struct fs_path p;
+	int rc;
+
+	if (fs->ro)
+		return -EROFS;
+	rc = fs_enter(fs, ino, NULL, &p);
+	if (rc)
+		goto out;
+	do
+		rc = tree_setxattr(fs->tree, p.path, ino, name, value, size,
+				   flags);
+	while (fs_retry(fs, rc, ino, NULL, &p));
+	fs_leave(fs);
+out:
+	return rc;
+}
+
+static void fs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+			const char *value, size_t size, int flags)
+{
+	int rc = fs_do_setxattr(req_fs(req), ino, name, value, size, flags);
+
+	fuse_reply_err(req, rc < 0 ? -rc : 0);
+}
+
+/* Replies with @val (@len bytes) to a request for @size bytes (0: the size
+ * only). */
+static void reply_xattr_value(fuse_req_t req, const void *val, size_t len,
+			      size_t size)
+{
+	if (!size)
+		fuse_reply_xattr(req, len);
+	else if (len > size)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, val, len);
+}
+
+static void fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+			size_t size)
+{
+	void *val = NULL;
+	size_t len = 0;
+	int rc = tree_getxattr(req_fs(req)->tree, ino, name, &val, &len);
+
+	if (rc)
+		reply_err(req, rc);
+	else
+		reply_xattr_value(req, val, len, size);
+	free(val);
+}
+
+static void fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	char *list = NULL;
+	size_t len = 0;
+	int rc = tree_listxattr(req_fs(req)->tree, ino, &list, &len);
+
+	if (rc)
+		reply_err(req, rc);
+	else
+		reply_xattr_value(req, list, len, size);
+	free(list);
+}
+
+static int fs_do_removexattr(struct fs *fs, uint64_t ino, const char *name)
+{
+	struct fs_path p;
+	int rc;
+
+	if (fs->ro)
+		return -EROFS;
+	rc = fs_enter(fs, ino, NULL, &p);
+	if (rc)
+		goto out;
+	do
+		rc = tree_removexattr(fs->tree, p.path, ino, name);
+	while (fs_retry(fs, rc, ino, NULL, &p));
+	fs_leave(fs);
+out:
+	return rc;
+}
+
+static void fs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	int rc = fs_do_removexattr(req_fs(req), ino, name);
+
+	fuse_reply_err(req, rc < 0 ? -rc : 0);
+}
+
+/* ---- pathfsctl commands on the mounted drive ---------------------------- */
+
+/* Splits @path into its folder (into @dir) and last name (returned,
+ * borrowed from @path). NULL for "/". */
+static const char *split(const char *path, char *dir)
+{
+	const char *slash = strrchr(path, '/');
+	size_t n;
+
+	if (!slash || !slash[1])
+		return NULL;
+	n = slash == path ? 1 : (size_t)(slash - path);
+	if (n > TREE_PATH_MAX)
+		return NULL;
+	memcpy(dir, path, n);
+	dir[n] = '\0';
+	return slash + 1;
+}
+
+static uint64_t ino_at(struct fs *fs, const char *path)
+{
+	struct tree_attr a;
+
+	if (!path || tree_lookup(fs->tree, path, &a))
+		return 0;
+	return a.ino;
+}
+
+/* Tells the kernel to forget what it cached about @path (its dentry and its
+ * folder's attributes). Not a request handler: safe to call. */
+static void inval_path(struct fs *fs, const char *path)
+{
+	char dir[TREE_PATH_MAX + 1];
+	const char *name;
+	uint64_t parent;
+
+	if (!path || !fs->se || !(name = split(path, dir)))
+		return;
+	parent = ino_at(fs, dir);
+	if (!parent)
+		return;
+	fuse_lowlevel_notify_inval_entry(fs->se, parent, name, strlen(name));
+	fuse_lowlevel_notify_inval_inode(fs->se, parent, -1, 0);
+}
+
+void fs_ctl_begin(void *ctx, struct tree *t, const char *path,
+		  const char *newpath)
+{
+	struct fs *fs = ctx;
+
+	pthread_mutex_lock(&fs->ctl_mutex);
+	fs->ctl_busy = NULL;
+	fs->ctl_ino[0] = fs->ctl_ino[1] = 0;
+	if (t != fs->tree || !path)
+		return;
+	if (fs_busy_begin_paths(fs, path, newpath, &fs->ctl_busy)) {
+		plog(LOG_ERR, "cannot hold requests off %s: out of memory",
+		     path);
+		fs->ctl_busy = NULL;
+		return;
+	}
+	fs->ctl_ino[0] = ino_at(fs, path);
+	fs->ctl_ino[1] = ino_at(fs, newpath);
+}
+
+void fs_ctl_end(void *ctx, struct tree *t, const char *path,
+		const char *newpath)
+{
+	char dir[TREE_PATH_MAX + 1];
+	struct fs *fs = ctx;
+	uint64_t after0, after1, parent;
+	const char *name;
+
+	if (!fs->ctl_busy)
+		goto inval;
+	after0 = ino_at(fs, path);
+	after1 = ino_at(fs, newpath);
+	fs_busy_lock(fs);
+	if (newpath && fs->ctl_ino[0] && after1 == fs->ctl_ino[0] &&
+	    (name = split(newpath, dir)) &&
+	    itab_attach_path(fs, dir, &parent) == 0) {
+		itab_move(fs, fs->ctl_ino[0], parent, name);
+	} else if (fs->ctl_ino[0] && after0 != fs->ctl_ino[0]) {
+		itab_orphan_open_below(fs, fs->ctl_ino[0]);
+		itab_flags(fs, fs->ctl_ino[0], INODE_STALE, 0);
+	}
+	if (fs->ctl_ino[1] && after1 != fs->ctl_ino[1]) {
+		itab_orphan_open_below(fs, fs->ctl_ino[1]);
+		itab_flags(fs, fs->ctl_ino[1], INODE_STALE, 0);
+	}
+	fs_busy_end(fs, fs->ctl_busy);
+	fs->ctl_busy = NULL;
+inval:
+	if (t == fs->tree || newpath) {
+		inval_path(fs, path);
+		inval_path(fs, newpath);
+	}
+	pthread_mutex_unlock(&fs->ctl_mutex);
+}
+
+/* ---- session ------------------------------------------------------------ */
+
+static void fs_init_conn(void *userdata, struct fuse_conn_info *conn)
+{
+	struct fs *fs = userdata;
+
+	if (conn->capable & FUSE_CAP_READDIRPLUS)
+		conn->want |= FUSE_CAP_READDIRPLUS;
+	/* always plus: one scan gives names and attributes alike */
+	conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
+	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
+		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
+	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
+		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+	/* we do not clear set-user-ID bits ourselves: let the kernel do it */
+	conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV;
+#ifdef FUSE_CAP_HANDLE_KILLPRIV_V2
+	conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV_V2;
+#endif
+	conn->want &= ~FUSE_CAP_POSIX_ACL;
+	if (fs->writeback && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
+		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
+	else
+		conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	/* fewer, larger requests: 1 MiB is 16 content blocks */
+	conn->max_write = 1024 * 1024;
+	conn->max_readahead = 1024 * 1024;
+	conn->time_gran = 1;
+}
+
+const struct fuse_lowlevel_ops fs_ops = {
+    .init = fs_init_conn,
+    .lookup = fs_lookup,
+    .forget = fs_forget,
+    .forget_multi = fs_forget_multi,
+    .getattr = fs_getattr,
+    .setattr = fs_setattr,
+    .readlink = fs_readlink,
+    .mknod = fs_mknod,
+    .mkdir = fs_mkdir,
+    .unlink = fs_unlink,
+    .rmdir = fs_rmdir,
+    .symlink = fs_symlink,
+    .rename = fs_rename,
+    .link = fs_link,
+    .open = fs_open,
+    .read = fs_read,
+    .write = fs_write,
+    .flush = fs_flush,
+    .release = fs_release_file,
+    .fsync = fs_fsync,
+    .opendir = fs_opendir,
+    .readdir = fs_readdir,
+    .readdirplus = fs_readdirplus,
+    .releasedir = fs_releasedir,
+    .fsyncdir = fs_fsyncdir,
+    .statfs = fs_statfs,
+    .setxattr = fs_setxattr,
+    .getxattr = fs_getxattr,
+    .listxattr = fs_listxattr,
+    .removexattr = fs_removexattr,
+    .create = fs_create,
+    .fallocate = fs_fallocate,
+    .lseek = fs_lseek,
+};
