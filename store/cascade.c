@@ -1,1 +1,1367 @@
-/* cascade.c - placeholder, being written */
+/*
+ * cascade.c - whole-branch operations: delete a branch (rm -r), clone it
+ * (cp -r, also to another drive) and move it (mv, also to another drive),
+ * each budgeted and resumable by a token.
+ *
+ * rm -r walks the branch in post-order (children before their folder) with
+ * one snapshot iterator and seeks: the next node after X is the deepest
+ * first descendant of X's next sibling, or else X's parent. Non-folders are
+ * removed in batches (tree_batch_remove: content, xattrs, hard-link counts,
+ * orphans with TREE_KEEP_ORPHAN); a folder is removed by tree_rmdir() after
+ * the batch holding its children is committed, so it goes only once its
+ * children range is empty. A crash at any point leaves no node without its
+ * parent. The walk needs nothing but the last path handled: that is what the
+ * token holds, and resuming from it (even from an older token after a crash
+ * that went further) just finds the removed nodes gone.
+ *
+ * cp -r walks the source in pre-order (a folder before its children), so
+ * parents exist before children. New inode numbers come from the destination
+ * drive; content blocks and xattrs are copied; a hard-linked inode is cloned
+ * once and its other links inside the branch become links of the clone (a
+ * map old ino -> new ino kept in the destination's temporary area
+ * XTMP#<seq>/<ino>). The progress is a clone record JOURNAL#<seq> in the
+ * destination drive (journal.c), updated in the same batch as each chunk of
+ * copies: the relative path of the last node copied, plus the block cursor of
+ * a file too big for one batch. The token names the record; the record has
+ * the exact position even when the token is older than a crash. Replay at
+ * store_open() leaves clone records alone: a stopped clone waits for its
+ * token (fsck lists it).
+ *
+ * mv within a drive is tree_rename() (the journaled rewrite; no budget). Across
+ * drives it is a clone, then an rm -r of the source, under one token.
+ *
+ * Tokens: base64url (A-Z a-z 0-9 - _) of {version, op, phase, seq, source
+ * drive, source path, destination drive, destination path, cursor, flags}
+ * followed by a SipHash-2-4 tag keyed by a 128-bit secret kept in the source
+ * drive (DRIVE#<d>|SECRET, created on first use). A token that is truncated,
+ * edited, forged, or issued for another operation, path or drive is -EINVAL
+ * before anything changes.
+ *
+ * Budget: @max_items counts nodes removed or copied in one call (0 = no
+ * limit). Batches are bounded by store_options.rename_batch / rename_bytes.
+ * The crash hook of journal.c (PATHFS_CRASH_AFTER_BATCHES) counts the batches
+ * of each call.
+ *
+ * Limits: a clone between drives of different block sizes is -EXDEV. Nodes
+ * that change while an operation runs are the caller's to keep away (the
+ * daemon's subtree lock). In-branch folders keep their mtime while their
+ * files are removed (they are removed next). An undecodable node is left in
+ * place and reported, and so are its ancestors (not empty).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "store_i.h"
+
+#define OP_RM	      1
+#define OP_CP	      2
+#define OP_MV	      3
+#define TOKEN_VERSION 1
+#define SECRET_LEN    16
+
+/* ---- results ------------------------------------------------------------ */
+
+void tree_op_result_release(struct tree_op_result *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->nfailures; i++)
+		free(r->failures[i]);
+	free(r->failures);
+	free(r->token);
+	memset(r, 0, sizeof(*r));
+}
+
+static void fail(struct tree_op_result *r, const char *path, const char *fmt,
+		 ...) __attribute__((format(printf, 3, 4)));
+
+static void fail(struct tree_op_result *r, const char *path, const char *fmt,
+		 ...)
+{
+	char reason[256], *line;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(reason, sizeof(reason), fmt, ap);
+	va_end(ap);
+	r->failed++;
+	if (asprintf(&line, "%s: %s", path, reason) < 0)
+		abort();
+	r->failures =
+	    realloc(r->failures, (r->nfailures + 1) * sizeof(*r->failures));
+	if (!r->failures)
+		abort();
+	r->failures[r->nfailures++] = line;
+}
+
+/* ---- tokens ------------------------------------------------------------- */
+
+static uint64_t le64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+#define ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
+#define SIPROUND                                                               \
+	do {                                                                   \
+		v0 += v1;                                                      \
+		v1 = ROTL(v1, 13);                                             \
+		v1 ^= v0;                                                      \
+		v0 = ROTL(v0, 32);                                             \
+		v2 += v3;                                                      \
+		v3 = ROTL(v3, 16);                                             \
+		v3 ^= v2;                                                      \
+		v0 += v3;                                                      \
+		v3 = ROTL(v3, 21);                                             \
+		v3 ^= v0;                                                      \
+		v2 += v1;                                                      \
+		v1 = ROTL(v1, 17);                                             \
+		v1 ^= v2;                                                      \
+		v2 = ROTL(v2, 32);                                             \
+	} while (0)
+
+/* SipHash-2-4 of @len bytes at @data under the 16-byte @key. */
+static uint64_t siphash(const uint8_t *key, const void *data, size_t len)
+{
+	uint64_t k0 = le64(key), k1 = le64(key + 8);
+	uint64_t v0 = 0x736f6d6570736575ULL ^ k0;
+	uint64_t v1 = 0x646f72616e646f6dULL ^ k1;
+	uint64_t v2 = 0x6c7967656e657261ULL ^ k0;
+	uint64_t v3 = 0x7465646279746573ULL ^ k1;
+	const uint8_t *p = data;
+	uint64_t m, b = (uint64_t)len << 56;
+	size_t i;
+
+	for (i = 0; i + 8 <= len; i += 8) {
+		m = le64(p + i);
+		v3 ^= m;
+		SIPROUND;
+		SIPROUND;
+		v0 ^= m;
+	}
+	for (size_t j = 0; j < (len & 7); j++)
+		b |= (uint64_t)p[i + j] << (8 * j);
+	v3 ^= b;
+	SIPROUND;
+	SIPROUND;
+	v0 ^= b;
+	v2 ^= 0xff;
+	SIPROUND;
+	SIPROUND;
+	SIPROUND;
+	SIPROUND;
+	return v0 ^ v1 ^ v2 ^ v3;
+}
+
+/* The drive's token secret, created on first use. */
+static int drive_secret(struct tree *t, uint8_t key[SECRET_LEN])
+{
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	struct sbuf k = {0};
+	struct kv_batch *b = NULL;
+	char *val = NULL;
+	size_t vlen;
+	int rc;
+
+	key_drive_prefix(&k, t->name);
+	sbuf_adds(&k, "SECRET");
+	pthread_mutex_lock(&lock);
+	rc = kv_get(t->store->kv, k.buf, k.len, &val, &vlen);
+	if (rc == 0 && vlen == SECRET_LEN) {
+		memcpy(key, val, SECRET_LEN);
+		goto out;
+	}
+	if (rc == 0 || rc == -ENOENT) {
+		if (rc == 0)
+			plog(LOG_WARNING, "drive %s: bad SECRET, replaced",
+			     t->name);
+		if (getrandom(key, SECRET_LEN, 0) != SECRET_LEN) {
+			rc = -EIO;
+			goto out;
+		}
+		b = kv_batch_new();
+		kv_batch_put(b, k.buf, k.len, (const char *)key, SECRET_LEN);
+		rc = tree_commit(t, b);
+	}
+out:
+	pthread_mutex_unlock(&lock);
+	kv_batch_free(b);
+	free(val);
+	sbuf_release(&k);
+	return rc;
+}
+
+struct token {
+	uint32_t op, phase;
+	uint64_t seq;
+	unsigned flags;
+	struct sbuf sdrive, src, ddrive, dst, cursor;
+};
+
+static void token_release(struct token *k)
+{
+	sbuf_release(&k->sdrive);
+	sbuf_release(&k->src);
+	sbuf_release(&k->ddrive);
+	sbuf_release(&k->dst);
+	sbuf_release(&k->cursor);
+}
+
+static const char b64[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+static void b64_encode(struct sbuf *out, const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i += 3) {
+		uint32_t v = (uint32_t)p[i] << 16;
+		size_t left = n - i;
+
+		if (left > 1)
+			v |= (uint32_t)p[i + 1] << 8;
+		if (left > 2)
+			v |= p[i + 2];
+		sbuf_addc(out, b64[v >> 18 & 63]);
+		sbuf_addc(out, b64[v >> 12 & 63]);
+		if (left > 1)
+			sbuf_addc(out, b64[v >> 6 & 63]);
+		if (left > 2)
+			sbuf_addc(out, b64[v & 63]);
+	}
+}
+
+static int b64_decode(struct sbuf *out, const char *s)
+{
+	uint32_t v = 0;
+	int bits = 0;
+
+	for (; *s; s++) {
+		const char *c = strchr(b64, *s);
+
+		if (!c)
+			return -EINVAL;
+		v = v << 6 | (uint32_t)(c - b64);
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			sbuf_addc(out, (char)(v >> bits & 0xff));
+		}
+	}
+	/* leftover bits must be padding zeros of a well-formed encoding */
+	if (bits >= 6 || (v & ((1u << bits) - 1)))
+		return -EINVAL;
+	return 0;
+}
+
+static void token_payload(struct sbuf *p, const struct token *k)
+{
+	sbuf_addc(p, TOKEN_VERSION);
+	put_varint(p, k->op);
+	put_varint(p, k->phase);
+	put_varint(p, k->seq);
+	put_varint(p, k->flags);
+	put_bytes(p, k->sdrive.buf, k->sdrive.len);
+	put_bytes(p, k->src.buf, k->src.len);
+	put_bytes(p, k->ddrive.buf, k->ddrive.len);
+	put_bytes(p, k->dst.buf, k->dst.len);
+	put_bytes(p, k->cursor.buf, k->cursor.len);
+}
+
+/* Makes r->token for @k, keyed by the secret of @t (the source drive). */
+static int token_issue(struct tree *t, const struct token *k,
+		       struct tree_op_result *r)
+{
+	uint8_t key[SECRET_LEN], tag[8];
+	struct sbuf p = {0}, o = {0};
+	uint64_t mac;
+	int rc;
+
+	rc = drive_secret(t, key);
+	if (rc)
+		goto out;
+	token_payload(&p, k);
+	mac = siphash(key, p.buf, p.len);
+	for (int i = 0; i < 8; i++)
+		tag[i] = (uint8_t)(mac >> (8 * i));
+	sbuf_add(&p, tag, 8);
+	sbuf_nul(&o);
+	b64_encode(&o, (const uint8_t *)p.buf, p.len);
+	free(r->token);
+	r->token = o.buf;
+	o.buf = NULL;
+out:
+	sbuf_release(&p);
+	sbuf_release(&o);
+	return rc;
+}
+
+static int get_tok_sbuf(const char **p, const char *end, struct sbuf *s)
+{
+	const char *v;
+	size_t n;
+
+	if (get_bytes(p, end, &v, &n))
+		return -EINVAL;
+	sbuf_reset(s);
+	sbuf_add(s, v, n);
+	sbuf_nul(s);
+	return 0;
+}
+
+/*
+ * Checks token @s against the secret of @t and decodes it into @k, which must
+ * then match @op, the source drive/path and the destination drive/path
+ * (@ddrive/@dst NULL for rm). Errors: -EINVAL.
+ */
+static int token_check(struct tree *t, const char *s, uint32_t op,
+		       const char *src, const char *ddrive, const char *dst,
+		       struct token *k)
+{
+	uint8_t key[SECRET_LEN];
+	struct sbuf raw = {0};
+	const char *p, *end;
+	uint64_t mac = 0, v[4];
+	int rc;
+
+	rc = drive_secret(t, key);
+	if (rc)
+		goto out;
+	rc = -EINVAL;
+	if (b64_decode(&raw, s) || raw.len < 9)
+		goto out;
+	for (int i = 0; i < 8; i++)
+		mac |= (uint64_t)(uint8_t)raw.buf[raw.len - 8 + i] << (8 * i);
+	if (siphash(key, raw.buf, raw.len - 8) != mac)
+		goto out;
+	p = raw.buf;
+	end = raw.buf + raw.len - 8;
+	if (*p++ != TOKEN_VERSION)
+		goto out;
+	for (int i = 0; i < 4; i++)
+		if (get_varint(&p, end, &v[i]))
+			goto out;
+	if (get_tok_sbuf(&p, end, &k->sdrive) ||
+	    get_tok_sbuf(&p, end, &k->src) ||
+	    get_tok_sbuf(&p, end, &k->ddrive) ||
+	    get_tok_sbuf(&p, end, &k->dst) ||
+	    get_tok_sbuf(&p, end, &k->cursor) || p != end)
+		goto out;
+	k->op = (uint32_t)v[0];
+	k->phase = (uint32_t)v[1];
+	k->seq = v[2];
+	k->flags = (unsigned)v[3];
+	if (k->op != op || strcmp(k->sdrive.buf, t->name) ||
+	    strcmp(k->src.buf, src) ||
+	    strcmp(k->ddrive.buf, ddrive ? ddrive : "") ||
+	    strcmp(k->dst.buf, dst ? dst : ""))
+		goto out;
+	rc = 0;
+out:
+	if (rc == -EINVAL)
+		plog(LOG_NOTICE, "drive %s: resume token rejected", t->name);
+	sbuf_release(&raw);
+	return rc;
+}
+
+/* ---- walking a branch --------------------------------------------------- */
+
+/* A snapshot iterator over one branch, moved by seeks. */
+struct walk {
+	struct tree *t;
+	struct kv_iter *it;
+	const char *root;
+	size_t plen; /* drive prefix length */
+	struct sbuf k, lo, hi;
+};
+
+static int walk_open(struct walk *w, struct tree *t, const char *root)
+{
+	struct sbuf pre = {0};
+	int rc;
+
+	memset(w, 0, sizeof(*w));
+	w->t = t;
+	w->root = root;
+	key_drive_prefix(&pre, t->name);
+	w->plen = pre.len;
+	sbuf_release(&pre);
+	key_subtree_range(&w->lo, &w->hi, t->name, root);
+	rc = kv_iter_open(&w->it, t->store->kv, w->lo.buf, w->lo.len, w->hi.buf,
+			  w->hi.len);
+	return rc;
+}
+
+static void walk_close(struct walk *w)
+{
+	kv_iter_free(w->it);
+	sbuf_release(&w->k);
+	sbuf_release(&w->lo);
+	sbuf_release(&w->hi);
+}
+
+/*
+ * Sets @out to the first child of @dir whose name is after @after (NULL:
+ * the first child). Returns 1 if there is one, 0 if not, or -EIO.
+ */
+static int walk_child(struct walk *w, const char *dir, const char *after,
+		      struct sbuf *out)
+{
+	struct sbuf lo = {0}, hi = {0};
+	const char *key;
+	size_t klen;
+	int rc = 0;
+
+	key_children_range(&lo, &hi, w->t->name, dir);
+	if (after) {
+		sbuf_reset(&w->k);
+		key_child(&w->k, w->t->name, dir, after, strlen(after));
+		kv_iter_seek(w->it, w->k.buf, w->k.len);
+		if (kv_iter_valid(w->it)) {
+			key = kv_iter_key(w->it, &klen);
+			if (klen == w->k.len && !memcmp(key, w->k.buf, klen))
+				kv_iter_next(w->it);
+		}
+	} else {
+		kv_iter_seek(w->it, lo.buf, lo.len);
+	}
+	if (!kv_iter_valid(w->it)) {
+		rc = kv_iter_status(w->it);
+		goto out;
+	}
+	key = kv_iter_key(w->it, &klen);
+	{
+		size_t m = klen < hi.len ? klen : hi.len;
+		int d = memcmp(key, hi.buf, m);
+
+		if (d > 0 || (d == 0 && klen >= hi.len))
+			goto out; /* past the children */
+	}
+	sbuf_reset(out);
+	if (key_node_decode(key, klen, w->plen, out)) {
+		rc = -EIO;
+		goto out;
+	}
+	rc = 1;
+out:
+	sbuf_release(&lo);
+	sbuf_release(&hi);
+	return rc;
+}
+
+static void set_parent(struct sbuf *p)
+{
+	size_t n = path_parent_len(p->buf);
+
+	p->len = n ? n : 1;
+	p->buf[p->len] = '\0';
+}
+
+/* Post-order: @p becomes its deepest first descendant (or stays). */
+static int post_descend(struct walk *w, struct sbuf *p)
+{
+	struct sbuf c = {0};
+	int rc;
+
+	while ((rc = walk_child(w, p->buf, NULL, &c)) == 1) {
+		sbuf_reset(p);
+		sbuf_add(p, c.buf, c.len);
+	}
+	sbuf_release(&c);
+	return rc;
+}
+
+/* Post-order successor of @p (which need not exist any more). Returns 1 and
+ * updates @p, 0 when @p was the root, or -EIO. */
+static int post_next(struct walk *w, struct sbuf *p)
+{
+	struct sbuf c = {0}, dir = {0};
+	int rc;
+
+	if (strcmp(p->buf, w->root) == 0)
+		return 0;
+	sbuf_add(&dir, p->buf, p->len);
+	set_parent(&dir);
+	rc = walk_child(w, dir.buf, path_name(p->buf), &c);
+	if (rc == 1) {
+		sbuf_reset(p);
+		sbuf_add(p, c.buf, c.len);
+		rc = post_descend(w, p);
+		rc = rc < 0 ? rc : 1;
+	} else if (rc == 0) {
+		set_parent(p);
+		rc = 1;
+	}
+	sbuf_release(&c);
+	sbuf_release(&dir);
+	return rc;
+}
+
+/* Pre-order successor of @p. Returns 1 and updates @p, 0 at the end, or
+ * -EIO. */
+static int pre_next(struct walk *w, struct sbuf *p)
+{
+	struct sbuf c = {0};
+	int rc;
+
+	rc = walk_child(w, p->buf, NULL, &c);
+	while (rc == 0 && strcmp(p->buf, w->root) != 0) {
+		struct sbuf dir = {0};
+
+		sbuf_add(&dir, p->buf, p->len);
+		set_parent(&dir);
+		rc = walk_child(w, dir.buf, path_name(p->buf), &c);
+		if (rc == 0) {
+			sbuf_reset(p);
+			sbuf_add(p, dir.buf, dir.len);
+		}
+		sbuf_release(&dir);
+	}
+	if (rc == 1) {
+		sbuf_reset(p);
+		sbuf_add(p, c.buf, c.len);
+	}
+	sbuf_release(&c);
+	return rc;
+}
+
+/* The part of @path below @root ("" for the root itself). */
+static const char *rel_of(const char *root, const char *path)
+{
+	if (strcmp(root, "/") == 0)
+		return strcmp(path, "/") == 0 ? "" : path;
+	return path + strlen(root);
+}
+
+static void join(struct sbuf *out, const char *root, const char *rel)
+{
+	sbuf_reset(out);
+	if (strcmp(root, "/") != 0 || !*rel)
+		sbuf_adds(out, root);
+	sbuf_adds(out, rel);
+	sbuf_nul(out);
+}
+
+static size_t batch_limit(struct tree *t)
+{
+	return t->store->opt.rename_batch ? t->store->opt.rename_batch : 1024;
+}
+
+static size_t bytes_limit(struct tree *t)
+{
+	return t->store->opt.rename_bytes ? t->store->opt.rename_bytes
+					  : 4 << 20;
+}
+
+/* ---- rm -r -------------------------------------------------------------- */
+
+/* Commits the pending removals of rm -r under ns_lock. */
+static int rm_flush(struct tree *t, struct kv_batch *b, size_t *n,
+		    struct journal_hook *h)
+{
+	int rc;
+
+	if (!*n)
+		return 0;
+	rc = tree_commit(t, b);
+	pthread_mutex_unlock(&t->ns_lock);
+	kv_batch_clear(b);
+	*n = 0;
+	if (rc == 0)
+		journal_hook_batch(h);
+	return rc;
+}
+
+/*
+ * Removes the branch at @path in post-order, starting after @cursor (a path
+ * relative to @path; NULL: from the start), at most @budget nodes (0: no
+ * limit; *used counts them). On return *done tells whether the branch is
+ * finished; if not, @cursor holds where to go on.
+ */
+static int rm_run(struct tree *t, const char *path, struct sbuf *cursor,
+		  bool started, uint64_t budget, uint64_t *used, unsigned flags,
+		  struct tree_op_result *r, struct journal_hook *h, bool *done)
+{
+	struct walk w;
+	struct sbuf p = {0};
+	struct kv_batch *b = kv_batch_new();
+	size_t n = 0, bytes = 0, max_n = batch_limit(t);
+	int rc;
+
+	*done = false;
+	rc = walk_open(&w, t, path);
+	if (rc)
+		goto out;
+	if (started) {
+		join(&p, path, cursor->buf ? cursor->buf : "");
+		rc = post_next(&w, &p);
+		if (rc == 0) {
+			*done = true;
+			goto out;
+		}
+	} else {
+		sbuf_adds(&p, path);
+		rc = post_descend(&w, &p);
+	}
+	if (rc < 0)
+		goto out;
+	for (;;) {
+		struct node nd = {0};
+		bool last = strcmp(p.buf, path) == 0;
+
+		if (budget && *used >= budget) {
+			rc = rm_flush(t, b, &n, h);
+			goto out; /* the cursor names the last node handled */
+		}
+		rc = tree_get_node(t, p.buf, &nd, false);
+		if (rc == -ENOENT) {
+			r->skipped++;
+		} else if (rc == -EIO) {
+			fail(r, p.buf, "value does not decode; left in place");
+		} else if (rc) {
+			goto out_node;
+		} else if (S_ISDIR(nd.a.mode) || (nd.a.flags & TREE_F_LINKED) ||
+			   (flags & TREE_KEEP_ORPHAN)) {
+			/* alone, after the batch holding its children, or of
+			 * the other links of its inode, is committed; and
+			 * with KEEP_ORPHAN (the daemon: files may be open and
+			 * written) under the inode's stripe, by tree.c */
+			rc = rm_flush(t, b, &n, h);
+			if (rc)
+				goto out_node;
+			rc = S_ISDIR(nd.a.mode)
+				 ? tree_rmdir(t, p.buf)
+				 : tree_unlink(t, p.buf, flags, NULL);
+			if (rc == 0) {
+				r->processed++;
+				(*used)++;
+				journal_hook_batch(h);
+			} else if (rc == -ENOENT) {
+				r->skipped++;
+			} else if (rc == -ENOTEMPTY || rc == -EIO) {
+				fail(r, p.buf, "%s", strerror(-rc));
+			} else {
+				goto out_node;
+			}
+			rc = 0;
+		} else if (last) {
+			rc = rm_flush(t, b, &n, h);
+			if (rc == 0)
+				rc = tree_unlink(t, p.buf, flags, NULL);
+			if (rc)
+				goto out_node;
+			r->processed++;
+			(*used)++;
+			journal_hook_batch(h);
+		} else {
+			if (!n)
+				pthread_mutex_lock(&t->ns_lock);
+			n++;
+			rc = tree_batch_remove(t, b, p.buf, &nd, flags, NULL,
+					       tree_now_ns());
+			bytes += p.len + 64;
+			if (rc) {
+				fail(r, p.buf, "%s", strerror(-rc));
+				rc = 0;
+			} else {
+				r->processed++;
+				(*used)++;
+			}
+			if (n >= max_n || bytes >= bytes_limit(t)) {
+				rc = rm_flush(t, b, &n, h);
+				bytes = 0;
+			}
+		}
+	out_node:
+		node_release(&nd);
+		if (rc)
+			goto out;
+		sbuf_reset(cursor);
+		sbuf_adds(cursor, rel_of(path, p.buf));
+		if (last) {
+			*done = true;
+			break;
+		}
+		rc = post_next(&w, &p);
+		if (rc < 0)
+			goto out;
+	}
+	rc = rm_flush(t, b, &n, h);
+out:
+	if (n) { /* an error with removals pending: drop them */
+		pthread_mutex_unlock(&t->ns_lock);
+		n = 0;
+	}
+	walk_close(&w);
+	kv_batch_free(b);
+	sbuf_release(&p);
+	return rc < 0 ? rc : 0;
+}
+
+int tree_rm_r(struct tree *t, const char *path, uint64_t max_items,
+	      const char *resume, unsigned flags, struct tree_op_result *r)
+{
+	struct token k = {0};
+	struct journal_hook h;
+	struct node nd = {0};
+	uint64_t used = 0;
+	bool done = false;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	journal_hook_init(&h);
+	rc = path_check(path);
+	if (rc)
+		goto out;
+	if (strcmp(path, "/") == 0) {
+		rc = -EINVAL;
+		goto out;
+	}
+	if (resume) {
+		rc = token_check(t, resume, OP_RM, path, NULL, NULL, &k);
+		if (rc)
+			goto out;
+	}
+	rc = tree_get_node(t, path, &nd, false);
+	if (rc == -ENOENT && resume) {
+		rc = 0; /* finished by the call that crashed */
+		goto out;
+	}
+	if (rc && rc != -EIO)
+		goto out;
+	if (rc == -EIO) {
+		fail(r, path, "value does not decode");
+		rc = 0;
+		goto out;
+	}
+	k.op = OP_RM;
+	rc = rm_run(t, path, &k.cursor, resume != NULL, max_items, &used,
+		    flags & TREE_KEEP_ORPHAN, r, &h, &done);
+	if (rc || done)
+		goto out;
+	sbuf_reset(&k.sdrive);
+	sbuf_adds(&k.sdrive, t->name);
+	sbuf_reset(&k.src);
+	sbuf_adds(&k.src, path);
+	sbuf_nul(&k.ddrive);
+	sbuf_nul(&k.dst);
+	k.phase = 1;
+	rc = token_issue(t, &k, r);
+out:
+	node_release(&nd);
+	token_release(&k);
+	return rc;
+}
+
+/* ---- cp -r -------------------------------------------------------------- */
+
+struct clone {
+	struct tree *t, *dt; /* source and destination drives */
+	const char *src, *dst;
+	struct journal_rec rec; /* JOURNAL#seq of dt */
+	struct journal_hook *h;
+	struct tree_op_result *r;
+	struct kv_batch *b;
+	size_t n, bytes;     /* pending in b */
+	size_t splen, dplen; /* drive prefix lengths */
+	bool strict;	     /* mv: a node not copied stops the clone */
+	bool stop;	     /* strict and a node failed: stop before it */
+};
+
+static int clone_commit(struct clone *c)
+{
+	int rc;
+
+	journal_rec_put(c->dt, c->b, &c->rec);
+	rc = tree_commit(c->dt, c->b);
+	kv_batch_clear(c->b);
+	c->n = c->bytes = 0;
+	if (rc == 0)
+		journal_hook_batch(c->h);
+	return rc;
+}
+
+static void clone_add(struct clone *c, const char *k, size_t klen,
+		      const char *v, size_t vlen)
+{
+	kv_batch_put(c->b, k, klen, v, vlen);
+	c->n++;
+	c->bytes += klen + vlen;
+}
+
+static int clone_maybe_commit(struct clone *c)
+{
+	if (c->n >= batch_limit(c->dt) || c->bytes >= bytes_limit(c->dt))
+		return clone_commit(c);
+	return 0;
+}
+
+/* Copies the DATA blocks of @x (from block rec.blk) and then all xattrs to
+ * inode @y. Batches committed on the way carry rec.ino/blk/aux so a resume
+ * continues this file with the same @y. */
+static int clone_content(struct clone *c, uint64_t x, uint64_t y)
+{
+	struct sbuf lo = {0}, hi = {0}, k = {0}, xp = {0};
+	struct kv_iter *it = NULL;
+	int rc;
+
+	key_data_range(&lo, &hi, c->t->name, x, c->rec.blk);
+	rc = kv_iter_open(&it, c->t->store->kv, lo.buf, lo.len, hi.buf, hi.len);
+	if (rc)
+		goto out;
+	for (; kv_iter_valid(it); kv_iter_next(it)) {
+		size_t klen, vlen;
+		const char *key = kv_iter_key(it, &klen);
+		const char *val = kv_iter_value(it, &vlen);
+		uint64_t ino, blk;
+
+		if (key_data_decode(key, klen, c->splen, &ino, &blk)) {
+			rc = -EIO;
+			goto out;
+		}
+		if (c->n && c->bytes + vlen >= bytes_limit(c->dt)) {
+			c->rec.ino = y;
+			c->rec.aux = x;
+			c->rec.blk = blk;
+			rc = clone_commit(c);
+			if (rc)
+				goto out;
+		}
+		sbuf_reset(&k);
+		key_data(&k, c->dt->name, y, blk);
+		clone_add(c, k.buf, k.len, val, vlen);
+	}
+	rc = kv_iter_status(it);
+	if (rc)
+		goto out;
+	kv_iter_free(it);
+	it = NULL;
+	sbuf_reset(&lo);
+	sbuf_reset(&hi);
+	key_xattr_range(&lo, &hi, c->t->name, x);
+	rc = kv_iter_open(&it, c->t->store->kv, lo.buf, lo.len, hi.buf, hi.len);
+	if (rc)
+		goto out;
+	key_xattr(&xp, c->dt->name, y, "");
+	for (; kv_iter_valid(it); kv_iter_next(it)) {
+		size_t klen, vlen;
+		const char *key = kv_iter_key(it, &klen);
+		const char *val = kv_iter_value(it, &vlen);
+
+		sbuf_reset(&k);
+		sbuf_add(&k, xp.buf, xp.len);
+		sbuf_add(&k, key + lo.len, klen - lo.len);
+		clone_add(c, k.buf, k.len, val, vlen);
+	}
+	rc = kv_iter_status(it);
+out:
+	kv_iter_free(it);
+	sbuf_release(&lo);
+	sbuf_release(&hi);
+	sbuf_release(&k);
+	sbuf_release(&xp);
+	return rc;
+}
+
+/* The map key of source inode @x in the clone's temporary area. */
+static void map_key(struct clone *c, struct sbuf *k, uint64_t x)
+{
+	struct sbuf hi = {0};
+	char hex[20];
+
+	key_xtmp_range(k, &hi, c->dt->name, c->rec.seq);
+	snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)x);
+	sbuf_adds(k, hex);
+	sbuf_release(&hi);
+}
+
+/* The second or later link of a cloned hard-linked inode @y: its own batch
+ * (the INODE record is read fresh). */
+static int clone_link(struct clone *c, const char *dpath, uint64_t y,
+		      mode_t mode)
+{
+	struct attr_ref ref = {0};
+	struct sbuf k = {0}, v = {0};
+	int rc;
+
+	if (c->n) {
+		rc = clone_commit(c);
+		if (rc)
+			return rc;
+	}
+	tree_lock_inodes(c->dt, y, 0, 0, 0);
+	rc = tree_attr_load(c->dt, NULL, y, &ref);
+	if (rc == 0) {
+		ref.n.a.nlink++;
+		tree_attr_store(c->dt, c->b, &ref);
+		key_node(&k, c->dt->name, dpath);
+		node_encode_stub(&v, y, mode);
+		clone_add(c, k.buf, k.len, v.buf, v.len);
+		rc = clone_commit(c);
+	}
+	tree_unlock_inodes(c->dt, y, 0, 0, 0);
+	attr_ref_release(&ref);
+	sbuf_release(&k);
+	sbuf_release(&v);
+	return rc;
+}
+
+/* Copies the node at @spath to @dpath (rel = @rel), adding to the pending
+ * batch. Returns 0 (counted in r), or a negative errno that stops the op. */
+static int clone_node(struct clone *c, const char *spath, const char *dpath,
+		      const char *rel)
+{
+	struct node n = {0}, in = {0}, dn = {0};
+	struct sbuf k = {0}, v = {0};
+	struct tree_attr a;
+	uint64_t x, y;
+	bool linked = false, root = !*rel;
+	int rc;
+
+	rc = tree_get_node(c->t, spath, &n, true);
+	if (rc == -ENOENT) {
+		c->r->skipped++;
+		rc = 0;
+		goto advance;
+	}
+	if (rc == -EIO) {
+		fail(c->r, spath, "value does not decode; not copied");
+		rc = 0;
+		if (c->strict) {
+			c->stop = true;
+			goto out;
+		}
+		goto advance;
+	}
+	if (rc)
+		goto out;
+	if (!root && c->rec.ino == 0 &&
+	    tree_get_node(c->dt, dpath, &dn, false) == 0) {
+		fail(c->r, dpath, "destination exists; not copied");
+		if (c->strict) {
+			c->stop = true;
+			goto out;
+		}
+		goto advance;
+	}
+	x = n.a.ino;
+	linked = n.a.flags & TREE_F_LINKED;
+	if (linked) {
+		char *val = NULL;
+		size_t vlen;
+
+		map_key(c, &k, x);
+		rc = kv_get(c->dt->store->kv, k.buf, k.len, &val, &vlen);
+		if (rc == 0 && vlen == 8) {
+			y = le64((const uint8_t *)val);
+			free(val);
+			rc = clone_link(c, dpath, y, n.a.mode);
+			if (rc)
+				goto out;
+			c->r->processed++;
+			goto advance;
+		}
+		free(val);
+		if (rc && rc != -ENOENT)
+			goto out;
+		/* the first link: clone the inode from its INODE record */
+		rc = tree_get_inode(c->t, x, &in);
+		if (rc)
+			goto out;
+		a = in.a;
+		/* commit first so the map key is visible to later links */
+		if (c->n) {
+			rc = clone_commit(c);
+			if (rc)
+				goto out;
+		}
+	} else {
+		a = n.a;
+	}
+	if (c->rec.ino && c->rec.aux == x) {
+		y = c->rec.ino; /* a file this clone had started */
+	} else {
+		c->rec.blk = 0;
+		rc = tree_alloc_ino(c->dt, &y);
+		if (rc)
+			goto out;
+	}
+	rc = clone_content(c, x, y); /* blocks (files) and xattrs (all) */
+	if (rc)
+		goto out;
+	a.ino = y;
+	if (linked) {
+		uint8_t le[8];
+
+		a.nlink = 1;
+		sbuf_reset(&k);
+		key_inode(&k, c->dt->name, y);
+		node_encode(&v, &a, in.target);
+		clone_add(c, k.buf, k.len, v.buf, v.len);
+		sbuf_reset(&v);
+		node_encode_stub(&v, y, a.mode);
+		for (int i = 0; i < 8; i++)
+			le[i] = (uint8_t)(y >> (8 * i));
+		sbuf_reset(&k);
+		map_key(c, &k, x);
+		clone_add(c, k.buf, k.len, (const char *)le, 8);
+		sbuf_reset(&k);
+		key_node(&k, c->dt->name, dpath);
+		clone_add(c, k.buf, k.len, v.buf, v.len);
+	} else {
+		tree_batch_put_node(c->dt, c->b, dpath, &a, n.target);
+		c->n++;
+		c->bytes += strlen(dpath) + 64;
+	}
+	c->r->processed++;
+	if (root) {
+		/* the clone's root: the destination parent learns of it in
+		 * the same batch, under the locks a namespace change takes */
+		size_t pl = path_parent_len(c->dst);
+		char *parent = pl ? strndup(c->dst, pl) : strdup("/");
+		struct node pn = {0};
+
+		pthread_mutex_lock(&c->dt->ns_lock);
+		rc = tree_get_node(c->dt, parent, &pn, false);
+		if (rc == 0) {
+			tree_lock_inodes(c->dt, pn.a.ino, 0, 0, 0);
+			rc = tree_batch_dir_touch(c->dt, c->b, parent,
+						  S_ISDIR(a.mode) ? 1 : 0,
+						  tree_now_ns());
+			c->rec.ino = c->rec.blk = c->rec.aux = 0;
+			c->rec.phase = 1;
+			sbuf_reset(&c->rec.cursor);
+			sbuf_nul(&c->rec.cursor);
+			if (rc == 0)
+				rc = clone_commit(c);
+			tree_unlock_inodes(c->dt, pn.a.ino, 0, 0, 0);
+		}
+		pthread_mutex_unlock(&c->dt->ns_lock);
+		node_release(&pn);
+		free(parent);
+		goto out;
+	}
+advance:
+	c->rec.ino = c->rec.blk = c->rec.aux = 0;
+	c->rec.phase = 1;
+	sbuf_reset(&c->rec.cursor);
+	sbuf_adds(&c->rec.cursor, rel);
+	if (linked && c->n) /* make the map key visible to later links */
+		rc = clone_commit(c);
+	else
+		rc = clone_maybe_commit(c);
+out:
+	node_release(&n);
+	node_release(&in);
+	node_release(&dn);
+	sbuf_release(&k);
+	sbuf_release(&v);
+	return rc;
+}
+
+/* Runs clone record c->rec to its end or until @budget nodes are copied.
+ * *done tells whether it finished (record and map deleted). */
+static int clone_run(struct clone *c, uint64_t budget, uint64_t *used,
+		     bool *done)
+{
+	struct walk w;
+	struct sbuf p = {0}, d = {0};
+	int rc;
+
+	*done = false;
+	c->b = kv_batch_new();
+	rc = walk_open(&w, c->t, c->src);
+	if (rc)
+		goto out;
+	sbuf_adds(&p, c->src);
+	if (c->rec.phase == 1) {
+		join(&p, c->src, c->rec.cursor.buf);
+		rc = pre_next(&w, &p);
+		if (rc < 0)
+			goto out;
+		if (rc == 0)
+			goto finish;
+	}
+	for (;;) {
+		const char *rel = rel_of(c->src, p.buf);
+
+		if (budget && *used >= budget) {
+			rc = c->n ? clone_commit(c) : 0;
+			goto out;
+		}
+		join(&d, c->dst, rel);
+		rc = clone_node(c, p.buf, d.buf, rel);
+		if (rc == 0 && c->stop)
+			rc = c->n ? clone_commit(c) : 0;
+		if (rc || c->stop)
+			goto out;
+		(*used)++;
+		rc = pre_next(&w, &p);
+		if (rc < 0)
+			goto out;
+		if (rc == 0)
+			break;
+	}
+finish : {
+	/* the last batch: pending copies, drop the map, delete the record */
+	struct sbuf lo = {0}, hi = {0}, k = {0};
+
+	key_xtmp_range(&lo, &hi, c->dt->name, c->rec.seq);
+	rc = tree_batch_drop_range(c->dt, c->b, lo.buf, lo.len, hi.buf, hi.len);
+	key_journal(&k, c->dt->name, c->rec.seq);
+	kv_batch_delete(c->b, k.buf, k.len);
+	if (rc == 0)
+		rc = tree_commit(c->dt, c->b);
+	if (rc == 0) {
+		journal_hook_batch(c->h);
+		*done = true;
+	}
+	sbuf_release(&lo);
+	sbuf_release(&hi);
+	sbuf_release(&k);
+}
+out:
+	walk_close(&w);
+	kv_batch_free(c->b);
+	c->b = NULL;
+	sbuf_release(&p);
+	sbuf_release(&d);
+	return rc;
+}
+
+/*
+ * cp -r and the clone phase of a cross-drive mv. @op is OP_CP or OP_MV.
+ * On return *done tells whether the clone is finished; *used counts nodes.
+ */
+static int clone_op(struct tree *t, const char *src, struct tree *dt,
+		    const char *dst, uint64_t budget, uint64_t *used,
+		    struct token *k, bool resuming, struct journal_hook *h,
+		    struct tree_op_result *r, bool *done)
+{
+	struct clone c = {.t = t,
+			  .dt = dt,
+			  .src = src,
+			  .dst = dst,
+			  .h = h,
+			  .r = r,
+			  .strict = k->op == OP_MV};
+	struct sbuf pre = {0};
+	struct node n = {0};
+	int rc;
+
+	*done = false;
+	key_drive_prefix(&pre, t->name);
+	c.splen = pre.len;
+	sbuf_reset(&pre);
+	key_drive_prefix(&pre, dt->name);
+	c.dplen = pre.len;
+	sbuf_release(&pre);
+	if (resuming) {
+		rc = journal_rec_get(dt, k->seq, &c.rec);
+		if (rc == -ENOENT) {
+			*done = true; /* finished by an earlier call */
+			rc = 0;
+			goto out;
+		}
+		if (rc)
+			goto out;
+		if (c.rec.op != JOP_CLONE || strcmp(c.rec.src.buf, src) ||
+		    strcmp(c.rec.dst.buf, dst) ||
+		    strcmp(c.rec.sdrive.buf, t->name)) {
+			rc = -EINVAL;
+			goto out;
+		}
+	} else {
+		struct kv_batch *b;
+
+		rc = tree_get_node(t, src, &n, false);
+		if (rc)
+			goto out;
+		node_release(&n);
+		rc = tree_get_node(dt, dst, &n, false);
+		if (rc == 0) {
+			rc = -EEXIST;
+			goto out;
+		}
+		if (rc != -ENOENT)
+			goto out;
+		{
+			size_t pl = path_parent_len(dst);
+			char *parent = pl ? strndup(dst, pl) : strdup("/");
+
+			rc = tree_get_node(dt, parent, &n, false);
+			free(parent);
+			if (rc == 0 && !S_ISDIR(n.a.mode))
+				rc = -ENOTDIR;
+			if (rc)
+				goto out;
+		}
+		rc = tree_alloc_ino(dt, &c.rec.seq);
+		if (rc)
+			goto out;
+		c.rec.op = JOP_CLONE;
+		c.rec.phase = 0;
+		sbuf_adds(&c.rec.src, src);
+		sbuf_adds(&c.rec.dst, dst);
+		sbuf_adds(&c.rec.sdrive, t->name);
+		sbuf_nul(&c.rec.cursor);
+		b = kv_batch_new();
+		journal_rec_put(dt, b, &c.rec);
+		rc = tree_commit(dt, b);
+		kv_batch_free(b);
+		if (rc)
+			goto out;
+		journal_hook_batch(h);
+		k->seq = c.rec.seq;
+	}
+	rc = clone_run(&c, budget, used, done);
+out:
+	node_release(&n);
+	journal_rec_release(&c.rec);
+	return rc;
+}
+
+static void token_fill(struct token *k, uint32_t op, struct tree *t,
+		       const char *src, struct tree *dt, const char *dst)
+{
+	k->op = op;
+	sbuf_reset(&k->sdrive);
+	sbuf_adds(&k->sdrive, t->name);
+	sbuf_reset(&k->src);
+	sbuf_adds(&k->src, src);
+	sbuf_reset(&k->ddrive);
+	sbuf_adds(&k->ddrive, dt->name);
+	sbuf_reset(&k->dst);
+	sbuf_adds(&k->dst, dst);
+	sbuf_nul(&k->cursor);
+}
+
+/* Common argument checks of cp -r and mv. */
+static int branch_args(struct tree *t, const char *src, struct tree *dt,
+		       const char *dst)
+{
+	int rc = path_check(src);
+
+	if (rc == 0)
+		rc = path_check(dst);
+	if (rc)
+		return rc;
+	if (strcmp(dst, "/") == 0)
+		return -EEXIST;
+	if (t == dt && path_is_within(dst, src))
+		return -EINVAL;
+	if (t->block_size != dt->block_size)
+		return -EXDEV;
+	return 0;
+}
+
+int tree_cp_r(struct tree *t, const char *src, struct tree *dt, const char *dst,
+	      uint64_t max_items, const char *resume, struct tree_op_result *r)
+{
+	struct token k = {0};
+	struct journal_hook h;
+	uint64_t used = 0;
+	bool done = false;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	journal_hook_init(&h);
+	rc = branch_args(t, src, dt, dst);
+	if (rc)
+		goto out;
+	if (resume) {
+		rc = token_check(t, resume, OP_CP, src, dt->name, dst, &k);
+		if (rc)
+			goto out;
+	}
+	token_fill(&k, OP_CP, t, src, dt, dst);
+	rc = clone_op(t, src, dt, dst, max_items, &used, &k, resume != NULL, &h,
+		      r, &done);
+	if (rc == 0 && !done)
+		rc = token_issue(t, &k, r);
+out:
+	token_release(&k);
+	return rc;
+}
+
+int tree_mv(struct tree *t, const char *src, struct tree *dt, const char *dst,
+	    uint64_t max_items, const char *resume, struct tree_op_result *r)
+{
+	struct token k = {0};
+	struct journal_hook h;
+	struct sbuf cur = {0};
+	struct node nd = {0};
+	uint64_t used = 0, seq;
+	uint32_t phase;
+	bool done = false, rm_started = false;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	journal_hook_init(&h);
+	if (t == dt) {
+		if (resume) {
+			rc = -EINVAL; /* a rename never stops early */
+			goto out;
+		}
+		rc = tree_rename(t, src, dst, 0, NULL);
+		if (rc == 0)
+			r->processed = 1;
+		goto out;
+	}
+	rc = branch_args(t, src, dt, dst);
+	if (rc)
+		goto out;
+	if (strcmp(src, "/") == 0) {
+		rc = -EINVAL; /* the root cannot be deleted afterwards */
+		goto out;
+	}
+	if (resume) {
+		rc = token_check(t, resume, OP_MV, src, dt->name, dst, &k);
+		if (rc)
+			goto out;
+	}
+	phase = resume ? k.phase : 1;
+	seq = k.seq;
+	sbuf_add(&cur, k.cursor.buf, k.cursor.len);
+	sbuf_nul(&cur);
+	token_fill(&k, OP_MV, t, src, dt, dst);
+	k.seq = seq;
+	k.phase = phase;
+	if (phase == 1) {
+		rc = clone_op(t, src, dt, dst, max_items, &used, &k,
+			      resume != NULL, &h, r, &done);
+		if (rc || !done)
+			goto stop;
+		/* the clone is complete: now delete the source */
+		k.phase = 2;
+		done = false;
+	} else {
+		sbuf_add(&k.cursor, cur.buf, cur.len);
+		sbuf_nul(&k.cursor);
+		rm_started = true;
+	}
+	rc = tree_get_node(t, src, &nd, false);
+	if (rc == -ENOENT && (resume || r->processed)) {
+		rc = 0; /* deleted by an earlier call */
+		done = true;
+		goto stop;
+	}
+	if (rc)
+		goto stop;
+	rc = rm_run(t, src, &k.cursor, rm_started, max_items, &used, 0, r, &h,
+		    &done);
+stop:
+	if (rc == 0 && !done)
+		rc = token_issue(t, &k, r);
+out:
+	node_release(&nd);
+	sbuf_release(&cur);
+	token_release(&k);
+	return rc;
+}
