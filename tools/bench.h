@@ -51,8 +51,10 @@ struct bench_opts {
 void res_add(const char *bench, const char *target, const char *metric,
 	     double value, const char *unit);
 
-/* Records a ratio to draw in the plot (label copied). */
-void res_plot(const char *group, const char *label, double ratio);
+/* Records a ratio to draw in the plot: one panel per @panel (its title),
+ * one cluster of bars per @label, one bar colour per @series (all copied). */
+void res_plot(const char *panel, const char *series, const char *label,
+	      double ratio);
 
 /* Writes every row to @path as CSV. Errors: -errno of fopen/fclose. */
 int res_write_csv(const char *path);

@@ -100,7 +100,8 @@ struct mctx {
 	char *rbuf; /* read buffer */
 };
 
-#define CHUNK (1u << 20)
+#define CHUNK	    (1u << 20)
+#define MOUNT_PANEL "mount: pathfs time / other time (below 1 = pathfs faster)"
 
 static double *slot(struct mctx *c, int w, int k, unsigned r)
 {
@@ -659,7 +660,7 @@ static void report(struct mctx *c)
 					amount[w] / v, unit[w]);
 		}
 		res_add("mount", "ratio_vs_host", wl[w].metric, p / h, "x");
-		res_plot("vs host", wl[w].label, p / h);
+		res_plot(MOUNT_PANEL, "vs host", wl[w].label, p / h);
 		snprintf(lab, sizeof(lab), "%s", wl[w].label);
 		if (w == W_MV)
 			snprintf(lab, sizeof(lab), "mv of a %llu-entry folder",
@@ -694,7 +695,8 @@ static void report(struct mctx *c)
 				       fmt_ratio(r2, sizeof(r2), p / pt));
 				res_add("mount", "ratio_vs_passthrough",
 					wl[w].metric, p / pt, "x");
-				res_plot("vs passthrough", wl[w].label, p / pt);
+				res_plot(MOUNT_PANEL, "vs passthrough",
+					 wl[w].label, p / pt);
 			}
 		}
 		if (unit[w])

@@ -317,9 +317,13 @@ report:
 		res_add("rename", "pathfs", metric, mv[i], "s");
 		res_add("rename", "host", metric, hmv[i], "s");
 		res_add("rename", "ratio_vs_host", metric, mv[i] / hmv[i], "x");
-		snprintf(metric, sizeof(metric), "mv %llu entries",
+		snprintf(metric, sizeof(metric), "%llu entries",
 			 (unsigned long long)ent[i]);
-		res_plot("rename vs host", metric, mv[i] / hmv[i]);
+		res_plot("rename: pathfs mv time / host mv time", "mv vs host",
+			 metric, mv[i] / hmv[i]);
+		res_plot("rename: pathfs mv time / host mv time",
+			 "in-process rewrite vs host mv", metric,
+			 ip[i] / hmv[i]);
 		printf("%10llu %10llu | %12s %14s | %12s %12s %10s\n",
 		       (unsigned long long)o->sizes[i],
 		       (unsigned long long)ent[i], fmt_secs(s1, 32, ip[i]),

@@ -28,6 +28,8 @@
 #include "bench.h"
 
 #define ROOT "/t"
+#define SUBTREE_PANEL                                                          \
+	"subtree: speed-up of one subtree scan (above 1 = scan faster)"
 
 struct build_ctx {
 	struct tree *t;
@@ -380,10 +382,12 @@ int bench_subtree(const struct bench_opts *o)
 		res_add("subtree", "ratio", metric, rate[0] / rate[1], "x");
 		snprintf(metric, sizeof(metric), "depth%u_scan_over_lookup", k);
 		res_add("subtree", "ratio", metric, rate[0] / rate[2], "x");
-		snprintf(metric, sizeof(metric), "depth %u a/b", k);
-		res_plot("subtree speed-up", metric, rate[0] / rate[1]);
-		snprintf(metric, sizeof(metric), "depth %u a/c", k);
-		res_plot("subtree speed-up", metric, rate[0] / rate[2]);
+		snprintf(metric, sizeof(metric), "depth %u (%llu entries)", k,
+			 (unsigned long long)want);
+		res_plot(SUBTREE_PANEL, "a/b: scan vs per-folder walk", metric,
+			 rate[0] / rate[1]);
+		res_plot(SUBTREE_PANEL, "a/c: scan vs lookup per path", metric,
+			 rate[0] / rate[2]);
 		{
 			char c[NWAYS][48];
 

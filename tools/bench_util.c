@@ -32,7 +32,7 @@ struct row {
 };
 
 struct ratio {
-	char *group, *label;
+	char *panel, *series, *label;
 	double value;
 };
 
@@ -67,7 +67,8 @@ void res_add(const char *bench, const char *target, const char *metric,
 	nrows++;
 }
 
-void res_plot(const char *group, const char *label, double ratio)
+void res_plot(const char *panel, const char *series, const char *label,
+	      double ratio)
 {
 	if (nratios == ratios_cap) {
 		ratios_cap = ratios_cap ? ratios_cap * 2 : 32;
@@ -75,7 +76,8 @@ void res_plot(const char *group, const char *label, double ratio)
 		if (!ratios)
 			abort();
 	}
-	ratios[nratios].group = xstrdup(group);
+	ratios[nratios].panel = xstrdup(panel);
+	ratios[nratios].series = xstrdup(series);
 	ratios[nratios].label = xstrdup(label);
 	ratios[nratios].value = ratio;
 	nratios++;
@@ -107,67 +109,139 @@ int res_write_csv(const char *path)
 	return rc;
 }
 
+/* Index of the first ratio with this panel (and series/label if given). */
+static size_t first_of(const char *panel, const char *series, const char *label)
+{
+	size_t i;
+
+	for (i = 0; i < nratios; i++)
+		if (!strcmp(ratios[i].panel, panel) &&
+		    (!series || !strcmp(ratios[i].series, series)) &&
+		    (!label || !strcmp(ratios[i].label, label)))
+			return i;
+	return nratios;
+}
+
 /*
- * One horizontal-free bar chart: one bar per ratio, log scale, a line at 1.
- * Labels are the x tics, rotated. gnuplot reads the data inline.
+ * Writes the data of panel @p (the panel of ratio @p) to @f: one row per
+ * label, one column per series, "?" where a series has no value. Returns the
+ * number of series; *nlabels gets the rows.
+ */
+static size_t panel_data(FILE *f, size_t p, size_t *nlabels, char *titles,
+			 size_t tlen)
+{
+	const char *panel = ratios[p].panel;
+	size_t i, j, ns = 0, tl = 0;
+	const char *series[16];
+
+	*nlabels = 0;
+	titles[0] = '\0';
+	for (i = p; i < nratios; i++) {
+		if (strcmp(ratios[i].panel, panel) ||
+		    first_of(panel, ratios[i].series, NULL) != i || ns == 16)
+			continue;
+		series[ns++] = ratios[i].series;
+		tl += (size_t)snprintf(titles + tl, tl < tlen ? tlen - tl : 0,
+				       "%s\t", ratios[i].series);
+	}
+	for (i = p; i < nratios; i++) {
+		if (strcmp(ratios[i].panel, panel) ||
+		    first_of(panel, NULL, ratios[i].label) != i)
+			continue;
+		(*nlabels)++;
+		fprintf(f, "\"%s\"", ratios[i].label);
+		for (j = 0; j < ns; j++) {
+			size_t k = first_of(panel, series[j], ratios[i].label);
+
+			if (k < nratios && isfinite(ratios[k].value) &&
+			    ratios[k].value > 0)
+				fprintf(f, " %.6g", ratios[k].value);
+			else
+				fprintf(f, " ?");
+		}
+		fprintf(f, "\n");
+	}
+	return ns;
+}
+
+/*
+ * One panel per benchmark (stacked), one cluster of bars per workload, one
+ * bar per series, log scale, a red line at 1. gnuplot reads the data from
+ * temp files next to the PNG.
  */
 int res_write_plot(const char *png)
 {
-	char script[4096];
-	char data[] = "/tmp/pathfs-bench-plot.XXXXXX";
-	FILE *f = NULL;
-	size_t i, n = 0;
-	int fd, rc = 0;
+	char *script = NULL, data[8][4200], titles[8][1024];
+	size_t slen = 0, scap = 65536, i, np = 0, maxl = 1, ns[8], nl;
+	size_t panels[8];
+	FILE *f;
+	int rc = 0;
 
-	for (i = 0; i < nratios; i++)
-		if (isfinite(ratios[i].value) && ratios[i].value > 0)
-			n++;
-	if (!n)
+	for (i = 0; i < nratios && np < 8; i++)
+		if (first_of(ratios[i].panel, NULL, NULL) == i)
+			panels[np++] = i;
+	if (!np)
 		return -ENODATA;
-	fd = mkstemp(data);
-	if (fd < 0)
-		return -errno;
-	f = fdopen(fd, "w");
-	if (!f) {
-		rc = -errno;
-		close(fd);
+	script = malloc(scap);
+	if (!script)
+		return -ENOMEM;
+	for (i = 0; i < np; i++) {
+		snprintf(data[i], sizeof(data[i]), "%s.%zu.dat", png, i);
+		f = fopen(data[i], "w");
+		if (!f) {
+			rc = -errno;
+			np = i;
+			goto out;
+		}
+		ns[i] =
+		    panel_data(f, panels[i], &nl, titles[i], sizeof(titles[i]));
+		fclose(f);
+		if (nl > maxl)
+			maxl = nl;
+	}
+#define S(...)                                                                 \
+	slen += (size_t)snprintf(script + slen, slen < scap ? scap - slen : 0, \
+				 __VA_ARGS__)
+	S("set terminal pngcairo size %zu,%zu font ',9' noenhanced;",
+	  300 + maxl * 55, np * 420);
+	S("set output '%s';", png);
+	S("set multiplot layout %zu,1;", np);
+	S("set logscale y; set grid ytics; set style data histograms;");
+	S("set style histogram clustered gap 1; set style fill solid 0.7;");
+	S("set xtics rotate by -25 left; set key top left;");
+	S("set datafile missing '?'; set bmargin 6; set rmargin 12; set yrange [*:*];");
+	for (i = 0; i < np; i++) {
+		size_t j;
+		char *tok, *save = NULL;
+
+		S("set title '%s';", ratios[panels[i]].panel);
+		S("plot ");
+		tok = strtok_r(titles[i], "\t", &save);
+		for (j = 0; j < ns[i] && tok; j++) {
+			S("'%s' using %zu%s title '%s', ", data[i], j + 2,
+			  j == 0 ? ":xtic(1)" : "", tok);
+			tok = strtok_r(NULL, "\t", &save);
+		}
+		S("1 notitle with lines lc rgb 'red' lw 2;");
+	}
+	S("unset multiplot");
+#undef S
+	if (slen >= scap) {
+		rc = -E2BIG;
 		goto out;
 	}
-	for (i = 0; i < nratios; i++) {
-		if (!isfinite(ratios[i].value) || ratios[i].value <= 0)
-			continue;
-		fprintf(f, "\"%s: %s\" %.6g\n", ratios[i].group,
-			ratios[i].label, ratios[i].value);
-	}
-	if (fclose(f)) {
-		f = NULL;
-		rc = -EIO;
-		goto out;
-	}
-	f = NULL;
-	snprintf(script, sizeof(script),
-		 "set terminal pngcairo size %zu,720 font ',9' noenhanced;"
-		 "set output '%s';"
-		 "set title 'pathfs-bench: ratios (time ratio: >1 = first "
-		 "target slower; speed-ups as labelled)';"
-		 "set logscale y; set grid ytics; set style fill solid 0.7;"
-		 "set boxwidth 0.7; set xtics rotate by -60 left;"
-		 "set bmargin 16; set key off;"
-		 "f(x)=1; plot '%s' using 0:2:xtic(1) with boxes lc rgb "
-		 "'#3070b0', f(x) with lines lc rgb 'red' lw 2",
-		 400 + n * 28, png, data);
 	{
 		char *argv[] = {(char *)"gnuplot", (char *)"-e", script, NULL};
 		double secs;
 
 		rc = run_cmd(argv, &secs, NULL, NULL, 0);
-		if (rc == -ENOENT)
-			goto out;
-		if (rc)
+		if (rc && rc != -ENOENT)
 			rc = -EIO;
 	}
 out:
-	unlink(data);
+	for (i = 0; i < np; i++)
+		unlink(data[i]);
+	free(script);
 	return rc;
 }
 
@@ -185,7 +259,8 @@ void res_free(void)
 	rows = NULL;
 	nrows = rows_cap = 0;
 	for (i = 0; i < nratios; i++) {
-		free(ratios[i].group);
+		free(ratios[i].panel);
+		free(ratios[i].series);
 		free(ratios[i].label);
 	}
 	free(ratios);
