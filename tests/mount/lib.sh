@@ -145,3 +145,19 @@ manifest() {
 	shift 2
 	python3 "$TREE_PY" manifest "$dir" "$@" >"$out"
 }
+
+# pfs_fsck [DRIVE]: pathfsctl fsck of $STORE (mounted or not); exit 0 = clean.
+# Prints the findings on stderr.
+pfs_fsck() {
+	local out rc=0
+	out=$(timeout 120 "$PATHFSCTL" -s "$STORE" -d "${1:-main}" fsck 2>&1) || rc=$?
+	[ "$rc" -eq 0 ] || printf 'fsck (exit %d): %s\n' "$rc" "$out" | head -n 20 >&2
+	return "$rc"
+}
+
+# kv_count PREFIX: raw keys of $STORE starting with PREFIX (e.g.
+# 'DRIVE#main|JOURNAL#'), read without replaying anything (tests/helpers/kvkeys).
+# Prints "kvkeys-failed" (which no count equals) if the store cannot be read.
+kv_count() {
+	"$KVKEYS" "$STORE" "$1" || echo kvkeys-failed
+}
