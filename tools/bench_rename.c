@@ -2,8 +2,8 @@
  * bench_rename.c - `pathfs-bench rename`: what renaming a folder costs
  * against the size of the branch under it.
  *
- * For each size N of --sizes, a folder /rN holding N files in sub-folders of
- * 1,000 (N + N/1000 entries) is built in-process in one fresh store. Then:
+ * For each size N of --sizes, a folder /rN holding about N files spread
+ * evenly over ceil(N / 1000) sub-folders is built in-process in one fresh store. Then:
  *  - in-process: tree_rename() of the folder, back and forth --runs times;
  *    the rewrite rate is entries / seconds. After each rename the whole
  *    branch must be at the target (one subtree scan counts it) and nothing
@@ -36,7 +36,7 @@ static void shape_for(struct shape *sh, uint64_t n)
 
 	sh->fanout = (unsigned)folders;
 	sh->depth = 1;
-	sh->per_leaf = n < PER_FOLDER ? n : PER_FOLDER;
+	sh->per_leaf = (n + folders - 1) / folders;
 	sh->size = 0;
 }
 

@@ -175,14 +175,8 @@ int main(int argc, char **argv)
 	o.tmp = getenv("TMPDIR");
 	if (!o.tmp || !*o.tmp)
 		o.tmp = "/tmp";
-	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-		usage(argc < 2 ? stderr : stdout);
-		return argc < 2 ? 2 : 0;
-	}
-	cmd = argv[1];
 	if (parse_sizes("1000,10000,100000,1000000", &o))
 		return 1;
-	optind = 2;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		v = 0;
 		switch (c) {
@@ -199,7 +193,8 @@ int main(int argc, char **argv)
 					"pathfs-bench: bad number: "
 					"%s\n",
 					optarg);
-				return 2;
+				status = 2;
+				goto out;
 			}
 			break;
 		default:
@@ -210,7 +205,8 @@ int main(int argc, char **argv)
 			if (v < 1 || v > 64) {
 				fprintf(stderr, "pathfs-bench: --runs is "
 						"1..64\n");
-				return 2;
+				status = 2;
+				goto out;
 			}
 			o.runs = (unsigned)v;
 			break;
@@ -221,7 +217,8 @@ int main(int argc, char **argv)
 			if (v < 1 || v > 1000) {
 				fprintf(stderr, "pathfs-bench: --fanout is "
 						"1..1000\n");
-				return 2;
+				status = 2;
+				goto out;
 			}
 			o.fanout = (unsigned)v;
 			break;
@@ -229,7 +226,8 @@ int main(int argc, char **argv)
 			if (v > 20) {
 				fprintf(stderr, "pathfs-bench: --depth is "
 						"0..20\n");
-				return 2;
+				status = 2;
+				goto out;
 			}
 			o.depth = (unsigned)v;
 			break;
@@ -237,7 +235,8 @@ int main(int argc, char **argv)
 			if (v > (64u << 20)) {
 				fprintf(stderr, "pathfs-bench: --size is at "
 						"most 64 MiB\n");
-				return 2;
+				status = 2;
+				goto out;
 			}
 			o.size = (size_t)v;
 			break;
@@ -268,7 +267,8 @@ int main(int argc, char **argv)
 					"pathfs-bench: bad --sizes: "
 					"%s\n",
 					optarg);
-				return 2;
+				status = 2;
+				goto out;
 			}
 			break;
 		case OPT_HOST_MAX:
@@ -288,16 +288,26 @@ int main(int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
-			return 0;
+			status = 0;
+			goto out;
 		default:
 			usage(stderr);
-			return 2;
+			status = 2;
+			goto out;
 		}
 	}
-	if (optind < argc) {
+	/* getopt_long() moved the operands to the end: the benchmark name */
+	if (optind >= argc) {
+		usage(stderr);
+		status = 2;
+		goto out;
+	}
+	cmd = argv[optind];
+	if (optind + 1 < argc) {
 		fprintf(stderr, "pathfs-bench: unexpected argument: %s\n",
-			argv[optind]);
-		return 2;
+			argv[optind + 1]);
+		status = 2;
+		goto out;
 	}
 
 	if (!strcmp(cmd, "subtree")) {
@@ -315,8 +325,8 @@ int main(int argc, char **argv)
 	} else {
 		fprintf(stderr, "pathfs-bench: unknown benchmark: %s\n", cmd);
 		usage(stderr);
-		free(o.sizes);
-		return 2;
+		status = 2;
+		goto out;
 	}
 	if (rc)
 		status = 1;
@@ -342,6 +352,7 @@ int main(int argc, char **argv)
 			progress("wrote %s", o.plot);
 		}
 	}
+out:
 	res_free();
 	free(o.sizes);
 	return status;

@@ -24,7 +24,7 @@ positive() {
 
 # no_nan FILE BENCH: every row of BENCH has a finite value.
 no_nan() {
-	! awk -F, -v b="$2" '$1 == b && ($4 == "nan" || $4 == "inf")' "$1" | grep -q .
+	[ -s "$1" ] && ! awk -F, -v b="$2" '$1 == b && ($4 == "nan" || $4 == "inf")' "$1" | grep -q .
 }
 
 # --- subtree: 3 x 3 leaf folders, ceil(300 / 9) = 34 files each ---------------
