@@ -587,18 +587,6 @@ struct branch_op {
 	unsigned flags;
 };
 
-/* Until store/cascade.c lands, the commands that need them say so
- * (temporary: keeps the tree linking meanwhile). */
-#ifndef CTL_HAVE_CASCADE
-#define CTL_HAVE_CASCADE 0
-#endif
-#if !CTL_HAVE_CASCADE
-#define tree_rm_r(t, p, m, rs, f, r)	 (-ENOSYS)
-#define tree_cp_r(t, s, dt, d, m, rs, r) (-ENOSYS)
-#define tree_mv(t, s, dt, d, m, rs, r)	 (-ENOSYS)
-#define tree_op_result_release(r)	 free((r)->token)
-#endif
-
 static int branch_call(struct branch_op *b, uint64_t max, const char *resume,
 		       struct tree_op_result *r)
 {
@@ -1429,10 +1417,27 @@ static int cmd_fsck(struct ctx *x)
 	return total ? CTL_FAILED : CTL_OK;
 }
 
+static void print_journal(struct ctx *x, const char *what,
+			  const struct tree_journal_entry *e)
+{
+	fprintf(x->out, "%s: #%" PRIu64 " %s ", what, e->seq, e->op);
+	put_name(x->out, e->src);
+	fputs(" -> ", x->out);
+	put_name(x->out, e->dst);
+	fputs(" at ", x->out);
+	put_name(x->out, e->cursor[0] ? e->cursor : "(start)");
+	fputc('\n', x->out);
+}
+
+/*
+ * Replays the drive's unfinished renames. A clone record (a cp -r or
+ * cross-drive mv stopped at its budget or by a crash) is not replayed: it
+ * waits for its resume token, and is reported as such.
+ */
 static int cmd_recover(struct ctx *x)
 {
-	struct tree_journal_entry *e = NULL;
-	size_t n = 0, i, replayed = 0, left = 0;
+	struct tree_journal_entry *e = NULL, *after = NULL;
+	size_t n = 0, m = 0, i, replayed = 0, left = 0, waiting = 0;
 	struct tree *t;
 	int rc, status;
 
@@ -1440,37 +1445,44 @@ static int cmd_recover(struct ctx *x)
 	    x, x->env->default_drive ? x->env->default_drive : "main", &t);
 	if (status)
 		return status;
-	/* In the daemon a listed record is a rename in flight: holding the
-	 * whole drive waits for it to end. */
+	/* In the daemon a listed rename is one in flight: holding the whole
+	 * drive waits for it to end. */
 	hold(x, t, "/", NULL);
 	rc = tree_journal_list(t, &e, &n);
 	if (rc)
 		goto out;
-	for (i = 0; i < n; i++) {
-		fprintf(x->out, "unfinished: #%" PRIu64 " %s ", e[i].seq,
-			e[i].op);
-		put_name(x->out, e[i].src);
-		fputs(" -> ", x->out);
-		put_name(x->out, e[i].dst);
-		fputs(" at ", x->out);
-		put_name(x->out, e[i].cursor[0] ? e[i].cursor : "(start)");
-		fputc('\n', x->out);
-	}
+	for (i = 0; i < n; i++)
+		if (strcmp(e[i].op, "clone"))
+			print_journal(x, "unfinished", &e[i]);
 	rc = tree_journal_replay(t, &replayed);
 	if (rc)
 		goto out;
-	tree_journal_list_free(e, n);
-	e = NULL;
-	rc = tree_journal_list(t, &e, &left);
+	rc = tree_journal_list(t, &after, &m);
+	if (rc)
+		goto out;
+	for (i = 0; i < m; i++) {
+		if (!strcmp(after[i].op, "clone")) {
+			print_journal(x, "waiting for its resume token",
+				      &after[i]);
+			waiting++;
+		} else {
+			print_journal(x, "left", &after[i]);
+			left++;
+		}
+	}
 out:
 	release(x, t, "/", NULL);
-	tree_journal_list_free(e, left ? left : n);
+	tree_journal_list_free(e, n);
+	tree_journal_list_free(after, m);
 	if (rc) {
 		fail(x, tree_drive_name(t), rc);
 		return CTL_FAILED;
 	}
-	fprintf(x->out, "drive %s: replayed %zu journal record%s, %zu left\n",
-		tree_drive_name(t), replayed, replayed == 1 ? "" : "s", left);
+	fprintf(x->out,
+		"drive %s: replayed %zu journal record%s, %zu left, %zu "
+		"stopped clone%s waiting\n",
+		tree_drive_name(t), replayed, replayed == 1 ? "" : "s", left,
+		waiting, waiting == 1 ? "" : "s");
 	return left ? CTL_FAILED : CTL_OK;
 }
 
