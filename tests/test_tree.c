@@ -671,3 +671,126 @@ Test(tree, drive_isolation, .init = tu_setup, .fini = tu_teardown)
 	tree_scan_free(sc);
 	cr_expect_eq(n, 0);
 }
+
+Test(tree, emlink, .init = tu_setup, .fini = tu_teardown)
+{
+	struct sbuf k = {0}, v = {0};
+	struct tree_attr a, out;
+
+	tu_mkfile(T, "/f", "", 0);
+	cr_assert_eq(tree_link(T, "/f", "/g", &a), 0);
+	/* plant the inode at the link limit rather than making 65000 links */
+	a.nlink = TREE_LINK_MAX;
+	key_inode(&k, T->name, a.ino);
+	node_encode(&v, &a, NULL);
+	plant(k.buf, k.len, v.buf, v.len);
+	cr_expect_eq(tree_link(T, "/f", "/h", NULL), -EMLINK);
+	cr_expect_eq(lk("/h"), -ENOENT);
+	cr_assert_eq(tree_unlink(T, "/g", 0, NULL), 0);
+	cr_assert_eq(tree_link(T, "/f", "/h", &out), 0);
+	cr_expect_eq(out.nlink, TREE_LINK_MAX);
+	sbuf_release(&k);
+	sbuf_release(&v);
+}
+
+Test(tree, rename_non_empty_folders, .init = tu_setup, .fini = tu_teardown)
+{
+	struct tree_attr a;
+	char p[64];
+	size_t n;
+	char *c;
+
+	tu_mkdir(T, "/src");
+	tu_mkdir(T, "/src/sub");
+	tu_mkdir(T, "/other");
+	for (int i = 0; i < 30; i++) {
+		snprintf(p, sizeof(p), "/src/sub/f%02d", i);
+		tu_mkfile(T, p, p, strlen(p));
+	}
+	tu_mkfile(T, "/src/x", "x", 1);
+	a = st("/src");
+	/* over a non-empty folder: refused before anything moves */
+	tu_mkfile(T, "/other/keep", "", 0);
+	cr_expect_eq(tree_rename(T, "/src", "/other", 0, NULL), -ENOTEMPTY);
+	cr_expect_eq(tree_rename(T, "/src", "/src/sub/in", 0, NULL), -EINVAL);
+	cr_expect_eq(tree_rename(T, "/src", "/other/keep", 0, NULL), -ENOTDIR);
+	/* into another folder */
+	cr_assert_eq(tree_rename(T, "/src", "/other/moved", 0, NULL), 0);
+	cr_expect_eq(lk("/src"), -ENOENT);
+	cr_expect_eq(lk("/src/sub/f00"), -ENOENT);
+	cr_expect_eq(st("/other/moved").ino, a.ino);
+	cr_expect_eq(st("/other").nlink, 3);
+	cr_expect_eq(st("/").nlink, 3);
+	for (int i = 0; i < 30; i++) {
+		char q[64];
+		snprintf(p, sizeof(p), "/other/moved/sub/f%02d", i);
+		snprintf(q, sizeof(q), "/src/sub/f%02d", i);
+		c = readall(p, 0, &n);
+		cr_expect(n == strlen(q) && memcmp(c, q, n) == 0, "%s", p);
+	}
+	/* over an empty folder */
+	tu_mkdir(T, "/empty");
+	cr_assert_eq(tree_rename(T, "/other/moved", "/empty", 0, NULL), 0);
+	cr_expect_eq(st("/empty").ino, a.ino);
+	cr_expect(S_ISREG(st("/empty/x").mode));
+	cr_expect_eq(st("/other").nlink, 2);
+	cr_expect_eq(st("/").nlink, 4);
+	/* exchange with a file */
+	tu_mkfile(T, "/file", "F", 1);
+	cr_assert_eq(
+	    tree_rename(T, "/empty", "/other/keep", TREE_RENAME_EXCHANGE, NULL),
+	    0);
+	cr_expect(S_ISDIR(st("/other/keep").mode));
+	cr_expect(S_ISREG(st("/other/keep/sub/f07").mode));
+	cr_expect(S_ISREG(st("/empty").mode));
+	cr_expect_eq(st("/other").nlink, 3);
+	cr_expect_eq(st("/").nlink, 3);
+}
+
+struct worker {
+	int id;
+};
+
+static void *mkdir_worker(void *arg)
+{
+	struct worker *w = arg;
+	char p[64];
+
+	for (int i = 0; i < 100; i++) {
+		snprintf(p, sizeof(p), "/par/w%d-%d", w->id, i);
+		if (tree_mknode(T, p, S_IFDIR | 0755, 0, 0, 0, NULL, NULL))
+			return (void *)1;
+		if (i % 3 == 0) {
+			snprintf(p, sizeof(p), "/par/w%d-%d", w->id, i);
+			if (tree_rmdir(T, p))
+				return (void *)1;
+		}
+		if (tree_write(T, "/shared", 0, 0, "0123456789", 10, true,
+			       NULL))
+			return (void *)1;
+	}
+	return NULL;
+}
+
+Test(tree, concurrent_namespace_and_appends, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	pthread_t th[4];
+	struct worker w[4];
+	void *res;
+
+	tu_mkdir(T, "/par");
+	tu_mkfile(T, "/shared", "", 0);
+	for (int i = 0; i < 4; i++) {
+		w[i].id = i;
+		cr_assert_eq(pthread_create(&th[i], NULL, mkdir_worker, &w[i]),
+			     0);
+	}
+	for (int i = 0; i < 4; i++) {
+		cr_assert_eq(pthread_join(th[i], &res), 0);
+		cr_expect_null(res);
+	}
+	/* 100 created, 34 removed per worker: no nlink or size update lost */
+	cr_expect_eq(st("/par").nlink, 2 + 4 * 66);
+	cr_expect_eq(st("/shared").size, 4 * 100 * 10);
+}
