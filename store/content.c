@@ -124,6 +124,10 @@ int tree_read(struct tree *t, const char *path, uint64_t ino, uint64_t off,
 		rc = -EISDIR;
 		goto out;
 	}
+	if (!S_ISREG(a.mode)) {
+		rc = -EINVAL; /* a symlink's size is its target's length */
+		goto out;
+	}
 	if (off >= a.size || len == 0)
 		goto out;
 	if (len > a.size - off)

@@ -368,3 +368,38 @@ Test(content, write_updates_times, .init = tu_setup, .fini = tu_teardown)
 	cr_expect_eq(b.atime_ns, a.atime_ns);
 	cr_expect_eq(b.size, 3);
 }
+
+Test(content, corrupt_block_is_eio_for_that_file_only, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	size_t bs = tree_block_size(T);
+	uint64_t bad = mkf("/bad"), good = mkf("/good");
+	struct sbuf k = {0};
+	struct kv_batch *b;
+	char *big = calloc(1, bs + 1), buf[16];
+	size_t n;
+
+	wr("/bad", bad, 0, "0123456789", 10);
+	wr("/good", good, 0, "abcdefghij", 10);
+	/* a block longer than the block size cannot be valid */
+	key_data(&k, T->name, bad, 0);
+	b = kv_batch_new();
+	kv_batch_put(b, k.buf, k.len, big, bs + 1);
+	cr_assert_eq(kv_batch_commit(tu_store->kv, b, false), 0);
+	kv_batch_free(b);
+	cr_expect_eq(tree_read(T, "/bad", bad, 0, sizeof(buf), buf, &n), -EIO);
+	cr_expect_eq(tree_write(T, "/bad", bad, 3, "x", 1, false, NULL), -EIO);
+	cr_assert_eq(tree_read(T, "/good", good, 0, sizeof(buf), buf, &n), 0);
+	cr_expect(n == 10 && memcmp(buf, "abcdefghij", 10) == 0);
+	/* and the bad file can still be truncated away and rewritten */
+	trunc_to("/bad", bad, 0);
+	wr("/bad", bad, 0, "ok", 2);
+	cr_assert_eq(tree_read(T, "/bad", bad, 0, sizeof(buf), buf, &n), 0);
+	cr_expect(n == 2 && memcmp(buf, "ok", 2) == 0);
+	/* symlinks have no content to read */
+	cr_assert_eq(tree_mknode(T, "/s", S_IFLNK | 0777, 0, 0, 0, "tgt", NULL),
+		     0);
+	cr_expect_eq(tree_read(T, "/s", 0, 0, sizeof(buf), buf, &n), -EINVAL);
+	sbuf_release(&k);
+	free(big);
+}
