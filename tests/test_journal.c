@@ -1,0 +1,857 @@
+/*
+ * test_journal.c - the journaled subtree rewrite (store/journal.c): folder
+ * renames of many sizes and batch counts, names that sort before '/',
+ * neighbours that must not move, exchange, replacing an empty folder, and
+ * crash safety: a child process renames with PATHFS_CRASH_AFTER_BATCHES=N and
+ * is killed; reopening the store must finish the rename exactly.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "store_i.h"
+#include "testutil.h"
+
+#define T tu_tree
+
+/* ---- helpers ------------------------------------------------------------ */
+
+/* Reopens tu_store with subtree rewrite batches of @batch entries. */
+static void reopen_opts(size_t batch, size_t bytes)
+{
+	struct store_options o = {.rename_batch = batch, .rename_bytes = bytes};
+	int rc;
+
+	store_close(tu_store);
+	tu_store = NULL;
+	rc = store_open(&tu_store, tu_dir, &o);
+	cr_assert_eq(rc, 0, "store_open: %s", strerror(-rc));
+	cr_assert_eq(store_drive(tu_store, "main", &tu_tree), 0);
+}
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *c = p;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= c[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+/* One line describing node @path (rel @rel) of @t. */
+static void describe(struct tree *t, FILE *f, const char *rel, const char *path,
+		     struct tree_attr a, bool with_ino)
+{
+	char *list = NULL;
+	size_t lsize = 0;
+
+	if (a.flags & TREE_F_LINKED)
+		cr_assert_eq(tree_getattr(t, NULL, a.ino, &a), 0);
+	fprintf(
+	    f, "%llx|",
+	    (unsigned long long)fnv(0xcbf29ce484222325ULL, rel, strlen(rel)));
+	for (const char *c = rel; *c; c++)
+		fprintf(f, (unsigned char)*c < 0x20 ? "\\%02x" : "%c",
+			(unsigned char)*c);
+	fprintf(f, "|%o|%u|%u|%llu|%u|%lld", a.mode, a.uid, a.gid,
+		(unsigned long long)a.size, a.nlink, (long long)a.mtime_ns);
+	if (with_ino)
+		fprintf(f, "|ino=%llu", (unsigned long long)a.ino);
+	if (S_ISLNK(a.mode)) {
+		char *target = NULL;
+		cr_assert_eq(tree_readlink(t, path, &target), 0);
+		fprintf(f, "|->%s", target);
+		free(target);
+	}
+	if (S_ISREG(a.mode)) {
+		static char buf[1 << 16];
+		uint64_t off = 0, h = 0xcbf29ce484222325ULL;
+		size_t got;
+
+		do {
+			cr_assert_eq(tree_read(t, path, a.ino, off, sizeof(buf),
+					       buf, &got),
+				     0, "read %s", path);
+			h = fnv(h, buf, got);
+			off += got;
+		} while (got == sizeof(buf));
+		cr_assert_eq(off, a.size, "%s: read %llu of %llu", path,
+			     (unsigned long long)off,
+			     (unsigned long long)a.size);
+		fprintf(f, "|c=%016llx", (unsigned long long)h);
+	}
+	cr_assert_eq(tree_listxattr(t, a.ino, &list, &lsize), 0);
+	for (size_t i = 0; i < lsize; i += strlen(list + i) + 1) {
+		void *v = NULL;
+		size_t vs = 0;
+		cr_assert_eq(tree_getxattr(t, a.ino, list + i, &v, &vs), 0);
+		fprintf(f, "|x:%s=%016llx", list + i,
+			(unsigned long long)fnv(0xcbf29ce484222325ULL, v, vs));
+		free(v);
+	}
+	free(list);
+	fputc('\n', f);
+}
+
+/* Canonical description of the branch at @root (malloc'd). */
+static char *snap(struct tree *t, const char *root, bool with_ino)
+{
+	struct tree_attr a;
+	struct tree_scan *sc;
+	const char *p;
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+	int rc;
+
+	rc = tree_lookup(t, root, &a);
+	cr_assert_eq(rc, 0, "lookup %s: %s", root, strerror(-rc));
+	describe(t, f, "", root, a, with_ino);
+	if (S_ISDIR(a.mode)) {
+		cr_assert_eq(tree_scan_open(&sc, t, root), 0);
+		while ((rc = tree_scan_next(sc, &p, &a)) == 1)
+			describe(t, f,
+				 p + (strcmp(root, "/") ? strlen(root) : 0), p,
+				 a, with_ino);
+		cr_assert_eq(rc, 0);
+		tree_scan_free(sc);
+	}
+	fclose(f);
+	return out;
+}
+
+static size_t count_keys(const struct sbuf *lo, const struct sbuf *hi)
+{
+	struct kv_iter *it;
+	size_t n = 0;
+
+	cr_assert_eq(
+	    kv_iter_open(&it, tu_store->kv, lo->buf, lo->len, hi->buf, hi->len),
+	    0);
+	for (; kv_iter_valid(it); kv_iter_next(it))
+		n++;
+	kv_iter_free(it);
+	return n;
+}
+
+static size_t subtree_keys(struct tree *t, const char *dir)
+{
+	struct sbuf lo = {0}, hi = {0};
+	size_t n;
+
+	key_subtree_range(&lo, &hi, t->name, dir);
+	n = count_keys(&lo, &hi);
+	sbuf_release(&lo);
+	sbuf_release(&hi);
+	return n;
+}
+
+static size_t kind_keys(struct tree *t, const char *kind)
+{
+	struct sbuf lo = {0}, hi = {0};
+	size_t n;
+
+	key_kind_range(&lo, &hi, t->name, kind);
+	n = count_keys(&lo, &hi);
+	sbuf_release(&lo);
+	sbuf_release(&hi);
+	return n;
+}
+
+static void print_finding(void *ctx, const char *msg)
+{
+	cr_log_warn("fsck: %s", msg);
+}
+
+static void assert_fsck_clean(struct tree *t)
+{
+	size_t n = 99;
+
+	cr_assert_eq(tree_fsck(t, false, print_finding, NULL, &n), 0);
+	cr_assert_eq(n, 0, "fsck: %zu findings", n);
+}
+
+static void assert_no_journal(struct tree *t)
+{
+	struct tree_journal_entry *e;
+	size_t n = 99;
+
+	cr_assert_eq(tree_journal_list(t, &e, &n), 0);
+	tree_journal_list_free(e, n);
+	cr_assert_eq(n, 0, "%zu journal records left", n);
+	cr_assert_eq(kind_keys(t, "XTMP#"), 0, "temporary keys left");
+}
+
+static void assert_gone(struct tree *t, const char *path)
+{
+	struct tree_attr a;
+
+	cr_assert_eq(tree_lookup(t, path, &a), -ENOENT, "%s still there", path);
+	cr_assert_eq(subtree_keys(t, path), 0, "keys left under %s", path);
+}
+
+static void mkfile_n(struct tree *t, const char *path, size_t len, int seed)
+{
+	char *buf = malloc(len ? len : 1);
+
+	for (size_t i = 0; i < len; i++)
+		buf[i] = (char)(seed * 31 + i * 7 + (i >> 9));
+	tu_mkfile(t, path, buf, len);
+	free(buf);
+}
+
+/*
+ * Builds a branch at @root: nested folders (names with bytes below '/'),
+ * @n entries of every kind (files of many sizes, symlinks, FIFOs, xattrs)
+ * and a hard link inside the branch. Returns the number of nodes below root.
+ */
+static size_t build(struct tree *t, const char *root, int n)
+{
+	static const char *dirs[] = {"",
+				     "/sub",
+				     "/sub/deep",
+				     "/s p",
+				     "/\x01"
+				     "d",
+				     "/a-b",
+				     "/a.b"};
+	char p[512], q[512];
+	size_t count = 0;
+	struct tree_scan *sc;
+	struct tree_attr a;
+	const char *sp;
+	int rc;
+
+	tu_mkdir(t, root);
+	for (size_t i = 1; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(p, sizeof(p), "%s%s", root, dirs[i]);
+		tu_mkdir(t, p);
+	}
+	for (int i = 0; i < n; i++) {
+		static const char *pre[] = {"f", "f-", "f.", "f ", "\x01"};
+		const char *d = dirs[i % 7];
+
+		snprintf(p, sizeof(p), "%s%s/%s%03d", root, d, pre[i % 5], i);
+		switch (i % 6) {
+		case 0:
+		case 1:
+		case 2:
+			mkfile_n(t, p, (size_t)(i * 37) % 3000, i);
+			break;
+		case 3:
+			snprintf(q, sizeof(q), "../t%d", i);
+			cr_assert_eq(
+			    tree_mknode(t, p, S_IFLNK | 0777, 0, 0, 0, q, NULL),
+			    0);
+			break;
+		case 4:
+			cr_assert_eq(tree_mknode(t, p, S_IFIFO | 0600, 0, 0, 0,
+						 NULL, NULL),
+				     0);
+			break;
+		case 5:
+			mkfile_n(t, p, 5, i);
+			cr_assert_eq(tree_lookup(t, p, &a), 0);
+			snprintf(q, sizeof(q), "v%d", i);
+			cr_assert_eq(tree_setxattr(t, p, a.ino, "user.k", q,
+						   strlen(q), 0),
+				     0);
+			break;
+		}
+	}
+	snprintf(p, sizeof(p), "%s/sub/big", root);
+	mkfile_n(t, p, 200000, 3);
+	snprintf(q, sizeof(q), "%s/s p/hardlink", root);
+	cr_assert_eq(tree_link(t, p, q, NULL), 0);
+	snprintf(p, sizeof(p), "%s/sub", root);
+	cr_assert_eq(tree_lookup(t, p, &a), 0);
+	cr_assert_eq(tree_setxattr(t, p, a.ino, "user.dir", "x", 1, 0), 0);
+	cr_assert_eq(tree_scan_open(&sc, t, root), 0);
+	while ((rc = tree_scan_next(sc, &sp, &a)) == 1)
+		count++;
+	tree_scan_free(sc);
+	return count;
+}
+
+/* Neighbours of /docs that sort next to its keys and must never move. */
+static char *make_neighbours(struct tree *t)
+{
+	tu_mkdir(t, "/docs-archive");
+	mkfile_n(t, "/docs-archive/keep", 100, 1);
+	mkfile_n(t, "/docs.txt", 10, 2);
+	tu_mkdir(t, "/docs 2");
+	mkfile_n(t, "/docs 2/x", 10, 3);
+	mkfile_n(t, "/docs\x01", 1, 4);
+	tu_mkdir(t, "/docs0");
+	mkfile_n(t, "/docs0/in", 3, 5); /* its key is the subtree's bound */
+	return snap(t, "/", true);
+}
+
+/* The whole drive minus the given branch (both rel lines start with it). */
+static char *snap_outside(struct tree *t, const char *a, const char *b)
+{
+	char *all = snap(t, "/", true), *out = NULL, *line, *save;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+
+	for (line = strtok_r(all, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		const char *rel = strchr(line, '|') + 1;
+		bool in = false;
+		const char *br[] = {a, b};
+
+		for (int i = 0; i < 2; i++) {
+			size_t n = br[i] ? strlen(br[i]) : 0;
+			if (n && !strncmp(rel, br[i], n) &&
+			    (rel[n] == '|' || rel[n] == '/'))
+				in = true;
+		}
+		/* the root's and the parents' times change with a rename */
+		if (!in && strncmp(rel, "|", 1) != 0)
+			fprintf(f, "%s\n", line);
+	}
+	fclose(f);
+	free(all);
+	return out;
+}
+
+/* ---- renames ------------------------------------------------------------ */
+
+static void rename_case(int n, size_t batch)
+{
+	char *before, *after, *outside, *outside2;
+	struct tree_attr root0, root1;
+
+	reopen_opts(batch, 0);
+	make_neighbours(T);
+	tu_mkdir(T, "/dest");
+	build(T, "/docs", n);
+	before = snap(T, "/docs", true);
+	outside = snap_outside(T, "/docs", "/dest");
+	cr_assert_eq(tree_lookup(T, "/", &root0), 0);
+	cr_assert_eq(tree_rename(T, "/docs", "/dest/moved", 0, NULL), 0);
+	after = snap(T, "/dest/moved", true);
+	cr_assert_str_eq(after, before);
+	assert_gone(T, "/docs");
+	outside2 = snap_outside(T, "/docs", "/dest");
+	cr_assert_str_eq(outside2, outside, "a neighbour changed");
+	cr_assert_eq(tree_lookup(T, "/", &root1), 0);
+	cr_assert_eq(root1.nlink, root0.nlink - 1, "root nlink");
+	assert_no_journal(T);
+	assert_fsck_clean(T);
+	/* and it survives a reopen */
+	reopen_opts(batch, 0);
+	free(after);
+	after = snap(T, "/dest/moved", true);
+	cr_assert_str_eq(after, before);
+	free(before);
+	free(after);
+	free(outside);
+	free(outside2);
+}
+
+Test(journal, rename_small_branch_many_batches, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	rename_case(20, 4);
+}
+
+Test(journal, rename_branch_sizes_around_chunk, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	/* entries below /docs: build() adds 6 folders + big + hardlink */
+	for (int n = 7; n <= 10; n++) {
+		size_t nodes;
+		char *before, *after;
+
+		tu_teardown();
+		tu_setup();
+		reopen_opts(16, 0);
+		nodes = build(T, "/docs", n);
+		before = snap(T, "/docs", true);
+		cr_assert_eq(tree_rename(T, "/docs", "/x", 0, NULL), 0);
+		after = snap(T, "/x", true);
+		cr_assert_str_eq(after, before, "%zu nodes", nodes);
+		assert_gone(T, "/docs");
+		assert_no_journal(T);
+		free(before);
+		free(after);
+	}
+}
+
+Test(journal, rename_chunk_plus_one_default_batch, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	char p[64];
+	struct tree_dir *d;
+	const char *name;
+	size_t nl, count = 0;
+	struct tree_attr a;
+	int rc;
+
+	/* 1,025 children with the default chunk of 1,024 */
+	tu_mkdir(T, "/big");
+	for (int i = 0; i < 1025; i++) {
+		snprintf(p, sizeof(p), "/big/e%04d", i);
+		cr_assert_eq(
+		    tree_mknode(T, p, S_IFREG | 0644, 0, 0, 0, NULL, NULL), 0);
+	}
+	cr_assert_eq(tree_rename(T, "/big", "/moved", 0, NULL), 0);
+	cr_assert_eq(tree_dir_open(&d, T, "/moved", NULL), 0);
+	while ((rc = tree_dir_next(d, &name, &nl, &a)) == 1) {
+		snprintf(p, sizeof(p), "e%04zu", count);
+		cr_assert_str_eq(name, p);
+		count++;
+	}
+	tree_dir_free(d);
+	cr_assert_eq(rc, 0);
+	cr_assert_eq(count, 1025);
+	assert_gone(T, "/big");
+	assert_no_journal(T);
+	assert_fsck_clean(T);
+}
+
+Test(journal, rename_across_folders_and_nlink, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	struct tree_attr a, b;
+
+	reopen_opts(8, 0);
+	tu_mkdir(T, "/p");
+	tu_mkdir(T, "/q");
+	build(T, "/p/src", 12);
+	cr_assert_eq(tree_rename(T, "/p/src", "/q/dst", 0, NULL), 0);
+	cr_assert_eq(tree_lookup(T, "/p", &a), 0);
+	cr_assert_eq(tree_lookup(T, "/q", &b), 0);
+	cr_assert_eq(a.nlink, 2);
+	cr_assert_eq(b.nlink, 3);
+	assert_fsck_clean(T);
+}
+
+Test(journal, rename_small_byte_budget, .init = tu_setup, .fini = tu_teardown)
+{
+	char *before, *after;
+
+	/* a byte bound of 1 makes every key its own batch */
+	reopen_opts(1000, 1);
+	build(T, "/docs", 15);
+	before = snap(T, "/docs", true);
+	cr_assert_eq(tree_rename(T, "/docs", "/d2", 0, NULL), 0);
+	after = snap(T, "/d2", true);
+	cr_assert_str_eq(after, before);
+	assert_gone(T, "/docs");
+	assert_fsck_clean(T);
+	free(before);
+	free(after);
+}
+
+Test(journal, rename_replaces_empty_folder, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	struct tree_attr a, root0, root1;
+	char *before, *after;
+
+	reopen_opts(8, 0);
+	build(T, "/src", 10);
+	tu_mkdir(T, "/target");
+	cr_assert_eq(tree_lookup(T, "/target", &a), 0);
+	cr_assert_eq(tree_setxattr(T, "/target", a.ino, "user.gone", "1", 1, 0),
+		     0);
+	cr_assert_eq(tree_lookup(T, "/", &root0), 0);
+	before = snap(T, "/src", true);
+	cr_assert_eq(tree_rename(T, "/src", "/target", 0, NULL), 0);
+	after = snap(T, "/target", true);
+	cr_assert_str_eq(after, before);
+	assert_gone(T, "/src");
+	cr_assert_eq(tree_lookup(T, "/", &root1), 0);
+	cr_assert_eq(root1.nlink, root0.nlink - 1);
+	/* the replaced folder's xattrs went with it */
+	{
+		void *v = NULL;
+		size_t vs;
+		cr_assert_eq(tree_getxattr(T, a.ino, "user.gone", &v, &vs),
+			     -ENODATA);
+	}
+	/* a non-empty target is refused and nothing moves */
+	build(T, "/other", 3);
+	cr_assert_eq(tree_rename(T, "/target", "/other", 0, NULL), -ENOTEMPTY);
+	assert_no_journal(T);
+	assert_fsck_clean(T);
+	free(before);
+	free(after);
+}
+
+Test(journal, exchange_two_folders, .init = tu_setup, .fini = tu_teardown)
+{
+	char *a0, *b0, *a1, *b1;
+
+	reopen_opts(8, 0);
+	tu_mkdir(T, "/x");
+	build(T, "/x/A", 14);
+	build(T, "/B", 5);
+	a0 = snap(T, "/x/A", true);
+	b0 = snap(T, "/B", true);
+	cr_assert_eq(tree_rename(T, "/x/A", "/B", TREE_RENAME_EXCHANGE, NULL),
+		     0);
+	a1 = snap(T, "/x/A", true);
+	b1 = snap(T, "/B", true);
+	cr_assert_str_eq(a1, b0);
+	cr_assert_str_eq(b1, a0);
+	assert_no_journal(T);
+	assert_fsck_clean(T);
+	free(a0);
+	free(b0);
+	free(a1);
+	free(b1);
+}
+
+Test(journal, exchange_folder_with_file_and_empty_folder, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	struct tree_attr p0, q0, p1, q1;
+	char *a0, *f0, *a1, *f1;
+
+	reopen_opts(8, 0);
+	tu_mkdir(T, "/p");
+	tu_mkdir(T, "/q");
+	build(T, "/p/A", 9);
+	mkfile_n(T, "/q/file", 1234, 9);
+	cr_assert_eq(tree_lookup(T, "/p", &p0), 0);
+	cr_assert_eq(tree_lookup(T, "/q", &q0), 0);
+	a0 = snap(T, "/p/A", true);
+	f0 = snap(T, "/q/file", true);
+	cr_assert_eq(
+	    tree_rename(T, "/p/A", "/q/file", TREE_RENAME_EXCHANGE, NULL), 0);
+	a1 = snap(T, "/q/file", true);
+	f1 = snap(T, "/p/A", true);
+	cr_assert_str_eq(a1, a0);
+	cr_assert_str_eq(f1, f0);
+	cr_assert_eq(tree_lookup(T, "/p", &p1), 0);
+	cr_assert_eq(tree_lookup(T, "/q", &q1), 0);
+	cr_assert_eq(p1.nlink, p0.nlink - 1, "the folder left /p");
+	cr_assert_eq(q1.nlink, q0.nlink + 1, "the folder arrived in /q");
+	assert_fsck_clean(T);
+	/* with an empty folder: the other way round */
+	tu_mkdir(T, "/empty");
+	cr_assert_eq(
+	    tree_rename(T, "/empty", "/q/file", TREE_RENAME_EXCHANGE, NULL), 0);
+	free(a1);
+	a1 = snap(T, "/empty", true);
+	cr_assert_str_eq(a1, a0);
+	assert_no_journal(T);
+	assert_fsck_clean(T);
+	free(a0);
+	free(f0);
+	free(a1);
+	free(f1);
+}
+
+/* ---- crash safety ------------------------------------------------------- */
+
+/*
+ * Closes tu_store, runs tree_rename(@src, @dst, @flags) in a child process
+ * with PATHFS_CRASH_AFTER_BATCHES=@n and rewrite batches of @batch, and
+ * checks it was killed (or, if !@killed, finished). Reopens tu_store, which
+ * replays the journal.
+ */
+static void crash_rename(const char *src, const char *dst, unsigned flags,
+			 long n, size_t batch, bool killed)
+{
+	pid_t pid;
+	int status;
+
+	store_close(tu_store);
+	tu_store = NULL;
+	tu_tree = NULL;
+	pid = fork();
+	cr_assert_neq(pid, -1);
+	if (pid == 0) {
+		struct store_options o = {.rename_batch = batch};
+		struct store *s;
+		struct tree *t;
+		char v[32];
+
+		snprintf(v, sizeof(v), "%ld", n);
+		setenv("PATHFS_CRASH_AFTER_BATCHES", v, 1);
+		if (store_open(&s, tu_dir, &o) || store_drive(s, "main", &t))
+			_exit(10);
+		if (tree_rename(t, src, dst, flags, NULL))
+			_exit(11);
+		store_close(s);
+		_exit(0);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	if (killed)
+		cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+			  "N=%ld: child not killed (status %#x)", n, status);
+	else
+		cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+			  "N=%ld: child status %#x", n, status);
+	reopen_opts(batch, 0);
+}
+
+static long ceil_div(size_t a, size_t b)
+{
+	return (long)((a + b - 1) / b);
+}
+
+Test(journal, crash_at_every_kind_of_batch_then_replay, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	const size_t batch = 16;
+	char *before, *after, *outside, *outside2;
+	size_t keys;
+	long k, ns[5];
+	const char *a = "/docs", *b = "/dest/moved";
+
+	reopen_opts(batch, 0);
+	make_neighbours(T);
+	tu_mkdir(T, "/dest");
+	build(T, "/docs", 60);
+	keys = subtree_keys(T, "/docs");
+	k = ceil_div(keys, batch); /* copy batches 1..k, final k+1 */
+	cr_assert_gt(k, 3);
+	ns[0] = 0;
+	ns[1] = 1;
+	ns[2] = k / 2 + 1;
+	ns[3] = k + 1;
+	ns[4] = k + 10;
+	before = snap(T, a, true);
+	outside = snap_outside(T, "/docs", "/dest");
+	for (int i = 0; i < 5; i++) {
+		crash_rename(a, b, 0, ns[i], batch, i < 4);
+		after = snap(T, b, true);
+		cr_assert_str_eq(after, before, "N=%ld", ns[i]);
+		assert_gone(T, a);
+		assert_no_journal(T);
+		assert_fsck_clean(T);
+		outside2 = snap_outside(T, "/docs", "/dest");
+		cr_assert_str_eq(outside2, outside, "N=%ld: neighbours", ns[i]);
+		free(after);
+		free(outside2);
+		/* and back, for the next round */
+		const char *tmp = a;
+		a = b;
+		b = tmp;
+	}
+	free(before);
+	free(outside);
+}
+
+/* Batches of an exchange of /x/A and /B as they are now: the record,
+ * A->tmp, a phase change, B->A, a phase change, tmp->B, the final one. */
+static long exchange_batches(size_t batch)
+{
+	long ca = ceil_div(subtree_keys(T, "/x/A"), batch);
+	long cb = ceil_div(subtree_keys(T, "/B"), batch);
+
+	return 1 + ca + 1 + cb + 1 + ca + 1;
+}
+
+Test(journal, crash_exchange_at_every_batch, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	const size_t batch = 8;
+	char *a0, *b0, *a1, *b1;
+	long total, max = 0;
+
+	reopen_opts(batch, 0);
+	tu_mkdir(T, "/x");
+	build(T, "/x/A", 10);
+	build(T, "/B", 3);
+	a0 = snap(T, "/x/A", true);
+	b0 = snap(T, "/B", true);
+	total = exchange_batches(batch);
+	for (long n = 0; n <= total || n <= max; n++) {
+		total = exchange_batches(batch);
+		if (total > max)
+			max = total;
+		crash_rename("/x/A", "/B", TREE_RENAME_EXCHANGE, n, batch,
+			     n < total);
+		a1 = snap(T, "/x/A", true);
+		b1 = snap(T, "/B", true);
+		/* each round swaps them */
+		cr_assert_str_eq(a1, n % 2 ? a0 : b0, "N=%ld", n);
+		cr_assert_str_eq(b1, n % 2 ? b0 : a0, "N=%ld", n);
+		assert_no_journal(T);
+		assert_fsck_clean(T);
+		free(a1);
+		free(b1);
+	}
+	free(a0);
+	free(b0);
+}
+
+Test(journal, pending_record_listed_and_replay_twice_harmless, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	struct store_options ro = {.read_only = true};
+	struct tree_journal_entry *e;
+	struct store *s;
+	struct tree *t;
+	size_t n, replayed = 9;
+	char *before, *after;
+
+	reopen_opts(8, 0);
+	build(T, "/src", 20);
+	before = snap(T, "/src", true);
+	store_close(tu_store);
+	tu_store = NULL;
+	{
+		pid_t pid = fork();
+		int status;
+
+		cr_assert_neq(pid, -1);
+		if (pid == 0) {
+			struct store_options o = {.rename_batch = 8};
+			setenv("PATHFS_CRASH_AFTER_BATCHES", "2", 1);
+			if (store_open(&s, tu_dir, &o) ||
+			    store_drive(s, "main", &t))
+				_exit(10);
+			tree_rename(t, "/src", "/dst", 0, NULL);
+			_exit(11);
+		}
+		cr_assert_eq(waitpid(pid, &status, 0), pid);
+		cr_assert(WIFSIGNALED(status));
+	}
+	/* read-only: nothing is replayed, the record is there */
+	cr_assert_eq(store_open(&s, tu_dir, &ro), 0);
+	cr_assert_eq(store_drive(s, "main", &t), 0);
+	cr_assert_eq(tree_journal_list(t, &e, &n), 0);
+	cr_assert_eq(n, 1);
+	cr_assert_str_eq(e[0].op, "rename");
+	cr_assert_str_eq(e[0].src, "/src");
+	cr_assert_str_eq(e[0].dst, "/dst");
+	cr_assert_neq(e[0].cursor[0], '\0', "cursor after two copy batches");
+	tree_journal_list_free(e, n);
+	{
+		size_t findings = 0;
+		cr_assert_eq(tree_fsck(t, false, NULL, NULL, &findings), 0);
+		cr_assert_geq(findings, 1, "fsck reports the record");
+	}
+	store_close(s);
+	reopen_opts(8, 0); /* replays */
+	cr_assert_eq(tree_journal_replay(T, &replayed), 0);
+	cr_assert_eq(replayed, 0);
+	after = snap(T, "/dst", true);
+	cr_assert_str_eq(after, before);
+	assert_gone(T, "/src");
+	assert_no_journal(T);
+	assert_fsck_clean(T);
+	free(before);
+	free(after);
+}
+
+Test(journal, replay_of_a_planted_record, .init = tu_setup, .fini = tu_teardown)
+{
+	struct journal_rec rec = {0};
+	struct kv_batch *b;
+	char *before, *after;
+	size_t replayed = 0;
+
+	/* the state right after batch 0: a record, nothing copied */
+	reopen_opts(4, 0);
+	build(T, "/src", 10);
+	before = snap(T, "/src", true);
+	rec.seq = 777777;
+	rec.op = JOP_RENAME;
+	rec.phase = 1;
+	sbuf_adds(&rec.src, "/src");
+	sbuf_adds(&rec.dst, "/dst");
+	sbuf_nul(&rec.cursor);
+	sbuf_nul(&rec.sdrive);
+	b = kv_batch_new();
+	journal_rec_put(T, b, &rec);
+	cr_assert_eq(tree_commit(T, b), 0);
+	kv_batch_free(b);
+	cr_assert_eq(tree_journal_replay(T, &replayed), 0);
+	cr_assert_eq(replayed, 1);
+	after = snap(T, "/dst", true);
+	cr_assert_str_eq(after, before);
+	assert_gone(T, "/src");
+	journal_rec_release(&rec);
+	free(before);
+	free(after);
+	assert_no_journal(T);
+	assert_fsck_clean(T);
+}
+
+/* ---- rate (a printout, not a timed assertion) --------------------------- */
+
+/* Writes a branch of @n files in folders of 1,000 straight into the store. */
+static void raw_branch(struct tree *t, const char *root, size_t n)
+{
+	struct kv_batch *b = kv_batch_new();
+	struct sbuf k = {0}, v = {0};
+	struct tree_attr a = {0};
+	size_t ndirs = (n + 999) / 1000;
+	char p[128];
+
+	a.mode = S_IFDIR | 0755;
+	a.nlink = 2 + (uint32_t)ndirs;
+	cr_assert_eq(tree_alloc_ino(t, &a.ino), 0);
+	tree_batch_put_node(t, b, root, &a, NULL);
+	cr_assert_eq(tree_batch_dir_touch(t, b, "/", 1, tree_now_ns()), 0);
+	for (size_t i = 0; i < n; i++) {
+		if (i % 1000 == 0) {
+			a.mode = S_IFDIR | 0755;
+			a.nlink = 2;
+			cr_assert_eq(tree_alloc_ino(t, &a.ino), 0);
+			snprintf(p, sizeof(p), "%s/d%04zu", root, i / 1000);
+			tree_batch_put_node(t, b, p, &a, NULL);
+		}
+		a.mode = S_IFREG | 0644;
+		a.nlink = 1;
+		a.size = 0;
+		cr_assert_eq(tree_alloc_ino(t, &a.ino), 0);
+		snprintf(p, sizeof(p), "%s/d%04zu/file-%07zu", root, i / 1000,
+			 i);
+		tree_batch_put_node(t, b, p, &a, NULL);
+		if (kv_batch_count(b) >= 10000) {
+			cr_assert_eq(tree_commit(t, b), 0);
+			kv_batch_clear(b);
+		}
+	}
+	cr_assert_eq(tree_commit(t, b), 0);
+	kv_batch_free(b);
+	sbuf_release(&k);
+	sbuf_release(&v);
+}
+
+Test(journal, rewrite_rate_printout, .init = tu_setup, .fini = tu_teardown,
+     .timeout = 300)
+{
+	static const size_t sizes[] = {1000, 10000, 100000};
+	char src[32], dst[32];
+
+	for (size_t i = 0; i < 3; i++) {
+		struct timespec t0, t1;
+		size_t keys;
+		double s;
+
+		snprintf(src, sizeof(src), "/r%zu", sizes[i]);
+		snprintf(dst, sizeof(dst), "/m%zu", sizes[i]);
+		raw_branch(T, src, sizes[i]);
+		keys = subtree_keys(T, src);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		cr_assert_eq(tree_rename(T, src, dst, 0, NULL), 0);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		s = (double)(t1.tv_sec - t0.tv_sec) +
+		    (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+		cr_assert_eq(subtree_keys(T, dst), keys);
+		cr_assert_eq(subtree_keys(T, src), 0);
+		fprintf(stderr,
+			"journal rewrite: %7zu entries in %.3f s = %.0f "
+			"entries/s\n",
+			keys, s, (double)keys / s);
+	}
+	assert_fsck_clean(T);
+}
