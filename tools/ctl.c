@@ -1479,7 +1479,7 @@ out:
 		return CTL_FAILED;
 	}
 	fprintf(x->out,
-		"drive %s: replayed %zu journal record%s, %zu left, %zu "
+		"drive %s: %zu journal record%s replayed now, %zu left, %zu "
 		"stopped clone%s waiting\n",
 		tree_drive_name(t), replayed, replayed == 1 ? "" : "s", left,
 		waiting, waiting == 1 ? "" : "s");

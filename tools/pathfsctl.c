@@ -3,7 +3,7 @@
  * either in the daemon that has the store mounted (over its control socket,
  * fs/control.c) or here on the store opened directly (tools/ctl.c).
  *
- *   pathfsctl [-s STORE] [-d DRIVE] [-v] COMMAND [ARGS]
+ *   pathfsctl [-s STORE] [-d DRIVE] [-v] [-b N] COMMAND [ARGS]
  *
  * STORE defaults to $PATHFS_STORE (there is no built-in default: a store is a
  * directory the user chose when mounting); DRIVE defaults to $PATHFS_DRIVE,
@@ -25,10 +25,13 @@
 
 static void usage(FILE *f)
 {
-	fputs("usage: pathfsctl [-s STORE] [-d DRIVE] [-v] COMMAND [ARGS]\n"
+	fputs("usage: pathfsctl [-s STORE] [-d DRIVE] [-v] [-b N] COMMAND "
+	      "[ARGS]\n"
 	      "  -s STORE  the store directory (default: $PATHFS_STORE)\n"
 	      "  -d DRIVE  the drive (default: $PATHFS_DRIVE, else main)\n"
 	      "  -v        show the store's informational log lines\n"
+	      "  -b N      entries per batch of a rename or branch operation\n"
+	      "            (store opened here only; default 1024)\n"
 	      "On a mounted store the daemon runs the command (control "
 	      "socket STORE/pathfs.sock);\notherwise pathfsctl opens the "
 	      "store itself.\n"
@@ -108,17 +111,21 @@ static void list_unfinished(const char *dir)
 		if (store_drive(s, names[i], &t) ||
 		    tree_journal_list(t, &e, &ne))
 			continue;
-		for (j = 0; j < ne; j++)
-			printf("unfinished: drive %s #%llu %s %s -> %s at %s\n",
-			       names[i], (unsigned long long)e[j].seq, e[j].op,
-			       e[j].src, e[j].dst,
+		for (j = 0; j < ne; j++) {
+			bool clone = !strcmp(e[j].op, "clone");
+
+			printf("%s: drive %s #%llu %s %s -> %s at %s\n",
+			       clone ? "paused" : "unfinished", names[i],
+			       (unsigned long long)e[j].seq, e[j].op, e[j].src,
+			       e[j].dst,
 			       e[j].cursor[0] ? e[j].cursor : "(start)");
-		total += ne;
+			total += !clone;
+		}
 		tree_journal_list_free(e, ne);
 	}
 	printf("%zu unfinished journal record%s found; opening the store "
-	       "replays them\n",
-	       total, total == 1 ? "" : "s");
+	       "replays %s\n",
+	       total, total == 1 ? "" : "s", total == 1 ? "it" : "them");
 out:
 	store_drive_list_free(names, n);
 	store_close(s);
@@ -147,6 +154,22 @@ int main(int argc, char **argv)
 		}
 		if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
 			verbose = true;
+		} else if (!strcmp(a, "-b") || !strcmp(a, "--batch")) {
+			char *end;
+			unsigned long v = 0;
+
+			if (i + 1 < argc) {
+				errno = 0;
+				v = strtoul(argv[++i], &end, 10);
+				if (errno || *end || argv[i][0] == '-')
+					v = 0;
+			}
+			if (!v || v > 1000000) {
+				fprintf(stderr, "pathfsctl: -b wants a count "
+						"of entries (1 to 1000000)\n");
+				return CTL_USAGE;
+			}
+			opt.rename_batch = v;
 		} else if (!strcmp(a, "-s") || !strcmp(a, "-d") ||
 			   !strcmp(a, "--store") || !strcmp(a, "--drive")) {
 			if (i + 1 >= argc) {
