@@ -29,6 +29,7 @@ struct bench_opts {
 	const char *tmp;	/* --tmp: where temp dirs go ($TMPDIR, /tmp) */
 	const char *host;	/* --host: host folder to compare with */
 	bool vs_pt;		/* --vs-passthrough */
+	const char *targets;	/* --targets: comma list, NULL = all */
 	const char *pathfs;	/* --pathfs: daemon binary */
 	const char *pathfsctl;	/* --pathfsctl: admin tool binary */
 	uint64_t write_mb;	/* --write-mb: sequential write/read size */

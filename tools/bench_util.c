@@ -209,7 +209,8 @@ int res_write_plot(const char *png)
 	S("set logscale y; set grid ytics; set style data histograms;");
 	S("set style histogram clustered gap 1; set style fill solid 0.7;");
 	S("set xtics rotate by -25 left; set key top left;");
-	S("set datafile missing '?'; set bmargin 6; set rmargin 12; set yrange [*:*];");
+	S("set datafile missing '?'; set bmargin 6; set rmargin 12; set yrange "
+	  "[*:*];");
 	for (i = 0; i < np; i++) {
 		size_t j;
 		char *tok, *save = NULL;

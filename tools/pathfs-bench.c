@@ -59,6 +59,7 @@ static void usage(FILE *f)
 	    "  --pathfsctl PATH    admin tool binary (next to this one)\n"
 	    "  --no-drop-caches    do not drop the kernel's caches for "
 	    "cold runs\n"
+	    "  --targets LIST      run only these of pathfs,host,passthrough\n"
 	    "\n"
 	    "rename:\n"
 	    "  --sizes N,N,...     branch sizes (1000,10000,100000,1000000)\n"
@@ -131,6 +132,7 @@ enum {
 	OPT_NO_DROP,
 	OPT_CSV,
 	OPT_PLOT,
+	OPT_TARGETS,
 };
 
 static const struct option longopts[] = {
@@ -152,6 +154,7 @@ static const struct option longopts[] = {
     {"no-drop-caches", no_argument, NULL, OPT_NO_DROP},
     {"csv", required_argument, NULL, OPT_CSV},
     {"plot", required_argument, NULL, OPT_PLOT},
+    {"targets", required_argument, NULL, OPT_TARGETS},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -285,6 +288,9 @@ int main(int argc, char **argv)
 			break;
 		case OPT_PLOT:
 			o.plot = optarg;
+			break;
+		case OPT_TARGETS:
+			o.targets = optarg;
 			break;
 		case 'h':
 			usage(stdout);
