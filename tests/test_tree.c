@@ -66,6 +66,20 @@ static bool key_exists(const struct sbuf *k)
 	return rc == 0;
 }
 
+static void fsck_report(void *ctx, const char *msg)
+{
+	printf("fsck: %s\n", msg);
+}
+
+/* The drive passes fsck: every invariant the operations keep holds. */
+static void fsck_clean(void)
+{
+	size_t findings = 99;
+
+	cr_assert_eq(tree_fsck(T, false, fsck_report, NULL, &findings), 0);
+	cr_expect_eq(findings, 0, "fsck findings");
+}
+
 Test(tree, root_exists, .init = tu_setup, .fini = tu_teardown)
 {
 	struct tree_attr a = st("/");
@@ -190,6 +204,7 @@ Test(tree, mkdir_rmdir_nlink_and_parent_times, .init = tu_setup,
 	cr_assert_eq(tree_unlink(T, "/f", 0, NULL), 0);
 	cr_expect_eq(st("/").nlink, 3);
 	cr_expect_eq(lk("/f"), -ENOENT);
+	fsck_clean();
 }
 
 Test(tree, unlink_drops_content, .init = tu_setup, .fini = tu_teardown)
@@ -214,6 +229,7 @@ Test(tree, unlink_drops_content, .init = tu_setup, .fini = tu_teardown)
 	key_xattr(&k, T->name, a.ino, "user.a");
 	cr_expect_not(key_exists(&k));
 	sbuf_release(&k);
+	fsck_clean();
 }
 
 Test(tree, hard_links, .init = tu_setup, .fini = tu_teardown)
@@ -272,6 +288,7 @@ Test(tree, hard_links, .init = tu_setup, .fini = tu_teardown)
 	cr_expect_str_eq(p, "tgt");
 	free(p);
 	cr_expect_eq(st("/s").size, 3);
+	fsck_clean();
 }
 
 Test(tree, orphans, .init = tu_setup, .fini = tu_teardown)
@@ -324,6 +341,7 @@ Test(tree, orphans, .init = tu_setup, .fini = tu_teardown)
 	key_orphan(&k, T->name, ino);
 	cr_expect_not(key_exists(&k));
 	sbuf_release(&k);
+	fsck_clean();
 }
 
 Test(tree, rename_files, .init = tu_setup, .fini = tu_teardown)
@@ -384,6 +402,7 @@ Test(tree, rename_files, .init = tu_setup, .fini = tu_teardown)
 	cr_expect_str_eq(p, "t");
 	free(p);
 	cr_expect_eq(st("/").nlink, 4);
+	fsck_clean();
 }
 
 Test(tree, rename_dirs_and_errnos, .init = tu_setup, .fini = tu_teardown)
@@ -437,6 +456,7 @@ Test(tree, rename_dirs_and_errnos, .init = tu_setup, .fini = tu_teardown)
 	cr_expect(S_ISREG(st("/f").mode));
 	cr_expect(S_ISREG(st("/b/x").mode));
 	cr_expect_eq(st("/").nlink, 4);
+	fsck_clean();
 }
 
 Test(tree, rename_noreplace_and_exchange, .init = tu_setup, .fini = tu_teardown)
@@ -475,6 +495,7 @@ Test(tree, rename_noreplace_and_exchange, .init = tu_setup, .fini = tu_teardown)
 		     -EINVAL);
 	cr_expect_eq(tree_rename(T, "/p/g", "/p", TREE_RENAME_EXCHANGE, NULL),
 		     -EINVAL);
+	fsck_clean();
 }
 
 Test(tree, setattr_fields, .init = tu_setup, .fini = tu_teardown)
@@ -745,6 +766,7 @@ Test(tree, rename_non_empty_folders, .init = tu_setup, .fini = tu_teardown)
 	cr_expect(S_ISREG(st("/empty").mode));
 	cr_expect_eq(st("/other").nlink, 3);
 	cr_expect_eq(st("/").nlink, 3);
+	fsck_clean();
 }
 
 struct worker {
@@ -793,6 +815,7 @@ Test(tree, concurrent_namespace_and_appends, .init = tu_setup,
 	/* 100 created, 34 removed per worker: no nlink or size update lost */
 	cr_expect_eq(st("/par").nlink, 2 + 4 * 66);
 	cr_expect_eq(st("/shared").size, 4 * 100 * 10);
+	fsck_clean();
 }
 
 /* ---- random namespace operations against a model ------------------------
@@ -1090,6 +1113,12 @@ Test(tree, random_namespace_ops_against_model, .init = tu_setup,
 			tu_reopen();
 	}
 	model_verify();
+	{
+		size_t findings = 99;
+		cr_assert_eq(tree_fsck(T, false, fsck_report, NULL, &findings),
+			     0);
+		cr_expect_eq(findings, 0, "fsck findings after the model run");
+	}
 	printf("tree: model ops: mkdir %d create %d unlink %d rmdir %d link "
 	       "%d rename %d/%d/%d, %zu nodes at the end\n",
 	       counts[0], counts[1], counts[2], counts[3], counts[4], counts[5],
