@@ -227,6 +227,11 @@ int store_drive(struct store *s, const char *name, struct tree **out)
 	return rc;
 }
 
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
 int store_drive_list(struct store *s, char ***names, size_t *count)
 {
 	struct kv_iter *it = NULL;
@@ -273,6 +278,9 @@ out:
 		store_drive_list_free(v, n);
 		return rc;
 	}
+	/* key order puts "d10" before "d1" ('0' < '|'): sort by name */
+	if (n > 1)
+		qsort(v, n, sizeof(*v), cmp_names);
 	*names = v;
 	*count = n;
 	return 0;
