@@ -682,6 +682,10 @@ static void report(struct mctx *c)
 			fmt_secs(s1, sizeof(s1), p);
 			fmt_secs(s2, sizeof(s2), h);
 		}
+		if (!wanted(o, T_PATHFS))
+			snprintf(s1, sizeof(s1), "-");
+		if (!wanted(o, T_HOST))
+			snprintf(s2, sizeof(s2), "-");
 		printf("%-32s %10s %10s %8s", lab, s1, s2,
 		       fmt_ratio(r1, sizeof(r1), p / h));
 		if (o->vs_pt) {
