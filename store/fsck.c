@@ -23,13 +23,17 @@
  * the tree says; the counter is raised; leftover temporary keys are deleted.
  * Not repaired (reported only): values that do not decode, nodes without a
  * parent, duplicate inode numbers, stubs without an INODE record, paused
- * clones (they are resumed with their token).
+ * clones (they are resumed with their token). While any node value does not
+ * decode, unreferenced content is reported but kept: that node may be the
+ * one pointing to it.
  *
  * Limits: one pass over the drive plus one children scan per folder; memory
  * is 8 bytes per node (the inode numbers, sorted to find unreferenced keys)
  * plus 8 per hard-link stub, INODE record and orphan. While a rename or clone
  * is in flight, the nodes under its source and destination are not checked
- * for parents and nlink (the record itself is the finding).
+ * for parents and nlink (the record itself is the finding), the copies under
+ * a rename's destination do not count as users of their inodes, and while an
+ * exchange is unfinished the inode reference checks are skipped.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -96,6 +100,10 @@ struct fsck {
 	uint64_t max_ino;
 	char **busy; /* src and dst of unfinished journal records */
 	size_t nbusy;
+	char **copies; /* dst of unfinished renames: copies of src's nodes */
+	size_t ncopies;
+	bool skip_refs;	  /* an exchange is unfinished: inodes are in flux */
+	size_t bad_nodes; /* node values that do not decode */
 };
 
 static void finding(struct fsck *f, const char *fmt, ...)
@@ -139,6 +147,14 @@ static bool is_busy(const struct fsck *f, const char *path)
 {
 	for (size_t i = 0; i < f->nbusy; i++)
 		if (path_is_within(path, f->busy[i]))
+			return true;
+	return false;
+}
+
+static bool is_copy(const struct fsck *f, const char *path)
+{
+	for (size_t i = 0; i < f->ncopies; i++)
+		if (path_is_within(path, f->copies[i]))
 			return true;
 	return false;
 }
@@ -189,7 +205,8 @@ static int check_journal(struct fsck *f)
 	if (rc)
 		return rc;
 	f->busy = calloc(2 * n + 1, sizeof(*f->busy));
-	if (!f->busy)
+	f->copies = calloc(n + 1, sizeof(*f->copies));
+	if (!f->busy || !f->copies)
 		abort();
 	for (size_t i = 0; i < n; i++) {
 		struct journal_rec rec = {0};
@@ -218,6 +235,10 @@ static int check_journal(struct fsck *f)
 		if (rec.op != JOP_CLONE || strcmp(rec.sdrive.buf, t->name) == 0)
 			f->busy[f->nbusy++] = strdup(rec.src.buf);
 		f->busy[f->nbusy++] = strdup(rec.dst.buf);
+		if (rec.op == JOP_RENAME)
+			f->copies[f->ncopies++] = strdup(rec.dst.buf);
+		if (rec.op == JOP_EXCHANGE)
+			f->skip_refs = true;
 		journal_rec_release(&rec);
 	}
 	vec_sort(&f->seqs);
@@ -355,11 +376,14 @@ static int check_nodes(struct fsck *f)
 		if (node_decode(val, vlen, &n, false)) {
 			finding(f, "%s: value does not decode (%zu bytes)", ep,
 				vlen);
+			f->bad_nodes++;
 			free(ep);
 			continue;
 		}
 		see_ino(f, n.a.ino);
-		if (n.a.flags & TREE_F_LINKED) {
+		if (busy && is_copy(f, path.buf)) {
+			/* the same inodes as the source's nodes */
+		} else if (n.a.flags & TREE_F_LINKED) {
 			vec_push(&f->stubs, n.a.ino);
 		} else {
 			vec_push(&f->nodes, n.a.ino);
@@ -460,6 +484,22 @@ static void on_orphan(struct fsck *f, uint64_t ino, size_t nkeys,
 	see_ino(f, ino);
 }
 
+/* Whether unreferenced keys may be dropped: not when a node that does not
+ * decode might be the one pointing to them. */
+static const char *drop_note(const struct fsck *f)
+{
+	if (!f->repair)
+		return "";
+	return f->bad_nodes ? " (not repaired: a node value does not decode "
+			      "and may point to it)"
+			    : " (repaired)";
+}
+
+static bool may_drop(const struct fsck *f)
+{
+	return f->repair && !f->bad_nodes;
+}
+
 static void drop_inode(struct fsck *f, uint64_t ino, bool inode_rec,
 		       bool orphan_rec)
 {
@@ -499,6 +539,8 @@ static void on_inode(struct fsck *f, uint64_t ino, size_t nkeys,
 
 	vec_push(&f->inodes, ino);
 	see_ino(f, ino);
+	if (f->skip_refs)
+		return;
 	if (node_decode(val, vlen, &n, false)) {
 		finding(f, "INODE#%016llx: value does not decode",
 			(unsigned long long)ino);
@@ -508,8 +550,8 @@ static void on_inode(struct fsck *f, uint64_t ino, size_t nkeys,
 		finding(f,
 			"INODE#%016llx: no link points to it and it is not "
 			"an orphan: attributes and content unreferenced%s",
-			(unsigned long long)ino, fix);
-		if (f->repair)
+			(unsigned long long)ino, drop_note(f));
+		if (may_drop(f))
 			drop_inode(f, ino, true, false);
 	} else if (n.a.nlink != stubs) {
 		finding(f,
@@ -536,12 +578,12 @@ static void on_content(struct fsck *f, uint64_t ino, size_t nkeys,
 	struct sbuf lo = {0}, hi = {0};
 	int rc;
 
-	if (referenced(f, ino))
+	if (f->skip_refs || referenced(f, ino))
 		return;
 	finding(f, "%s%016llx: %zu key%s of an inode nothing points to%s", kind,
 		(unsigned long long)ino, nkeys, nkeys == 1 ? "" : "s",
-		f->repair ? " (repaired)" : "");
-	if (!f->repair)
+		drop_note(f));
+	if (!may_drop(f))
 		return;
 	b = kv_batch_new();
 	if (!strcmp(kind, "DATA#"))
@@ -605,6 +647,8 @@ static void on_xtmp(struct fsck *f, uint64_t seq, size_t nkeys, const char *val,
  * inode numbers used twice. */
 static void check_cross(struct fsck *f)
 {
+	if (f->skip_refs)
+		return;
 	for (size_t i = 0; i < f->stubs.n; i++) {
 		uint64_t ino = f->stubs.v[i];
 
@@ -743,5 +787,8 @@ int tree_fsck(struct tree *t, bool repair,
 	for (size_t i = 0; i < f.nbusy; i++)
 		free(f.busy[i]);
 	free(f.busy);
+	for (size_t i = 0; i < f.ncopies; i++)
+		free(f.copies[i]);
+	free(f.copies);
 	return rc;
 }
