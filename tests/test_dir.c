@@ -394,3 +394,92 @@ Test(dir, throughput_printout, .init = tu_setup, .fini = tu_teardown,
 	}
 	fflush(stdout);
 }
+
+Test(dir, every_byte_in_a_name, .init = tu_setup, .fini = tu_teardown)
+{
+	char name[256], path[300];
+	struct names s = {0};
+	size_t n = 0;
+	struct tree_attr a;
+
+	for (int c = 1; c < 256; c++)
+		if (c != '/')
+			name[n++] = (char)c;
+	name[n] = '\0'; /* 254 bytes: 0x01..0xff without '/' */
+	snprintf(path, sizeof(path), "/%s", name);
+	tu_mkdir(T, path);
+	snprintf(path, sizeof(path), "/%s/in", name);
+	tu_mkfile(T, path, "x", 1);
+	tu_mkfile(T, "/\x01", "", 0);
+	tu_mkfile(T, "/\xff", "", 0);
+	list_children("/", NULL, &s);
+	cr_assert_eq(s.n, 3);
+	cr_expect_str_eq(s.v[0], "\x01");
+	cr_expect_str_eq(s.v[1], name);
+	cr_expect_str_eq(s.v[2], "\xff");
+	names_free(&s);
+	snprintf(path, sizeof(path), "/%s", name);
+	list_children(path, NULL, &s);
+	cr_assert_eq(s.n, 1);
+	cr_expect_str_eq(s.v[0], "in");
+	names_free(&s);
+	list_subtree("/", &s);
+	cr_expect_eq(s.n, 4);
+	names_free(&s);
+	snprintf(path, sizeof(path), "/%s/in", name);
+	cr_expect_eq(tree_lookup(T, path, &a), 0);
+	/* "..." and ".a" are ordinary names */
+	tu_mkfile(T, "/...", "", 0);
+	tu_mkfile(T, "/.a", "", 0);
+	cr_expect_eq(tree_lookup(T, "/...", &a), 0);
+}
+
+Test(dir, deep_nesting_and_path_limit, .init = tu_setup, .fini = tu_teardown)
+{
+	enum { DEPTH = 1000 };
+	char *p = malloc(TREE_PATH_MAX + 64);
+	struct tree_scan *sc;
+	struct tree_attr a;
+	const char *sp;
+	size_t len = 0, n = 0;
+
+	for (int i = 0; i < DEPTH; i++) {
+		memcpy(p + len, "/d", 3);
+		len += 2;
+		tu_mkdir(T, p);
+	}
+	cr_assert_eq(tree_scan_open(&sc, T, "/"), 0);
+	while (tree_scan_next(sc, &sp, &a) == 1) {
+		cr_expect(S_ISDIR(a.mode));
+		cr_expect_eq(strlen(sp) % 2, 0);
+		n++;
+	}
+	tree_scan_free(sc);
+	cr_expect_eq(n, DEPTH);
+	cr_expect_eq(tree_lookup(T, p, &a), 0);
+	cr_expect_eq(a.nlink, 2);
+	/* grow the path to exactly TREE_PATH_MAX bytes, then one past */
+	while (len + 2 <= TREE_PATH_MAX) {
+		memcpy(p + len, "/d", 3);
+		len += 2;
+		tu_mkdir(T, p);
+	}
+	if (len < TREE_PATH_MAX) {
+		memcpy(p + len, "/e", 3);
+		len += 2;
+		cr_expect_eq(
+		    tree_mknode(T, p, S_IFREG | 0644, 0, 0, 0, NULL, NULL),
+		    -ENAMETOOLONG);
+		len -= 4; /* name "xxxx" beside the deepest folder */
+		memcpy(p + len, "/", 2);
+		memset(p + len + 1, 'x', TREE_PATH_MAX - len - 1);
+		p[TREE_PATH_MAX] = '\0';
+	}
+	cr_assert_eq(strlen(p), TREE_PATH_MAX);
+	cr_expect_eq(tree_mknode(T, p, S_IFREG | 0644, 0, 0, 0, NULL, NULL), 0);
+	cr_expect_eq(tree_lookup(T, p, &a), 0);
+	memcpy(p + TREE_PATH_MAX, "y", 2);
+	cr_expect_eq(tree_mknode(T, p, S_IFREG | 0644, 0, 0, 0, NULL, NULL),
+		     -ENAMETOOLONG);
+	free(p);
+}
