@@ -62,6 +62,8 @@
 #define OP_MV	      3
 #define TOKEN_VERSION 1
 #define SECRET_LEN    16
+/* token flag: the delete walk has handled a node; the cursor names it */
+#define TOKEN_RM_STARTED 0x100
 
 /* ---- results ------------------------------------------------------------ */
 
@@ -585,8 +587,9 @@ static int rm_flush(struct tree *t, struct kv_batch *b, size_t *n,
  * finished; if not, @cursor holds where to go on.
  */
 static int rm_run(struct tree *t, const char *path, struct sbuf *cursor,
-		  bool started, uint64_t budget, uint64_t *used, unsigned flags,
-		  struct tree_op_result *r, struct journal_hook *h, bool *done)
+		  bool *started, uint64_t budget, uint64_t *used,
+		  unsigned flags, struct tree_op_result *r,
+		  struct journal_hook *h, bool *done)
 {
 	struct walk w;
 	struct sbuf p = {0};
@@ -598,7 +601,7 @@ static int rm_run(struct tree *t, const char *path, struct sbuf *cursor,
 	rc = walk_open(&w, t, path);
 	if (rc)
 		goto out;
-	if (started) {
+	if (*started) {
 		join(&p, path, cursor->buf ? cursor->buf : "");
 		rc = post_next(&w, &p);
 		if (rc == 0) {
@@ -621,9 +624,11 @@ static int rm_run(struct tree *t, const char *path, struct sbuf *cursor,
 		}
 		rc = tree_get_node(t, p.buf, &nd, false);
 		if (rc == -ENOENT) {
-			r->skipped++;
+			r->skipped++; /* removed by an earlier call */
+			rc = 0;
 		} else if (rc == -EIO) {
 			fail(r, p.buf, "value does not decode; left in place");
+			rc = 0;
 		} else if (rc) {
 			goto out_node;
 		} else if (S_ISDIR(nd.a.mode) || (nd.a.flags & TREE_F_LINKED) ||
@@ -684,6 +689,7 @@ static int rm_run(struct tree *t, const char *path, struct sbuf *cursor,
 			goto out;
 		sbuf_reset(cursor);
 		sbuf_adds(cursor, rel_of(path, p.buf));
+		*started = true;
 		if (last) {
 			*done = true;
 			break;
@@ -711,7 +717,7 @@ int tree_rm_r(struct tree *t, const char *path, uint64_t max_items,
 	struct journal_hook h;
 	struct node nd = {0};
 	uint64_t used = 0;
-	bool done = false;
+	bool done = false, started;
 	int rc;
 
 	memset(r, 0, sizeof(*r));
@@ -741,7 +747,8 @@ int tree_rm_r(struct tree *t, const char *path, uint64_t max_items,
 		goto out;
 	}
 	k.op = OP_RM;
-	rc = rm_run(t, path, &k.cursor, resume != NULL, max_items, &used,
+	started = k.flags & TOKEN_RM_STARTED;
+	rc = rm_run(t, path, &k.cursor, &started, max_items, &used,
 		    flags & TREE_KEEP_ORPHAN, r, &h, &done);
 	if (rc || done)
 		goto out;
@@ -752,6 +759,7 @@ int tree_rm_r(struct tree *t, const char *path, uint64_t max_items,
 	sbuf_nul(&k.ddrive);
 	sbuf_nul(&k.dst);
 	k.phase = 1;
+	k.flags = started ? TOKEN_RM_STARTED : 0;
 	rc = token_issue(t, &k, r);
 out:
 	node_release(&nd);
@@ -883,8 +891,8 @@ static void map_key(struct clone *c, struct sbuf *k, uint64_t x)
 
 /* The second or later link of a cloned hard-linked inode @y: its own batch
  * (the INODE record is read fresh). */
-static int clone_link(struct clone *c, const char *dpath, uint64_t y,
-		      mode_t mode)
+static int clone_link(struct clone *c, const char *dpath, const char *rel,
+		      uint64_t y, mode_t mode)
 {
 	struct attr_ref ref = {0};
 	struct sbuf k = {0}, v = {0};
@@ -903,6 +911,11 @@ static int clone_link(struct clone *c, const char *dpath, uint64_t y,
 		key_node(&k, c->dt->name, dpath);
 		node_encode_stub(&v, y, mode);
 		clone_add(c, k.buf, k.len, v.buf, v.len);
+		/* done with this node in the same batch: nlink + 1 once */
+		c->rec.ino = c->rec.blk = c->rec.aux = 0;
+		c->rec.phase = 1;
+		sbuf_reset(&c->rec.cursor);
+		sbuf_adds(&c->rec.cursor, rel);
 		rc = clone_commit(c);
 	}
 	tree_unlock_inodes(c->dt, y, 0, 0, 0);
@@ -961,7 +974,7 @@ static int clone_node(struct clone *c, const char *spath, const char *dpath,
 		if (rc == 0 && vlen == 8) {
 			y = le64((const uint8_t *)val);
 			free(val);
-			rc = clone_link(c, dpath, y, n.a.mode);
+			rc = clone_link(c, dpath, rel, y, n.a.mode);
 			if (rc)
 				goto out;
 			c->r->processed++;
@@ -1092,13 +1105,15 @@ static int clone_run(struct clone *c, uint64_t budget, uint64_t *used,
 		const char *rel = rel_of(c->src, p.buf);
 
 		if (budget && *used >= budget) {
-			rc = c->n ? clone_commit(c) : 0;
+			/* the record's cursor may be ahead of what is
+			 * committed even with nothing pending (a link) */
+			rc = clone_commit(c);
 			goto out;
 		}
 		join(&d, c->dst, rel);
 		rc = clone_node(c, p.buf, d.buf, rel);
 		if (rc == 0 && c->stop)
-			rc = c->n ? clone_commit(c) : 0;
+			rc = clone_commit(c);
 		if (rc || c->stop)
 			goto out;
 		(*used)++;
@@ -1239,6 +1254,7 @@ static void token_fill(struct token *k, uint32_t op, struct tree *t,
 	sbuf_adds(&k->ddrive, dt->name);
 	sbuf_reset(&k->dst);
 	sbuf_adds(&k->dst, dst);
+	sbuf_reset(&k->cursor);
 	sbuf_nul(&k->cursor);
 }
 
@@ -1344,7 +1360,7 @@ int tree_mv(struct tree *t, const char *src, struct tree *dt, const char *dst,
 	} else {
 		sbuf_add(&k.cursor, cur.buf, cur.len);
 		sbuf_nul(&k.cursor);
-		rm_started = true;
+		rm_started = k.flags & TOKEN_RM_STARTED;
 	}
 	rc = tree_get_node(t, src, &nd, false);
 	if (rc == -ENOENT && (resume || r->processed)) {
@@ -1354,9 +1370,10 @@ int tree_mv(struct tree *t, const char *src, struct tree *dt, const char *dst,
 	}
 	if (rc)
 		goto stop;
-	rc = rm_run(t, src, &k.cursor, rm_started, max_items, &used, 0, r, &h,
+	rc = rm_run(t, src, &k.cursor, &rm_started, max_items, &used, 0, r, &h,
 		    &done);
 stop:
+	k.flags = rm_started ? TOKEN_RM_STARTED : 0;
 	if (rc == 0 && !done)
 		rc = token_issue(t, &k, r);
 out:

@@ -1,0 +1,924 @@
+/*
+ * test_cascade.c - whole-branch operations (store/cascade.c): rm -r, cp -r
+ * and mv, in one go and in budgeted slices (which must end equal to one go),
+ * across drives, after a crash in the middle (fork + PATHFS_CRASH_AFTER_BATCHES
+ * then resume), and resume tokens that are truncated, forged or meant for
+ * another operation, path or drive (rejected, nothing changed).
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "store_i.h"
+#include "testutil.h"
+
+#define T tu_tree
+
+/* ---- helpers ------------------------------------------------------------ */
+
+/* Reopens tu_store with subtree rewrite batches of @batch entries. */
+static void reopen_opts(size_t batch, size_t bytes)
+{
+	struct store_options o = {.rename_batch = batch, .rename_bytes = bytes};
+	int rc;
+
+	store_close(tu_store);
+	tu_store = NULL;
+	rc = store_open(&tu_store, tu_dir, &o);
+	cr_assert_eq(rc, 0, "store_open: %s", strerror(-rc));
+	cr_assert_eq(store_drive(tu_store, "main", &tu_tree), 0);
+}
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *c = p;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= c[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+/* One line describing node @path (rel @rel) of @t. */
+static void describe(struct tree *t, FILE *f, const char *rel, const char *path,
+		     struct tree_attr a, bool with_ino)
+{
+	char *list = NULL;
+	size_t lsize = 0;
+
+	if (a.flags & TREE_F_LINKED)
+		cr_assert_eq(tree_getattr(t, NULL, a.ino, &a), 0);
+	fprintf(
+	    f, "%llx|",
+	    (unsigned long long)fnv(0xcbf29ce484222325ULL, rel, strlen(rel)));
+	for (const char *c = rel; *c; c++)
+		fprintf(f, (unsigned char)*c < 0x20 ? "\\%02x" : "%c",
+			(unsigned char)*c);
+	fprintf(f, "|%o|%u|%u|%llu|%u|%lld", a.mode, a.uid, a.gid,
+		(unsigned long long)a.size, a.nlink, (long long)a.mtime_ns);
+	if (with_ino)
+		fprintf(f, "|ino=%llu", (unsigned long long)a.ino);
+	if (S_ISLNK(a.mode)) {
+		char *target = NULL;
+		cr_assert_eq(tree_readlink(t, path, &target), 0);
+		fprintf(f, "|->%s", target);
+		free(target);
+	}
+	if (S_ISREG(a.mode)) {
+		static char buf[1 << 16];
+		uint64_t off = 0, h = 0xcbf29ce484222325ULL;
+		size_t got;
+
+		do {
+			cr_assert_eq(tree_read(t, path, a.ino, off, sizeof(buf),
+					       buf, &got),
+				     0, "read %s", path);
+			h = fnv(h, buf, got);
+			off += got;
+		} while (got == sizeof(buf));
+		cr_assert_eq(off, a.size, "%s: read %llu of %llu", path,
+			     (unsigned long long)off,
+			     (unsigned long long)a.size);
+		fprintf(f, "|c=%016llx", (unsigned long long)h);
+	}
+	cr_assert_eq(tree_listxattr(t, a.ino, &list, &lsize), 0);
+	for (size_t i = 0; i < lsize; i += strlen(list + i) + 1) {
+		void *v = NULL;
+		size_t vs = 0;
+		cr_assert_eq(tree_getxattr(t, a.ino, list + i, &v, &vs), 0);
+		fprintf(f, "|x:%s=%016llx", list + i,
+			(unsigned long long)fnv(0xcbf29ce484222325ULL, v, vs));
+		free(v);
+	}
+	free(list);
+	fputc('\n', f);
+}
+
+/* Canonical description of the branch at @root (malloc'd). */
+static char *snap(struct tree *t, const char *root, bool with_ino)
+{
+	struct tree_attr a;
+	struct tree_scan *sc;
+	const char *p;
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+	int rc;
+
+	rc = tree_lookup(t, root, &a);
+	cr_assert_eq(rc, 0, "lookup %s: %s", root, strerror(-rc));
+	describe(t, f, "", root, a, with_ino);
+	if (S_ISDIR(a.mode)) {
+		cr_assert_eq(tree_scan_open(&sc, t, root), 0);
+		while ((rc = tree_scan_next(sc, &p, &a)) == 1)
+			describe(t, f,
+				 p + (strcmp(root, "/") ? strlen(root) : 0), p,
+				 a, with_ino);
+		cr_assert_eq(rc, 0);
+		tree_scan_free(sc);
+	}
+	fclose(f);
+	return out;
+}
+
+static size_t count_keys(const struct sbuf *lo, const struct sbuf *hi)
+{
+	struct kv_iter *it;
+	size_t n = 0;
+
+	cr_assert_eq(
+	    kv_iter_open(&it, tu_store->kv, lo->buf, lo->len, hi->buf, hi->len),
+	    0);
+	for (; kv_iter_valid(it); kv_iter_next(it))
+		n++;
+	kv_iter_free(it);
+	return n;
+}
+
+static size_t subtree_keys(struct tree *t, const char *dir)
+{
+	struct sbuf lo = {0}, hi = {0};
+	size_t n;
+
+	key_subtree_range(&lo, &hi, t->name, dir);
+	n = count_keys(&lo, &hi);
+	sbuf_release(&lo);
+	sbuf_release(&hi);
+	return n;
+}
+
+static size_t kind_keys(struct tree *t, const char *kind)
+{
+	struct sbuf lo = {0}, hi = {0};
+	size_t n;
+
+	key_kind_range(&lo, &hi, t->name, kind);
+	n = count_keys(&lo, &hi);
+	sbuf_release(&lo);
+	sbuf_release(&hi);
+	return n;
+}
+
+static void print_finding(void *ctx, const char *msg)
+{
+	cr_log_warn("fsck: %s", msg);
+}
+
+static void assert_fsck_clean(struct tree *t)
+{
+	size_t n = 99;
+
+	cr_assert_eq(tree_fsck(t, false, print_finding, NULL, &n), 0);
+	cr_assert_eq(n, 0, "fsck: %zu findings", n);
+}
+
+static void assert_no_journal(struct tree *t)
+{
+	struct tree_journal_entry *e;
+	size_t n = 99;
+
+	cr_assert_eq(tree_journal_list(t, &e, &n), 0);
+	tree_journal_list_free(e, n);
+	cr_assert_eq(n, 0, "%zu journal records left", n);
+	cr_assert_eq(kind_keys(t, "XTMP#"), 0, "temporary keys left");
+}
+
+static void assert_gone(struct tree *t, const char *path)
+{
+	struct tree_attr a;
+
+	cr_assert_eq(tree_lookup(t, path, &a), -ENOENT, "%s still there", path);
+	cr_assert_eq(subtree_keys(t, path), 0, "keys left under %s", path);
+}
+
+static void mkfile_n(struct tree *t, const char *path, size_t len, int seed)
+{
+	char *buf = malloc(len ? len : 1);
+
+	for (size_t i = 0; i < len; i++)
+		buf[i] = (char)(seed * 31 + i * 7 + (i >> 9));
+	tu_mkfile(t, path, buf, len);
+	free(buf);
+}
+
+/*
+ * Builds a branch at @root: nested folders (names with bytes below '/'),
+ * @n entries of every kind (files of many sizes, symlinks, FIFOs, xattrs)
+ * and a hard link inside the branch. Returns the number of nodes below root.
+ */
+static size_t build(struct tree *t, const char *root, int n)
+{
+	static const char *dirs[] = {"",
+				     "/sub",
+				     "/sub/deep",
+				     "/s p",
+				     "/\x01"
+				     "d",
+				     "/a-b",
+				     "/a.b"};
+	char p[512], q[512];
+	size_t count = 0;
+	struct tree_scan *sc;
+	struct tree_attr a;
+	const char *sp;
+	int rc;
+
+	tu_mkdir(t, root);
+	for (size_t i = 1; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(p, sizeof(p), "%s%s", root, dirs[i]);
+		tu_mkdir(t, p);
+	}
+	for (int i = 0; i < n; i++) {
+		static const char *pre[] = {"f", "f-", "f.", "f ", "\x01"};
+		const char *d = dirs[i % 7];
+
+		snprintf(p, sizeof(p), "%s%s/%s%03d", root, d, pre[i % 5], i);
+		switch (i % 6) {
+		case 0:
+		case 1:
+		case 2:
+			mkfile_n(t, p, (size_t)(i * 37) % 3000, i);
+			break;
+		case 3:
+			snprintf(q, sizeof(q), "../t%d", i);
+			cr_assert_eq(
+			    tree_mknode(t, p, S_IFLNK | 0777, 0, 0, 0, q, NULL),
+			    0);
+			break;
+		case 4:
+			cr_assert_eq(tree_mknode(t, p, S_IFIFO | 0600, 0, 0, 0,
+						 NULL, NULL),
+				     0);
+			break;
+		case 5:
+			mkfile_n(t, p, 5, i);
+			cr_assert_eq(tree_lookup(t, p, &a), 0);
+			snprintf(q, sizeof(q), "v%d", i);
+			cr_assert_eq(tree_setxattr(t, p, a.ino, "user.k", q,
+						   strlen(q), 0),
+				     0);
+			break;
+		}
+	}
+	snprintf(p, sizeof(p), "%s/sub/big", root);
+	mkfile_n(t, p, 200000, 3);
+	snprintf(q, sizeof(q), "%s/s p/hardlink", root);
+	cr_assert_eq(tree_link(t, p, q, NULL), 0);
+	snprintf(p, sizeof(p), "%s/sub", root);
+	cr_assert_eq(tree_lookup(t, p, &a), 0);
+	cr_assert_eq(tree_setxattr(t, p, a.ino, "user.dir", "x", 1, 0), 0);
+	cr_assert_eq(tree_scan_open(&sc, t, root), 0);
+	while ((rc = tree_scan_next(sc, &sp, &a)) == 1)
+		count++;
+	tree_scan_free(sc);
+	return count;
+}
+
+/* Neighbours of /docs that sort next to its keys and must never move. */
+static char *make_neighbours(struct tree *t)
+{
+	tu_mkdir(t, "/docs-archive");
+	mkfile_n(t, "/docs-archive/keep", 100, 1);
+	mkfile_n(t, "/docs.txt", 10, 2);
+	tu_mkdir(t, "/docs 2");
+	mkfile_n(t, "/docs 2/x", 10, 3);
+	mkfile_n(t, "/docs\x01", 1, 4);
+	tu_mkdir(t, "/docs0");
+	mkfile_n(t, "/docs0/in", 3, 5); /* its key is the subtree's bound */
+	return snap(t, "/", true);
+}
+
+/* The whole drive minus the given branch (both rel lines start with it). */
+static char *snap_outside(struct tree *t, const char *a, const char *b)
+{
+	char *all = snap(t, "/", true), *out = NULL, *line, *save;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+
+	for (line = strtok_r(all, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		const char *rel = strchr(line, '|') + 1;
+		bool in = false;
+		const char *br[] = {a, b};
+
+		for (int i = 0; i < 2; i++) {
+			size_t n = br[i] ? strlen(br[i]) : 0;
+			if (n && !strncmp(rel, br[i], n) &&
+			    (rel[n] == '|' || rel[n] == '/'))
+				in = true;
+		}
+		/* the root's and the parents' times change with a rename */
+		if (!in && strncmp(rel, "|", 1) != 0)
+			fprintf(f, "%s\n", line);
+	}
+	fclose(f);
+	free(all);
+	return out;
+}
+
+/* ---- helpers of this file ---------------------------------------------- */
+
+static long ceil_div(size_t a, size_t b)
+{
+	return (long)((a + b - 1) / b);
+}
+
+static void release(struct tree_op_result *r)
+{
+	for (size_t i = 0; i < r->nfailures; i++)
+		cr_log_warn("failure: %s", r->failures[i]);
+	tree_op_result_release(r);
+}
+
+/* Fresh store with small batches, neighbours and the branch /docs. Returns
+ * the number of nodes of the branch, /docs included. */
+static size_t setup_branch(size_t batch, size_t bytes, int n)
+{
+	reopen_opts(batch, bytes);
+	make_neighbours(T);
+	tu_mkdir(T, "/dest");
+	return build(T, "/docs", n) + 1;
+}
+
+/* All inode numbers under @root of @t. */
+static size_t inos_of(struct tree *t, const char *root, uint64_t *out,
+		      size_t max)
+{
+	struct tree_scan *sc;
+	struct tree_attr a;
+	const char *p;
+	size_t n = 0;
+
+	cr_assert_eq(tree_lookup(t, root, &a), 0);
+	out[n++] = a.ino;
+	cr_assert_eq(tree_scan_open(&sc, t, root), 0);
+	while (tree_scan_next(sc, &p, &a) == 1 && n < max)
+		out[n++] = a.ino;
+	tree_scan_free(sc);
+	return n;
+}
+
+/* Runs @op in slices of @max until it finishes; returns the number of calls
+ * and adds up processed. */
+enum op { RM, CP, MV };
+
+static int run_op(enum op op, struct tree *t, const char *src, struct tree *dt,
+		  const char *dst, uint64_t max, const char *resume,
+		  struct tree_op_result *r)
+{
+	switch (op) {
+	case RM:
+		return tree_rm_r(t, src, max, resume, 0, r);
+	case CP:
+		return tree_cp_r(t, src, dt, dst, max, resume, r);
+	case MV:
+		return tree_mv(t, src, dt, dst, max, resume, r);
+	}
+	return -EINVAL;
+}
+
+static int slices(enum op op, struct tree *t, const char *src, struct tree *dt,
+		  const char *dst, uint64_t max, uint64_t *processed,
+		  bool fsck_between)
+{
+	struct tree_op_result r;
+	char *token = NULL;
+	int calls = 0, rc;
+
+	*processed = 0;
+	do {
+		rc = run_op(op, t, src, dt, dst, max, token, &r);
+		if (rc || r.failed)
+			release(&r);
+		cr_assert_eq(rc, 0, "call %d: %s", calls, strerror(-rc));
+		cr_assert_eq(r.failed, 0);
+		cr_assert_leq(r.processed, max);
+		*processed += r.processed;
+		free(token);
+		token = r.token ? strdup(r.token) : NULL;
+		if (token) {
+			cr_assert_eq(r.processed, max, "stopped early");
+			for (const char *c = token; *c; c++)
+				cr_assert(*c > ' ' && *c < 0x7f,
+					  "token not printable");
+		}
+		release(&r);
+		calls++;
+		if (fsck_between)
+			assert_fsck_clean(t);
+		cr_assert_lt(calls, 100000);
+	} while (token);
+	return calls;
+}
+
+/* ---- rm -r ------------------------------------------------------------- */
+
+Test(cascade, rm_r_one_shot, .init = tu_setup, .fini = tu_teardown)
+{
+	struct tree_op_result r;
+	struct tree_attr a;
+	char *outside, *outside2;
+	size_t nodes = setup_branch(8, 0, 30);
+
+	/* a hard link from outside into the branch keeps its inode alive */
+	cr_assert_eq(tree_link(T, "/docs/f000", "/outside-link", NULL), 0);
+	outside = snap_outside(T, "/docs", "/outside-link");
+	cr_assert_eq(tree_rm_r(T, "/docs", 0, NULL, 0, &r), 0);
+	cr_assert_eq(r.processed, nodes, "%llu of %zu",
+		     (unsigned long long)r.processed, nodes);
+	cr_assert_eq(r.failed, 0);
+	cr_assert_null(r.token);
+	release(&r);
+	assert_gone(T, "/docs");
+	outside2 = snap_outside(T, "/docs", "/outside-link");
+	cr_assert_str_eq(outside2, outside);
+	cr_assert_eq(tree_lookup(T, "/outside-link", &a), 0);
+	cr_assert_eq(a.nlink, 1);
+	assert_no_journal(T);
+	assert_fsck_clean(T);
+	free(outside);
+	free(outside2);
+}
+
+Test(cascade, rm_r_errors_file_and_root, .init = tu_setup, .fini = tu_teardown)
+{
+	struct tree_op_result r;
+
+	tu_mkfile(T, "/f", "x", 1);
+	cr_assert_eq(tree_rm_r(T, "/", 0, NULL, 0, &r), -EINVAL);
+	release(&r);
+	cr_assert_eq(tree_rm_r(T, "/missing", 0, NULL, 0, &r), -ENOENT);
+	release(&r);
+	cr_assert_eq(tree_rm_r(T, "bad", 0, NULL, 0, &r), -EINVAL);
+	release(&r);
+	cr_assert_eq(tree_rm_r(T, "/f", 0, NULL, 0, &r), 0);
+	cr_assert_eq(r.processed, 1);
+	release(&r);
+	assert_gone(T, "/f");
+	assert_fsck_clean(T);
+}
+
+Test(cascade, rm_r_in_slices_equals_one_shot, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	static const uint64_t maxes[] = {1, 5, 13};
+
+	for (int i = 0; i < 3; i++) {
+		char *outside, *outside2;
+		uint64_t processed;
+		size_t nodes;
+		int calls;
+
+		tu_teardown();
+		tu_setup();
+		nodes = setup_branch(4, 0, 25);
+		outside = snap_outside(T, "/docs", NULL);
+		calls = slices(RM, T, "/docs", NULL, NULL, maxes[i], &processed,
+			       true);
+		cr_assert_eq(processed, nodes);
+		cr_assert_eq(calls, ceil_div(nodes, maxes[i]));
+		assert_gone(T, "/docs");
+		outside2 = snap_outside(T, "/docs", NULL);
+		cr_assert_str_eq(outside2, outside, "max %llu",
+				 (unsigned long long)maxes[i]);
+		free(outside);
+		free(outside2);
+	}
+}
+
+/*
+ * In a child: runs @op once with budget @first (its token goes to the parent
+ * through a pipe), then resumes it with PATHFS_CRASH_AFTER_BATCHES=@n until
+ * the hook kills it. The parent reopens the store and resumes from the token
+ * it got, which is older than what the child did.
+ */
+static char *crash_mid_op(enum op op, const char *src, const char *ddrive,
+			  const char *dst, uint64_t first, long n, size_t batch,
+			  size_t bytes)
+{
+	int fds[2], status;
+	char buf[8192];
+	ssize_t got, len = 0;
+	pid_t pid;
+
+	store_close(tu_store);
+	tu_store = NULL;
+	cr_assert_eq(pipe(fds), 0);
+	pid = fork();
+	cr_assert_neq(pid, -1);
+	if (pid == 0) {
+		struct store_options o = {.rename_batch = batch,
+					  .rename_bytes = bytes};
+		struct tree_op_result r;
+		struct store *s;
+		struct tree *t, *dt = NULL;
+		char v[32];
+
+		close(fds[0]);
+		if (store_open(&s, tu_dir, &o) || store_drive(s, "main", &t))
+			_exit(10);
+		if (ddrive && store_drive(s, ddrive, &dt))
+			_exit(10);
+		if (run_op(op, t, src, dt, dst, first, NULL, &r) || !r.token)
+			_exit(11);
+		if (write(fds[1], r.token, strlen(r.token)) < 0)
+			_exit(12);
+		close(fds[1]);
+		snprintf(v, sizeof(v), "%ld", n);
+		setenv("PATHFS_CRASH_AFTER_BATCHES", v, 1);
+		run_op(op, t, src, dt, dst, 0, r.token, &r);
+		_exit(13); /* not killed */
+	}
+	close(fds[1]);
+	while ((got = read(fds[0], buf + len, sizeof(buf) - 1 - len)) > 0)
+		len += got;
+	close(fds[0]);
+	buf[len] = '\0';
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	/* killed, or (N past its last batch) finished: exit 13 */
+	cr_assert((WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) ||
+		      (WIFEXITED(status) && WEXITSTATUS(status) == 13),
+		  "child status %#x", status);
+	cr_assert_gt(len, 0);
+	reopen_opts(batch, bytes);
+	return strdup(buf);
+}
+
+/* Resumes @op from @token until done. */
+static void finish_op(enum op op, struct tree *t, const char *src,
+		      struct tree *dt, const char *dst, const char *token,
+		      uint64_t max)
+{
+	struct tree_op_result r;
+	char *tok = strdup(token);
+	int rc;
+
+	while (tok) {
+		rc = run_op(op, t, src, dt, dst, max, tok, &r);
+		if (rc || r.failed)
+			release(&r);
+		cr_assert_eq(rc, 0, "resume: %s", strerror(-rc));
+		cr_assert_eq(r.failed, 0);
+		free(tok);
+		tok = r.token ? strdup(r.token) : NULL;
+		release(&r);
+	}
+}
+
+Test(cascade, rm_r_crash_then_resume, .init = tu_setup, .fini = tu_teardown)
+{
+	for (long n = 0; n < 6; n++) {
+		char *outside, *outside2, *token;
+
+		tu_teardown();
+		tu_setup();
+		setup_branch(4, 0, 30);
+		outside = snap_outside(T, "/docs", NULL);
+		token = crash_mid_op(RM, "/docs", NULL, NULL, 7, n, 4, 0);
+		assert_fsck_clean(T);
+		finish_op(RM, T, "/docs", NULL, NULL, token, 5);
+		assert_gone(T, "/docs");
+		outside2 = snap_outside(T, "/docs", NULL);
+		cr_assert_str_eq(outside2, outside, "N=%ld", n);
+		assert_fsck_clean(T);
+		free(outside);
+		free(outside2);
+		free(token);
+	}
+}
+
+/* ---- cp -r -------------------------------------------------------------- */
+
+static void assert_disjoint_inos(struct tree *t, const char *a, struct tree *dt,
+				 const char *b)
+{
+	static uint64_t x[4096], y[4096];
+	size_t nx = inos_of(t, a, x, 4096), ny = inos_of(dt, b, y, 4096);
+
+	for (size_t i = 0; i < nx; i++)
+		for (size_t j = 0; j < ny; j++)
+			if (t == dt)
+				cr_assert_neq(x[i], y[j], "inode %llu shared",
+					      (unsigned long long)x[i]);
+}
+
+Test(cascade, cp_r_one_shot_same_drive, .init = tu_setup, .fini = tu_teardown)
+{
+	struct tree_op_result r;
+	struct tree_attr a, b;
+	char *src0, *src1, *dst;
+	size_t nodes = setup_branch(8, 0, 30);
+
+	src0 = snap(T, "/docs", false);
+	cr_assert_eq(tree_cp_r(T, "/docs", T, "/dest/copy", 0, NULL, &r), 0);
+	cr_assert_eq(r.processed, nodes);
+	cr_assert_null(r.token);
+	release(&r);
+	dst = snap(T, "/dest/copy", false);
+	src1 = snap(T, "/docs", false);
+	cr_assert_str_eq(dst, src0);
+	cr_assert_str_eq(src1, src0);
+	assert_disjoint_inos(T, "/docs", T, "/dest/copy");
+	/* the hard link inside the branch is a hard link in the clone */
+	cr_assert_eq(tree_lookup(T, "/dest/copy/sub/big", &a), 0);
+	cr_assert_eq(tree_lookup(T, "/dest/copy/s p/hardlink", &b), 0);
+	cr_assert_eq(a.ino, b.ino);
+	cr_assert_eq(a.nlink, 2);
+	/* the clone's content is its own */
+	cr_assert_eq(
+	    tree_write(T, "/dest/copy/sub/big", a.ino, 0, "ZZ", 2, false, NULL),
+	    0);
+	free(src1);
+	src1 = snap(T, "/docs", false);
+	cr_assert_str_eq(src1, src0);
+	/* errors */
+	cr_assert_eq(tree_cp_r(T, "/docs", T, "/dest/copy", 0, NULL, &r),
+		     -EEXIST);
+	release(&r);
+	cr_assert_eq(tree_cp_r(T, "/docs", T, "/docs/sub/in", 0, NULL, &r),
+		     -EINVAL);
+	release(&r);
+	cr_assert_eq(tree_cp_r(T, "/nope", T, "/x", 0, NULL, &r), -ENOENT);
+	release(&r);
+	cr_assert_eq(tree_cp_r(T, "/docs", T, "/nope/x", 0, NULL, &r), -ENOENT);
+	release(&r);
+	assert_no_journal(T);
+	assert_fsck_clean(T);
+	free(src0);
+	free(src1);
+	free(dst);
+}
+
+Test(cascade, cp_r_link_to_outside_gets_one_link, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	struct tree_op_result r;
+	struct tree_attr a;
+
+	tu_mkdir(T, "/b");
+	tu_mkfile(T, "/out", "shared", 6);
+	cr_assert_eq(tree_link(T, "/out", "/b/l", NULL), 0);
+	cr_assert_eq(tree_cp_r(T, "/b", T, "/c", 0, NULL, &r), 0);
+	release(&r);
+	cr_assert_eq(tree_lookup(T, "/c/l", &a), 0);
+	cr_assert_eq(a.nlink, 1);
+	cr_assert_eq(a.size, 6);
+	cr_assert_eq(tree_lookup(T, "/out", &a), 0);
+	cr_assert_eq(a.nlink, 2);
+	assert_fsck_clean(T);
+}
+
+Test(cascade, cp_r_in_slices_and_across_drives, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	static const uint64_t maxes[] = {1, 4, 9};
+	struct tree *o;
+	char *src0;
+	size_t nodes = setup_branch(4, 70000, 20);
+
+	cr_assert_eq(store_drive_create(tu_store, "other", 0, 0), 0);
+	cr_assert_eq(store_drive(tu_store, "other", &o), 0);
+	src0 = snap(T, "/docs", false);
+	for (int i = 0; i < 3; i++) {
+		char dst[32], *d;
+		uint64_t processed;
+		int calls;
+
+		snprintf(dst, sizeof(dst), "/copy%d", i);
+		calls = slices(CP, T, "/docs", i == 2 ? o : T, dst, maxes[i],
+			       &processed, false);
+		cr_assert_eq(processed, nodes);
+		cr_assert_geq(calls, ceil_div(nodes, maxes[i]));
+		d = snap(i == 2 ? o : T, dst, false);
+		cr_assert_str_eq(d, src0, "max %llu",
+				 (unsigned long long)maxes[i]);
+		free(d);
+	}
+	assert_no_journal(T);
+	assert_no_journal(o);
+	assert_fsck_clean(T);
+	assert_fsck_clean(o);
+	free(src0);
+}
+
+Test(cascade, cp_r_crash_then_resume, .init = tu_setup, .fini = tu_teardown)
+{
+	/* small byte batches: the 200,000-byte file spans several batches,
+	 * so some crashes land in the middle of its content */
+	for (long n = 0; n < 12; n++) {
+		char *src0, *dst, *token;
+		struct tree *o;
+
+		tu_teardown();
+		tu_setup();
+		cr_assert_eq(store_drive_create(tu_store, "other", 0, 0), 0);
+		setup_branch(4, 70000, 12);
+		src0 = snap(T, "/docs", false);
+		token = crash_mid_op(CP, "/docs", n % 2 ? "other" : "main",
+				     "/copy", 5, n, 4, 70000);
+		cr_assert_eq(store_drive(tu_store, "other", &o), 0);
+		finish_op(CP, T, "/docs", n % 2 ? o : T, "/copy", token, 3);
+		dst = snap(n % 2 ? o : T, "/copy", false);
+		cr_assert_str_eq(dst, src0, "N=%ld", n);
+		assert_no_journal(n % 2 ? o : T);
+		assert_fsck_clean(T);
+		assert_fsck_clean(o);
+		free(src0);
+		free(dst);
+		free(token);
+	}
+}
+
+/* ---- mv ----------------------------------------------------------------- */
+
+Test(cascade, mv_within_and_across_drives, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	struct tree_op_result r;
+	struct tree *o;
+	char *src0, *d;
+	uint64_t processed;
+	size_t nodes = setup_branch(4, 0, 20);
+
+	cr_assert_eq(store_drive_create(tu_store, "other", 0, 0), 0);
+	cr_assert_eq(store_drive(tu_store, "other", &o), 0);
+	src0 = snap(T, "/docs", true);
+	/* within a drive: the rename, inode numbers kept */
+	cr_assert_eq(tree_mv(T, "/docs", T, "/dest/m", 0, NULL, &r), 0);
+	cr_assert_null(r.token);
+	release(&r);
+	d = snap(T, "/dest/m", true);
+	cr_assert_str_eq(d, src0);
+	free(d);
+	free(src0);
+	assert_gone(T, "/docs");
+	/* across drives, in slices: copied then deleted */
+	src0 = snap(T, "/dest/m", false);
+	slices(MV, T, "/dest/m", o, "/m", 3, &processed, false);
+	cr_assert_eq(processed, 2 * nodes, "copied and removed");
+	d = snap(o, "/m", false);
+	cr_assert_str_eq(d, src0);
+	free(d);
+	assert_gone(T, "/dest/m");
+	/* and back in one go */
+	cr_assert_eq(tree_mv(o, "/m", T, "/back", 0, NULL, &r), 0);
+	cr_assert_null(r.token);
+	release(&r);
+	d = snap(T, "/back", false);
+	cr_assert_str_eq(d, src0);
+	assert_gone(o, "/m");
+	assert_no_journal(T);
+	assert_no_journal(o);
+	assert_fsck_clean(T);
+	assert_fsck_clean(o);
+	free(d);
+	free(src0);
+}
+
+Test(cascade, mv_across_drives_crash_then_resume, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	for (long n = 0; n < 10; n++) {
+		char *src0, *d, *token;
+		struct tree *o;
+
+		tu_teardown();
+		tu_setup();
+		cr_assert_eq(store_drive_create(tu_store, "other", 0, 0), 0);
+		setup_branch(4, 0, 12);
+		src0 = snap(T, "/docs", false);
+		/* the first slice stops in the clone or (large) in the delete */
+		token = crash_mid_op(MV, "/docs", "other", "/m", n < 5 ? 4 : 25,
+				     n % 5, 4, 0);
+		cr_assert_eq(store_drive(tu_store, "other", &o), 0);
+		finish_op(MV, T, "/docs", o, "/m", token, 4);
+		d = snap(o, "/m", false);
+		cr_assert_str_eq(d, src0, "N=%ld", n);
+		assert_gone(T, "/docs");
+		assert_no_journal(T);
+		assert_no_journal(o);
+		assert_fsck_clean(T);
+		assert_fsck_clean(o);
+		free(src0);
+		free(d);
+		free(token);
+	}
+}
+
+Test(cascade, mv_keeps_the_source_when_a_node_cannot_be_copied,
+     .init = tu_setup, .fini = tu_teardown)
+{
+	struct tree_op_result r;
+	struct sbuf k = {0};
+	struct kv_batch *b = kv_batch_new();
+	struct tree *o;
+	struct tree_attr a;
+
+	cr_assert_eq(store_drive_create(tu_store, "other", 0, 0), 0);
+	cr_assert_eq(store_drive(tu_store, "other", &o), 0);
+	build(T, "/docs", 6);
+	key_node(&k, "main", "/docs/sub/bad");
+	kv_batch_put(b, k.buf, k.len, "\x09junk", 5);
+	cr_assert_eq(tree_commit(T, b), 0);
+	cr_assert_eq(tree_mv(T, "/docs", o, "/m", 0, NULL, &r), 0);
+	cr_assert_eq(r.failed, 1);
+	cr_assert_eq(r.nfailures, 1);
+	cr_assert(strstr(r.failures[0], "/docs/sub/bad"), "%s", r.failures[0]);
+	cr_assert_not_null(r.token, "stopped with a token to retry");
+	release(&r);
+	cr_assert_eq(tree_lookup(T, "/docs/sub/big", &a), 0, "source kept");
+	kv_batch_free(b);
+	sbuf_release(&k);
+}
+
+/* ---- tokens ------------------------------------------------------------- */
+
+Test(cascade, tokens_truncated_forged_or_foreign_are_rejected, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	struct tree_op_result r;
+	struct tree *o;
+	char *rm_tok, *cp_tok, *before, *after, *bad;
+	size_t len;
+
+	setup_branch(4, 0, 20);
+	cr_assert_eq(store_drive_create(tu_store, "other", 0, 0), 0);
+	cr_assert_eq(store_drive(tu_store, "other", &o), 0);
+	build(o, "/docs", 3);
+	cr_assert_eq(tree_rm_r(T, "/docs", 3, NULL, 0, &r), 0);
+	rm_tok = strdup(r.token);
+	release(&r);
+	cr_assert_eq(tree_cp_r(T, "/docs-archive", T, "/dest2", 1, NULL, &r),
+		     0);
+	cr_assert_not_null(r.token);
+	cp_tok = strdup(r.token);
+	release(&r);
+	before = snap(T, "/", true);
+	len = strlen(rm_tok);
+	bad = strdup(rm_tok);
+
+	/* truncated, at every length */
+	for (size_t cut = 0; cut < len; cut++) {
+		bad[cut] = '\0';
+		cr_assert_eq(tree_rm_r(T, "/docs", 0, bad, 0, &r), -EINVAL,
+			     "cut at %zu", cut);
+		cr_assert_eq(r.processed, 0);
+		release(&r);
+		bad[cut] = rm_tok[cut];
+	}
+	/* one character changed, anywhere */
+	for (size_t i = 0; i < len; i++) {
+		bad[i] = bad[i] == 'A' ? 'B' : 'A';
+		cr_assert_eq(tree_rm_r(T, "/docs", 0, bad, 0, &r), -EINVAL,
+			     "edit at %zu", i);
+		release(&r);
+		bad[i] = rm_tok[i];
+	}
+	/* not base64url, or a character appended */
+	cr_assert_eq(tree_rm_r(T, "/docs", 0, "a b!", 0, &r), -EINVAL);
+	release(&r);
+	free(bad);
+	if (asprintf(&bad, "%sA", rm_tok) < 0)
+		cr_assert_fail();
+	cr_assert_eq(tree_rm_r(T, "/docs", 0, bad, 0, &r), -EINVAL);
+	release(&r);
+	free(bad);
+	/* another path, another drive, another operation */
+	cr_assert_eq(tree_rm_r(T, "/dest", 0, rm_tok, 0, &r), -EINVAL);
+	release(&r);
+	cr_assert_eq(tree_rm_r(o, "/docs", 0, rm_tok, 0, &r), -EINVAL);
+	release(&r);
+	cr_assert_eq(tree_cp_r(T, "/docs", T, "/x", 0, rm_tok, &r), -EINVAL);
+	release(&r);
+	cr_assert_eq(tree_mv(T, "/dest", o, "/dest2", 0, cp_tok, &r), -EINVAL);
+	release(&r);
+	cr_assert_eq(tree_cp_r(T, "/docs-archive", T, "/dest3", 0, cp_tok, &r),
+		     -EINVAL);
+	release(&r);
+	cr_assert_eq(tree_rm_r(T, "/dest", 0, cp_tok, 0, &r), -EINVAL);
+	release(&r);
+	after = snap(T, "/", true);
+	cr_assert_str_eq(after, before, "a rejected token changed something");
+
+	/* the genuine tokens still work */
+	finish_op(RM, T, "/docs", NULL, NULL, rm_tok, 0);
+	assert_gone(T, "/docs");
+	finish_op(CP, T, "/docs-archive", T, "/dest2", cp_tok, 0);
+	free(after);
+	after = snap(T, "/dest2", false);
+	free(before);
+	before = snap(T, "/docs-archive", false);
+	cr_assert_str_eq(after, before);
+	assert_fsck_clean(T);
+	free(before);
+	free(after);
+	free(rm_tok);
+	free(cp_tok);
+}
