@@ -13,12 +13,23 @@ jget() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.arg
 # du_expect DIR: "bytes files dirs symlinks" as find sees DIR (itself
 # included; each hard-linked inode's bytes once).
 du_expect() {
-	local d=$1 bytes files dirs links
-	bytes=$(find "$d" -type f -printf '%i %s\n' | sort -u | awk '{s += $2} END {print s + 0}')
-	files=$(find "$d" -type f | wc -l)
-	dirs=$(find "$d" -type d | wc -l)
-	links=$(find "$d" -type l | wc -l)
-	echo "$bytes $files $dirs $links"
+	python3 - "$1" <<'PY'
+import os, stat, sys
+top = sys.argv[1]
+seen, b, f, d, l = set(), 0, 0, 0, 0
+for root, dirs, files in os.walk(top):
+    d += 1
+    for n in files + [x for x in dirs if os.path.islink(os.path.join(root, x))]:
+        st = os.lstat(os.path.join(root, n))
+        if stat.S_ISREG(st.st_mode):
+            f += 1
+            if st.st_ino not in seen:
+                seen.add(st.st_ino)
+                b += st.st_size
+        elif stat.S_ISLNK(st.st_mode):
+            l += 1
+print(b, f, d, l)
+PY
 }
 du_got() {
 	C du --json "$1" >"$T/du.json" || return 1
