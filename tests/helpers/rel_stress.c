@@ -23,6 +23,9 @@
  * --disconnect-ok: ENOTCONN/ECONNABORTED end a worker quietly (the daemon was
  * killed on purpose); the model check is skipped then.
  *
+ * REL_STRESS_NO_LINK=1 in the environment leaves out hard links (to tell
+ * a link bug from others while debugging).
+ *
  * Exit status 0 when every call matched and every tree matched its model.
  * Limits: the model is a flat array (a few hundred entries per worker).
  */
@@ -70,6 +73,7 @@ struct worker {
 	struct slot *slot;
 	bool disconnect_ok;
 	bool shared_only;
+	bool trace; /* -v: print every call */
 	unsigned long ops, expected_err, shared_ops;
 	char last[8][600];
 	int nlast;
@@ -192,6 +196,8 @@ static void note(struct worker *w, const char *fmt, const char *a,
 	char *s = w->last[w->nlast++ % 8];
 
 	snprintf(s, 600, fmt, a, b ? b : "");
+	if (w->trace)
+		fprintf(stderr, "w%d: %s\n", w->id, s);
 	snprintf(w->slot->op, sizeof(w->slot->op), "w%d: %s", w->id, s);
 	w->slot->op_start = rel_now();
 }
@@ -810,7 +816,7 @@ static int worker_run(struct worker *w, double seconds,
 		else if (k < 69)
 			rc = op_symlink(w);
 		else if (k < 73)
-			rc = op_link(w);
+			rc = getenv("REL_STRESS_NO_LINK") ? 0 : op_link(w);
 		else if (k < 85)
 			rc = op_rename(w);
 		else if (k < 93)
@@ -858,7 +864,7 @@ int main(int argc, char **argv)
 	double seconds = 20;
 	uint64_t seed = (uint64_t)time(NULL);
 	const char *manifest_dir = NULL, *dir;
-	bool shared_only = false, disconnect_ok = false;
+	bool shared_only = false, disconnect_ok = false, trace = false;
 	struct slot *slots;
 	pid_t *pids;
 
@@ -867,6 +873,10 @@ int main(int argc, char **argv)
 	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
 		if (!strcmp(argv[i], "--shared-only")) {
 			shared_only = true;
+			continue;
+		}
+		if (!strcmp(argv[i], "-v")) {
+			trace = true;
 			continue;
 		}
 		if (!strcmp(argv[i], "--disconnect-ok")) {
@@ -922,6 +932,7 @@ int main(int argc, char **argv)
 			w.slot = &slots[i];
 			w.shared_only = shared_only;
 			w.disconnect_ok = disconnect_ok;
+			w.trace = trace;
 			snprintf(w.root, sizeof(w.root), "%s/w%d", dir, i);
 			snprintf(w.shared, sizeof(w.shared), "%s/shared", dir);
 			_exit(worker_run(&w, seconds, manifest_dir) ? 1 : 0);
@@ -967,10 +978,12 @@ int main(int argc, char **argv)
 		}
 	}
 	printf("rel_stress: %d of %d workers failed\n", failed, nproc);
+	free(pids);
+	munmap(slots, sizeof(*slots) * nproc);
 	return failed ? 1 : 0;
 usage:
 	fprintf(stderr, "usage: rel_stress [-n PROCS] [-t SECONDS] [-S SEED] "
 			"[-m MANIFEST_DIR] [--shared-only] [--disconnect-ok] "
-			"DIR\n       rel_stress check DIR MANIFEST\n");
+			"[-v] DIR\n       rel_stress check DIR MANIFEST\n");
 	return 2;
 }

@@ -1,0 +1,91 @@
+# rel_lib.sh - what the reliability mount tests (rel_*.sh) share on top of
+# lib.sh: sourced, never run (it is not in tests/meson.build's mount_tests).
+#
+# Runs the daemon in the foreground in the background ($DPID), its stderr in
+# $DLOG, so a test can kill -9 it, read its log lines and see whether it is
+# still alive. Finds the helpers (tests/helpers/rel_*.c) in $BUILD_DIR.
+# shellcheck shell=bash
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+: "${BUILD_DIR:=$(dirname "$PATHFS")/../tests}"
+REL_STRESS=$BUILD_DIR/rel_stress
+REL_READDIR=$BUILD_DIR/rel_readdir
+REL_SYNC=$BUILD_DIR/rel_sync
+REL_PLANT=$BUILD_DIR/rel_plant
+DLOG=$T/daemon.log
+DPID=
+
+# rel_mount_fg [pathfs options...]: mounts $STORE on $MNT with -f in the
+# background; sets DPID; fails the test if the mount does not appear.
+rel_mount_fg() {
+	"$PATHFS" -f "$@" "$STORE" "$MNT" 2>>"$DLOG" &
+	DPID=$!
+	local i
+	for i in $(seq 1 200); do
+		mountpoint -q "$MNT" && return 0
+		if ! kill -0 "$DPID" 2>/dev/null; then
+			echo "FAIL: daemon exited before mounting:" >&2
+			tail -n 5 "$DLOG" >&2
+			exit 1
+		fi
+		sleep 0.05
+	done
+	echo "FAIL: mount did not appear" >&2
+	exit 1
+}
+
+# rel_alive: the daemon started by rel_mount_fg runs and its mount answers.
+rel_alive() {
+	kill -0 "$DPID" 2>/dev/null && timeout 10 stat "$MNT" >/dev/null
+}
+
+# rel_umount_fg: unmounts and waits (at most 30 s) for the daemon to exit;
+# fails the test if it hangs or exits non-zero.
+rel_umount_fg() {
+	local i rc=0
+	timeout 30 fusermount3 -u "$MNT" || {
+		echo "FAIL: fusermount3 -u failed" >&2
+		exit 1
+	}
+	for i in $(seq 1 600); do
+		kill -0 "$DPID" 2>/dev/null || break
+		sleep 0.05
+	done
+	if kill -0 "$DPID" 2>/dev/null; then
+		echo "FAIL: daemon did not exit after unmount" >&2
+		kill -9 "$DPID"
+		exit 1
+	fi
+	wait "$DPID" || rc=$?
+	DPID=
+	if [ "$rc" -ne 0 ]; then
+		echo "FAIL: daemon exited with status $rc" >&2
+		tail -n 5 "$DLOG" >&2
+		exit 1
+	fi
+}
+
+# rel_kill9: kill -9 of the daemon, then the kernel side of the mount goes.
+rel_kill9() {
+	kill -9 "$DPID" 2>/dev/null || true
+	wait "$DPID" 2>/dev/null || true
+	DPID=
+	fusermount3 -u -z "$MNT" 2>/dev/null || umount -l "$MNT" 2>/dev/null || true
+}
+
+# rel_fsck: pathfsctl fsck of the store (through the daemon when mounted);
+# prints its output on failure. Status: pathfsctl's.
+rel_fsck() {
+	local out rc=0
+	out=$(timeout 120 "$PATHFSCTL" -s "$STORE" "$@" fsck 2>&1) || rc=$?
+	[ "$rc" -eq 0 ] || printf '%s\n' "$out" >&2
+	return "$rc"
+}
+
+# rel_tree_sum DIR: one line per file under DIR with its size and sha256 and
+# one per folder/symlink, sorted: "nothing written" compares two of these.
+rel_tree_sum() {
+	(cd "$1" && find . -printf '%y %p %s %m\n' | LC_ALL=C sort &&
+		find . -type f -print0 | LC_ALL=C sort -z | xargs -0r sha256sum)
+}
