@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# rel_readdir.sh - readers list a folder (getdents64 with small buffers, so
+# every listing is many resumed readdir requests) and find(1) it while
+# writers add, rename and remove entries whose names sort between the stable
+# ones ("s0001", "s0001-", "s0001.x", "s0001 x": bytes below '/' included).
+# No listing may show a name twice or miss a name that existed throughout
+# (tests/helpers/rel_readdir.c).
+source "$(dirname "$0")/rel_lib.sh"
+
+NSTABLE=400
+SECS=${REL_READDIR_SECONDS:-15}
+rel_mount_fg
+D=$MNT/churn
+mkdir "$D"
+check "setup: $NSTABLE stable entries" "$REL_READDIR" setup "$D" $NSTABLE
+
+# find(1) readers next to the C readers, for the same time
+find_loop() {
+	local end=$((SECONDS + SECS)) n=0
+	while [ $SECONDS -lt $end ]; do
+		# find stats what it lists: an entry a writer just removed is
+		# ENOENT, a race that is fine; any other error is not
+		timeout 30 find "$D" -mindepth 1 -maxdepth 1 -printf '%f\n' \
+			>"$T/find.$1.$n" 2>"$T/finderr.$1" || true
+		if grep -v 'No such file or directory' "$T/finderr.$1" >&2; then
+			return 1
+		fi
+		n=$((n + 1))
+	done
+	echo "find $1: $n listings" >&2
+}
+find_loop 1 &
+F1=$!
+find_loop 2 &
+F2=$!
+check "4 writers, 3 readers, $SECS s: no duplicate, no stable entry missing" \
+	timeout $((SECS + 120)) "$REL_READDIR" run "$D" $NSTABLE "$SECS" 4 3
+check "find loop 1 ran" wait $F1
+check "find loop 2 ran" wait $F2
+bad=0
+for f in "$T"/find.*; do
+	"$REL_READDIR" checklist $NSTABLE "$f" || bad=$((bad + 1))
+done
+check "every find(1) listing complete and without duplicates" [ $bad -eq 0 ]
+check "find -type d of the whole mount works after the churn" \
+	timeout 60 find "$MNT" -type d -printf ''
+check "daemon alive" rel_alive
+check "fsck clean" rel_fsck
+rel_umount_fg
+finish
