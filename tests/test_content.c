@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "store_i.h"
@@ -402,4 +403,50 @@ Test(content, corrupt_block_is_eio_for_that_file_only, .init = tu_setup,
 	cr_expect_eq(tree_read(T, "/s", 0, 0, sizeof(buf), buf, &n), -EINVAL);
 	sbuf_release(&k);
 	free(big);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+Test(content, throughput_printout, .init = tu_setup, .fini = tu_teardown,
+     .timeout = 300)
+{
+	enum { CHUNK = 128 << 10, TOTAL = 64 << 20 };
+	char *buf = malloc(CHUNK), *rb = malloc(CHUNK);
+	uint64_t ino = mkf("/seq");
+	double t0, t1;
+	size_t n;
+
+	for (size_t i = 0; i < CHUNK; i++)
+		buf[i] = (char)(i * 31 + 7);
+	t0 = now_s();
+	for (size_t off = 0; off < TOTAL; off += CHUNK)
+		wr("/seq", ino, off, buf, CHUNK);
+	t1 = now_s();
+	printf("content: sequential write %d MiB in 128 KiB: %.0f MiB/s\n",
+	       TOTAL >> 20, (TOTAL >> 20) / (t1 - t0));
+	t0 = now_s();
+	for (size_t off = 0; off < TOTAL; off += CHUNK) {
+		cr_assert_eq(tree_read(T, "/seq", ino, off, CHUNK, rb, &n), 0);
+		cr_assert_eq(n, CHUNK);
+	}
+	t1 = now_s();
+	cr_expect(memcmp(rb, buf, CHUNK) == 0);
+	printf("content: sequential read %d MiB in 128 KiB: %.0f MiB/s\n",
+	       TOTAL >> 20, (TOTAL >> 20) / (t1 - t0));
+	/* small appends: read-modify-write of the last block each time */
+	ino = mkf("/app");
+	t0 = now_s();
+	for (int i = 0; i < 10000; i++)
+		cr_assert_eq(
+		    tree_write(T, "/app", ino, 0, buf, 4096, true, NULL), 0);
+	t1 = now_s();
+	printf("content: 4 KiB appends: %.0f appends/s\n", 10000 / (t1 - t0));
+	fflush(stdout);
+	free(buf);
+	free(rb);
 }
