@@ -23,9 +23,11 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench.h"
 
@@ -158,6 +160,41 @@ static const struct option longopts[] = {
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
+
+/* The 1-minute load average, or NaN. */
+static double loadavg(void)
+{
+	double v = NAN;
+	FILE *f = fopen("/proc/loadavg", "re");
+
+	if (f) {
+		if (fscanf(f, "%lf", &v) != 1)
+			v = NAN;
+		fclose(f);
+	}
+	return v;
+}
+
+/*
+ * Runs one benchmark and records the machine's load around it: on a shared
+ * machine a busy neighbour shows up here rather than silently in the numbers.
+ */
+static int run_one(const char *name, int (*fn)(const struct bench_opts *),
+		   const struct bench_opts *o)
+{
+	double l0 = loadavg(), l1;
+	int rc;
+
+	rc = fn(o);
+	l1 = loadavg();
+	res_add(name, "machine", "loadavg_start", l0, "load");
+	res_add(name, "machine", "loadavg_end", l1, "load");
+	printf("(%s: 1-minute load average %.1f at start, %.1f at end, on "
+	       "%ld CPUs)\n\n",
+	       name, l0, l1, sysconf(_SC_NPROCESSORS_ONLN));
+	fflush(stdout);
+	return rc;
+}
 
 int main(int argc, char **argv)
 {
@@ -317,16 +354,16 @@ int main(int argc, char **argv)
 	}
 
 	if (!strcmp(cmd, "subtree")) {
-		rc = bench_subtree(&o);
+		rc = run_one("subtree", bench_subtree, &o);
 	} else if (!strcmp(cmd, "mount")) {
-		rc = bench_mount(&o);
+		rc = run_one("mount", bench_mount, &o);
 	} else if (!strcmp(cmd, "rename")) {
-		rc = bench_rename(&o);
+		rc = run_one("rename", bench_rename, &o);
 	} else if (!strcmp(cmd, "all")) {
-		rc = bench_subtree(&o);
-		c = bench_mount(&o);
+		rc = run_one("subtree", bench_subtree, &o);
+		c = run_one("mount", bench_mount, &o);
 		rc = rc ? rc : c;
-		c = bench_rename(&o);
+		c = run_one("rename", bench_rename, &o);
 		rc = rc ? rc : c;
 	} else {
 		fprintf(stderr, "pathfs-bench: unknown benchmark: %s\n", cmd);
