@@ -81,8 +81,10 @@ static int open_error(const char *dir, int rc)
 			dir, TREE_FORMAT_VERSION);
 		break;
 	default:
-		fprintf(stderr, "pathfsctl: cannot open store %s: %s\n", dir,
-			strerror(-rc));
+		fprintf(stderr,
+			"pathfsctl: cannot open store %s: %s (-v tells "
+			"more)\n",
+			dir, strerror(-rc));
 	}
 	return CTL_FAILED;
 }
@@ -135,6 +137,7 @@ int main(int argc, char **argv)
 {
 	const char *dir = getenv("PATHFS_STORE");
 	const char *drive = getenv("PATHFS_DRIVE");
+	bool drive_given = false;
 	struct store_options opt = {0};
 	struct ctl_env env = {0};
 	struct store *s = NULL;
@@ -178,19 +181,24 @@ int main(int argc, char **argv)
 				usage(stderr);
 				return CTL_USAGE;
 			}
-			if (a[1] == 's' || a[2] == 's')
+			if (a[1] == 's' || a[2] == 's') {
 				dir = argv[++i];
-			else
+			} else {
 				drive = argv[++i];
+				drive_given = true;
+			}
 		} else if (!strncmp(a, "--store=", 8)) {
 			dir = a + 8;
 		} else if (!strncmp(a, "--drive=", 8)) {
 			drive = a + 8;
+			drive_given = true;
 		} else if (a[1] == 's' || a[1] == 'd') { /* -sDIR, -dDRIVE */
-			if (a[1] == 's')
+			if (a[1] == 's') {
 				dir = a + 2;
-			else
+			} else {
 				drive = a + 2;
+				drive_given = true;
+			}
 		} else {
 			fprintf(stderr, "pathfsctl: unknown option '%s'\n", a);
 			usage(stderr);
@@ -203,7 +211,7 @@ int main(int argc, char **argv)
 	}
 	argc -= i;
 	argv += i;
-	if (!drive || !*drive)
+	if (!drive || (!*drive && !drive_given))
 		drive = "main";
 	if (store_drive_name_check(drive)) {
 		fprintf(stderr,
@@ -261,7 +269,13 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[0], "recover"))
 		list_unfinished(dir);
 	opt.create = !strcmp(argv[0], "mkdrive");
+	/* Why the store cannot be opened is said below in one line; the
+	 * store's own log lines about it are for -v. */
+	if (!verbose)
+		log_set_level(LOG_CRIT);
 	rc = store_open(&s, dir, &opt);
+	if (!verbose)
+		log_set_level(LOG_WARNING);
 	if (rc)
 		return open_error(dir, rc);
 	env.store = s;
