@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# ctl_args.sh - hostile pathfsctl arguments (issue 7): bad drive ids, paths
+# without a leading '/', empty, '.' and '..' names, over-long names, unknown
+# commands and options, bad counts, operations on '/' or into their own
+# branch, and resume tokens that are truncated, altered, forged (passing
+# pathfsctl's own checksum, so the store's check is what refuses them), for
+# another operation, other paths or another drive. Each is refused with a
+# message and exit 2 (usage) and changes nothing: every key of the store is
+# the same afterwards (unmounted), the mount's manifest is the same (mounted).
+source "$(dirname "$0")/lib.sh"
+
+C() { "$PATHFSCTL" -s "$STORE" "$@"; }
+: "${REL_PLANT:=$BUILD_DIR/rel_plant}"
+
+# refused DESCRIPTION ARGS...: pathfsctl ARGS must exit 2 with a message.
+refused() {
+	local what=$1 rc=0
+	shift
+	C "$@" >"$T/out" 2>"$T/err" || rc=$?
+	CHECKS=$((CHECKS + 1))
+	if [ "$rc" = 2 ] && [ -s "$T/err" ] && grep -q '^pathfsctl: ' "$T/err"; then
+		echo "ok - $what (exit 2: $(head -n1 "$T/err" | cut -c1-90))"
+	else
+		echo "FAIL - $what: exit $rc, stderr: $(head -c 300 "$T/err")" >&2
+		FAILS=$((FAILS + 1))
+	fi
+}
+
+# forge TOKEN OP SRC DRIVE DST: TOKEN with its store part altered and
+# pathfsctl's checksum recomputed, so that only the store can tell.
+forge() {
+	python3 - "$@" <<'PY'
+import sys
+tok, op, src, sdrive, dst = sys.argv[1:6]
+payload = tok.split(".", 3)[3]
+body = payload[1:]
+i = len(body) // 2
+body = body[:i] + ("A" if body[i] != "A" else "B") + body[i + 1:]
+payload = "r" + body
+h = 0xcbf29ce484222325
+for s in ["pathfsctl-token-1", op, sdrive, src, sdrive if dst else "", dst, payload]:
+    for b in s.encode() + b"\0":
+        h ^= b
+        h = (h * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+print("p1.%s.%016x.%s" % (op, h, payload))
+PY
+}
+
+pfs_mount
+python3 "$TREE_PY" gen "$MNT/data" 200 >/dev/null
+pfs_umount
+check "mkdrive other" C mkdrive other
+# a stopped clone and a stopped rm, to have real tokens
+TOKCP=$(C cp -r --max-items 20 /data /c | tail -n1) || true
+TOKCP=${TOKCP#resume: }
+check "a real cp token" test "${TOKCP#p1.cp.}" != "$TOKCP"
+C cp -r /data /r >/dev/null
+TOKRM=$(C rm -r --max-items 20 /r | tail -n1) || true
+TOKRM=${TOKRM#resume: }
+check "a real rm token" test "${TOKRM#p1.rm.}" != "$TOKRM"
+
+LONG=$(printf 'n%.0s' $(seq 1 256))
+DRV65=$(printf 'd%.0s' $(seq 1 65))
+bad_args() {
+	refused "bad drive id with '|'" -d 'a|b' ls /
+	refused "bad drive id '../x'" -d '../x' ls /
+	refused "empty drive id" -d '' ls /
+	refused "drive id of 65 bytes" -d "$DRV65" ls /
+	refused "bad drive in DRIVE:PATH" ls 'a|b:/data'
+	refused "empty drive in DRIVE:PATH" ls ':/data'
+	refused "mkdrive with a bad id" mkdrive 'has space'
+	refused "rmdrive with a bad id" rmdrive 'x/y'
+	refused "path without a leading /" ls data
+	refused "rm -r of a relative path" rm -r data
+	refused "cp -r to a relative path" cp -r /data copy
+	refused "empty name in a path" stat /data//x
+	refused "'..' in a path" rm -r /data/../r
+	refused "'.' in a path" rm -r /data/./x
+	refused "a name over 255 bytes" stat "/data/$LONG"
+	refused "unknown command" frobnicate /
+	refused "unknown option" ls --frob /
+	refused "rm without -r" rm /r
+	refused "rm -r of /" rm -r /
+	refused "cp -r into its own branch" cp -r /data /data/x.y/in
+	refused "mv into its own branch" mv /data /data/sub
+	refused "mv of /" mv / /x
+	refused "missing argument" cp -r /data
+	refused "too many arguments" stat /data /r
+	refused "--max-items not a number" rm -r --max-items many /r
+	refused "--max-items negative" rm -r --max-items -5 /r
+	refused "--max-items without a value" rm -r /r --max-items
+	refused "garbage resume token" rm -r --resume garbage /r
+	refused "truncated token" rm -r --resume "${TOKRM%???}" /r
+	refused "token cut at a dot" rm -r --resume "${TOKRM%.*}" /r
+	refused "altered token" cp -r --resume "$(printf '%s' "$TOKCP" | sed 's/\(.*\)[A-Za-z0-9]$/\1_/')" /data /c
+	refused "token of cp given to rm" rm -r --resume "$TOKCP" /data
+	refused "token of rm given to mv" mv --resume "$TOKRM" /r other:/r
+	refused "token for other paths" cp -r --resume "$TOKCP" /data /elsewhere
+	refused "token for another drive" -d other cp -r --resume "$TOKCP" /data /c
+	refused "forged token (pathfsctl's checksum right, store part wrong)" \
+		cp -r --resume "$(forge "$TOKCP" cp /data main /c)" /data /c
+	refused "forged rm token" rm -r --resume "$(forge "$TOKRM" rm /r main "")" /r
+}
+
+# ---- unmounted: every key must be unchanged ------------------------------
+"$REL_PLANT" dump "$STORE" >"$T/dump.before"
+bad_args
+"$REL_PLANT" dump "$STORE" >"$T/dump.after"
+same_file "unmounted: the store is byte for byte unchanged" "$T/dump.before" "$T/dump.after"
+
+# ---- mounted: the daemon refuses the same, the mount is unchanged ---------
+pfs_mount
+manifest "$MNT" "$T/m.before"
+bad_args
+manifest "$MNT" "$T/m.after"
+same_file "mounted: the mount is unchanged" "$T/m.before" "$T/m.after"
+pfs_umount
+
+# The real tokens still work after all that.
+RC=0; C cp -r --resume "$TOKCP" /data /c >/dev/null || RC=$?
+check "the genuine cp token still finishes the clone" test "$RC" = 0
+RC=0; C rm -r --resume "$TOKRM" /r >/dev/null || RC=$?
+check "the genuine rm token still finishes the delete" test "$RC" = 0
+check "fsck --all is clean" C fsck --all
+
+finish
