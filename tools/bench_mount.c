@@ -5,8 +5,9 @@
  *
  * One run of one target, on a fresh store or folder:
  *   create the tree (mkdir/open/write/close from this process), remount and
- *   drop caches, find (cold), find (warm), du -s, ls -lR, lstat of every
- *   entry, pathfsctl du (pathfs only), mv of the depth-1 folder (~10k
+ *   drop caches, find (cold), find (warm), du -s, ls -lR (warm), lstat of
+ *   every entry, remount and drop caches, ls -lR (cold), pathfsctl du (pathfs
+ *   only), mv of the depth-1 folder (~10k
  *   entries), cp -a of it, rm -rf of the tree, pathfsctl rm -r of a rebuilt
  *   tree (pathfs only), create/stat/unlink of --churn files in one folder,
  *   sequential write of --write-mb MiB with fsync, and its read after dropping
@@ -47,6 +48,7 @@ enum {
 	W_FIND_WARM,
 	W_DU,
 	W_LSLR,
+	W_LSLR_COLD,
 	W_STAT,
 	W_CTL_DU,
 	W_MV,
@@ -67,7 +69,8 @@ static const struct {
     [W_FIND_COLD] = {"find_cold", "find, first after mount"},
     [W_FIND_WARM] = {"find_warm", "find, warm"},
     [W_DU] = {"du_s", "du -s"},
-    [W_LSLR] = {"ls_lR", "ls -lR"},
+    [W_LSLR] = {"ls_lR", "ls -lR, warm"},
+    [W_LSLR_COLD] = {"ls_lR_cold", "ls -lR, first after mount"},
     [W_STAT] = {"stat_all", "stat of every entry"},
     [W_CTL_DU] = {"pathfsctl_du", "pathfsctl du (host: du -s)"},
     [W_MV] = {"mv_folder", "mv of the depth-1 folder"},
@@ -407,6 +410,25 @@ static int json_u64(const char *json, const char *key, uint64_t *v)
 	return 0;
 }
 
+/* Remounts a FUSE target (a fresh daemon) and drops the kernel's caches. */
+static int make_cold(struct mctx *c, struct target *tg, int w)
+{
+	if (tg->fuse) {
+		if (fs_umount(&tg->m)) {
+			failed(c, w, tg->kind, "unmount failed");
+			return -EIO;
+		}
+		drop_caches(c->o);
+		if (target_mount(c, tg)) {
+			failed(c, w, tg->kind, "remount failed");
+			return -EIO;
+		}
+	} else {
+		drop_caches(c->o);
+	}
+	return 0;
+}
+
 static void run_target(struct mctx *c, int k, unsigned r)
 {
 	const struct bench_opts *o = c->o;
@@ -436,19 +458,8 @@ static void run_target(struct mctx *c, int k, unsigned r)
 	}
 	*slot(c, W_CREATE, k, r) = secs;
 
-	if (tg.fuse) {
-		if (fs_umount(&tg.m)) {
-			failed(c, W_FIND_COLD, k, "unmount failed");
-			goto out;
-		}
-		drop_caches(o);
-		if (target_mount(c, &tg)) {
-			c->failures++;
-			goto out;
-		}
-	} else {
-		drop_caches(o);
-	}
+	if (make_cold(c, &tg, W_FIND_COLD))
+		goto out;
 	{
 		char *argv[] = {(char *)"find", root, NULL};
 
@@ -476,6 +487,15 @@ static void run_target(struct mctx *c, int k, unsigned r)
 		failed(c, W_STAT, k, rc ? strerror(-rc) : "wrong count");
 	else
 		*slot(c, W_STAT, k, r) = secs;
+
+	if (make_cold(c, &tg, W_LSLR_COLD))
+		goto out;
+	{
+		char *argv[] = {(char *)"ls", (char *)"-lR", root, NULL};
+
+		progress("  ls -lR (cold)");
+		timed_cmd(c, W_LSLR_COLD, k, r, argv, 0, NULL, 0);
+	}
 
 	if (k == T_PATHFS) {
 		char *argv[] = {c->pathfsctl, (char *)"-s", tg.store,

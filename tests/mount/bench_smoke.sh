@@ -61,7 +61,7 @@ check "mount runs" "${B[@]}" mount --files 200 --fanout 2 --depth 2 --size 50 \
 	--write-mb 4 --churn 300 --runs 1 "${pt[@]}" --csv "$T/mnt.csv" \
 	--plot "$T/mnt.png"
 check "mount csv: no failed medians" no_nan "$T/mnt.csv" mount
-for m in create_tree find_cold find_warm du_s ls_lR stat_all mv_folder \
+for m in create_tree find_cold find_warm du_s ls_lR ls_lR_cold stat_all mv_folder \
 	cp_a_folder rm_rf_tree create_stat_unlink write_fsync read_cold; do
 	check "mount: pathfs $m measured" positive \
 		"$(csv_get "$T/mnt.csv" mount pathfs $m s)"
