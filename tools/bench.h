@@ -157,6 +157,10 @@ int fs_mount(struct fsmount *m, char *const argv[], const char *mnt,
  * after 120 s). Safe on a mount that was never made (pid 0). */
 int fs_umount(struct fsmount *m);
 
+/* Installs SIGINT/SIGTERM/SIGHUP handlers that unmount every mount made by
+ * fs_mount() and still up, then exit 128 + signal. */
+void bench_signals(void);
+
 /* True if @path is a mount point in /proc/self/mountinfo. */
 bool is_mounted(const char *path);
 

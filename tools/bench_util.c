@@ -583,6 +583,64 @@ bool is_mounted(const char *path)
 	return found;
 }
 
+/* Mounts made by fs_mount() and not yet unmounted, for the signal handler. */
+#define MAX_ACTIVE 8
+static struct fsmount *volatile active[MAX_ACTIVE];
+
+static void track(struct fsmount *m, bool on)
+{
+	int i;
+
+	for (i = 0; i < MAX_ACTIVE; i++) {
+		if (on && !active[i]) {
+			active[i] = m;
+			return;
+		}
+		if (!on && active[i] == m)
+			active[i] = NULL;
+	}
+}
+
+/* On SIGINT/SIGTERM: lazily unmount what we mounted, stop those daemons,
+ * and leave the temp dirs (their paths were printed) for rm -rf. */
+static void on_signal(int sig)
+{
+	static const char msg[] = "\npathfs-bench: interrupted; unmounted "
+				  "its mounts, temp dirs left behind\n";
+	int i, st;
+
+	for (i = 0; i < MAX_ACTIVE; i++) {
+		struct fsmount *m = active[i];
+		pid_t p;
+
+		if (!m || !m->pid)
+			continue;
+		p = fork();
+		if (p == 0) {
+			execlp("fusermount3", "fusermount3", "-u", "-z", m->mnt,
+			       (char *)NULL);
+			_exit(127);
+		}
+		if (p > 0)
+			waitpid(p, &st, 0);
+		kill(m->pid, SIGTERM);
+	}
+	if (write(2, msg, sizeof(msg) - 1) < 0)
+		_exit(128 + sig);
+	_exit(128 + sig);
+}
+
+void bench_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
 int fs_mount(struct fsmount *m, char *const argv[], const char *mnt,
 	     const char *log)
 {
@@ -624,6 +682,7 @@ int fs_mount(struct fsmount *m, char *const argv[], const char *mnt,
 		}
 		usleep(10000);
 	}
+	track(m, true);
 	return 0;
 }
 
@@ -634,6 +693,7 @@ int fs_umount(struct fsmount *m)
 
 	if (!m->pid)
 		return 0;
+	track(m, false);
 	if (is_mounted(m->mnt) &&
 	    run_sh("fusermount3 -u '%s' 2>/dev/null || umount '%s'", m->mnt,
 		   m->mnt))

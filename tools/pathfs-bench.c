@@ -339,6 +339,7 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
+	bench_signals();
 	/* getopt_long() moved the operands to the end: the benchmark name */
 	if (optind >= argc) {
 		usage(stderr);
