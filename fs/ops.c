@@ -788,17 +788,14 @@ reply:
  * relatime: once per open, after the first read, atime is set to now if it is
  * not newer than mtime or ctime, or is a day old. Never a write per read.
  */
-static void touch_atime(struct fs *fs, struct fh *fh)
+static void touch_atime(struct fs *fs, uint64_t ino)
 {
 	struct tree_attr a, in;
 	struct fs_path p;
 	int64_t now;
 	int rc;
 
-	fh->atime_done = true;
-	if (fs->ro || fs->noatime)
-		return;
-	rc = fs_do_getattr(fs, fh->ino, &a);
+	rc = fs_do_getattr(fs, ino, &a);
 	if (rc)
 		return;
 	now = tree_now_ns();
@@ -808,16 +805,16 @@ static void touch_atime(struct fs *fs, struct fh *fh)
 	memset(&in, 0, sizeof(in));
 	in.atime_ns = now;
 	in.ctime_ns = a.ctime_ns; /* atime alone does not change ctime */
-	rc = fs_enter(fs, fh->ino, NULL, &p);
+	rc = fs_enter(fs, ino, NULL, &p);
 	if (rc)
 		return;
 	do
-		rc = tree_setattr(fs->tree, p.path, fh->ino, &in,
+		rc = tree_setattr(fs->tree, p.path, ino, &in,
 				  TREE_SET_ATIME | TREE_SET_CTIME, NULL);
-	while (fs_retry(fs, rc, fh->ino, NULL, &p));
+	while (fs_retry(fs, rc, ino, NULL, &p));
 	fs_leave(fs);
 	if (!rc && fs->se)
-		fuse_lowlevel_notify_inval_inode(fs->se, fh->ino, -1, 0);
+		fuse_lowlevel_notify_inval_inode(fs->se, ino, -1, 0);
 }
 
 static int fs_do_read(struct fs *fs, uint64_t ino, size_t size, off_t off,
@@ -846,6 +843,7 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct fh *fh = (struct fh *)(uintptr_t)fi->fh;
 	size_t n = 0;
 	char *buf = malloc(size ? size : 1);
+	bool atime = false;
 	int rc;
 
 	if (!buf) {
@@ -853,14 +851,19 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	rc = fs_do_read(fs, ino, size, off, buf, &n);
+	/* decided now: once replied to, the file may be released (fh freed) */
+	if (!rc && fh && !fh->atime_done) {
+		fh->atime_done = true;
+		atime = !fs->ro && !fs->noatime;
+	}
 	if (rc)
 		reply_err(req, rc);
 	else
 		fuse_reply_buf(req, buf, n);
 	free(buf);
 	/* after the reply: the reader does not wait for it */
-	if (!rc && fh && !fh->atime_done)
-		touch_atime(fs, fh);
+	if (atime)
+		touch_atime(fs, ino);
 }
 
 static int fs_do_write(struct fs *fs, uint64_t ino, const char *buf,
@@ -1244,12 +1247,26 @@ static void fs_statfs(fuse_req_t req, fuse_ino_t ino)
 
 /* ---- extended attributes ------------------------------------------------ */
 
+/*
+ * POSIX ACLs are not supported: the kernel would hand their xattrs to us raw
+ * and never enforce them, and a stored trivial ACL would shadow the mode
+ * (cp -a sets one instead of chmod). EOPNOTSUPP makes tools fall back to
+ * chmod, as on any filesystem without ACLs.
+ */
+static bool is_acl(const char *name)
+{
+	return !strcmp(name, "system.posix_acl_access") ||
+	       !strcmp(name, "system.posix_acl_default");
+}
+
 static int fs_do_setxattr(struct fs *fs, uint64_t ino, const char *name,
 			  const char *value, size_t size, int flags)
 {
 	struct fs_path p;
 	int rc;
 
+	if (is_acl(name))
+		return -EOPNOTSUPP;
 	if (fs->ro)
 		return -EROFS;
 	rc = fs_enter(fs, ino, NULL, &p);
@@ -1290,7 +1307,9 @@ static void fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 {
 	void *val = NULL;
 	size_t len = 0;
-	int rc = tree_getxattr(req_fs(req)->tree, ino, name, &val, &len);
+	int rc = is_acl(name)
+		     ? -EOPNOTSUPP
+		     : tree_getxattr(req_fs(req)->tree, ino, name, &val, &len);
 
 	if (rc)
 		reply_err(req, rc);
@@ -1317,6 +1336,8 @@ static int fs_do_removexattr(struct fs *fs, uint64_t ino, const char *name)
 	struct fs_path p;
 	int rc;
 
+	if (is_acl(name))
+		return -EOPNOTSUPP;
 	if (fs->ro)
 		return -EROFS;
 	rc = fs_enter(fs, ino, NULL, &p);
