@@ -1344,8 +1344,7 @@ int tree_mv(struct tree *t, const char *src, struct tree *dt, const char *dst,
 	}
 	phase = resume ? k.phase : 1;
 	seq = k.seq;
-	sbuf_add(&cur, k.cursor.buf, k.cursor.len);
-	sbuf_nul(&cur);
+	sbuf_adds(&cur, k.cursor.buf ? k.cursor.buf : "");
 	token_fill(&k, OP_MV, t, src, dt, dst);
 	k.seq = seq;
 	k.phase = phase;
@@ -1358,8 +1357,7 @@ int tree_mv(struct tree *t, const char *src, struct tree *dt, const char *dst,
 		k.phase = 2;
 		done = false;
 	} else {
-		sbuf_add(&k.cursor, cur.buf, cur.len);
-		sbuf_nul(&k.cursor);
+		sbuf_adds(&k.cursor, cur.buf);
 		rm_started = k.flags & TOKEN_RM_STARTED;
 	}
 	rc = tree_get_node(t, src, &nd, false);
