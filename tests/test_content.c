@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -449,4 +450,56 @@ Test(content, throughput_printout, .init = tu_setup, .fini = tu_teardown,
 	fflush(stdout);
 	free(buf);
 	free(rb);
+}
+
+struct region_writer {
+	uint64_t ino;
+	int id;
+	size_t base, span;
+};
+
+/* Writes byte 'A'+id at every offset base + i with i % 4 == id, one byte
+ * per write, so that the blocks around the boundary inside the region are
+ * read-modified-written by all four writers at once: a lost update would
+ * leave a zero or a wrong byte. */
+static void *region_worker(void *arg)
+{
+	struct region_writer *w = arg;
+	char c = (char)('A' + w->id);
+
+	for (size_t i = (size_t)w->id; i < w->span; i += 4)
+		if (tree_write(T, "/race", w->ino, w->base + i, &c, 1, false,
+			       NULL))
+			return (void *)1;
+	return NULL;
+}
+
+Test(content, concurrent_writers_share_blocks, .init = tu_setup,
+     .fini = tu_teardown, .timeout = 300)
+{
+	size_t bs = tree_block_size(T), base = bs - 1000, span = 2000;
+	struct region_writer w[4];
+	pthread_t th[4];
+	char *buf = malloc(base + span);
+	uint64_t ino = mkf("/race");
+	void *res;
+	size_t n;
+
+	for (int i = 0; i < 4; i++) {
+		w[i] = (struct region_writer){ino, i, base, span};
+		cr_assert_eq(pthread_create(&th[i], NULL, region_worker, &w[i]),
+			     0);
+	}
+	for (int i = 0; i < 4; i++) {
+		cr_assert_eq(pthread_join(th[i], &res), 0);
+		cr_expect_null(res);
+	}
+	cr_assert_eq(tree_read(T, "/race", ino, 0, base + span, buf, &n), 0);
+	cr_assert_eq(n, base + span);
+	for (size_t i = 0; i < base; i++)
+		cr_assert_eq(buf[i], 0, "hole byte %zu is %d", i, buf[i]);
+	for (size_t i = 0; i < span; i++)
+		cr_assert_eq(buf[base + i], 'A' + (int)(i % 4),
+			     "byte %zu is %d", base + i, buf[base + i]);
+	free(buf);
 }
