@@ -52,10 +52,14 @@
  * the end means no crash. The budgeted cascade operations (cascade.c) count
  * their batches the same way. Replay never crashes, so a store always opens.
  *
- * Limits: an error in the middle (ENOSPC, EIO) returns the error and leaves
- * the record; the next store_open() (or tree_journal_replay) finishes the
- * rename. Until then the dst/ keys copied so far have no dst node and are not
- * reachable by path.
+ * Errors in the middle: a rename that replaced nothing is undone (the copies
+ * and the record are dropped in one batch of deletes) and the error returned,
+ * so a failed rename(2) changed nothing. An exchange, or a rename that
+ * replaced an empty folder, returns the error and keeps its record: the next
+ * store_open() (or tree_journal_replay) finishes it; until then the copies
+ * under the destination are not reachable by path. A record whose replay
+ * fails is logged and kept (fsck lists it); replay still returns 0 so that a
+ * full disk does not keep the store from opening.
  */
 #include <errno.h>
 #include <signal.h>
@@ -554,6 +558,31 @@ done:
 	return rc;
 }
 
+/*
+ * Undoes a rename that failed before its final batch (ENOSPC, EIO): drops
+ * the copies under dst/ and the record, in one batch of deletes only (which
+ * a full disk still accepts). Only for a rename that replaced nothing: a
+ * dropped target cannot come back. Caller holds ns_lock.
+ */
+static int rollback(struct tree *t, struct journal_rec *rec)
+{
+	struct kv_batch *b = kv_batch_new();
+	struct sbuf lo = {0}, hi = {0}, k = {0};
+	int rc;
+
+	key_subtree_range(&lo, &hi, t->name, rec->dst.buf);
+	rc = tree_batch_drop_range(t, b, lo.buf, lo.len, hi.buf, hi.len);
+	key_journal(&k, t->name, rec->seq);
+	kv_batch_delete(b, k.buf, k.len);
+	if (rc == 0)
+		rc = tree_commit(t, b);
+	kv_batch_free(b);
+	sbuf_release(&lo);
+	sbuf_release(&hi);
+	sbuf_release(&k);
+	return rc;
+}
+
 int journal_rename_dir(struct tree *t, const char *src, const char *dst,
 		       unsigned flags, uint64_t *orphan)
 {
@@ -606,11 +635,15 @@ unlock:
 	if (rc)
 		goto out;
 	rc = journal_run(t, &rec, &h, true);
-	if (rc)
+	if (rc && rec.op == JOP_RENAME && !ino_dn && rollback(t, &rec) == 0) {
+		plog(LOG_ERR, "drive %s: rename %s -> %s failed: %s; undone",
+		     t->name, src, dst, strerror(-rc));
+	} else if (rc) {
 		plog(LOG_ERR,
 		     "drive %s: rename %s -> %s stopped: %s; the next store "
 		     "open completes it",
 		     t->name, src, dst, strerror(-rc));
+	}
 out:
 	kv_batch_free(b);
 	node_release(&dn);
@@ -772,7 +805,7 @@ int tree_journal_replay(struct tree *t, size_t *replayed)
 {
 	uint64_t *seqs = NULL;
 	size_t n = 0, done = 0;
-	int rc, first = 0;
+	int rc;
 
 	if (replayed)
 		*replayed = 0;
@@ -789,8 +822,8 @@ int tree_journal_replay(struct tree *t, size_t *replayed)
 		rc = journal_rec_get(t, seqs[i], &rec);
 		if (rc) {
 			journal_rec_release(&rec);
-			if (rc != -ENOENT && !first)
-				first = rc;
+			/* gone (finished meanwhile) or undecodable
+			 * (logged; fsck reports it): skip */
 			continue;
 		}
 		cur = printable(&rec.cursor);
@@ -808,11 +841,14 @@ int tree_journal_replay(struct tree *t, size_t *replayed)
 			     rec.phase, cur);
 			rc = journal_run(t, &rec, NULL, false);
 			if (rc) {
-				plog(LOG_ERR, "drive %s: replay of %s %s: %s",
+				/* logged and left for the next open (and
+				 * fsck): failing here would keep the store
+				 * from opening, e.g. on a full disk */
+				plog(LOG_ERR,
+				     "drive %s: replay of %s %s -> %s: %s; "
+				     "left for the next open",
 				     t->name, op_name(rec.op), rec.src.buf,
-				     strerror(-rc));
-				if (!first)
-					first = rc;
+				     rec.dst.buf, strerror(-rc));
 			} else {
 				done++;
 			}
@@ -820,7 +856,7 @@ int tree_journal_replay(struct tree *t, size_t *replayed)
 		free(cur);
 		journal_rec_release(&rec);
 	}
-	rc = first;
+	rc = 0;
 out:
 	free(seqs);
 	if (replayed)

@@ -553,6 +553,37 @@ Test(journal, exchange_folder_with_file_and_empty_folder, .init = tu_setup,
 	free(f1);
 }
 
+Test(journal, failed_rename_is_undone, .init = tu_setup, .fini = tu_teardown)
+{
+	struct sbuf k = {0};
+	struct kv_batch *b = kv_batch_new();
+	char *before, *after;
+
+	/* the source's parent does not decode: the final batch fails after
+	 * every copy was made, and the rename must leave no trace */
+	reopen_opts(4, 0);
+	tu_mkdir(T, "/p");
+	tu_mkdir(T, "/q");
+	build(T, "/p/src", 10);
+	before = snap(T, "/p/src", true);
+	key_node(&k, "main", "/p");
+	kv_batch_put(b, k.buf, k.len, "\x7fbad", 4);
+	cr_assert_eq(tree_commit(T, b), 0);
+	cr_assert_eq(tree_rename(T, "/p/src", "/q/dst", 0, NULL), -EIO);
+	after = snap(T, "/p/src", true);
+	cr_assert_str_eq(after, before);
+	cr_assert_eq(subtree_keys(T, "/q/dst"), 0, "copies left");
+	assert_no_journal(T);
+	{
+		struct tree_attr a;
+		cr_assert_eq(tree_lookup(T, "/q/dst", &a), -ENOENT);
+	}
+	kv_batch_free(b);
+	sbuf_release(&k);
+	free(before);
+	free(after);
+}
+
 /* ---- crash safety ------------------------------------------------------- */
 
 /*
