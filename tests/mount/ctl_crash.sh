@@ -13,7 +13,7 @@ quiet() { "$@" >/dev/null; }
 J='DRIVE#main|JOURNAL#'
 
 pfs_mount
-python3 "$TREE_PY" gen "$MNT/data" 700 >/dev/null
+python3 "$TREE_PY" gen "$MNT/data" 500 >/dev/null
 manifest "$MNT/data" "$T/data.m" --no-dir-mtime
 N=$(find "$MNT/data" | wc -l)
 pfs_umount
