@@ -491,8 +491,9 @@ out:
 	return rc;
 }
 
-int tree_link(struct tree *t, const char *oldpath, const char *newpath,
-	      struct tree_attr *out)
+/* tree_link() (@oldpath) and tree_link_ino() (@oldpath NULL, inode @ino). */
+static int link_common(struct tree *t, const char *oldpath, uint64_t ino,
+		       const char *newpath, struct tree_attr *out)
 {
 	char parent[TREE_PATH_MAX + 1];
 	struct node on = {0}, pn = {0};
@@ -503,12 +504,12 @@ int tree_link(struct tree *t, const char *oldpath, const char *newpath,
 	int64_t now;
 	int rc;
 
-	rc = path_check(oldpath);
+	rc = oldpath ? path_check(oldpath) : 0;
 	if (rc == 0)
 		rc = path_check(newpath);
 	if (rc)
 		goto out;
-	if (is_root(oldpath)) {
+	if (oldpath && is_root(oldpath)) {
 		rc = -EPERM;
 		goto out;
 	}
@@ -519,12 +520,15 @@ int tree_link(struct tree *t, const char *oldpath, const char *newpath,
 	parent_of(newpath, parent);
 	pthread_mutex_lock(&t->ns_lock);
 	ns = true;
-	rc = tree_get_node(t, oldpath, &on, false);
-	if (rc)
-		goto out;
-	if (S_ISDIR(on.a.mode)) {
-		rc = -EPERM;
-		goto out;
+	if (oldpath) {
+		rc = tree_get_node(t, oldpath, &on, false);
+		if (rc)
+			goto out;
+		if (S_ISDIR(on.a.mode)) {
+			rc = -EPERM;
+			goto out;
+		}
+		ino = on.a.ino;
 	}
 	rc = tree_get_node(t, parent, &pn, false);
 	if (rc)
@@ -538,14 +542,18 @@ int tree_link(struct tree *t, const char *oldpath, const char *newpath,
 		rc = rc > 0 ? -EEXIST : rc;
 		goto out;
 	}
-	tree_lock_inodes(t, on.a.ino, pn.a.ino, 0, 0);
+	tree_lock_inodes(t, ino, pn.a.ino, 0, 0);
 	st = true;
-	rc = tree_attr_load(t, oldpath, on.a.ino, &r);
+	rc = tree_attr_load(t, oldpath, ino, &r);
 	if (rc)
 		goto out;
+	if (!oldpath && r.n.a.nlink == 0) {
+		rc = -ENOENT; /* an orphan cannot get a name back */
+		goto out;
+	}
 	now = tree_now_ns();
 	b = kv_batch_new();
-	if (!(on.a.flags & TREE_F_LINKED)) {
+	if (!(r.n.a.flags & TREE_F_LINKED)) {
 		/* first link: the attributes move to INODE#ino */
 		r.n.a.flags |= TREE_F_LINKED;
 		r.n.a.nlink = 2;
@@ -563,7 +571,8 @@ int tree_link(struct tree *t, const char *oldpath, const char *newpath,
 	stub.flags = TREE_F_LINKED;
 	stub.ino = r.n.a.ino;
 	stub.mode = r.n.a.mode;
-	tree_batch_put_node(t, b, oldpath, &stub, NULL);
+	if (oldpath)
+		tree_batch_put_node(t, b, oldpath, &stub, NULL);
 	tree_batch_put_node(t, b, newpath, &stub, NULL);
 	rc = tree_batch_dir_touch(t, b, parent, 0, now);
 	if (rc)
@@ -573,7 +582,7 @@ int tree_link(struct tree *t, const char *oldpath, const char *newpath,
 		*out = r.n.a;
 out:
 	if (st)
-		tree_unlock_inodes(t, on.a.ino, pn.a.ino, 0, 0);
+		tree_unlock_inodes(t, ino, pn.a.ino, 0, 0);
 	if (ns)
 		pthread_mutex_unlock(&t->ns_lock);
 	kv_batch_free(b);
@@ -581,6 +590,18 @@ out:
 	node_release(&on);
 	node_release(&pn);
 	return rc;
+}
+
+int tree_link(struct tree *t, const char *oldpath, const char *newpath,
+	      struct tree_attr *out)
+{
+	return link_common(t, oldpath, 0, newpath, out);
+}
+
+int tree_link_ino(struct tree *t, uint64_t ino, const char *newpath,
+		  struct tree_attr *out)
+{
+	return link_common(t, NULL, ino, newpath, out);
 }
 
 /* unlink and rmdir: removes @path (a folder iff @dir). */

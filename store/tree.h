@@ -180,6 +180,17 @@ int tree_mknode(struct tree *t, const char *path, mode_t mode, uid_t uid,
 int tree_link(struct tree *t, const char *oldpath, const char *newpath,
 	      struct tree_attr *out);
 
+/*
+ * As tree_link(), for an inode that is already hard-linked (TREE_F_LINKED),
+ * found by its number @ino rather than by a path: for callers that know the
+ * inode but not which of its paths still exists (the daemon, after the link
+ * it first looked the inode up by was removed or renamed). Errors: as
+ * tree_link(), and -ENOENT when @ino has no INODE record (it is not
+ * hard-linked: use tree_link() with its one path) or is an orphan.
+ */
+int tree_link_ino(struct tree *t, uint64_t ino, const char *newpath,
+		  struct tree_attr *out);
+
 /* Flags of tree_unlink()/tree_rename(). */
 #define TREE_KEEP_ORPHAN 0x1 /* the inode is open: if its last link goes,
 				keep it as an orphan instead of freeing it */

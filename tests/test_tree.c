@@ -1124,3 +1124,39 @@ Test(tree, random_namespace_ops_against_model, .init = tu_setup,
 	       counts[0], counts[1], counts[2], counts[3], counts[4], counts[5],
 	       counts[6], counts[7], nmodel);
 }
+
+Test(tree, link_by_inode_number, .init = tu_setup, .fini = tu_teardown)
+{
+	struct tree_attr a, out;
+	uint64_t orphan;
+	size_t n;
+	char *c;
+
+	tu_mkdir(T, "/d");
+	tu_mkfile(T, "/f", "data", 4);
+	a = st("/f");
+	/* not hard-linked yet: there is one path, tree_link() is the way */
+	cr_expect_eq(tree_link_ino(T, a.ino, "/x", NULL), -ENOENT);
+	cr_assert_eq(tree_link(T, "/f", "/g", NULL), 0);
+	/* the path the inode was first known by goes away */
+	cr_assert_eq(tree_unlink(T, "/f", 0, NULL), 0);
+	cr_expect_eq(tree_link(T, "/f", "/h", NULL), -ENOENT);
+	cr_assert_eq(tree_link_ino(T, a.ino, "/d/h", &out), 0);
+	cr_expect_eq(out.nlink, 2);
+	cr_expect_eq(st("/d/h").ino, a.ino);
+	cr_expect_eq(st("/g").nlink, 2);
+	c = readall("/d/h", a.ino, &n);
+	cr_expect(n == 4 && memcmp(c, "data", 4) == 0);
+	cr_expect_eq(tree_link_ino(T, a.ino, "/g", NULL), -EEXIST);
+	cr_expect_eq(tree_link_ino(T, a.ino, "/nope/x", NULL), -ENOENT);
+	cr_expect_eq(tree_link_ino(T, a.ino, "/g/x", NULL), -ENOTDIR);
+	cr_expect_eq(tree_link_ino(T, 999999, "/y", NULL), -ENOENT);
+	/* an orphan cannot be linked back */
+	cr_assert_eq(tree_unlink(T, "/g", 0, NULL), 0);
+	cr_assert_eq(tree_unlink(T, "/d/h", TREE_KEEP_ORPHAN, &orphan), 0);
+	cr_expect_eq(orphan, a.ino);
+	cr_expect_eq(tree_link_ino(T, a.ino, "/z", NULL), -ENOENT);
+	cr_expect_eq(lk("/z"), -ENOENT);
+	cr_assert_eq(tree_reclaim(T, a.ino), 0);
+	fsck_clean();
+}
