@@ -93,6 +93,14 @@ check "mounted: ... and the mount shows the branch partly removed" \
 RC=0; sliced 200 "rm -r" /mcopy || RC=$?
 check "mounted: sliced rm -r finishes (exit 0)" test "$RC" = 0
 check "mounted: the mount shows the branch gone" test ! -e "$MNT/mcopy"
+# A progress bar on stderr when it is a terminal (script(1) gives one), drawn
+# by the daemon through the socket; none when it is not.
+script -qec "'$PATHFSCTL' -s '$STORE' cp -r /data /pcopy" /dev/null >"$T/tty.out" 2>&1 || true
+check "mounted: a terminal gets a progress bar (done/total, rate)" \
+	grep -aq "cp -r: [0-9]*/$N (100%) [0-9]*/s" "$T/tty.out"
+C rm -r /pcopy >"$T/notty.out" 2>&1
+check "mounted: no progress bar when stderr is not a terminal" \
+	bash -c "! grep -aq '/s' '$T/notty.out'"
 check "mounted: fsck is clean" C fsck
 pfs_umount
 
