@@ -13,17 +13,20 @@
  *    iterate_upper_bound bounds every scan instead;
  *  - LZ4 on all levels but the last, ZSTD on the last: paths share long
  *    prefixes and compress well; LZ4 is cheap enough for the write path;
- *  - 32 MiB memtables (up to 3), two background jobs (the machines have two
- *    cores), dynamic level sizes, 1 MiB bytes_per_sync so flushes don't stall;
+ *  - 32 MiB memtables (up to 3; smaller on small disks, see below), two
+ *    background jobs (the machines have two cores), dynamic level sizes,
+ *    1 MiB bytes_per_sync so flushes don't stall;
  *  - the WAL is always on; commits sync it only when asked (fsync, -o sync).
  *
  * Space: RocksDB turns read-only when a WAL write fails for lack of space and
  * frees space only after compaction, so a full disk would wedge the store.
  * kv keeps a reserve instead, as ext4 keeps reserved blocks: a batch that
  * grows the store is refused with -ENOSPC once the store's file system has
- * less than KV_RESERVE bytes free; batches that mostly delete still pass, so
- * space can always be freed. kv_compact_range() lets a caller reclaim the disk
- * space of a large deleted range at once.
+ * less than the reserve free (enough to flush every memtable and run an L0
+ * compaction: 8 memtables + 4 MiB, memtables being 1/64 of the file system,
+ * 2..32 MiB); batches that mostly delete still pass, so space can always be
+ * freed, and when space is short the ranges a batch deleted are compacted at
+ * once so the space really comes back.
  *
  * Limits: one default column family; no transactions beyond atomic batches.
  */
@@ -41,7 +44,7 @@
 #include "kv_i.h"
 #include "log.h"
 
-#define KV_RESERVE	(32ull << 20)
+#define KV_RANGES_MAX	8	   /* delete-ranges a batch remembers */
 #define KV_SPACE_TTL_NS 50000000ll /* re-read free space every 50 ms */
 
 struct kv {
@@ -56,6 +59,7 @@ struct kv {
 	char *dir;
 	bool read_only;
 	bool sync;
+	uint64_t reserve; /* bytes kept free, see kv_reserve_bytes() */
 
 	pthread_mutex_t space_lock;
 	int64_t space_at; /* protected by space_lock: when avail was read */
@@ -74,6 +78,12 @@ struct kv_batch {
 	size_t bytes;
 	size_t put_bytes;
 	size_t deletes;
+	/* delete-ranges, compacted after commit when space runs short */
+	struct {
+		char *lo, *hi;
+		size_t lolen, hilen;
+	} ranges[KV_RANGES_MAX];
+	int nranges;
 };
 
 /* Maps a RocksDB error string to an errno, logs it with @what, frees it. */
@@ -115,9 +125,26 @@ int kv_open(struct kv **out, const char *dir, const struct kv_options *opt)
 	int levels[7];
 	int rc = 0;
 
+	struct statvfs vfs;
+	uint64_t total = UINT64_MAX, wbs = 32 << 20;
+
 	kv = calloc(1, sizeof(*kv));
 	if (!kv)
 		return -ENOMEM;
+	/*
+	 * Size memtables to the disk: flushing one needs its size again on
+	 * disk, so a 32 MiB memtable on a 64 MiB file system would wedge it.
+	 * The reserve covers every memtable's flush plus an L0 compaction.
+	 */
+	if (statvfs(dir, &vfs) == 0)
+		total = (uint64_t)vfs.f_blocks * vfs.f_frsize;
+	if (total / 64 < wbs)
+		wbs = total / 64 < (2 << 20) ? (2 << 20) : total / 64;
+	kv->reserve = wbs * 8 + (4 << 20);
+	/* on a small disk, compacting all the data at once must fit too */
+	if (total != UINT64_MAX && kv->reserve < total / 2)
+		kv->reserve =
+		    total / 2 > (256ull << 20) ? kv->reserve : total / 2;
 	kv->dir = strdup(dir);
 	kv->read_only = opt->read_only;
 	kv->sync = opt->sync;
@@ -139,12 +166,15 @@ int kv_open(struct kv **out, const char *dir, const struct kv_options *opt)
 	kv->opts = rocksdb_options_create();
 	rocksdb_options_set_block_based_table_factory(kv->opts, kv->topts);
 	rocksdb_options_set_create_if_missing(kv->opts, opt->create);
-	rocksdb_options_set_write_buffer_size(kv->opts, 32 << 20);
+	rocksdb_options_set_write_buffer_size(kv->opts, wbs);
 	rocksdb_options_set_max_write_buffer_number(kv->opts, 3);
+	/* WAL preallocation is min(1.1 x memtable, max_total_wal_size) and
+	 * really takes space on tmpfs: keep both modest */
+	rocksdb_options_set_manifest_preallocation_size(kv->opts, 64 << 10);
 	rocksdb_options_set_max_background_jobs(kv->opts, 2);
 	rocksdb_options_set_level_compaction_dynamic_level_bytes(kv->opts, 1);
 	rocksdb_options_set_bytes_per_sync(kv->opts, 1 << 20);
-	rocksdb_options_set_max_total_wal_size(kv->opts, 128 << 20);
+	rocksdb_options_set_max_total_wal_size(kv->opts, 4 * wbs);
 	rocksdb_options_set_keep_log_file_num(kv->opts, 3);
 	rocksdb_options_set_max_log_file_size(kv->opts, 4 << 20);
 	rocksdb_options_set_info_log_level(kv->opts, 2 /* WARN */);
@@ -345,6 +375,26 @@ void kv_batch_delete_range(struct kv_batch *b, const char *lo, size_t lolen,
 	rocksdb_writebatch_delete_range(b->wb, lo, lolen, hi, hilen);
 	b->bytes += lolen + hilen;
 	b->deletes++;
+	if (b->nranges < KV_RANGES_MAX) {
+		int i = b->nranges++;
+		b->ranges[i].lo = malloc(lolen);
+		b->ranges[i].hi = malloc(hilen);
+		if (!b->ranges[i].lo || !b->ranges[i].hi)
+			abort();
+		memcpy(b->ranges[i].lo, lo, lolen);
+		memcpy(b->ranges[i].hi, hi, hilen);
+		b->ranges[i].lolen = lolen;
+		b->ranges[i].hilen = hilen;
+	}
+}
+
+static void kv_batch_drop_ranges(struct kv_batch *b)
+{
+	for (int i = 0; i < b->nranges; i++) {
+		free(b->ranges[i].lo);
+		free(b->ranges[i].hi);
+	}
+	b->nranges = 0;
 }
 
 size_t kv_batch_count(const struct kv_batch *b)
@@ -361,6 +411,7 @@ void kv_batch_clear(struct kv_batch *b)
 {
 	rocksdb_writebatch_clear(b->wb);
 	b->bytes = b->put_bytes = b->deletes = 0;
+	kv_batch_drop_ranges(b);
 }
 
 /* Bytes free for the store, re-read at most every KV_SPACE_TTL_NS. */
@@ -398,19 +449,26 @@ int kv_batch_commit(struct kv *kv, struct kv_batch *b, bool sync)
 		return -EROFS;
 	if (!kv_batch_shrinks(b)) {
 		uint64_t avail = kv_avail(kv);
-		if (avail < KV_RESERVE + b->put_bytes)
+		if (avail < kv->reserve + b->put_bytes)
 			return -ENOSPC;
 	}
 	rocksdb_write(kv->db, (sync || kv->sync) ? kv->wopts_sync : kv->wopts,
 		      b->wb, &err);
 	if (err)
 		return kv_error(err, "write batch");
-	if (b->put_bytes > (1 << 20)) {
+	if (b->put_bytes > (1 << 20) || b->nranges) {
 		/* big writes move the free space: read it again next time */
 		pthread_mutex_lock(&kv->space_lock);
 		kv->space_at = 0;
 		pthread_mutex_unlock(&kv->space_lock);
 	}
+	/* RocksDB gives deleted space back only when it compacts: when space
+	 * is short, compact what this batch dropped now */
+	if (b->nranges && kv_avail(kv) < 2 * kv->reserve)
+		for (int i = 0; i < b->nranges; i++)
+			kv_compact_range(kv, b->ranges[i].lo,
+					 b->ranges[i].lolen, b->ranges[i].hi,
+					 b->ranges[i].hilen);
 	return 0;
 }
 
@@ -419,6 +477,7 @@ void kv_batch_free(struct kv_batch *b)
 	if (!b)
 		return;
 	rocksdb_writebatch_destroy(b->wb);
+	kv_batch_drop_ranges(b);
 	free(b);
 }
 
@@ -458,7 +517,7 @@ uint64_t kv_estimate_keys(struct kv *kv)
 	return n;
 }
 
-uint64_t kv_reserve_bytes(void)
+uint64_t kv_reserve_bytes(struct kv *kv)
 {
-	return KV_RESERVE;
+	return kv->reserve;
 }

@@ -105,6 +105,6 @@ int kv_compact_range(struct kv *kv, const char *lo, size_t lolen,
  * refused with -ENOSPC below this, while batches that mostly delete pass, so
  * space can always be freed. statfs reports free space less this reserve.
  */
-uint64_t kv_reserve_bytes(void);
+uint64_t kv_reserve_bytes(struct kv *kv);
 
 #endif

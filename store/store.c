@@ -705,7 +705,7 @@ int tree_statfs(struct tree *t, struct statvfs *st)
 
 	if (statvfs(t->store->dir, st) < 0)
 		return -errno;
-	reserve_blocks = kv_reserve_bytes() / st->f_frsize;
+	reserve_blocks = kv_reserve_bytes(t->store->kv) / st->f_frsize;
 	st->f_bfree =
 	    st->f_bfree > reserve_blocks ? st->f_bfree - reserve_blocks : 0;
 	st->f_bavail =
