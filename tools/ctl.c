@@ -1273,8 +1273,6 @@ static int cmd_du(struct ctx *x)
 	rc = du_add(t, &seen, &c, path, &a);
 	if (rc || !S_ISDIR(a.mode))
 		goto out;
-	if (a.nlink > 1 && S_ISREG(a.mode))
-		ino_set_add(&seen, a.ino);
 	progress_init(&pg, x, "du", 0);
 	rc = tree_scan_open(&sc, t, path);
 	while (!rc && (rc = tree_scan_next(sc, &p, &a)) == 1) {
