@@ -168,7 +168,7 @@ static size_t kind_keys(struct tree *t, const char *kind)
 
 static void print_finding(void *ctx, const char *msg)
 {
-	cr_log_warn("fsck: %s", msg);
+	cr_log_info("fsck: %s", msg);
 }
 
 static void assert_fsck_clean(struct tree *t)
@@ -332,7 +332,7 @@ static long ceil_div(size_t a, size_t b)
 static void release(struct tree_op_result *r)
 {
 	for (size_t i = 0; i < r->nfailures; i++)
-		cr_log_warn("failure: %s", r->failures[i]);
+		cr_log_info("failure: %s", r->failures[i]);
 	tree_op_result_release(r);
 }
 
