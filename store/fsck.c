@@ -232,11 +232,19 @@ static int check_journal(struct fsck *f)
 				"replays it)",
 				(unsigned long long)e[i].seq, e[i].op, e[i].src,
 				e[i].dst, rec.phase, e[i].cursor);
-		if (rec.op != JOP_CLONE || strcmp(rec.sdrive.buf, t->name) == 0)
+		/* a clone only builds its destination; its source is
+		 * untouched and checked as usual */
+		if (rec.op != JOP_CLONE)
 			f->busy[f->nbusy++] = strdup(rec.src.buf);
 		f->busy[f->nbusy++] = strdup(rec.dst.buf);
 		if (rec.op == JOP_RENAME)
 			f->copies[f->ncopies++] = strdup(rec.dst.buf);
+		/* the file a paused clone is copying: its blocks so far are
+		 * in use (the resume appends to them) */
+		if (rec.op == JOP_CLONE && rec.ino) {
+			vec_push(&f->nodes, rec.ino);
+			see_ino(f, rec.ino);
+		}
 		if (rec.op == JOP_EXCHANGE)
 			f->skip_refs = true;
 		journal_rec_release(&rec);

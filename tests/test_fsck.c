@@ -400,3 +400,38 @@ Test(fsck, names_with_control_bytes_stay_one_line, .init = tu_setup,
 		  f->text);
 	sbuf_release(&k);
 }
+
+Test(fsck, paused_clone_keeps_its_file_in_progress, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	struct journal_rec rec = {0};
+	struct kv_batch *b = kv_batch_new();
+	struct sbuf k = {0};
+	struct found *f;
+
+	populate();
+	/* a clone of /d to /c stopped in the middle of a file: the record
+	 * names the new inode, whose first block is already written */
+	cr_assert_eq(tree_alloc_ino(T, &rec.seq), 0);
+	cr_assert_eq(tree_alloc_ino(T, &rec.ino), 0);
+	rec.op = JOP_CLONE;
+	rec.phase = 1;
+	rec.blk = 1;
+	sbuf_adds(&rec.src, "/d");
+	sbuf_adds(&rec.dst, "/c");
+	sbuf_adds(&rec.cursor, "/sub");
+	sbuf_adds(&rec.sdrive, "main");
+	journal_rec_put(T, b, &rec);
+	key_data(&k, "main", rec.ino, 0);
+	kv_batch_put(b, k.buf, k.len, "block", 5);
+	cr_assert_eq(tree_commit(T, b), 0);
+	f = fsck(false);
+	cr_assert_eq(f->n, 1, "%s", f->text);
+	cr_assert(strstr(f->text, "paused clone /d -> /c"), "%s", f->text);
+	f = fsck(true);
+	cr_assert_eq(f->n, 1, "%s", f->text);
+	cr_assert(key_exists(&k), "repair dropped the clone's blocks");
+	journal_rec_release(&rec);
+	kv_batch_free(b);
+	sbuf_release(&k);
+}
