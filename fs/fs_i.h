@@ -93,6 +93,8 @@ struct fs {
 	pthread_mutex_t ctl_mutex;
 	struct busy *ctl_busy;
 	uint64_t ctl_ino[2]; /* inodes at path and newpath before the command */
+	uint64_t *ctl_files; /* files of a branch a command may delete */
+	size_t ctl_nfiles, ctl_cap;
 };
 
 /* A path built for one request. */

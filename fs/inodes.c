@@ -210,6 +210,8 @@ void fs_release(struct fs *fs)
 		free(b);
 	}
 	fs->busy = NULL;
+	free(fs->ctl_files);
+	fs->ctl_files = NULL;
 }
 
 int itab_lookup(struct fs *fs, uint64_t ino, uint64_t parent, const char *name,
