@@ -1,172 +1,171 @@
-#lib.sh - shared by the mount tests : sourced, never run.
+# lib.sh - shared by the mount tests: sourced, never run.
 #
-#Gives each test a fresh temp dir($T) with a store($STORE) and mountpoint
-#($MNT), mounts and unmounts pathfs, and cleans up on exit even when the test
-#fails.The programs ' paths come from meson' s environment($PATHFS,
-#$PATHFSCTL); run by hand, they default to../../ build.
-set - euo pipefail
+# Gives each test a fresh temp dir ($T) with a store ($STORE) and mountpoint
+# ($MNT), mounts and unmounts pathfs, and cleans up on exit even when the test
+# fails. The programs' paths come from meson's environment ($PATHFS,
+# $PATHFSCTL); run by hand, they default to ../../build.
+set -euo pipefail
 
-    : "${PATHFS:=$(cd " $(dirname "${BASH_SOURCE[0]}") /
-	  ../
-	  .." && pwd)/build/fs/pathfs}" : "${PATHFSCTL:=$(dirname " $PATHFS
-					  ")/../tools/pathfsctl}"
-    : "${TESTS_DIR:=$(cd " $(dirname "${BASH_SOURCE[0]}") /
-	  .." && pwd)}"
+: "${PATHFS:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build/fs/pathfs}"
+: "${PATHFSCTL:=$(dirname "$PATHFS")/../tools/pathfsctl}"
+: "${TESTS_DIR:=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
 
-	  T = $(mktemp - d / tmp / pathfs -
-		mt.XXXXXX) STORE = $T / store MNT = $T / mnt mkdir - p
-						    "$MNT" FAILS = 0 CHECKS = 0
+T=$(mktemp -d /tmp/pathfs-mt.XXXXXX)
+STORE=$T/store
+MNT=$T/mnt
+mkdir -p "$MNT"
+FAILS=0
+CHECKS=0
 
-    cleanup()
-{
+cleanup() {
 	local m
-	for m in $(awk -v t="$T" 'index($2, t) == 1 {print $2}' /proc/mounts);
-	do
-		fusermount3 - u - z "$m" 2 > / dev / null ||
-		    umount - l "$m" 2 > / dev / null ||
-		    true done pkill - 9 - f "pathfs .*$T" 2 > / dev / null ||
-		    true rm - rf "$T"
+	for m in $(awk -v t="$T" 'index($2, t) == 1 {print $2}' /proc/mounts); do
+		fusermount3 -u -z "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
+	done
+	pkill -9 -f "pathfs .*$T" 2>/dev/null || true
+	rm -rf "$T"
 }
 trap cleanup EXIT
 
-#pfs_mount[pathfs options...] : mounts drive(default main) of $STORE on $MNT
-#and waits until the mount is there.
-pfs_mount()
-{
+# pfs_mount [pathfs options...]: mounts drive (default main) of $STORE on $MNT
+# and waits until the mount is there.
+pfs_mount() {
 	"$PATHFS" "$@" "$STORE" "$MNT"
 	local i
-	for i in $(seq 1 100);
-	do
-		mountpoint - q "$MNT" && return 0 sleep 0.05 done echo
-						"FAIL: mount did not appear" >
-						&2 exit 1
+	for i in $(seq 1 100); do
+		mountpoint -q "$MNT" && return 0
+		sleep 0.05
+	done
+	echo "FAIL: mount did not appear" >&2
+	exit 1
 }
 
-#pfs_umount : unmounts and waits for the daemon to exit(everything durable).
-pfs_umount()
-{
+# pfs_umount: unmounts and waits for the daemon to exit (everything durable).
+pfs_umount() {
 	fusermount3 -u "$MNT"
 	local i
-	for i in $(seq 1 200);
-	do
-		pgrep - f "pathfs .*$MNT" > / dev / null ||
-		    return 0 sleep 0.05 done echo
-			   "FAIL: daemon did not exit after unmount" > &2 exit 1
+	for i in $(seq 1 200); do
+		pgrep -f "pathfs .*$MNT" >/dev/null || return 0
+		sleep 0.05
+	done
+	echo "FAIL: daemon did not exit after unmount" >&2
+	exit 1
 }
 
-#check DESCRIPTION COMMAND... : runs COMMAND, counts a failure if it fails.
-check()
-{
-	local what = $1 shift CHECKS = $((CHECKS + 1)) if "$@";
-	then echo "ok - $what" else echo "FAIL - $what" > & 2 FAILS =
-	    $((FAILS + 1)) fi
+# check DESCRIPTION COMMAND...: runs COMMAND, counts a failure if it fails.
+check() {
+	local what=$1
+	shift
+	CHECKS=$((CHECKS + 1))
+	if "$@"; then
+		echo "ok - $what"
+	else
+		echo "FAIL - $what" >&2
+		FAILS=$((FAILS + 1))
+	fi
 }
 
-#expect_errno ERRNAME DESCRIPTION COMMAND... : COMMAND must fail and print the
-#strerror text of ERRNAME(e.g.ENOTEMPTY) on stderr.
-expect_errno()
-{
-	local err = $1 what = $2 msg out shift 2 msg =
-	    $(python3 - c "import errno,os; print(os.strerror(errno.$err))")
-		CHECKS = $((CHECKS + 1)) if out = $("$@" 2 > &1);
-	then echo "FAIL - $what: succeeded, expected $err" > & 2 FAILS =
-	    $((FAILS + 1)) elif[["$out" == *"$msg" * ]];
-	then echo "ok - $what ($err)" else echo
-	    "FAIL - $what: expected $err, got: $out" > & 2 FAILS =
-	    $((FAILS + 1)) fi
+# expect_errno ERRNAME DESCRIPTION COMMAND...: COMMAND must fail and print the
+# strerror text of ERRNAME (e.g. ENOTEMPTY) on stderr.
+expect_errno() {
+	local err=$1 what=$2 msg out
+	shift 2
+	msg=$(python3 -c "import errno,os; print(os.strerror(errno.$err))")
+	CHECKS=$((CHECKS + 1))
+	if out=$("$@" 2>&1); then
+		echo "FAIL - $what: succeeded, expected $err" >&2
+		FAILS=$((FAILS + 1))
+	elif [[ "$out" == *"$msg"* ]]; then
+		echo "ok - $what ($err)"
+	else
+		echo "FAIL - $what: expected $err, got: $out" >&2
+		FAILS=$((FAILS + 1))
+	fi
 }
 
-#finish : prints the summary and exits non - zero if any check failed.
-finish()
-{
-	echo "$((CHECKS - FAILS)) passed, $FAILS failed"["$FAILS" - eq 0]
+# finish: prints the summary and exits non-zero if any check failed.
+finish() {
+	echo "$((CHECKS - FAILS)) passed, $FAILS failed"
+	[ "$FAILS" -eq 0 ]
 }
 
-#-- -- Helpers of the POSIX and                                                \
-    crash suites(mounttests) -- -- -- -- -- -- -- -- -- -- -
-#python3 is Debian 's /usr/bin/python3 when there is one: a version manager' s
-#shim earlier in PATH(pyenv) costs a second per call on a loaded machine.
-if
-	[-x / usr / bin / python3];
-then python3()
-{
-	/ usr / bin / python3 "$@";
-}
+# ---- Helpers of the POSIX and crash suites (mounttests) ---------------------
+# python3 is Debian's /usr/bin/python3 when there is one: a version manager's
+# shim earlier in PATH (pyenv) costs a second per call on a loaded machine.
+if [ -x /usr/bin/python3 ]; then
+	python3() { /usr/bin/python3 "$@"; }
 fi
-#Paths of the helper programs(tests / helpers /);                              \
-    meson passes them, by hand they
-#default to the build dir next to $PATHFS.
-    : "${RENAMEAT2:=$(dirname " $PATHFS ")/../tests/renameat2}"
-    : "${KVKEYS:=$(dirname " $PATHFS ")/../tests/kvkeys}" TREE_PY =
-	  $TESTS_DIR / helpers /
-	  tree.py
+# Paths of the helper programs (tests/helpers/); meson passes them, by hand they
+# default to the build dir next to $PATHFS.
+: "${RENAMEAT2:=$(dirname "$PATHFS")/../tests/renameat2}"
+: "${KVKEYS:=$(dirname "$PATHFS")/../tests/kvkeys}"
+TREE_PY=$TESTS_DIR/helpers/tree.py
 
-#pfs_pid : prints the pid of the daemon serving $MNT(nothing if none).
-	  pfs_pid(){pgrep - f "pathfs .*$MNT" | head - n1 || true}
+# pfs_pid: prints the pid of the daemon serving $MNT (nothing if none).
+pfs_pid() {
+	pgrep -f "pathfs .*$MNT" | head -n1 || true
+}
 
-#pfs_reap : after the daemon died or was killed : kills what is left of it,
-#lazily unmounts the dead mount and waits until $MNT is a plain directory.
-	  pfs_reap()
-{
+# pfs_reap: after the daemon died or was killed: kills what is left of it,
+# lazily unmounts the dead mount and waits until $MNT is a plain directory.
+pfs_reap() {
 	local p i
-	for p in $(pgrep -f "pathfs .*$MNT" || true);
-	do
+	for p in $(pgrep -f "pathfs .*$MNT" || true); do
 		kill -9 "$p" 2>/dev/null || true
 	done
-	for i in $(seq 1 200);
-	do
-		pgrep - f "pathfs .*$MNT" > / dev / null ||
-		    break sleep 0.05 done if mountpoint - q "$MNT" ||
-		    grep - q " $MNT fuse" / proc / mounts; then
+	for i in $(seq 1 200); do
+		pgrep -f "pathfs .*$MNT" >/dev/null || break
+		sleep 0.05
+	done
+	if mountpoint -q "$MNT" || grep -q " $MNT fuse" /proc/mounts; then
 		fusermount3 -u -z "$MNT" 2>/dev/null || umount -l "$MNT" 2>/dev/null || true
 	fi
-	for i in $(seq 1 100);
-	do
-		mountpoint - q "$MNT" ||
-		    return 0 sleep 0.05 done echo
-			   "FAIL: $MNT still mounted after reap" > &2 exit 1
+	for i in $(seq 1 100); do
+		mountpoint -q "$MNT" || return 0
+		sleep 0.05
+	done
+	echo "FAIL: $MNT still mounted after reap" >&2
+	exit 1
 }
 
-#same_file DESCRIPTION EXPECTED ACTUAL : a check that two files(manifests,
-#listings) are identical; shows the start of the difference if not .
-same_file()
-{
-	local what = $1 exp = $2 got = $3 CHECKS = $((CHECKS + 1)) if cmp - s
-						   "$exp"
-						   "$got";
-	then echo "ok - $what" else echo "FAIL - $what:" > & 2 diff "$exp"
-								    "$got" |
-		head - n 20 > & 2 ||
-	    true FAILS = $((FAILS + 1)) fi
+# same_file DESCRIPTION EXPECTED ACTUAL: a check that two files (manifests,
+# listings) are identical; shows the start of the difference if not.
+same_file() {
+	local what=$1 exp=$2 got=$3
+	CHECKS=$((CHECKS + 1))
+	if cmp -s "$exp" "$got"; then
+		echo "ok - $what"
+	else
+		echo "FAIL - $what:" >&2
+		diff "$exp" "$got" | head -n 20 >&2 || true
+		FAILS=$((FAILS + 1))
+	fi
 }
 
-#manifest DIR OUTFILE[tree.py manifest options] : names, types, modes,
-#owners, sizes, link counts and groups, mtimes(ns), content sha256, symlink
-#targets and xattrs of everything below DIR, one sorted line each.
-#A manifest that cannot be taken(dead mount) is reported in OUTFILE, so the
-#comparison that follows fails instead of the script stopping.
-manifest(){local dir = $1 out = $2 shift 2 python3 "$TREE_PY" manifest "$dir"
-						   "$@" > "$out" ||
-				echo "manifest of $dir failed" >> "$out"}
+# manifest DIR OUTFILE [tree.py manifest options]: names, types, modes,
+# owners, sizes, link counts and groups, mtimes (ns), content sha256, symlink
+# targets and xattrs of everything below DIR, one sorted line each.
+# A manifest that cannot be taken (dead mount) is reported in OUTFILE, so the
+# comparison that follows fails instead of the script stopping.
+manifest() {
+	local dir=$1 out=$2
+	shift 2
+	python3 "$TREE_PY" manifest "$dir" "$@" >"$out" ||
+		echo "manifest of $dir failed" >>"$out"
+}
 
-#pfs_fsck[DRIVE] : pathfsctl fsck of $STORE(mounted or not ); exit 0 = clean.
-#Prints the findings on stderr.
-pfs_fsck(){local out rc = 0 out = $(timeout 120 "$PATHFSCTL" - s "$STORE" -
-					d "${1:-main}" fsck 2 >
-				    &1) ||
-				  rc = $
-	   ? ["$rc" - eq 0] || printf 'fsck (exit %d): %s\n' "$rc"
-							     "$out" |
-				   head - n 20 > &2 return "$rc" }
+# pfs_fsck [DRIVE]: pathfsctl fsck of $STORE (mounted or not); exit 0 = clean.
+# Prints the findings on stderr.
+pfs_fsck() {
+	local out rc=0
+	out=$(timeout 120 "$PATHFSCTL" -s "$STORE" -d "${1:-main}" fsck 2>&1) || rc=$?
+	[ "$rc" -eq 0 ] || printf 'fsck (exit %d): %s\n' "$rc" "$out" | head -n 20 >&2
+	return "$rc"
+}
 
-#kv_count PREFIX : raw keys of $STORE starting with PREFIX(e.g.
-#'DRIVE#main|JOURNAL#'),                                                       \
-    read without replaying anything(tests / helpers / kvkeys).
-#Prints "kvkeys-failed"(which no count equals) if the store cannot be read.
-				       kv_count()
-{
-	"$KVKEYS"
-	"$STORE"
-	"$1" ||
-	    echo kvkeys - failed
+# kv_count PREFIX: raw keys of $STORE starting with PREFIX (e.g.
+# 'DRIVE#main|JOURNAL#'), read without replaying anything (tests/helpers/kvkeys).
+# Prints "kvkeys-failed" (which no count equals) if the store cannot be read.
+kv_count() {
+	"$KVKEYS" "$STORE" "$1" || echo kvkeys-failed
 }
