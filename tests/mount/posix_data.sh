@@ -1,16 +1,13 @@
-#!/ usr / bin / env bash
-#posix_data.sh - data integrity through the mount(issue 3) : 100 MiB written
-#with dd reads back with the same sha256(also with odd block sizes, after
-#overwrites in the middle, and after a remount); 8 processes writing their own
-#files at once all read back intact; concurrent appends to one file lose no
-#size update; two drives of one store, mounted one after the other, never see
-#each other's files.
-source "$(dirname " $0 ")/lib.sh"
+#!/usr/bin/env bash
+# posix_data.sh - data integrity through the mount (issue 3): 100 MiB written
+# with dd reads back with the same sha256 (also with odd block sizes, after
+# overwrites in the middle, and after a remount); 8 processes writing their own
+# files at once all read back intact; concurrent appends to one file lose no
+# size update; two drives of one store, mounted one after the other, never see
+# each other's files.
+source "$(dirname "$0")/lib.sh"
 
-    sha()
-{
-	sha256sum < "$1" | cut - d ' ' - f1;
-}
+sha() { sha256sum <"$1" | cut -d' ' -f1; }
 
 head -c $((100 * 1048576)) /dev/urandom >"$T/big"
 BIG_SHA=$(sha "$T/big")
@@ -27,12 +24,10 @@ check "dd in with an odd block size (bs=12345)" dd if="$T/big.mod" \
 	of="$MNT/big.odd" bs=12345 status=none
 check "  sha256 matches" test "$(sha "$MNT/big.odd")" = "$(sha "$T/big.mod")"
 
-#Overwrite ranges that straddle block boundaries, in both copies.
-for off in 0 65535 1048575 $((8 * 1048576 + 3)) $((16 * 1048576 - 10));
-do
+# Overwrite ranges that straddle block boundaries, in both copies.
+for off in 0 65535 1048575 $((8 * 1048576 + 3)) $((16 * 1048576 - 10)); do
 	head -c 70000 /dev/urandom >"$T/patch"
-	for f in "$T/big.mod" "$MNT/big.odd";
-do
+	for f in "$T/big.mod" "$MNT/big.odd"; do
 		dd if="$T/patch" of="$f" bs=1M seek="$off" oflag=seek_bytes \
 			conv=notrunc status=none
 	done
@@ -47,15 +42,13 @@ truncate -s 4000000 "$MNT/big.odd" "$T/big.mod"
 check "truncate up reads zeros (no stale bytes)" test \
 	"$(sha "$MNT/big.odd")" = "$(sha "$T/big.mod")"
 
-#-- -- 8 writers at once -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -
-for i in $(seq 1 8);
-do
+# ---- 8 writers at once -----------------------------------------------------
+for i in $(seq 1 8); do
 	head -c $((6 * 1048576 + i * 4099)) /dev/urandom >"$T/w$i"
 done
 mkdir "$MNT/par"
 pids=()
-for i in $(seq 1 8);
-do
+for i in $(seq 1 8); do
 	case $((i % 3)) in
 	0) dd if="$T/w$i" of="$MNT/par/w$i" bs=1M status=none & ;;
 	1) dd if="$T/w$i" of="$MNT/par/w$i" bs=4096 status=none & ;;
@@ -70,7 +63,7 @@ for i in $(seq 1 8); do
 	check "  writer $i reads back intact" cmp "$T/w$i" "$MNT/par/w$i"
 done
 
-# 8 appenders to one file : no size update may be lost(O_APPEND).
+# 8 appenders to one file: no size update may be lost (O_APPEND).
 pids=()
 for i in $(seq 1 8); do
 	python3 -c '
@@ -83,53 +76,49 @@ os.close(fd)
 ' "$MNT/par/appended" "$i" &
 	pids+=($!)
 done
-for p in "${pids[@]}";
-	do
-		wait "$p"; done
+for p in "${pids[@]}"; do wait "$p"; done
 check "8 appenders: size is the sum of all records" test \
 	"$(stat -c %s "$MNT/par/appended")" = $((8 * 200 * 100))
 check "  every record whole, 200 of each writer" test \
 	"$(sort "$MNT/par/appended" | uniq -c | awk '{print $1}' | sort -u)" = 200
 
-#-- -- remount : byte for byte -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -
+# ---- remount: byte for byte -------------------------------------------------
 pfs_umount
 pfs_mount
 check "after remount: 100 MiB sha256 matches" test "$(sha "$MNT/big")" = "$BIG_SHA"
 check "after remount: modified copy matches" test \
 	"$(sha "$MNT/big.odd")" = "$(sha "$T/big.mod")"
-for i in $(seq 1 8);
-	do
-	check "after remount: writer $i intact" cmp "$T/w$i"
-	      "$MNT/par/w$i" done pfs_umount
+for i in $(seq 1 8); do
+	check "after remount: writer $i intact" cmp "$T/w$i" "$MNT/par/w$i"
+done
+pfs_umount
 
-#-- -- two drives of one store -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -- -
-		  pfs_mount -
-	    o drive =
-	    d1 mkdir "$MNT/only-d1" echo d1 > "$MNT/only-d1/file" echo d1 >
-	    "$MNT/common" pfs_umount pfs_mount - o drive =
-		d2 check "d2 starts empty" test - z "$(ls -A " $MNT ")" mkdir
-						    "$MNT/only-d2" echo d2 >
-		"$MNT/only-d2/file" echo d2 >
-		"$MNT/common" pfs_umount pfs_mount - o drive = d1 check
-	    "d1 sees only its own files" test "$(ls -A " $MNT
-	    " | tr '\n' ' ')" = "common only-d1 " check
-				"  with its own content" test "$(cat " $MNT /
-				    common " " $MNT / only -
-				d1 / file " | tr '\n' ' ')" =
-				    "d1 d1 " pfs_umount pfs_mount - o drive =
-					d2 check
-	    "d2 sees only its own files" test "$(ls -A " $MNT
-	    " | tr '\n' ' ')" =
-		"common only-d2 " check "  with its own content" test
-		"$(cat " $MNT /
-		    common " " $MNT / only -
-		d2 / file " | tr '\n' ' ')" =
-		    "d2 d2 " pfs_umount pfs_mount check
-		    "the default drive (main) still has the big files" test
-		    "$(ls -A " $MNT " | tr '\n' ' ')" =
-			"big big.odd par " pfs_umount check
-			"fsck clean: main" pfs_fsck main check
-			"fsck clean: d1" pfs_fsck d1 check
-			"fsck clean: d2" pfs_fsck d2
+# ---- two drives of one store -----------------------------------------------
+pfs_mount -o drive=d1
+mkdir "$MNT/only-d1"
+echo d1 >"$MNT/only-d1/file"
+echo d1 >"$MNT/common"
+pfs_umount
+pfs_mount -o drive=d2
+check "d2 starts empty" test -z "$(ls -A "$MNT")"
+mkdir "$MNT/only-d2"
+echo d2 >"$MNT/only-d2/file"
+echo d2 >"$MNT/common"
+pfs_umount
+pfs_mount -o drive=d1
+check "d1 sees only its own files" test "$(ls -A "$MNT" | tr '\n' ' ')" = "common only-d1 "
+check "  with its own content" test "$(cat "$MNT/common" "$MNT/only-d1/file" | tr '\n' ' ')" = "d1 d1 "
+pfs_umount
+pfs_mount -o drive=d2
+check "d2 sees only its own files" test "$(ls -A "$MNT" | tr '\n' ' ')" = "common only-d2 "
+check "  with its own content" test "$(cat "$MNT/common" "$MNT/only-d2/file" | tr '\n' ' ')" = "d2 d2 "
+pfs_umount
+pfs_mount
+check "the default drive (main) still has the big files" test \
+	"$(ls -A "$MNT" | tr '\n' ' ')" = "big big.odd par "
+pfs_umount
+check "fsck clean: main" pfs_fsck main
+check "fsck clean: d1" pfs_fsck d1
+check "fsck clean: d2" pfs_fsck d2
 
-			    finish
+finish
