@@ -203,13 +203,13 @@ int res_write_plot(const char *png)
 	slen += (size_t)snprintf(script + slen, slen < scap ? scap - slen : 0, \
 				 __VA_ARGS__)
 	S("set terminal pngcairo size %zu,%zu font ',9' noenhanced;",
-	  300 + maxl * 55, np * 420);
+	  500 + maxl * 60, np * 440);
 	S("set output '%s';", png);
 	S("set multiplot layout %zu,1;", np);
 	S("set logscale y; set grid ytics; set style data histograms;");
 	S("set style histogram clustered gap 1; set style fill solid 0.7;");
-	S("set xtics rotate by -25 left; set key top left;");
-	S("set datafile missing '?'; set bmargin 6; set rmargin 12; set yrange "
+	S("set xtics rotate by -25 left; set key outside right top vertical;");
+	S("set datafile missing '?'; set bmargin 6; set yrange "
 	  "[*:*];");
 	for (i = 0; i < np; i++) {
 		size_t j;
