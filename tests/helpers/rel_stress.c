@@ -52,7 +52,22 @@ struct ino {
 	size_t len;
 	int refs;
 	mode_t mode;
+	char hist[12][160]; /* the last calls on this inode, for failures */
+	int nhist;
 };
+
+static bool trace_all; /* -v */
+
+static void ino_note(struct ino *in, const char *op, const char *path, size_t a,
+		     size_t b)
+{
+	char *h = in->hist[in->nhist++ % 12];
+
+	snprintf(h, sizeof(in->hist[0]), "%s %.100s (%zu, %zu) -> size %zu", op,
+		 path, a, b, in->len);
+	if (trace_all)
+		fprintf(stderr, "    inode %p: %s\n", (void *)in, h);
+}
 
 struct ent {
 	char path[1024]; /* relative to the worker root, leading "/" */
@@ -130,6 +145,7 @@ static int new_ino(struct worker *w)
 			w->inos[i].len = 0;
 			w->inos[i].data = NULL;
 			w->inos[i].mode = 0644;
+			w->inos[i].nhist = 0;
 			return i;
 		}
 	return -1;
@@ -315,6 +331,7 @@ static int op_create(struct worker *w)
 		w->inos[ino].data = buf;
 		w->inos[ino].len = len;
 	}
+	ino_note(&w->inos[ino], "create", p, len, 0);
 	got = close(fd) ? errno : 0;
 	return expect(w, "close", got, 0, 0);
 }
@@ -364,9 +381,10 @@ static int op_write(struct worker *w, bool append)
 			got = errno;
 	}
 	done_op(w);
-	if (!expect(w, rp, got, 0, 0))
+	if (!expect(w, rp, got, 0, 0)) {
 		model_write(in, off, buf, len);
-	else
+		ino_note(in, append ? "append" : "write", p, off, len);
+	} else
 		got = -1;
 	free(buf);
 	return got ? -1 : 0;
@@ -396,6 +414,7 @@ static int op_truncate(struct worker *w)
 		memset(in->data + in->len, 0, size - in->len);
 	}
 	in->len = size;
+	ino_note(in, "truncate", p, size, 0);
 	return 0;
 }
 
@@ -419,9 +438,19 @@ static int op_read(struct worker *w)
 	if (expect(w, rp, got, 0, 0))
 		return -1;
 	if (size != in->len || h != rel_fnv(REL_FNV_INIT, in->data, in->len)) {
+		int i;
+
 		fprintf(stderr, "w%d: FAIL read %s: %llu bytes, model %zu%s\n",
 			w->id, rp, (unsigned long long)size, in->len,
 			size == in->len ? " (content differs)" : "");
+		for (i = 0; i < w->nent; i++)
+			if (w->ents[i].type == 'f' && w->ents[i].ino == e->ino)
+				fprintf(stderr, "w%d:   a link of it: %s\n",
+					w->id, w->ents[i].path);
+		for (i = in->nhist > 12 ? in->nhist - 12 : 0; i < in->nhist;
+		     i++)
+			fprintf(stderr, "w%d:   its history: %s\n", w->id,
+				in->hist[i % 12]);
 		dump_last(w);
 		return -1;
 	}
@@ -504,6 +533,7 @@ static int op_link(struct worker *w)
 
 		add_ent(w, b, 'f')->ino = ino;
 		w->inos[ino].refs++;
+		ino_note(&w->inos[ino], "link to", b, 0, 0);
 	}
 	return 0;
 }
@@ -596,6 +626,8 @@ static int op_rename(struct worker *w)
 			ea = eb; /* drop_ent moves the last entry into eb */
 		drop_ent(w, eb);
 	}
+	if (ea->type == 'f')
+		ino_note(&w->inos[ea->ino], "renamed to", b, 0, 0);
 	alen = strlen(a);
 	for (i = 0; i < w->nent; i++) {
 		struct ent *e = &w->ents[i];
@@ -933,6 +965,7 @@ int main(int argc, char **argv)
 			w.shared_only = shared_only;
 			w.disconnect_ok = disconnect_ok;
 			w.trace = trace;
+			trace_all = trace;
 			snprintf(w.root, sizeof(w.root), "%s/w%d", dir, i);
 			snprintf(w.shared, sizeof(w.shared), "%s/shared", dir);
 			_exit(worker_run(&w, seconds, manifest_dir) ? 1 : 0);

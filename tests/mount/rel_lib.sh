@@ -16,6 +16,20 @@ REL_PLANT=$BUILD_DIR/rel_plant
 DLOG=$T/daemon.log
 DPID=
 
+# On exit: a sanitizer report or a crash message in the daemon's log fails the
+# test and is shown (the log dies with $T), then lib.sh's cleanup runs.
+rel_cleanup() {
+	local rc=$? pat="ERROR: (Address|Leak)Sanitizer|runtime error:|corrupted|double free"
+	if [ -s "$DLOG" ] && grep -Eq "$pat" "$DLOG"; then
+		echo "FAIL: the daemon reported memory errors:" >&2
+		grep -E -A30 "$pat" "$DLOG" | head -n 60 >&2
+		rc=1
+	fi
+	cleanup
+	exit "$rc"
+}
+trap rel_cleanup EXIT
+
 # rel_mount_fg [pathfs options...]: mounts $STORE on $MNT with -f in the
 # background; sets DPID; fails the test if the mount does not appear.
 rel_mount_fg() {
