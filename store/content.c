@@ -106,6 +106,25 @@ out:
 	return rc;
 }
 
+/* Copies block @blk (@vlen stored bytes at @val) into the part of @buf
+ * (file range [@off, @end)) it covers, zero-filling from *pos (everything
+ * before *pos is filled) up to it; advances *pos. */
+static void fill_block(char *buf, uint64_t off, uint64_t end, uint64_t *pos,
+		       uint64_t bstart, const char *val, size_t vlen)
+{
+	uint64_t from = bstart > *pos ? bstart : *pos;
+	uint64_t to = bstart + vlen < end ? bstart + vlen : end;
+
+	if (from > *pos)
+		memset(buf + (*pos - off), 0, (size_t)(from - *pos));
+	if (to > from)
+		memcpy(buf + (from - off), val + (from - bstart),
+		       (size_t)(to - from));
+	else
+		to = from;
+	*pos = to;
+}
+
 int tree_read(struct tree *t, const char *path, uint64_t ino, uint64_t off,
 	      size_t len, char *buf, size_t *nread)
 {
@@ -113,7 +132,8 @@ int tree_read(struct tree *t, const char *path, uint64_t ino, uint64_t off,
 	struct kv_iter *it = NULL;
 	struct tree_attr a;
 	uint64_t bs = t->block_size, end, first, last, pos;
-	size_t plen;
+	char *val = NULL;
+	size_t plen, vlen;
 	int rc;
 
 	*nread = 0;
@@ -135,20 +155,38 @@ int tree_read(struct tree *t, const char *path, uint64_t ino, uint64_t off,
 	end = off + len;
 	first = off / bs;
 	last = (end - 1) / bs;
+	pos = off;
 	key_drive_prefix(&lo, t->name);
 	plen = lo.len;
 	sbuf_reset(&lo);
 	key_data(&lo, t->name, a.ino, first);
+	if (first == last) {
+		/* one block: a point read is cheaper than an iterator */
+		rc = kv_get(t->store->kv, lo.buf, lo.len, &val, &vlen);
+		if (rc == -ENOENT) {
+			rc = 0;
+			vlen = 0;
+		}
+		if (rc)
+			goto out;
+		if (vlen > bs) {
+			plog(LOG_ERR, "corrupt content block %.*s", (int)lo.len,
+			     lo.buf);
+			rc = -EIO;
+			goto out;
+		}
+		fill_block(buf, off, end, &pos, first * bs, val, vlen);
+		goto done;
+	}
 	key_data(&hi, t->name, a.ino, last + 1);
 	rc = kv_iter_open(&it, t->store->kv, lo.buf, lo.len, hi.buf, hi.len);
 	if (rc)
 		goto out;
-	pos = off; /* bytes before pos are filled */
 	for (; kv_iter_valid(it); kv_iter_next(it)) {
-		size_t klen, vlen;
+		size_t klen;
 		const char *key = kv_iter_key(it, &klen);
-		const char *val = kv_iter_value(it, &vlen);
-		uint64_t kino, blk, bstart, from, to;
+		const char *v = kv_iter_value(it, &vlen);
+		uint64_t kino, blk;
 
 		if (key_data_decode(key, klen, plen, &kino, &blk) ||
 		    kino != a.ino || vlen > bs) {
@@ -157,26 +195,18 @@ int tree_read(struct tree *t, const char *path, uint64_t ino, uint64_t off,
 			rc = -EIO;
 			goto out;
 		}
-		bstart = blk * bs;
-		from = bstart > pos ? bstart : pos;
-		if (from > pos)
-			memset(buf + (pos - off), 0, (size_t)(from - pos));
-		to = bstart + vlen < end ? bstart + vlen : end;
-		if (to > from)
-			memcpy(buf + (from - off), val + (from - bstart),
-			       (size_t)(to - from));
-		else
-			to = from;
-		pos = to;
+		fill_block(buf, off, end, &pos, blk * bs, v, vlen);
 	}
 	rc = kv_iter_status(it);
 	if (rc)
 		goto out;
+done:
 	if (pos < end)
 		memset(buf + (pos - off), 0, (size_t)(end - pos));
 	*nread = len;
 out:
 	kv_iter_free(it);
+	free(val);
 	sbuf_release(&lo);
 	sbuf_release(&hi);
 	return rc;
