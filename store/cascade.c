@@ -868,6 +868,9 @@ struct clone {
 	size_t splen, dplen; /* drive prefix lengths */
 	bool strict;	     /* mv: a node not copied stops the clone */
 	bool stop;	     /* strict and a node failed: stop before it */
+	bool checked;	     /* the first node of this call was checked */
+	struct walk *w;	     /* the walk over the source branch */
+	struct kv_iter *dit, *xit; /* the source's DATA# and XATTR# keys */
 };
 
 static int clone_commit(struct clone *c)
@@ -901,26 +904,27 @@ static int clone_maybe_commit(struct clone *c)
 /* Copies the DATA blocks of @x (from block rec.blk) and then all xattrs to
  * inode @y. Batches committed on the way carry rec.ino/blk/aux so a resume
  * continues this file with the same @y. */
-static int clone_content(struct clone *c, uint64_t x, uint64_t y)
+static int clone_content(struct clone *c, uint64_t x, uint64_t y, bool data)
 {
-	struct sbuf lo = {0}, hi = {0}, k = {0}, xp = {0};
-	struct kv_iter *it = NULL;
-	int rc;
+	struct sbuf k = {0}, xs = {0}, xp = {0};
+	int rc = 0;
 
-	key_data_range(&lo, &hi, c->t->name, x, c->rec.blk);
-	rc = kv_iter_open(&it, c->t->store->kv, lo.buf, lo.len, hi.buf, hi.len);
-	if (rc)
-		goto out;
-	for (; kv_iter_valid(it); kv_iter_next(it)) {
+	if (!data)
+		goto xattrs;
+	key_data(&k, c->t->name, x, c->rec.blk);
+	for (kv_iter_seek(c->dit, k.buf, k.len); kv_iter_valid(c->dit);
+	     kv_iter_next(c->dit)) {
 		size_t klen, vlen;
-		const char *key = kv_iter_key(it, &klen);
-		const char *val = kv_iter_value(it, &vlen);
+		const char *key = kv_iter_key(c->dit, &klen);
+		const char *val = kv_iter_value(c->dit, &vlen);
 		uint64_t ino, blk;
 
 		if (key_data_decode(key, klen, c->splen, &ino, &blk)) {
 			rc = -EIO;
 			goto out;
 		}
+		if (ino != x)
+			break;
 		if (c->n && c->bytes + vlen >= bytes_limit(c->dt)) {
 			c->rec.ino = y;
 			c->rec.aux = x;
@@ -933,34 +937,29 @@ static int clone_content(struct clone *c, uint64_t x, uint64_t y)
 		key_data(&k, c->dt->name, y, blk);
 		clone_add(c, k.buf, k.len, val, vlen);
 	}
-	rc = kv_iter_status(it);
+	rc = kv_iter_status(c->dit);
 	if (rc)
 		goto out;
-	kv_iter_free(it);
-	it = NULL;
-	sbuf_reset(&lo);
-	sbuf_reset(&hi);
-	key_xattr_range(&lo, &hi, c->t->name, x);
-	rc = kv_iter_open(&it, c->t->store->kv, lo.buf, lo.len, hi.buf, hi.len);
-	if (rc)
-		goto out;
+xattrs:
+	key_xattr(&xs, c->t->name, x, "");
 	key_xattr(&xp, c->dt->name, y, "");
-	for (; kv_iter_valid(it); kv_iter_next(it)) {
+	for (kv_iter_seek(c->xit, xs.buf, xs.len); kv_iter_valid(c->xit);
+	     kv_iter_next(c->xit)) {
 		size_t klen, vlen;
-		const char *key = kv_iter_key(it, &klen);
-		const char *val = kv_iter_value(it, &vlen);
+		const char *key = kv_iter_key(c->xit, &klen);
+		const char *val = kv_iter_value(c->xit, &vlen);
 
+		if (klen < xs.len || memcmp(key, xs.buf, xs.len))
+			break;
 		sbuf_reset(&k);
 		sbuf_add(&k, xp.buf, xp.len);
-		sbuf_add(&k, key + lo.len, klen - lo.len);
+		sbuf_add(&k, key + xs.len, klen - xs.len);
 		clone_add(c, k.buf, k.len, val, vlen);
 	}
-	rc = kv_iter_status(it);
+	rc = kv_iter_status(c->xit);
 out:
-	kv_iter_free(it);
-	sbuf_release(&lo);
-	sbuf_release(&hi);
 	sbuf_release(&k);
+	sbuf_release(&xs);
 	sbuf_release(&xp);
 	return rc;
 }
@@ -1025,7 +1024,16 @@ static int clone_node(struct clone *c, const char *spath, const char *dpath,
 	bool linked = false, root = !*rel;
 	int rc;
 
-	rc = tree_get_node(c->t, spath, &n, true);
+	if (c->w->have) { /* read by the walk */
+		rc = c->w->bad ? -EIO : 0;
+		if (rc == 0) {
+			n.a = c->w->n.a;
+			n.target =
+			    c->w->n.target ? strdup(c->w->n.target) : NULL;
+		}
+	} else {
+		rc = tree_get_node(c->t, spath, &n, true);
+	}
 	if (rc == -ENOENT) {
 		c->r->skipped++;
 		rc = 0;
@@ -1042,7 +1050,9 @@ static int clone_node(struct clone *c, const char *spath, const char *dpath,
 	}
 	if (rc)
 		goto out;
-	if (!root && c->rec.ino == 0 &&
+	/* the first node of a call: is the destination as the record says?
+	 * (later ones follow from the walk) */
+	if (!root && c->rec.ino == 0 && !c->checked &&
 	    tree_get_node(c->dt, dpath, &dn, false) == 0) {
 		fail(c->r, dpath, "destination exists; not copied");
 		if (c->strict) {
@@ -1093,7 +1103,8 @@ static int clone_node(struct clone *c, const char *spath, const char *dpath,
 		if (rc)
 			goto out;
 	}
-	rc = clone_content(c, x, y); /* blocks (files) and xattrs (all) */
+	/* blocks (files) and xattrs (all) */
+	rc = clone_content(c, x, y, S_ISREG(a.mode) && a.size > 0);
 	if (rc)
 		goto out;
 	a.ino = y;
@@ -1180,6 +1191,24 @@ static int clone_run(struct clone *c, uint64_t budget, uint64_t *used,
 	rc = walk_open(&w, c->t, c->src);
 	if (rc)
 		goto out;
+	c->w = &w;
+	{
+		struct sbuf lo = {0}, hi = {0};
+
+		key_kind_range(&lo, &hi, c->t->name, "DATA#");
+		rc = kv_iter_open(&c->dit, c->t->store->kv, lo.buf, lo.len,
+				  hi.buf, hi.len);
+		sbuf_reset(&lo);
+		sbuf_reset(&hi);
+		key_kind_range(&lo, &hi, c->t->name, "XATTR#");
+		if (rc == 0)
+			rc = kv_iter_open(&c->xit, c->t->store->kv, lo.buf,
+					  lo.len, hi.buf, hi.len);
+		sbuf_release(&lo);
+		sbuf_release(&hi);
+		if (rc)
+			goto out;
+	}
 	sbuf_adds(&p, c->src);
 	if (c->rec.phase == 1) {
 		join(&p, c->src, c->rec.cursor.buf);
@@ -1200,6 +1229,7 @@ static int clone_run(struct clone *c, uint64_t budget, uint64_t *used,
 		}
 		join(&d, c->dst, rel);
 		rc = clone_node(c, p.buf, d.buf, rel);
+		c->checked = true;
 		if (rc == 0 && c->stop)
 			rc = clone_commit(c);
 		if (rc || c->stop)
@@ -1230,6 +1260,10 @@ finish : {
 	sbuf_release(&k);
 }
 out:
+	kv_iter_free(c->dit);
+	kv_iter_free(c->xit);
+	c->dit = c->xit = NULL;
+	c->w = NULL;
 	walk_close(&w);
 	kv_batch_free(c->b);
 	c->b = NULL;
