@@ -25,6 +25,10 @@ rel_cleanup() {
 		grep -E -A30 "$pat" "$DLOG" | head -n 60 >&2
 		rc=1
 	fi
+	if [ "$rc" -ne 0 ] && [ -s "$DLOG" ]; then
+		echo "--- last lines of the daemon's log:" >&2
+		tail -n 15 "$DLOG" >&2
+	fi
 	cleanup
 	exit "$rc"
 }
