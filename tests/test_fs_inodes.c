@@ -1,0 +1,278 @@
+/*
+ * test_fs_inodes.c - the daemon's inode table and subtree lock (fs/inodes.c),
+ * without a mount: paths rebuilt from the table, renames touching one entry,
+ * lookup counts and forget, stale and hard-linked inodes, orphans reclaimed
+ * at the last close, and requests waiting on a busy branch while requests
+ * elsewhere go on. Built from fs/meson.build (it links the daemon's code).
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fs_i.h"
+#include "testutil.h"
+
+static struct fs fs;
+
+static void setup(void)
+{
+	tu_setup();
+	cr_assert_eq(fs_init(&fs, tu_store, tu_tree), 0);
+}
+
+static void teardown(void)
+{
+	fs_release(&fs);
+	tu_teardown();
+}
+
+TestSuite(fs_inodes, .init = setup, .fini = teardown);
+
+static const char *path_of(uint64_t ino, const char *name)
+{
+	static struct fs_path p;
+	int rc = itab_path(&fs, ino, name, false, &p);
+
+	if (rc)
+		return rc == -ENOENT ? "ENOENT" : "ERR";
+	return p.path ? p.path : "BYNUM";
+}
+
+Test(fs_inodes, paths_are_rebuilt_from_the_table)
+{
+	cr_expect_str_eq(path_of(1, NULL), "/");
+	cr_expect_str_eq(path_of(1, "x"), "/x");
+	cr_assert_eq(itab_lookup(&fs, 10, 1, "a", 0), 0);
+	cr_assert_eq(itab_lookup(&fs, 11, 10, "b c", 0), 0);
+	cr_assert_eq(itab_lookup(&fs, 12, 11, "-.d", 0), 0);
+	cr_expect_str_eq(path_of(12, NULL), "/a/b c/-.d");
+	cr_expect_str_eq(path_of(11, "new"), "/a/b c/new");
+	cr_expect_str_eq(path_of(99, NULL), "ENOENT");
+}
+
+Test(fs_inodes, a_rename_moves_the_whole_branch)
+{
+	itab_lookup(&fs, 10, 1, "a", 0);
+	itab_lookup(&fs, 11, 10, "b", 0);
+	itab_lookup(&fs, 12, 11, "f", 0);
+	itab_lookup(&fs, 20, 1, "other", 0);
+	itab_move(&fs, 10, 20, "renamed");
+	cr_expect_str_eq(path_of(12, NULL), "/other/renamed/b/f");
+	itab_move(&fs, 12, 1, "top");
+	cr_expect_str_eq(path_of(12, NULL), "/top");
+	cr_expect_str_eq(path_of(11, NULL), "/other/renamed/b");
+}
+
+Test(fs_inodes, forget_frees_unused_entries_but_keeps_parents_of_live_ones)
+{
+	itab_lookup(&fs, 10, 1, "a", 0);
+	itab_lookup(&fs, 11, 10, "b", 0);
+	itab_lookup(&fs, 11, 10, "b", 0); /* two lookups */
+	cr_expect_eq(itab_forget(&fs, 10, 1), 0);
+	/* 10 has no lookups left but 11 lives below it */
+	cr_expect_str_eq(path_of(11, NULL), "/a/b");
+	itab_forget(&fs, 11, 1);
+	cr_expect_str_eq(path_of(11, NULL), "/a/b");
+	itab_forget(&fs, 11, 1);
+	cr_expect_str_eq(path_of(11, NULL), "ENOENT");
+	cr_expect_str_eq(path_of(10, NULL), "ENOENT");
+	cr_expect_eq(fs.count, 1); /* only the root is left */
+	/* the root is never forgotten */
+	itab_forget(&fs, 1, 1000);
+	cr_expect_str_eq(path_of(1, NULL), "/");
+}
+
+Test(fs_inodes, stale_and_hard_linked_inodes)
+{
+	struct fs_path p;
+
+	itab_lookup(&fs, 10, 1, "dir", 0);
+	itab_lookup(&fs, 11, 10, "f", 0);
+	itab_flags(&fs, 10, INODE_STALE, 0);
+	cr_expect_str_eq(path_of(11, NULL), "ENOENT");
+
+	itab_lookup(&fs, 12, 1, "linked", TREE_F_LINKED);
+	cr_expect_str_eq(path_of(12, NULL), "BYNUM");
+	cr_assert_eq(itab_path(&fs, 12, NULL, true, &p), 0);
+	cr_expect_str_eq(p.path, "/linked");
+	/* seen under another name: still known by its first one */
+	itab_lookup(&fs, 12, 1, "second", TREE_F_LINKED);
+	cr_assert_eq(itab_path(&fs, 12, NULL, true, &p), 0);
+	cr_expect_str_eq(p.path, "/linked");
+}
+
+Test(fs_inodes, an_orphan_is_reclaimed_once_at_its_last_close)
+{
+	itab_lookup(&fs, 10, 1, "f", 0);
+	cr_assert_eq(itab_open(&fs, 10), 0);
+	cr_assert_eq(itab_open(&fs, 10), 0);
+	cr_expect_eq(itab_nopen(&fs, 10), 2);
+	itab_flags(&fs, 10, INODE_ORPHAN, 0);
+	cr_expect_str_eq(path_of(10, NULL), "BYNUM");
+	cr_expect_eq(itab_close(&fs, 10), 0);
+	cr_expect_eq(itab_close(&fs, 10), 10);
+	cr_expect_eq(itab_forget(&fs, 10, 1), 0); /* already reclaimed */
+	cr_expect_eq(itab_open(&fs, 99), -ENOENT);
+}
+
+Test(fs_inodes, an_orphan_forgotten_last_is_reclaimed_by_forget)
+{
+	itab_lookup(&fs, 10, 1, "f", 0);
+	itab_open(&fs, 10);
+	itab_flags(&fs, 10, INODE_ORPHAN, 0);
+	itab_lookup(&fs, 10, 1, "f", 0);
+	cr_expect_eq(itab_forget(&fs, 10, 2), 0); /* still open */
+	cr_expect_eq(itab_close(&fs, 10), 10);
+}
+
+Test(fs_inodes, attach_path_reads_the_store)
+{
+	struct tree_attr a;
+	uint64_t ino = 0;
+
+	tu_mkdir(tu_tree, "/x");
+	tu_mkdir(tu_tree, "/x/y");
+	tu_mkfile(tu_tree, "/x/y/z", "hello", 5);
+	cr_assert_eq(itab_attach_path(&fs, "/x/y/z", &ino), 0);
+	cr_assert_eq(tree_lookup(tu_tree, "/x/y/z", &a), 0);
+	cr_expect_eq(ino, a.ino);
+	cr_expect_str_eq(path_of(ino, NULL), "/x/y/z");
+	cr_expect_eq(itab_attach_path(&fs, "/x/nope", &ino), -ENOENT);
+}
+
+/* ---- subtree lock ------------------------------------------------------- */
+
+struct waiter {
+	uint64_t ino;
+	volatile int done;
+	int rc;
+	char path[TREE_PATH_MAX + 1];
+};
+
+static void *enter_thread(void *arg)
+{
+	struct waiter *w = arg;
+	struct fs_path p;
+
+	w->rc = fs_enter(&fs, w->ino, NULL, &p);
+	if (!w->rc) {
+		strcpy(w->path, p.path ? p.path : "BYNUM");
+		fs_leave(&fs);
+	}
+	w->done = 1;
+	return NULL;
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+Test(fs_inodes, requests_inside_a_busy_branch_wait_and_see_the_new_path)
+{
+	struct waiter in = {.ino = 12}, out = {.ino = 20}, near = {.ino = 30};
+	pthread_t t1, t2, t3;
+	struct busy *b = NULL;
+
+	itab_lookup(&fs, 10, 1, "src", 0);
+	itab_lookup(&fs, 11, 10, "sub", 0);
+	itab_lookup(&fs, 12, 11, "f", 0);
+	itab_lookup(&fs, 20, 1, "elsewhere", 0);
+	itab_lookup(&fs, 30, 1, "src-not-inside", 0); /* prefix, not inside */
+	cr_assert_eq(fs_busy_begin_paths(&fs, "/src", "/dst", &b), 0);
+
+	pthread_create(&t1, NULL, enter_thread, &in);
+	pthread_create(&t2, NULL, enter_thread, &out);
+	pthread_create(&t3, NULL, enter_thread, &near);
+	pthread_join(t2, NULL);
+	pthread_join(t3, NULL);
+	cr_expect_eq(out.rc, 0);
+	cr_expect_str_eq(out.path, "/elsewhere");
+	cr_expect_eq(near.rc, 0);
+	cr_expect_str_eq(near.path, "/src-not-inside");
+	sleep_ms(100);
+	cr_expect_eq(in.done, 0, "a request inside the busy branch went on");
+
+	fs_busy_lock(&fs);
+	itab_move(&fs, 10, 1, "dst");
+	fs_busy_end(&fs, b);
+	pthread_join(t1, NULL);
+	cr_expect_eq(in.rc, 0);
+	cr_expect_str_eq(in.path, "/dst/sub/f");
+}
+
+struct taker {
+	const char *src;
+	struct busy *b;
+	volatile int done;
+};
+
+static void *take_thread(void *arg)
+{
+	struct taker *k = arg;
+
+	cr_assert_eq(fs_busy_begin_paths(&fs, k->src, NULL, &k->b), 0);
+	k->done = 1;
+	return NULL;
+}
+
+Test(fs_inodes, overlapping_branches_are_taken_one_at_a_time)
+{
+	struct busy *b1 = NULL, *b2 = NULL;
+	struct taker up = {.src = "/a"};
+	pthread_t t;
+
+	cr_assert_eq(fs_busy_begin_paths(&fs, "/a/b", "/c", &b1), 0);
+	/* disjoint ("/a/bb" is not inside "/a/b"): does not wait */
+	cr_assert_eq(fs_busy_begin_paths(&fs, "/a/bb", "/d", &b2), 0);
+	fs_busy_lock(&fs);
+	fs_busy_end(&fs, b2);
+	/* an ancestor of a busy branch waits until it is released */
+	pthread_create(&t, NULL, take_thread, &up);
+	sleep_ms(100);
+	cr_expect_eq(up.done, 0, "took /a while /a/b was busy");
+	fs_busy_lock(&fs);
+	fs_busy_end(&fs, b1);
+	pthread_join(t, NULL);
+	cr_expect_eq(up.done, 1);
+	fs_busy_lock(&fs);
+	fs_busy_end(&fs, up.b);
+}
+
+static struct fs_path retry_p;
+
+Test(fs_inodes, retry_rebuilds_a_path_a_rename_changed)
+{
+	itab_lookup(&fs, 10, 1, "old", 0);
+	cr_assert_eq(itab_path(&fs, 10, NULL, false, &retry_p), 0);
+	cr_expect_not(fs_retry(&fs, -ENOENT, 10, NULL, &retry_p),
+		      "nothing changed: no retry");
+	itab_move(&fs, 10, 1, "new");
+	cr_expect_not(fs_retry(&fs, -EIO, 10, NULL, &retry_p));
+	cr_assert(fs_retry(&fs, -ENOENT, 10, NULL, &retry_p));
+	cr_expect_str_eq(retry_p.path, "/new");
+}
+
+Test(fs_inodes, long_paths_are_refused)
+{
+	char name[TREE_NAME_MAX + 1];
+	uint64_t ino = 1;
+	int i;
+	struct fs_path p;
+
+	memset(name, 'n', TREE_NAME_MAX);
+	name[TREE_NAME_MAX] = '\0';
+	for (i = 0; i < 16; i++) {
+		itab_lookup(&fs, 100 + i, ino, name, 0);
+		ino = 100 + i;
+	}
+	/* 16 * 256 bytes > TREE_PATH_MAX */
+	cr_expect_eq(itab_path(&fs, ino, NULL, false, &p), -ENAMETOOLONG);
+	cr_expect_eq(itab_path(&fs, 100 + 14, NULL, false, &p), 0);
+}
