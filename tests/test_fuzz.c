@@ -641,7 +641,7 @@ Test(fuzz_tree, planted_values)
 		const char *name, *path;
 		size_t namelen, seen = 0, k, findings = 0, reports = 0;
 		unsigned long bad_planted = 0;
-		struct tree_attr a;
+		struct tree_attr a, listed[50];
 		char pname[32], ppath[64];
 		int rc;
 
@@ -658,12 +658,15 @@ Test(fuzz_tree, planted_values)
 		}
 		rc = tree_dir_open(&d, tu_tree, "/d", NULL);
 		cr_assert_eq(rc, 0, "dir_open: %d", rc);
+		memset(listed, 0, sizeof(listed));
 		while ((rc = tree_dir_next(d, &name, &namelen, &a)) == 1) {
 			seen++;
 			cr_assert_eq(strlen(name), namelen);
 			cr_assert(a.ino != 0 || a.mode == 0,
 				  "bad entry %s not marked (seed %llu)", name,
 				  (unsigned long long)seed);
+			if (name[0] == 'f')
+				listed[atoi(name + 1) % 50] = a;
 		}
 		cr_assert(rc == 0 || rc == -EIO, "dir_next: %d", rc);
 		tree_dir_free(d);
@@ -672,8 +675,18 @@ Test(fuzz_tree, planted_values)
 		for (k = 0; k < 50; k++) {
 			snprintf(ppath, sizeof(ppath), "/d/f%02zu", k);
 			rc = tree_lookup(tu_tree, ppath, &a);
-			cr_assert(rc == 0 || rc == -EIO || rc == -ENOENT,
-				  "lookup %s: %d", ppath, rc);
+			cr_assert(rc == 0 || rc == -EIO, "lookup %s: %d", ppath,
+				  rc);
+			/* the listing and a lookup agree on every entry */
+			cr_assert(rc == 0 ? listed[k].ino == a.ino &&
+						listed[k].mode == a.mode
+					  : listed[k].ino == 0,
+				  "%s: listed as ino %llu mode %o, lookup %d "
+				  "ino %llu mode %o",
+				  ppath, (unsigned long long)listed[k].ino,
+				  (unsigned)listed[k].mode, rc,
+				  (unsigned long long)(rc ? 0 : a.ino),
+				  (unsigned)(rc ? 0 : a.mode));
 			if (rc == 0) {
 				char buf[64];
 				size_t nread;
