@@ -666,7 +666,7 @@ static int run_branch(struct ctx *x, struct branch_op *b, const char *label)
 				   (!strcmp(b->op, "mv") ? 2 : 1)
 			     : 0);
 	for (;;) {
-		uint64_t max = budget,
+		uint64_t max = budget, moved,
 			 done = acc.processed + acc.skipped + acc.failed;
 
 		if (sliced) {
@@ -678,6 +678,7 @@ static int run_branch(struct ctx *x, struct branch_op *b, const char *label)
 		}
 		memset(&r, 0, sizeof(r));
 		rc = branch_call(b, max, resume, &r);
+		moved = r.processed + r.skipped + r.failed;
 		take_failures(&acc, &r);
 		if (rc) {
 			tree_op_result_release(&r);
@@ -689,7 +690,9 @@ static int run_branch(struct ctx *x, struct branch_op *b, const char *label)
 		tree_op_result_release(&r);
 		progress_draw(&pg, acc.processed + acc.skipped + acc.failed,
 			      false);
-		if (!sliced || !resume)
+		/* A slice that did nothing would do nothing again: hand the
+		 * token to the user rather than spin. */
+		if (!sliced || !resume || !moved)
 			break;
 	}
 	progress_end(&pg);
