@@ -933,7 +933,7 @@ static int cmd_ls(struct ctx *x)
 	struct tree_attr a;
 	struct tree *t;
 	const char *name;
-	size_t nlen;
+	size_t nlen, bad = 0;
 	bool first = true;
 	int rc, status;
 
@@ -958,6 +958,12 @@ static int cmd_ls(struct ctx *x)
 			continue;
 		print_entry(x, t, name, full, &a, first);
 		first = false;
+		if (!a.mode) { /* listed, as ls(1) does, and said */
+			fputs("pathfsctl: ls: ", x->err);
+			put_name(x->err, full);
+			fputs(": record does not decode\n", x->err);
+			bad++;
+		}
 	}
 	tree_dir_free(d);
 done:
@@ -967,7 +973,7 @@ done:
 		fail(x, path, rc);
 		return CTL_FAILED;
 	}
-	return CTL_OK;
+	return bad ? CTL_FAILED : CTL_OK;
 }
 
 static int cmd_stat(struct ctx *x)

@@ -6,6 +6,8 @@
 # pathfsctl (it opens the store itself) nor the next daemon; a store held by a
 # process that does not answer, a missing store, a directory that is not a
 # store and a store of a newer format each give one clear line and exit 1.
+# Planted damage (a node value that does not decode) makes fsck, du, ls and
+# rm -r exit 1 naming it, unmounted and through the daemon.
 source "$(dirname "$0")/lib.sh"
 
 C() { "$PATHFSCTL" -s "$STORE" "$@"; }
@@ -80,7 +82,40 @@ RC=0
 check "a directory that is not a store: exit 1" test "$RC" = 1
 check "... one clear line" bash -c "[ \$(wc -l <'$T/e2') = 1 ] && grep -q 'not a pathfs store' '$T/e2'"
 check "... and nothing written there" test "$(ls "$T/plain")" = notes.txt
+# Planted damage: fsck finds it (exit 1, the path named), unmounted and
+# through the daemon; du, ls and rm -r say what they could not read.
 if [ -x "$REL_PLANT" ]; then
+	C cp -r /data /dmg >/dev/null
+		"$REL_PLANT" node "$STORE" main /data/file >/dev/null
+	RC=0
+	C fsck >"$T/fsck.out" 2>&1 || RC=$?
+	check "fsck of a planted bad node: exit 1" test "$RC" = 1
+	check "... the finding names the path" grep -q "/data/file" "$T/fsck.out"
+	C fsck --json >"$T/fsck.json" 2>/dev/null || true
+	check "... fsck --json counts it" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d[0]["count"] >= 1 and any("/data/file" in f for f in d[0]["findings"]), d' "$T/fsck.json"
+	RC=0
+	C du --json /data >"$T/du.json" 2>/dev/null || RC=$?
+	check "du: exit 1, the bad node counted unreadable" bash -c \
+		"[ $RC = 1 ] && grep -q '\"unreadable\": 1' '$T/du.json'"
+	RC=0
+	C ls /data >/dev/null 2>"$T/ls.err" || RC=$?
+	check "ls: exit 1, saying which entry does not decode" bash -c \
+		"[ $RC = 1 ] && grep -q 'ls: /data/file: record does not decode' '$T/ls.err'"
+	pfs_mount
+	RC=0
+	C fsck >"$T/fsck2.out" 2>&1 || RC=$?
+	check "fsck through the daemon: exit 1 too" test "$RC" = 1
+	check "... naming the path" grep -q "/data/file" "$T/fsck2.out"
+	RC=0
+	C rm -r /data >"$T/rm.out" 2>&1 || RC=$?
+	check "rm -r through the daemon: exit 1, the bad node listed with its reason" \
+		bash -c "[ $RC = 1 ] && grep -q '^failed: [1-9]' '$T/rm.out' && grep -q '/data/file: value does not decode' '$T/rm.out'"
+	check "... the branch's root stays as the anchor" test -d "$MNT/data"
+	check "... the healthy branch next to it is untouched" test "$(cat "$MNT/dmg/file")" = keep
+	pfs_umount
 	"$REL_PLANT" meta "$STORE" main 99 >/dev/null
 	RC=0
 	C drives 2>"$T/e3" || RC=$?
