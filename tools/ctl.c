@@ -23,7 +23,12 @@
  *    PROGRESS_SLICE items through its own resume tokens, after one extra
  *    subtree scan to learn the total;
  *  - du counts each hard-linked inode's bytes once, with a hash set of the
- *    linked inodes it met (memory grows with their number only).
+ *    linked inodes it met (memory grows with their number only);
+ *  - inside the daemon rm -r passes TREE_KEEP_ORPHAN, as ctl cannot ask
+ *    which files are open: removed files stay as orphans until the daemon
+ *    closes them or the store is next opened (their space comes back then);
+ *  - on a mounted drive, fsck and recover hold every request of the drive
+ *    while they run (the daemon's begin/end hooks on "/").
  */
 #include <errno.h>
 #include <inttypes.h>
