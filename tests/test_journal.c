@@ -567,7 +567,10 @@ Test(journal, failed_rename_is_undone, .init = tu_setup, .fini = tu_teardown)
 	build(T, "/p/src", 10);
 	before = snap(T, "/p/src", true);
 	key_node(&k, "main", "/p");
-	kv_batch_put(b, k.buf, k.len, "\x7fbad", 4);
+	kv_batch_put(b, k.buf, k.len,
+		     "\x7f"
+		     "bad",
+		     4);
 	cr_assert_eq(tree_commit(T, b), 0);
 	cr_assert_eq(tree_rename(T, "/p/src", "/q/dst", 0, NULL), -EIO);
 	after = snap(T, "/p/src", true);
