@@ -25,8 +25,8 @@
  *  - du counts each hard-linked inode's bytes once, with a hash set of the
  *    linked inodes it met (memory grows with their number only);
  *  - inside the daemon rm -r passes TREE_KEEP_ORPHAN, as ctl cannot ask
- *    which files are open: removed files stay as orphans until the daemon
- *    closes them or the store is next opened (their space comes back then);
+ *    which files are open: removed files become orphans, and the daemon's
+ *    end hook frees those not open (the others at their last close);
  *  - on a mounted drive, fsck and recover hold every request of the drive
  *    while they run (the daemon's begin/end hooks on "/").
  */
