@@ -647,6 +647,126 @@ static int op_rename(struct worker *w)
 	return 0;
 }
 
+/*
+ * Opens a file, unlinks it (its last link or not), then writes through the
+ * open descriptor and reads everything back through it: an unlinked open
+ * file stays usable until closed, and other links see the writes.
+ */
+static int op_unlink_open(struct worker *w)
+{
+	char p[1024], rp[8192];
+	unsigned char *copy = NULL, *buf = NULL, *back = NULL;
+	size_t clen, off, len = 1 + rel_below(&w->rng, 30000);
+	struct ent *e;
+	struct stat st;
+	int fd, got, ino, rc = -1;
+
+	pick_path(w, p, sizeof(p), 'f');
+	e = find(w, p);
+	if (!e || e->type != 'f')
+		return 0;
+	ino = e->ino;
+	real(w, rp, sizeof(rp), p);
+	note(w, "open+unlink %s%s", p, NULL);
+	fd = open(rp, O_RDWR);
+	got = fd < 0 ? errno : 0;
+	if (!got)
+		got = unlink(rp) ? errno : 0;
+	done_op(w);
+	if (expect(w, rp, got, 0, 0)) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	clen = w->inos[ino].len;
+	copy = malloc(clen + 1);
+	if (clen)
+		memcpy(copy, w->inos[ino].data, clen);
+	drop_ent(w, e);
+	off = rel_below(&w->rng, clen + 1000);
+	buf = malloc(len);
+	fill(w, buf, len);
+	note(w, "write+read unlinked %s%s", p, NULL);
+	got = pwrite(fd, buf, len, (off_t)off) == (ssize_t)len ? 0 : errno;
+	if (!got) {
+		size_t n = off + len > clen ? off + len : clen;
+
+		if (n > 4 * MAXDATA)
+			abort(); /* cannot happen: off and len are bounded */
+		copy = realloc(copy, n);
+		if (off > clen)
+			memset(copy + clen, 0, off - clen);
+		memcpy(copy + off, buf, len);
+		clen = n;
+		if (w->inos[ino].refs) /* other links see it */
+			model_write(&w->inos[ino], off, buf, len);
+		back = malloc(clen + 1);
+		got = pread(fd, back, clen + 1, 0) == (ssize_t)clen ? 0
+		      : errno					    ? errno
+								    : EIO;
+		if (!got && memcmp(back, copy, clen))
+			got = EIO;
+		if (!got && (fstat(fd, &st) || (size_t)st.st_size != clen))
+			got = EIO;
+	}
+	if (close(fd) && !got)
+		got = errno;
+	done_op(w);
+	if (!expect(w, "write/read/close of an unlinked open file", got, 0, 0))
+		rc = 0;
+	free(copy);
+	free(buf);
+	free(back);
+	return rc;
+}
+
+/*
+ * Opens a file, runs a random rename (which may move the file, a folder
+ * above it, or replace it), then writes through the descriptor: the write
+ * lands in the same inode wherever it is now.
+ */
+static int op_fd_across_rename(struct worker *w)
+{
+	char p[1024], rp[8192];
+	unsigned char buf[4096];
+	struct ent *e;
+	size_t off;
+	int fd, got, ino;
+
+	pick_path(w, p, sizeof(p), 'f');
+	e = find(w, p);
+	if (!e || e->type != 'f')
+		return 0;
+	ino = e->ino;
+	real(w, rp, sizeof(rp), p);
+	note(w, "open %s%s", p, NULL);
+	fd = open(rp, O_WRONLY);
+	got = fd < 0 ? errno : 0;
+	done_op(w);
+	if (expect(w, rp, got, 0, 0))
+		return -1;
+	if (op_rename(w)) {
+		close(fd);
+		return -1;
+	}
+	off = rel_below(&w->rng, w->inos[ino].len + 5000);
+	fill(w, buf, sizeof(buf));
+	note(w, "write through fd of %s%s after a rename", p, NULL);
+	got = pwrite(fd, buf, sizeof(buf), (off_t)off) == (ssize_t)sizeof(buf)
+		  ? 0
+		  : errno;
+	if (close(fd) && !got)
+		got = errno;
+	done_op(w);
+	if (expect(w, "write through an fd kept across a rename", got, 0, 0))
+		return -1;
+	if (w->inos[ino].refs) {
+		model_write(&w->inos[ino], off, buf, sizeof(buf));
+		ino_note(&w->inos[ino], "write via fd", p, off, sizeof(buf));
+	}
+	return 0;
+}
+
 /* The model as manifest lines (see rel_common.h). */
 static void model_lines(struct worker *w, struct rel_lines *l)
 {
@@ -849,8 +969,12 @@ static int worker_run(struct worker *w, double seconds,
 			rc = op_symlink(w);
 		else if (k < 73)
 			rc = getenv("REL_STRESS_NO_LINK") ? 0 : op_link(w);
-		else if (k < 85)
+		else if (k < 82)
 			rc = op_rename(w);
+		else if (k < 84)
+			rc = op_unlink_open(w);
+		else if (k < 86)
+			rc = op_fd_across_rename(w);
 		else if (k < 93)
 			rc = op_unlink(w);
 		else
