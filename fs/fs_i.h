@@ -46,6 +46,14 @@
 #define INODE_STALE	0x4 /* its path is gone: requests get ENOENT */
 #define INODE_RECLAIMED 0x8 /* orphan already reclaimed */
 
+/* Another name of a hard-linked inode (no reference on @parent). */
+struct place {
+	uint64_t parent;
+	char *name;
+};
+
+#define INODE_MAX_ALT 8
+
 struct inode {
 	uint64_t ino;
 	uint64_t parent; /* 0 when detached (root, stale) */
@@ -54,6 +62,9 @@ struct inode {
 	uint32_t nopen;
 	uint32_t nchildren; /* table entries whose parent this is */
 	unsigned flags;	    /* INODE_* */
+	/* other names a hard-linked inode was seen under, most recent last */
+	struct place *alt;
+	unsigned nalt;
 	struct inode *next; /* hash chain */
 };
 
@@ -79,6 +90,10 @@ struct fs {
 	size_t nbuckets;	/* protected by lock */
 	size_t count;		/* protected by lock */
 	uint64_t ns_gen;	/* protected by lock: bumped on path changes */
+	/* renames between their store call and their table update; a request
+	 * that got -ENOENT meanwhile waits for them (fs_retry) */
+	unsigned renaming;	/* protected by lock */
+	pthread_cond_t renamed; /* with lock: renaming went down */
 
 	pthread_rwlock_t sublock;
 	struct busy *busy; /* written under sublock (write), read under read */
@@ -144,6 +159,24 @@ void itab_flags(struct fs *fs, uint64_t ino, unsigned set, unsigned clear);
  * @ino is marked stale). Bumps ns_gen. */
 void itab_move(struct fs *fs, uint64_t ino, uint64_t parent, const char *name);
 
+/*
+ * Hard-linked inodes have several names; the table keeps the first one seen
+ * (the entry's place) and up to INODE_MAX_ALT others, so that link() and
+ * readlink(), which need some path of the inode, still find one after names
+ * are removed or renamed.
+ *
+ * itab_unplace(): name @name in @parent no longer leads to @ino.
+ * itab_replace_place(): it now is @newname in @newparent (a rename).
+ * itab_place_path(): builds the path of the @k-th known name of @ino (0 = its
+ * place); -ENOENT when there is no such name.
+ */
+void itab_unplace(struct fs *fs, uint64_t ino, uint64_t parent,
+		  const char *name);
+void itab_replace_place(struct fs *fs, uint64_t ino, uint64_t parent,
+			const char *name, uint64_t newparent,
+			const char *newname);
+int itab_place_path(struct fs *fs, uint64_t ino, unsigned k, struct fs_path *p);
+
 /* Marks every open inode below folder @top an orphan (addressed by number
  * from now on): a pathfsctl command deleted the branch. */
 void itab_orphan_open_below(struct fs *fs, uint64_t top);
@@ -181,6 +214,10 @@ int fs_enter2(struct fs *fs, uint64_t ino1, const char *name1,
 	      struct fs_path *p1, uint64_t ino2, const char *name2,
 	      struct fs_path *p2);
 void fs_leave(struct fs *fs);
+
+/* Brackets a rename's store call and table update (see fs->renaming). */
+void fs_rename_start(struct fs *fs);
+void fs_rename_done(struct fs *fs);
 
 /*
  * After a store call on @p failed with @rc: true if @rc is -ENOENT and a

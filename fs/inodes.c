@@ -27,6 +27,9 @@
 
 #define MAX_DEPTH 2048
 
+static int build_path(struct fs *fs, uint64_t ino, const char *name,
+		      bool need_path, struct fs_path *p);
+
 static size_t hash_ino(uint64_t ino, size_t nbuckets)
 {
 	ino *= 0x9E3779B97F4A7C15ULL;
@@ -84,6 +87,53 @@ static struct inode *add(struct fs *fs, uint64_t ino)
 	return e;
 }
 
+static void free_alt(struct inode *e)
+{
+	unsigned i;
+
+	for (i = 0; i < e->nalt; i++)
+		free(e->alt[i].name);
+	free(e->alt);
+	e->alt = NULL;
+	e->nalt = 0;
+}
+
+static bool same_place(uint64_t p1, const char *n1, uint64_t p2, const char *n2)
+{
+	return p1 == p2 && n1 && n2 && !strcmp(n1, n2);
+}
+
+static void alt_del(struct inode *e, unsigned i)
+{
+	free(e->alt[i].name);
+	memmove(&e->alt[i], &e->alt[i + 1],
+		(e->nalt - i - 1) * sizeof(*e->alt));
+	e->nalt--;
+}
+
+/* Caller holds fs->lock. Remembers another name of @e (best effort). */
+static void alt_add(struct inode *e, uint64_t parent, const char *name)
+{
+	struct place *n;
+	unsigned i;
+
+	if (same_place(e->parent, e->name, parent, name))
+		return;
+	for (i = 0; i < e->nalt; i++)
+		if (same_place(e->alt[i].parent, e->alt[i].name, parent, name))
+			return;
+	if (e->nalt == INODE_MAX_ALT)
+		alt_del(e, 0);
+	n = realloc(e->alt, (e->nalt + 1) * sizeof(*n));
+	if (!n)
+		return;
+	e->alt = n;
+	n[e->nalt].parent = parent;
+	n[e->nalt].name = strdup(name);
+	if (n[e->nalt].name)
+		e->nalt++;
+}
+
 /* Caller holds fs->lock. Unlinks and frees @e, then its parent if that is
  * now unused, and so on up. */
 static void gc(struct fs *fs, struct inode *e)
@@ -103,6 +153,7 @@ static void gc(struct fs *fs, struct inode *e)
 			if (parent)
 				parent->nchildren--;
 		}
+		free_alt(e);
 		free(e->name);
 		free(e);
 		e = parent;
@@ -166,6 +217,7 @@ int fs_init(struct fs *fs, struct store *s, struct tree *t)
 		goto out;
 	}
 	pthread_mutex_init(&fs->lock, NULL);
+	pthread_cond_init(&fs->renamed, NULL);
 	pthread_rwlockattr_init(&ra);
 	pthread_rwlockattr_setkind_np(
 	    &ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
@@ -197,6 +249,7 @@ void fs_release(struct fs *fs)
 	for (i = 0; i < fs->nbuckets; i++) {
 		for (e = fs->buckets[i]; e; e = next) {
 			next = e->next;
+			free_alt(e);
 			free(e->name);
 			free(e);
 		}
@@ -238,8 +291,10 @@ int itab_lookup(struct fs *fs, uint64_t ino, uint64_t parent, const char *name,
 	 * A hard-linked inode keeps the first place it was seen at (it is
 	 * addressed by number); anything else lives where the store found it.
 	 */
-	if ((e->flags & INODE_LINKED) && e->parent)
+	if ((e->flags & INODE_LINKED) && e->parent) {
+		alt_add(e, parent, name);
 		goto out;
+	}
 	p = find(fs, parent);
 	if (!p)
 		goto out; /* the kernel never sends an unknown parent */
@@ -360,6 +415,89 @@ void itab_move(struct fs *fs, uint64_t ino, uint64_t parent, const char *name)
 	gc(fs, e);
 out:
 	pthread_mutex_unlock(&fs->lock);
+}
+
+void itab_unplace(struct fs *fs, uint64_t ino, uint64_t parent,
+		  const char *name)
+{
+	struct inode *e, *p;
+	unsigned i;
+
+	pthread_mutex_lock(&fs->lock);
+	e = find(fs, ino);
+	if (!e)
+		goto out;
+	for (i = 0; i < e->nalt; i++) {
+		if (same_place(e->alt[i].parent, e->alt[i].name, parent,
+			       name)) {
+			alt_del(e, i);
+			goto out;
+		}
+	}
+	if (!same_place(e->parent, e->name, parent, name))
+		goto out;
+	/* its place is gone: another known name takes over */
+	while (e->nalt) {
+		struct place *a = &e->alt[e->nalt - 1];
+
+		p = find(fs, a->parent);
+		if (p && attach(fs, e, p, a->name) == 0) {
+			alt_del(e, e->nalt - 1);
+			break;
+		}
+		alt_del(e, e->nalt - 1);
+	}
+out:
+	pthread_mutex_unlock(&fs->lock);
+}
+
+void itab_replace_place(struct fs *fs, uint64_t ino, uint64_t parent,
+			const char *name, uint64_t newparent,
+			const char *newname)
+{
+	struct inode *e, *p;
+	unsigned i;
+
+	pthread_mutex_lock(&fs->lock);
+	e = find(fs, ino);
+	if (!e)
+		goto out;
+	for (i = 0; i < e->nalt; i++) {
+		if (same_place(e->alt[i].parent, e->alt[i].name, parent,
+			       name)) {
+			alt_del(e, i);
+			alt_add(e, newparent, newname);
+			goto out;
+		}
+	}
+	p = find(fs, newparent);
+	if (same_place(e->parent, e->name, parent, name) || !e->parent) {
+		if (p)
+			attach(fs, e, p, newname);
+	} else {
+		alt_add(e, newparent, newname);
+	}
+	fs->ns_gen++;
+out:
+	pthread_mutex_unlock(&fs->lock);
+}
+
+int itab_place_path(struct fs *fs, uint64_t ino, unsigned k, struct fs_path *p)
+{
+	struct inode *e;
+	int rc;
+
+	pthread_mutex_lock(&fs->lock);
+	e = find(fs, ino);
+	if (!e || (k && k > e->nalt))
+		rc = -ENOENT;
+	else if (!k)
+		rc = build_path(fs, ino, NULL, true, p);
+	else
+		rc = build_path(fs, e->alt[k - 1].parent, e->alt[k - 1].name,
+				true, p);
+	pthread_mutex_unlock(&fs->lock);
+	return rc;
 }
 
 int itab_attach_path(struct fs *fs, const char *path, uint64_t *ino)
@@ -616,6 +754,10 @@ bool fs_retry(struct fs *fs, int rc, uint64_t ino, const char *name,
 	if (!np)
 		return false;
 	pthread_mutex_lock(&fs->lock);
+	/* a rename may have moved the node in the store but not yet in the
+	 * table: let it finish (it never waits for requests meanwhile) */
+	while (fs->renaming && fs->ns_gen == p->gen)
+		pthread_cond_wait(&fs->renamed, &fs->lock);
 	if (fs->ns_gen != p->gen && build_path(fs, ino, name, false, np) == 0) {
 		if (!np->path || !p->path)
 			again = np->path != p->path;
@@ -647,6 +789,22 @@ static struct busy *busy_new(const char *src, const char *dst)
 		return NULL;
 	}
 	return b;
+}
+
+void fs_rename_start(struct fs *fs)
+{
+	pthread_mutex_lock(&fs->lock);
+	fs->renaming++;
+	pthread_mutex_unlock(&fs->lock);
+}
+
+void fs_rename_done(struct fs *fs)
+{
+	pthread_mutex_lock(&fs->lock);
+	fs->renaming--;
+	fs->ns_gen++;
+	pthread_cond_broadcast(&fs->renamed);
+	pthread_mutex_unlock(&fs->lock);
 }
 
 int fs_busy_begin(struct fs *fs, uint64_t ino1, const char *name1,

@@ -295,17 +295,50 @@ static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	fuse_reply_attr(req, &st, fs->timeout);
 }
 
+/*
+ * Builds into @p the @k-th known path of @ino that still leads to it (a
+ * hard-linked inode may have lost the name the table first knew it by).
+ * Caller is inside fs_enter(). Errors: -ENOENT when no name is left.
+ */
+static int known_path(struct fs *fs, uint64_t ino, unsigned *k,
+		      struct fs_path *p)
+{
+	struct tree_attr a;
+	int rc;
+
+	for (;; (*k)++) {
+		rc = itab_place_path(fs, ino, *k, p);
+		if (rc == -ENOENT && *k == 0)
+			continue; /* a stale place: try the other names */
+		if (rc)
+			return -ENOENT;
+		rc = tree_lookup(fs->tree, p->path, &a);
+		if (!rc && a.ino == ino)
+			return 0;
+		if (rc && rc != -ENOENT && rc != -ENOTDIR)
+			return rc;
+	}
+}
+
 static int fs_do_readlink(struct fs *fs, uint64_t ino, char **target)
 {
 	struct fs_path p;
 	int rc;
 
-	rc = fs_enter_path(fs, ino, &p);
+	rc = fs_enter(fs, ino, NULL, &p);
 	if (rc)
 		goto out;
-	do
-		rc = tree_readlink(fs->tree, p.path, target);
-	while (fs_retry(fs, rc, ino, NULL, &p));
+	if (p.path) {
+		do
+			rc = tree_readlink(fs->tree, p.path, target);
+		while (fs_retry(fs, rc, ino, NULL, &p));
+	} else {
+		unsigned k = 0; /* a hard-linked symlink: any of its names */
+
+		rc = known_path(fs, ino, &k, &p);
+		if (!rc)
+			rc = tree_readlink(fs->tree, p.path, target);
+	}
 	fs_leave(fs);
 out:
 	return rc;
@@ -431,21 +464,32 @@ static void fs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 static int fs_do_link(struct fs *fs, uint64_t ino, uint64_t newparent,
 		      const char *newname, struct tree_attr *a)
 {
-	struct fs_path p1, p2;
+	struct fs_path *p1 = NULL, *p2 = NULL;
+	unsigned k = 0;
 	int rc;
 
 	if (fs->ro)
 		return -EROFS;
 	if (strlen(newname) > TREE_NAME_MAX)
 		return -ENAMETOOLONG;
-	rc = fs_enter2(fs, ino, NULL, &p1, newparent, newname, &p2);
+	p1 = malloc(sizeof(*p1));
+	p2 = malloc(sizeof(*p2));
+	if (!p1 || !p2) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = fs_enter(fs, newparent, newname, p2);
 	if (rc)
 		goto out;
-	rc = tree_link(fs->tree, p1.path, p2.path, a);
+	rc = known_path(fs, ino, &k, p1);
+	if (!rc)
+		rc = tree_link(fs->tree, p1->path, p2->path, a);
 	if (!rc)
 		rc = itab_lookup(fs, a->ino, newparent, newname, a->flags);
 	fs_leave(fs);
 out:
+	free(p1);
+	free(p2);
 	return rc;
 }
 
@@ -460,18 +504,21 @@ static void fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 
 /* ---- removing and renaming ---------------------------------------------- */
 
-/* After the node @a (before the change) lost a name without becoming an
- * orphan: a hard-linked inode with links left lives on by number; otherwise
- * its table entry is stale. */
-static void lost_name(struct fs *fs, const struct tree_attr *a, uint64_t orphan)
+/* After the node @a (before the change) lost its name @name in @parent
+ * without becoming an orphan: a hard-linked inode with links left lives on
+ * by number (and under its other names); otherwise its entry is stale. */
+static void lost_name(struct fs *fs, const struct tree_attr *a, uint64_t parent,
+		      const char *name, uint64_t orphan)
 {
-	if (orphan)
+	if (orphan) {
 		itab_flags(fs, orphan, INODE_ORPHAN, 0);
-	else if ((a->flags & TREE_F_LINKED) && a->nlink > 1 &&
-		 !S_ISDIR(a->mode))
+	} else if ((a->flags & TREE_F_LINKED) && a->nlink > 1 &&
+		   !S_ISDIR(a->mode)) {
 		itab_flags(fs, a->ino, INODE_LINKED, 0);
-	else
+		itab_unplace(fs, a->ino, parent, name);
+	} else {
 		itab_flags(fs, a->ino, INODE_STALE, 0);
+	}
 }
 
 static int fs_do_unlink(struct fs *fs, uint64_t parent, const char *name)
@@ -498,7 +545,7 @@ static int fs_do_unlink(struct fs *fs, uint64_t parent, const char *name)
 			 itab_nopen(fs, a.ino) ? TREE_KEEP_ORPHAN : 0, &orphan);
 	pthread_mutex_unlock(m);
 	if (!rc)
-		lost_name(fs, &a, orphan);
+		lost_name(fs, &a, parent, name, orphan);
 leave:
 	fs_leave(fs);
 out:
@@ -540,6 +587,17 @@ static void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	fuse_reply_err(req, rc < 0 ? -rc : 0);
 }
 
+/* Moves the table's name of @a from parent/name to newparent/newname. */
+static void moved(struct fs *fs, const struct tree_attr *a, uint64_t parent,
+		  const char *name, uint64_t newparent, const char *newname)
+{
+	if ((a->flags & TREE_F_LINKED) && !S_ISDIR(a->mode))
+		itab_replace_place(fs, a->ino, parent, name, newparent,
+				   newname);
+	else
+		itab_move(fs, a->ino, newparent, newname);
+}
+
 /* The table after a successful rename of @sa (at parent/name) to
  * newparent/newname, which held @da (ino 0: nothing). */
 static void renamed(struct fs *fs, const struct tree_attr *sa,
@@ -549,13 +607,11 @@ static void renamed(struct fs *fs, const struct tree_attr *sa,
 {
 	if (da->ino == sa->ino)
 		return; /* two links of one inode: nothing moved */
-	itab_move(fs, sa->ino, newparent, newname);
-	if (!da->ino)
-		return;
-	if (flags & TREE_RENAME_EXCHANGE)
-		itab_move(fs, da->ino, parent, name);
-	else
-		lost_name(fs, da, orphan);
+	if (da->ino && !(flags & TREE_RENAME_EXCHANGE))
+		lost_name(fs, da, newparent, newname, orphan);
+	moved(fs, sa, parent, name, newparent, newname);
+	if (da->ino && (flags & TREE_RENAME_EXCHANGE))
+		moved(fs, da, newparent, newname, parent, name);
 }
 
 static int fs_do_rename(struct fs *fs, uint64_t parent, const char *name,
@@ -647,12 +703,14 @@ static int fs_do_rename(struct fs *fs, uint64_t parent, const char *name,
 		if (itab_nopen(fs, da.ino))
 			tflags |= TREE_KEEP_ORPHAN;
 	}
+	fs_rename_start(fs);
 	rc = tree_rename(fs->tree, p1->path, p2->path, tflags, &orphan);
 	if (m)
 		pthread_mutex_unlock(m);
 	if (!rc)
 		renamed(fs, &sa, &da, tflags, parent, name, newparent, newname,
 			orphan);
+	fs_rename_done(fs);
 out:
 	if (entered)
 		fs_leave(fs);
@@ -1017,6 +1075,12 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino,
 	}
 	pthread_mutex_init(&d->lock, NULL);
 	fi->fh = (uintptr_t)d;
+	/*
+	 * Let the kernel keep listings: it drops them itself when it changes
+	 * the folder, and fs_ctl_end() when a pathfsctl command does.
+	 */
+	fi->cache_readdir = 1;
+	fi->keep_cache = 1;
 	if (fuse_reply_open(req, fi) == -ENOENT)
 		dh_free(d);
 }
@@ -1400,7 +1464,8 @@ static void inval_path(struct fs *fs, const char *path)
 	if (!parent)
 		return;
 	fuse_lowlevel_notify_inval_entry(fs->se, parent, name, strlen(name));
-	fuse_lowlevel_notify_inval_inode(fs->se, parent, -1, 0);
+	/* attributes and the cached listing (offset 0, length 0: all) */
+	fuse_lowlevel_notify_inval_inode(fs->se, parent, 0, 0);
 }
 
 /*
