@@ -226,6 +226,61 @@ void journal_hook_batch(struct journal_hook *h)
 	h->done++;
 }
 
+/* ---- records being run in this process ---------------------------------- */
+
+/*
+ * A record is run by one thread at a time: tree_journal_replay() (pathfsctl
+ * recover on a mounted store) skips the records a rename of this process is
+ * still running, or it would apply their final batch twice.
+ */
+static pthread_mutex_t running_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct running {
+	const struct tree *t;
+	uint64_t seq;
+} * running;			    /* protected by running_lock */
+static size_t nrunning, caprunning; /* protected by running_lock */
+
+/* Marks @seq of @t as being run; false if it already is. */
+static bool run_claim(const struct tree *t, uint64_t seq)
+{
+	bool ok = true;
+
+	pthread_mutex_lock(&running_lock);
+	for (size_t i = 0; i < nrunning; i++)
+		if (running[i].t == t && running[i].seq == seq)
+			ok = false;
+	if (ok) {
+		if (nrunning == caprunning) {
+			caprunning = caprunning ? 2 * caprunning : 16;
+			running =
+			    realloc(running, caprunning * sizeof(*running));
+			if (!running)
+				abort();
+		}
+		running[nrunning].t = t;
+		running[nrunning].seq = seq;
+		nrunning++;
+	}
+	pthread_mutex_unlock(&running_lock);
+	return ok;
+}
+
+static void run_release(const struct tree *t, uint64_t seq)
+{
+	pthread_mutex_lock(&running_lock);
+	for (size_t i = 0; i < nrunning; i++)
+		if (running[i].t == t && running[i].seq == seq) {
+			running[i] = running[--nrunning];
+			break;
+		}
+	if (!nrunning) {
+		free(running);
+		running = NULL;
+		caprunning = 0;
+	}
+	pthread_mutex_unlock(&running_lock);
+}
+
 /* ---- the rewrite -------------------------------------------------------- */
 
 /* Parent folder of a checked non-root path, malloc'd. */
@@ -592,6 +647,7 @@ int journal_rename_dir(struct tree *t, const char *src, const char *dst,
 	struct node dn = {0};
 	char *pd = NULL;
 	uint64_t ino_pd = 0, ino_dn = 0;
+	bool claimed = false;
 	int rc;
 
 	journal_hook_init(&h);
@@ -600,6 +656,8 @@ int journal_rename_dir(struct tree *t, const char *src, const char *dst,
 	rc = tree_alloc_ino(t, &rec.seq);
 	if (rc)
 		goto out;
+	run_claim(t, rec.seq); /* new: cannot be taken */
+	claimed = true;
 	rec.op = (flags & TREE_RENAME_EXCHANGE) ? JOP_EXCHANGE : JOP_RENAME;
 	rec.flags = flags;
 	rec.phase = 1;
@@ -645,6 +703,8 @@ unlock:
 		     t->name, src, dst, strerror(-rc));
 	}
 out:
+	if (claimed)
+		run_release(t, rec.seq);
 	kv_batch_free(b);
 	node_release(&dn);
 	journal_rec_release(&rec);
@@ -826,6 +886,22 @@ int tree_journal_replay(struct tree *t, size_t *replayed)
 			 * (logged; fsck reports it): skip */
 			continue;
 		}
+		if (!run_claim(t, seqs[i])) {
+			plog(LOG_NOTICE,
+			     "drive %s: %s %s -> %s is running; not replayed",
+			     t->name, op_name(rec.op), rec.src.buf,
+			     rec.dst.buf);
+			journal_rec_release(&rec);
+			continue;
+		}
+		/* read again now that it is ours: it may have finished */
+		journal_rec_release(&rec);
+		memset(&rec, 0, sizeof(rec));
+		if (journal_rec_get(t, seqs[i], &rec)) {
+			run_release(t, seqs[i]);
+			journal_rec_release(&rec);
+			continue;
+		}
 		cur = printable(&rec.cursor);
 		if (rec.op == JOP_CLONE) {
 			plog(LOG_NOTICE,
@@ -854,6 +930,7 @@ int tree_journal_replay(struct tree *t, size_t *replayed)
 			}
 		}
 		free(cur);
+		run_release(t, seqs[i]);
 		journal_rec_release(&rec);
 	}
 	rc = 0;
