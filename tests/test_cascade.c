@@ -921,3 +921,60 @@ Test(cascade, tokens_truncated_forged_or_foreign_are_rejected, .init = tu_setup,
 	free(rm_tok);
 	free(cp_tok);
 }
+
+Test(cascade, rm_r_keep_orphan_then_reclaim_at_open, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	struct tree_op_result r;
+	struct tree_attr a;
+	char buf[8];
+	size_t got;
+
+	build(T, "/docs", 12);
+	cr_assert_eq(tree_lookup(T, "/docs/f000", &a), 0);
+	/* the daemon's way: last links become orphans, content kept */
+	cr_assert_eq(tree_rm_r(T, "/docs", 0, NULL, TREE_KEEP_ORPHAN, &r), 0);
+	cr_assert_null(r.token);
+	release(&r);
+	assert_gone(T, "/docs");
+	cr_assert_eq(tree_getattr(T, NULL, a.ino, &a), 0);
+	cr_assert_eq(tree_read(T, NULL, a.ino, 0, sizeof(buf), buf, &got), 0);
+	cr_assert_gt(kind_keys(T, "ORPHAN#"), 0);
+	assert_fsck_clean(T);
+	/* the next open reclaims them */
+	tu_reopen();
+	cr_assert_eq(kind_keys(T, "ORPHAN#"), 0);
+	cr_assert_eq(tree_getattr(T, NULL, a.ino, &a), -ENOENT);
+	assert_fsck_clean(T);
+}
+
+Test(cascade, cp_r_and_mv_of_a_single_file, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	struct tree_op_result r;
+	struct tree *o;
+	char *s0, *s1;
+	struct tree_attr a;
+
+	cr_assert_eq(store_drive_create(tu_store, "other", 0, 0), 0);
+	cr_assert_eq(store_drive(tu_store, "other", &o), 0);
+	mkfile_n(T, "/f", 300000, 7);
+	cr_assert_eq(tree_lookup(T, "/f", &a), 0);
+	cr_assert_eq(tree_setxattr(T, "/f", a.ino, "user.a", "b", 1, 0), 0);
+	s0 = snap(T, "/f", false);
+	cr_assert_eq(tree_cp_r(T, "/f", T, "/g", 0, NULL, &r), 0);
+	cr_assert_eq(r.processed, 1);
+	release(&r);
+	s1 = snap(T, "/g", false);
+	cr_assert_str_eq(s1, s0);
+	free(s1);
+	cr_assert_eq(tree_mv(T, "/g", o, "/h", 0, NULL, &r), 0);
+	release(&r);
+	s1 = snap(o, "/h", false);
+	cr_assert_str_eq(s1, s0);
+	assert_gone(T, "/g");
+	assert_fsck_clean(T);
+	assert_fsck_clean(o);
+	free(s0);
+	free(s1);
+}
