@@ -1083,6 +1083,18 @@ static int clone_node(struct clone *c, const char *spath, const char *dpath,
 			goto out;
 		/* the first link: clone the inode from its INODE record */
 		rc = tree_get_inode(c->t, x, &in);
+		if (rc == -ENOENT || rc == -EIO) {
+			fail(c->r, spath,
+			     "its hard-link record is %s; not copied",
+			     rc == -EIO ? "bad" : "missing");
+			rc = 0;
+			if (c->strict) {
+				c->stop = true;
+				goto out;
+			}
+			linked = false; /* nothing to make visible */
+			goto advance;
+		}
 		if (rc)
 			goto out;
 		a = in.a;
