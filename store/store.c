@@ -179,7 +179,9 @@ static int tree_load(struct store *s, const char *name, struct tree **out)
 		goto out;
 	rc = meta_decode(val, vlen, &m);
 	if (rc) {
-		plog(LOG_ERR, "drive %s: META record %s", name,
+		/* a newer format is the caller's one line to say */
+		plog(rc == -EPROTONOSUPPORT ? LOG_DEBUG : LOG_ERR,
+		     "drive %s: META record %s", name,
 		     rc == -EPROTONOSUPPORT ? "is of a newer format"
 					    : "does not decode");
 		goto out;
