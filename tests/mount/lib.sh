@@ -169,3 +169,23 @@ pfs_fsck() {
 kv_count() {
 	"$KVKEYS" "$STORE" "$1" || echo kvkeys-failed
 }
+
+# sanitizer_logs: in a sanitizer build, makes every instrumented program this
+# test runs (the daemon too, whose stderr is gone once it daemonizes) write its
+# AddressSanitizer/UBSan/LeakSanitizer reports to $T/sanitizer.* instead of
+# stderr; sanitizer_clean then counts a failure if any report was written.
+# Harmless in a plain build.
+sanitizer_logs() {
+	export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$T/sanitizer.asan"
+	export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$T/sanitizer.ubsan"
+}
+sanitizer_clean() {
+	local f found=0
+	for f in "$T"/sanitizer.*; do
+		[ -e "$f" ] || continue
+		found=1
+		echo "sanitizer report $f:" >&2
+		head -n 40 "$f" >&2
+	done
+	check "no sanitizer reports (daemon, pathfsctl, helpers)" test "$found" = 0
+}

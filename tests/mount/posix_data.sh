@@ -6,6 +6,7 @@
 # size update; two drives of one store, mounted one after the other, never see
 # each other's files.
 source "$(dirname "$0")/lib.sh"
+sanitizer_logs
 
 sha() { sha256sum <"$1" | cut -d' ' -f1; }
 
@@ -121,4 +122,5 @@ check "fsck clean: main" pfs_fsck main
 check "fsck clean: d1" pfs_fsck d1
 check "fsck clean: d2" pfs_fsck d2
 
+sanitizer_clean
 finish

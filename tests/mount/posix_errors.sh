@@ -7,6 +7,7 @@
 # store on a small tmpfs: earlier data intact, and the file system works again
 # once space is freed, without a remount.
 source "$(dirname "$0")/lib.sh"
+sanitizer_logs
 
 R2=$RENAMEAT2
 N255=$(printf 'n%.0s' $(seq 255))
@@ -217,4 +218,5 @@ check "  (early too)" cmp "$T/early" "$MNT/early"
 pfs_umount
 check "fsck clean after ENOSPC" pfs_fsck
 
+sanitizer_clean
 finish

@@ -11,6 +11,7 @@
 # xattrs) and diff -r clean; find, du and ls -lAR must agree with the fixture;
 # after an unmount and a remount everything is still there byte for byte.
 source "$(dirname "$0")/lib.sh"
+sanitizer_logs
 
 SRC=$T/src
 python3 "$TREE_PY" fixture "$SRC"
@@ -133,4 +134,5 @@ check "after remount: 3 MiB file byte for byte" cmp "$SRC/files/b3145851" \
 	"$MNT/rsync/files/b3145851"
 pfs_umount
 
+sanitizer_clean
 finish

@@ -3,6 +3,7 @@
 # status, a branch switch with checkout, fsck, gc (packs, renames of lock
 # files, mmap of the index and packs), and the repository survives a remount.
 source "$(dirname "$0")/lib.sh"
+sanitizer_logs
 
 export HOME=$T GIT_CONFIG_NOSYSTEM=1 \
 	GIT_AUTHOR_NAME=pathfs GIT_AUTHOR_EMAIL=pathfs@example.org \
@@ -67,4 +68,5 @@ check "git clone out of the mount" git clone -q "$R" "$T/clone"
 check "the clone matches the working tree" diff -r -x .git "$R" "$T/clone"
 pfs_umount
 
+sanitizer_clean
 finish

@@ -8,6 +8,7 @@
 # kill -9 at the next mount), and open fds and a cwd inside a folder that gets
 # renamed (writes land in the file at its new path). Ends with fsck clean.
 source "$(dirname "$0")/lib.sh"
+sanitizer_logs
 
 R2=$RENAMEAT2
 mtime_ns() { stat -c '%.9Y' "$1" | tr -d .; }
@@ -39,7 +40,7 @@ check "  content there, gone here" test "$(cat "$MNT/b/f2")" = two -a \
 check "  new parent mtime advanced" test "$(mtime_ns "$MNT/b")" -gt "$b_m"
 
 # ---- folders bigger than one rewrite chunk (1,024) -------------------------
-python3 "$TREE_PY" gen "$MNT/tree" 1500 >/dev/null
+python3 "$TREE_PY" gen "$MNT/tree" 1100 >/dev/null
 manifest "$MNT/tree" "$T/m.tree"
 check "mv folder within a folder" mv "$MNT/tree" "$MNT/tree2"
 manifest "$MNT/tree2" "$T/m.tree2"
@@ -75,8 +76,8 @@ manifest "$MNT/p" "$T/m.p2" --no-dir-mtime
 same_file "  prefix siblings: same tree as before" "$T/m.p" "$T/m.p2"
 
 # ---- rm -rf ----------------------------------------------------------------
-python3 "$TREE_PY" gen "$MNT/doomed" 1200 >/dev/null
-check "rm -rf of a 1,200-entry tree" rm -rf "$MNT/doomed"
+python3 "$TREE_PY" gen "$MNT/doomed" 1100 >/dev/null
+check "rm -rf of a 1,118-entry tree" rm -rf "$MNT/doomed"
 check "  gone" test ! -e "$MNT/doomed"
 check "  root lists no trace" test -z "$(ls -A "$MNT" | grep doomed || true)"
 check "  the name can be reused" mkdir "$MNT/doomed"
@@ -146,7 +147,7 @@ check "  swapped" test -d "$MNT/x/b" -a -f "$MNT/x/dir" -a \
 	"$(cat "$MNT/x/b/f")" = in-dir -a "$(cat "$MNT/x/dir")" = A
 expect_errno ENOENT "EXCHANGE with a missing name" "$R2" exchange "$MNT/x/c" "$MNT/x/none"
 python3 "$TREE_PY" gen "$MNT/x/big1" 1100 >/dev/null
-python3 "$TREE_PY" flat "$MNT/x/big2" 1500 >/dev/null
+python3 "$TREE_PY" flat "$MNT/x/big2" 1100 >/dev/null
 manifest "$MNT/x/big1" "$T/m.big1"
 manifest "$MNT/x/big2" "$T/m.big2"
 check "EXCHANGE two non-empty folders (journaled)" \
@@ -229,7 +230,7 @@ check "  and its content blocks are freed" \
 
 # ---- open fds and a cwd inside a folder that is renamed --------------------
 pfs_mount
-python3 "$TREE_PY" gen "$MNT/w/dir" 1500 >/dev/null
+python3 "$TREE_PY" gen "$MNT/w/dir" 1100 >/dev/null
 mkdir "$MNT/w/dir/inner"
 check "writes through an fd land at the renamed folder's new path" python3 - \
 	"$MNT/w" <<'EOF'
@@ -278,4 +279,5 @@ check "after remount: exchanged trees intact" \
 	bash -c "python3 '$TREE_PY' manifest '$MNT/x/big2' | cmp - '$T/m.big1'"
 pfs_umount
 
+sanitizer_clean
 finish

@@ -17,6 +17,7 @@
 # clean. Last, folders of one chunk + 1 and two chunks + 1 entries rename
 # completely. (RENAME_EXCHANGE: rename_exchange.sh; kill -9: rename_kill.sh.)
 source "$(dirname "$0")/lib.sh"
+sanitizer_logs
 
 BATCH=256
 J='DRIVE#main|JOURNAL#'
@@ -118,4 +119,5 @@ pfs_umount
 check "no journal record left" test "$(kv_count "$J")" = 0
 check "fsck clean" pfs_fsck
 
+sanitizer_clean
 finish

@@ -8,6 +8,7 @@
 # is left and fsck is clean. The two folders differ in size, so the batch
 # numbers are recomputed every round from what each name holds.
 source "$(dirname "$0")/lib.sh"
+sanitizer_logs
 
 BATCH=256
 J='DRIVE#main|JOURNAL#'
@@ -73,4 +74,5 @@ for pos in 0 1 a+1 a+3 a+b+2 2*a+b+2 2*a+b+3 2*a+b+20; do
 	check "$what: fsck clean" pfs_fsck
 done
 
+sanitizer_clean
 finish

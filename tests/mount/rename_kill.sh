@@ -14,6 +14,7 @@
 # journal record was in the store right after the kill) often enough to mean
 # something, and says how often.
 source "$(dirname "$0")/lib.sh"
+sanitizer_logs
 
 ROUNDS=${RENAME_KILL_ROUNDS:-20}
 BATCH=32
@@ -86,4 +87,5 @@ echo "# kills: $mid mid-rewrite (journal replayed), $before before the" \
 check "at least a quarter of the kills hit a rewrite in flight" \
 	test "$mid" -ge $((ROUNDS / 4))
 
+sanitizer_clean
 finish
