@@ -541,11 +541,15 @@ static int fs_do_unlink(struct fs *fs, uint64_t parent, const char *name)
 		goto leave;
 	m = open_stripe(fs, a.ino);
 	pthread_mutex_lock(m);
+	/* a write on the inode that fails meanwhile waits to see it orphaned
+	 * (fs_retry); it is marked before an open waiting on the stripe looks */
+	fs_rename_start(fs);
 	rc = tree_unlink(fs->tree, p.path,
 			 itab_nopen(fs, a.ino) ? TREE_KEEP_ORPHAN : 0, &orphan);
-	pthread_mutex_unlock(m);
 	if (!rc)
 		lost_name(fs, &a, parent, name, orphan);
+	fs_rename_done(fs);
+	pthread_mutex_unlock(m);
 leave:
 	fs_leave(fs);
 out:
@@ -705,11 +709,11 @@ static int fs_do_rename(struct fs *fs, uint64_t parent, const char *name,
 	}
 	fs_rename_start(fs);
 	rc = tree_rename(fs->tree, p1->path, p2->path, tflags, &orphan);
-	if (m)
-		pthread_mutex_unlock(m);
 	if (!rc)
 		renamed(fs, &sa, &da, tflags, parent, name, newparent, newname,
 			orphan);
+	if (m)
+		pthread_mutex_unlock(m);
 	fs_rename_done(fs);
 out:
 	if (entered)
