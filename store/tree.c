@@ -837,6 +837,34 @@ out:
 	return rc;
 }
 
+/*
+ * -ENAMETOOLONG if moving the branch below folder @from to a folder whose
+ * path is @newlen bytes long would make a descendant's path longer than
+ * TREE_PATH_MAX. Scans the branch only when the new path is longer.
+ */
+static int branch_fits(struct tree *t, const char *from, size_t newlen)
+{
+	size_t oldlen = strlen(from), longest = 0;
+	struct tree_scan *sc = NULL;
+	struct tree_attr a;
+	const char *p;
+	int rc;
+
+	if (newlen <= oldlen)
+		return 0;
+	rc = tree_scan_open(&sc, t, from);
+	while (rc == 0 && (rc = tree_scan_next(sc, &p, &a)) == 1) {
+		size_t n = strlen(p);
+		rc = 0;
+		if (n > longest)
+			longest = n;
+	}
+	tree_scan_free(sc);
+	if (rc < 0)
+		return rc;
+	return longest - oldlen + newlen > TREE_PATH_MAX ? -ENAMETOOLONG : 0;
+}
+
 int tree_rename(struct tree *t, const char *src, const char *dst,
 		unsigned flags, uint64_t *orphan)
 {
@@ -935,9 +963,15 @@ int tree_rename(struct tree *t, const char *src, const char *dst,
 			goto out;
 		big = big || rc == 0;
 	}
-	if (big)
+	if (big) {
+		rc = S_ISDIR(sn.a.mode) ? branch_fits(t, src, strlen(dst)) : 0;
+		if (rc == 0 && (flags & TREE_RENAME_EXCHANGE) &&
+		    S_ISDIR(dn.a.mode))
+			rc = branch_fits(t, dst, strlen(src));
+		if (rc)
+			goto out;
 		rc = journal_rename_dir(t, src, dst, flags, orphan);
-	else
+	} else
 		rc = rename_simple(t, src, dst, flags, &sn,
 				   dexists ? &dn : NULL, orphan);
 out:
