@@ -62,6 +62,21 @@ static inline double rel_now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/*
+ * true if the mount holding @dir is gone (its daemon was killed): a stat of
+ * @dir fails with ENOTCONN or ECONNABORTED, or ENOENT once it was lazily
+ * unmounted. Used to tell an EIO caused by the kill (the kernel reports a
+ * failed writeback of cached pages as EIO) from an EIO of a live daemon.
+ */
+static inline int rel_mount_gone(const char *dir)
+{
+	struct stat st;
+
+	if (stat(dir, &st) == 0)
+		return 0;
+	return errno == ENOTCONN || errno == ECONNABORTED || errno == ENOENT;
+}
+
 /* Appends the escaped form of @s to @out (size @n, always NUL-terminated). */
 static inline void rel_escape(char *out, size_t n, const char *s)
 {

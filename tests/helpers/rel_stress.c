@@ -20,8 +20,9 @@
  *
  * Hangs: the parent watches every call; one running longer than 30 s is a
  * failure (it prints which call and kills the workers).
- * --disconnect-ok: ENOTCONN/ECONNABORTED end a worker quietly (the daemon was
- * killed on purpose); the model check is skipped then.
+ * --disconnect-ok: ENOTCONN/ECONNABORTED, and EIO once the mount is gone (a
+ * failed writeback), end a worker quietly (the daemon was killed on purpose);
+ * the model check is skipped then.
  *
  * REL_STRESS_NO_LINK=1 in the environment leaves out hard links (to tell
  * a link bug from others while debugging).
@@ -255,7 +256,8 @@ static int expect(struct worker *w, const char *what, int got, int want,
 			w->expected_err++;
 		return 0;
 	}
-	if (w->disconnect_ok && disconnected(got))
+	if (w->disconnect_ok &&
+	    (disconnected(got) || (got == EIO && rel_mount_gone(w->shared))))
 		_exit(0);
 	fprintf(stderr, "w%d: FAIL %s: expected %s%s%s, got %s\n", w->id, what,
 		want ? strerror(want) : "success", alt ? " or " : "",
@@ -922,7 +924,8 @@ static int shared_op(struct worker *w)
 	for (i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++)
 		if (got == allowed[i])
 			return 0;
-	if (w->disconnect_ok && disconnected(got))
+	if (w->disconnect_ok &&
+	    (disconnected(got) || (got == EIO && rel_mount_gone(w->shared))))
 		_exit(0);
 	fprintf(stderr, "w%d: FAIL shared %s %s %s: %s\n", w->id, what, a, b,
 		strerror(got));

@@ -9,7 +9,8 @@
  * and only after fsync returned appends "NAME SIZE HASH" to LOG (on the host
  * filesystem; O_APPEND, one write per line). A synced file is never touched
  * again. It stops quietly when the mount goes away (ENOTCONN, ECONNABORTED,
- * ENOENT) or at SIGKILL.
+ * ENOENT, or EIO when the mount is found gone: with the writeback cache the
+ * kernel reports cached pages it could not write back as EIO) or at SIGKILL.
  *
  * check reads every line of LOG and compares DIR/NAME byte for byte (size and
  * FNV-1a hash). Exit status 0 when every synced file is intact.
@@ -84,7 +85,7 @@ static int write_main(const char *dir, const char *logfile, const char *tag)
 		close(fd);
 		continue;
 	fail:
-		if (gone(e))
+		if (gone(e) || (e == EIO && rel_mount_gone(dir)))
 			return 0;
 		fprintf(stderr, "rel_sync: FAIL %s: %s\n", path, strerror(e));
 		return 1;
