@@ -19,7 +19,7 @@ DPID=
 # On exit: a sanitizer report or a crash message in the daemon's log fails the
 # test and is shown (the log dies with $T), then lib.sh's cleanup runs.
 rel_cleanup() {
-	local rc=$? pat="ERROR: (Address|Leak)Sanitizer|runtime error:|corrupted|double free"
+	local rc=$? pat="ERROR: (Address|Leak)Sanitizer|runtime error:|(free|malloc|realloc)\(\): |double free or corruption"
 	if [ -s "$DLOG" ] && grep -Eq "$pat" "$DLOG"; then
 		echo "FAIL: the daemon reported memory errors:" >&2
 		grep -E -A30 "$pat" "$DLOG" | head -n 60 >&2
