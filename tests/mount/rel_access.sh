@@ -120,4 +120,4 @@ check "root's pathfsctl still works" \
 check "daemon alive" rel_alive
 rel_umount_fg
 check "fsck clean" rel_fsck
-finish
+rel_finish

@@ -59,4 +59,4 @@ check "fsck (unmounted) reports the damaged node" grep -q "bad-node" <<<"$out"
 check "fsck (unmounted) reports the damaged block" \
 	grep -Eqi "$inohex|bad-block|ino(de)? *$ino\b" <<<"$out"
 [ "$FAILS" -eq 0 ] || { echo "--- fsck said:"; echo "$out"; echo "--- daemon log:"; cat "$DLOG"; } >&2
-finish
+rel_finish

@@ -127,4 +127,4 @@ check "/src is gone" [ ! -e "$MNT/src" ]
 check "/copy equals /other" diff -r "$MNT/other" "$MNT/copy"
 rel_umount_fg
 check "fsck clean" rel_fsck
-finish
+rel_finish

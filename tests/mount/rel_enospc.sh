@@ -61,4 +61,4 @@ check "after a remount everything written is intact" \
 rel_umount_fg
 check "fsck clean" rel_fsck
 umount "$SMALL"
-finish
+rel_finish

@@ -91,4 +91,4 @@ check "after all rounds, every fsynced file of every round intact" [ $all -eq 0 
 check "daemon alive" rel_alive
 rel_umount_fg
 check "fsck clean on the unmounted store" rel_fsck
-finish
+rel_finish

@@ -15,6 +15,18 @@ REL_SYNC=$BUILD_DIR/rel_sync
 REL_PLANT=$BUILD_DIR/rel_plant
 DLOG=$T/daemon.log
 DPID=
+# sanitizer builds: every program's reports go to $T/sanitizer.* (lib.sh)
+if declare -F sanitizer_logs >/dev/null; then
+	sanitizer_logs
+fi
+
+# rel_finish: counts a failure for any sanitizer report, then lib.sh's finish.
+rel_finish() {
+	if declare -F sanitizer_clean >/dev/null; then
+		sanitizer_clean
+	fi
+	finish
+}
 
 # On exit: a sanitizer report or a crash message in the daemon's log fails the
 # test and is shown (the log dies with $T), then lib.sh's cleanup runs.

@@ -258,4 +258,4 @@ PY
 check "daemon alive" rel_alive
 check "fsck clean" rel_fsck
 rel_umount_fg
-finish
+rel_finish

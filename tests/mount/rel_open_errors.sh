@@ -71,4 +71,4 @@ refused "missing parent of the store" "no such|not exist|missing" \
 	"$P" "$PATHFS" "$P/nope/store" "$MNT2"
 check "the missing parent was not created" [ ! -e "$P/nope" ]
 
-finish
+rel_finish

@@ -47,4 +47,4 @@ check "find -type d of the whole mount works after the churn" \
 check "daemon alive" rel_alive
 check "fsck clean" rel_fsck
 rel_umount_fg
-finish
+rel_finish

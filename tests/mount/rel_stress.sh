@@ -27,4 +27,4 @@ for i in $(seq 0 $((N - 1))); do
 		timeout 60 "$REL_STRESS" check "$MNT/w$i" "$T/manifests/w$i.txt"
 done
 rel_umount_fg
-finish
+rel_finish
