@@ -15,21 +15,33 @@
  *  - the inode counter (META's high-water mark) is above every inode number
  *    and journal sequence number in use;
  *  - unfinished journal records, and temporary keys (XTMP#) left without
- *    their journal record.
+ *    their journal record;
+ *  - content (content.c's invariants): a DATA block longer than the drive's
+ *    block size, a block lying wholly past its file's size, and a last block
+ *    holding bytes at or past the size (each finding names the key, the inode
+ *    and, when a node points to it, a path).
  *
  * Repaired with @repair: rename/exchange journal records are replayed (first,
  * so the checks then see the finished tree); unreferenced DATA/XATTR/INODE
  * keys and stray ORPHAN keys are deleted; wrong nlink values are set to what
- * the tree says; the counter is raised; leftover temporary keys are deleted.
+ * the tree says; the counter is raised; leftover temporary keys are deleted;
+ * blocks wholly past the end of their file are deleted and a last block is
+ * cut at the end of file (what a truncate to the file's size does: no reader
+ * can see those bytes, and an extension must read zeros there), each after
+ * re-reading the size and the block under the inode's stripe.
  * Not repaired (reported only): values that do not decode, nodes without a
  * parent, duplicate inode numbers, stubs without an INODE record, paused
- * clones (they are resumed with their token). While any node value does not
+ * clones (they are resumed with their token), blocks longer than the block
+ * size within the file (reads of them fail with EIO; cutting one would serve
+ * bytes of unknown worth as file content). While any node value does not
  * decode, unreferenced content is reported but kept: that node may be the
  * one pointing to it.
  *
- * Limits: one pass over the drive plus one children scan per folder; memory
- * is 8 bytes per node (the inode numbers, sorted to find unreferenced keys)
- * plus 8 per hard-link stub, INODE record and orphan. While a rename or clone
+ * Limits: one pass over the drive plus one children scan per folder, and one
+ * more pass over the nodes when content is damaged (to name the files);
+ * memory is 8 bytes per node (the inode numbers, sorted to find unreferenced
+ * keys) plus 16 per regular file (inode and size) plus 8 per hard-link stub,
+ * INODE record and orphan, plus a little per damaged block. While a rename or clone
  * is in flight, the nodes under its source and destination are not checked
  * for parents and nlink (the record itself is the finding), the copies under
  * a rename's destination do not count as users of their inodes, and while an
@@ -89,6 +101,55 @@ static size_t vec_count(const struct u64vec *a, uint64_t x)
 	return n;
 }
 
+/* A regular file's size, for the content checks. */
+struct isize {
+	uint64_t ino, size;
+};
+
+struct sizevec {
+	struct isize *v;
+	size_t n, cap;
+};
+
+static void size_push(struct sizevec *a, uint64_t ino, uint64_t size)
+{
+	if (a->n == a->cap) {
+		a->cap = a->cap ? a->cap * 2 : 1024;
+		a->v = realloc(a->v, a->cap * sizeof(*a->v));
+		if (!a->v)
+			abort();
+	}
+	a->v[a->n].ino = ino;
+	a->v[a->n++].size = size;
+}
+
+static int cmp_isize(const void *a, const void *b)
+{
+	const struct isize *x = a, *y = b;
+
+	return x->ino < y->ino ? -1 : x->ino > y->ino;
+}
+
+/* The size of regular file @ino, or NULL if no decodable record gives one. */
+static const struct isize *size_find(const struct sizevec *a, uint64_t ino)
+{
+	struct isize k = {ino, 0};
+
+	return a->n ? bsearch(&k, a->v, a->n, sizeof(*a->v), cmp_isize) : NULL;
+}
+
+/* A damaged content block, reported once the files' paths are known. */
+enum block_damage { BLK_LONG, BLK_PAST_END, BLK_TAIL };
+
+struct bad_block {
+	uint64_t ino, blk;
+	size_t vlen;
+	uint64_t size; /* the file's size, when known */
+	bool size_known;
+	enum block_damage kind;
+	char *path; /* a path of the inode (malloc'd) or NULL */
+};
+
 struct fsck {
 	struct tree *t;
 	bool repair;
@@ -104,6 +165,9 @@ struct fsck {
 	size_t ncopies;
 	bool skip_refs;	  /* an exchange is unfinished: inodes are in flux */
 	size_t bad_nodes; /* node values that do not decode */
+	struct sizevec sizes; /* regular files, sorted by inode before DATA# */
+	struct bad_block *bad;
+	size_t nbad, capbad;
 };
 
 static void finding(struct fsck *f, const char *fmt, ...)
@@ -395,6 +459,8 @@ static int check_nodes(struct fsck *f)
 			vec_push(&f->stubs, n.a.ino);
 		} else {
 			vec_push(&f->nodes, n.a.ino);
+			if (S_ISREG(n.a.mode))
+				size_push(&f->sizes, n.a.ino, n.a.size);
 		}
 		if (S_ISDIR(n.a.mode) && !busy) {
 			uint32_t sub;
@@ -434,6 +500,46 @@ out:
 
 /* ---- inodes, orphans, content ------------------------------------------- */
 
+/* Checks one DATA key against content.c's invariants; damage is kept in
+ * f->bad and reported by report_blocks(). */
+static void check_block(struct fsck *f, const char *key, size_t klen,
+			size_t vlen)
+{
+	uint64_t bs = f->t->block_size, ino, blk;
+	const struct isize *sz;
+	struct bad_block d = {0};
+
+	if (key_data_decode(key, klen, f->plen, &ino, &blk)) {
+		char *ek = esc(key, klen);
+		finding(f, "%s: malformed key", ek);
+		free(ek);
+		return;
+	}
+	sz = size_find(&f->sizes, ino);
+	d.ino = ino;
+	d.blk = blk;
+	d.vlen = vlen;
+	if (sz) {
+		d.size = sz->size;
+		d.size_known = true;
+	}
+	if (sz && blk >= (sz->size + bs - 1) / bs)
+		d.kind = BLK_PAST_END; /* even when also too long */
+	else if (vlen > bs)
+		d.kind = BLK_LONG;
+	else if (sz && blk * bs + vlen > sz->size)
+		d.kind = BLK_TAIL;
+	else
+		return;
+	if (f->nbad == f->capbad) {
+		f->capbad = f->capbad ? f->capbad * 2 : 16;
+		f->bad = realloc(f->bad, f->capbad * sizeof(*f->bad));
+		if (!f->bad)
+			abort();
+	}
+	f->bad[f->nbad++] = d;
+}
+
 /* Scans the keys of @kind, calling @fn once per distinct inode number with
  * the number of keys it has. */
 static int scan_kind(struct fsck *f, const char *kind,
@@ -462,6 +568,8 @@ static int scan_kind(struct fsck *f, const char *kind,
 			free(ek);
 			continue;
 		}
+		if (!strcmp(kind, "DATA#"))
+			check_block(f, key, klen, vlen);
 		if (count && ino != cur) {
 			fn(f, cur, count, NULL, 0);
 			count = 0;
@@ -554,6 +662,8 @@ static void on_inode(struct fsck *f, uint64_t ino, size_t nkeys,
 			(unsigned long long)ino);
 		return;
 	}
+	if (S_ISREG(n.a.mode))
+		size_push(&f->sizes, ino, n.a.size);
 	if (stubs == 0 && !orphan) {
 		finding(f,
 			"INODE#%016llx: no link points to it and it is not "
@@ -649,6 +759,154 @@ static void on_xtmp(struct fsck *f, uint64_t seq, size_t nkeys, const char *val,
 	kv_batch_free(b);
 	sbuf_release(&lo);
 	sbuf_release(&hi);
+}
+
+/* Gives each damaged block a path of its inode: one pass over the nodes,
+ * paid only when content is damaged. f->bad is in key order, so by inode. */
+static int name_blocks(struct fsck *f)
+{
+	struct tree *t = f->t;
+	struct sbuf lo = {0}, hi = {0}, path = {0};
+	struct kv_iter *it = NULL;
+	int rc;
+
+	key_kind_range(&lo, &hi, t->name, "PATH#");
+	rc = kv_iter_open(&it, t->store->kv, lo.buf, lo.len, hi.buf, hi.len);
+	if (rc)
+		goto out;
+	for (; kv_iter_valid(it); kv_iter_next(it)) {
+		size_t klen, vlen, l = 0, h = f->nbad;
+		const char *key = kv_iter_key(it, &klen);
+		const char *val = kv_iter_value(it, &vlen);
+		struct node n = {0};
+
+		if (node_decode(val, vlen, &n, false))
+			continue;
+		while (l < h) {
+			size_t mid = l + (h - l) / 2;
+			if (f->bad[mid].ino < n.a.ino)
+				l = mid + 1;
+			else
+				h = mid;
+		}
+		node_release(&n);
+		if (l == f->nbad || f->bad[l].ino != n.a.ino || f->bad[l].path)
+			continue;
+		sbuf_reset(&path);
+		if (key_node_decode(key, klen, f->plen, &path))
+			continue;
+		for (; l < f->nbad && f->bad[l].ino == n.a.ino; l++)
+			f->bad[l].path = strdup(path.buf);
+	}
+	rc = kv_iter_status(it);
+out:
+	kv_iter_free(it);
+	sbuf_release(&lo);
+	sbuf_release(&hi);
+	sbuf_release(&path);
+	return rc;
+}
+
+/*
+ * Deletes block @d (wholly past the end) or cuts it at the end of file, after
+ * re-reading the file's size and the block under the inode's stripe (and
+ * ns_lock, so @d->path stays put). Returns 0 when repaired, 1 when the file
+ * changed meanwhile and nothing was done, or a negative errno.
+ */
+static int repair_block(struct fsck *f, const struct bad_block *d)
+{
+	struct tree *t = f->t;
+	uint64_t bs = t->block_size;
+	struct attr_ref ref = {0};
+	struct kv_batch *b = kv_batch_new();
+	struct sbuf k = {0};
+	char *val = NULL;
+	size_t vlen;
+	int rc;
+
+	pthread_mutex_lock(&t->ns_lock);
+	tree_lock_inodes(t, d->ino, 0, 0, 0);
+	rc = tree_attr_load(t, d->path, d->ino, &ref);
+	if (rc == 0 && !S_ISREG(ref.n.a.mode))
+		rc = 1;
+	if (rc)
+		goto out;
+	key_data(&k, t->name, d->ino, d->blk);
+	rc = kv_get(t->store->kv, k.buf, k.len, &val, &vlen);
+	if (rc == -ENOENT)
+		rc = 1;
+	if (rc)
+		goto out;
+	if (d->blk >= (ref.n.a.size + bs - 1) / bs)
+		kv_batch_delete(b, k.buf, k.len);
+	else if (vlen <= bs && d->blk * bs + vlen > ref.n.a.size)
+		kv_batch_put(b, k.buf, k.len, val,
+			     (size_t)(ref.n.a.size - d->blk * bs));
+	else
+		rc = 1;
+	if (rc == 0)
+		rc = repair_commit(f, b);
+out:
+	tree_unlock_inodes(t, d->ino, 0, 0, 0);
+	pthread_mutex_unlock(&t->ns_lock);
+	free(val);
+	sbuf_release(&k);
+	attr_ref_release(&ref);
+	kv_batch_free(b);
+	return rc;
+}
+
+/* One finding per damaged block, repaired where that is safe. */
+static int report_blocks(struct fsck *f)
+{
+	size_t bs = f->t->block_size;
+	int rc;
+
+	if (!f->nbad)
+		return 0;
+	rc = name_blocks(f);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < f->nbad; i++) {
+		const struct bad_block *d = &f->bad[i];
+		char *ep = d->path ? esc(d->path, strlen(d->path)) : NULL;
+		char what[160], fix[80] = "";
+		bool repair = f->repair && !f->skip_refs && d->kind != BLK_LONG;
+
+		if (d->kind == BLK_LONG)
+			snprintf(what, sizeof(what),
+				 "%zu bytes, longer than the block size %zu "
+				 "(reads of it fail)%s",
+				 d->vlen, bs,
+				 f->repair ? " (not repaired)" : "");
+		else if (d->kind == BLK_PAST_END)
+			snprintf(what, sizeof(what),
+				 "block lies wholly past the end of file "
+				 "(size %llu)",
+				 (unsigned long long)d->size);
+		else
+			snprintf(what, sizeof(what),
+				 "%llu bytes lie past the end of file "
+				 "(size %llu)",
+				 (unsigned long long)(d->blk * bs + d->vlen -
+						      d->size),
+				 (unsigned long long)d->size);
+		if (repair) {
+			int r = repair_block(f, d);
+
+			snprintf(fix, sizeof(fix), "%s",
+				 r == 0	  ? " (repaired)"
+				 : r == 1 ? " (not repaired: the file changed "
+					    "meanwhile)"
+					  : " (repair failed)");
+		}
+		finding(f, "DATA#%016llx#%016llx (inode %llu%s%s): %s%s",
+			(unsigned long long)d->ino, (unsigned long long)d->blk,
+			(unsigned long long)d->ino, ep ? ", " : "",
+			ep ? ep : "", what, fix);
+		free(ep);
+	}
+	return 0;
 }
 
 /* Stubs whose INODE record is missing, orphans without INODE record, and
@@ -775,10 +1033,14 @@ int tree_fsck(struct tree *t, bool repair,
 	if (rc == 0)
 		rc = scan_kind(&f, "INODE#", on_inode);
 	vec_sort(&f.inodes);
+	if (f.sizes.n)
+		qsort(f.sizes.v, f.sizes.n, sizeof(*f.sizes.v), cmp_isize);
 	if (rc == 0)
 		check_cross(&f);
 	if (rc == 0)
 		rc = scan_kind(&f, "DATA#", on_data);
+	if (rc == 0)
+		rc = report_blocks(&f);
 	if (rc == 0)
 		rc = scan_kind(&f, "XATTR#", on_xattr);
 	if (rc == 0)
@@ -792,6 +1054,10 @@ int tree_fsck(struct tree *t, bool repair,
 	free(f.inodes.v);
 	free(f.orphans.v);
 	free(f.seqs.v);
+	free(f.sizes.v);
+	for (size_t i = 0; i < f.nbad; i++)
+		free(f.bad[i].path);
+	free(f.bad);
 	for (size_t i = 0; i < f.nbusy; i++)
 		free(f.busy[i]);
 	free(f.busy);

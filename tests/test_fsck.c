@@ -435,3 +435,146 @@ Test(fsck, paused_clone_keeps_its_file_in_progress, .init = tu_setup,
 	kv_batch_free(b);
 	sbuf_release(&k);
 }
+
+/* Reads the whole of @path (up to 64 bytes) into @buf; returns its length. */
+static size_t read_all(const char *path, char *buf)
+{
+	struct tree_attr a;
+	size_t got = 0;
+
+	cr_assert_eq(tree_lookup(T, path, &a), 0);
+	cr_assert_eq(tree_read(T, path, a.ino, 0, 64, buf, &got), 0);
+	return got;
+}
+
+static size_t value_len(const struct sbuf *k)
+{
+	char *v = NULL;
+	size_t vl = 0;
+
+	cr_assert_eq(kv_get(tu_store->kv, k->buf, k->len, &v, &vl), 0);
+	free(v);
+	return vl;
+}
+
+Test(fsck, block_longer_than_the_block_size_is_reported_not_cut,
+     .init = tu_setup, .fini = tu_teardown)
+{
+	size_t bs = tree_block_size(T);
+	char *junk = malloc(bs + 10);
+	struct sbuf k = {0};
+	struct tree_attr a;
+	struct found *f;
+	char want[64];
+
+	populate();
+	tu_mkfile(T, "/d/long", "0123456789", 10);
+	cr_assert_eq(tree_lookup(T, "/d/long", &a), 0);
+	/* the file's size covers the block, so only its length is wrong */
+	cr_assert_eq(tree_setattr(T, "/d/long", a.ino,
+				  &(struct tree_attr){.size = 2 * bs},
+				  TREE_SET_SIZE, NULL),
+		     0);
+	memset(junk, 'j', bs + 10);
+	key_data(&k, "main", a.ino, 0);
+	put_raw(&k, junk, bs + 10);
+	f = fsck(false);
+	cr_assert_eq(f->n, 1, "%s", f->text);
+	snprintf(want, sizeof(want), "DATA#%016llx#0000000000000000",
+		 (unsigned long long)a.ino);
+	cr_assert(strstr(f->text, want), "%s", f->text);
+	snprintf(want, sizeof(want), "inode %llu, /d/long",
+		 (unsigned long long)a.ino);
+	cr_assert(strstr(f->text, want), "%s", f->text);
+	cr_assert(strstr(f->text, "longer than the block size"), "%s", f->text);
+	/* reported only: cutting it would serve junk as content */
+	f = fsck(true);
+	cr_assert_eq(f->n, 1, "%s", f->text);
+	cr_assert(strstr(f->text, "not repaired"), "%s", f->text);
+	cr_assert_eq(value_len(&k), bs + 10);
+	free(junk);
+	sbuf_release(&k);
+}
+
+Test(fsck, blocks_past_the_end_of_file_dropped_by_repair, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	size_t bs = tree_block_size(T);
+	struct sbuf k1 = {0}, k2 = {0}, k3 = {0};
+	struct tree_attr g, fl;
+	struct found *f;
+	char buf[64], want[160];
+
+	populate();
+	cr_assert_eq(tree_lookup(T, "/d/sub/g", &g), 0);
+	cr_assert_eq(tree_lookup(T, "/d/f", &fl), 0); /* hard-linked */
+	/* /d/sub/g (5 bytes): a block wholly past its end */
+	key_data(&k1, "main", g.ino, 3);
+	put_raw(&k1, "stale", 5);
+	/* /d/f (5 bytes, INODE record): its only block holds 11 bytes */
+	key_data(&k2, "main", fl.ino, 0);
+	put_raw(&k2, "hello world", 11);
+	/* a block both too long and past the end: past the end wins */
+	{
+		char *junk = calloc(1, bs + 1);
+		key_data(&k3, "main", fl.ino, 1);
+		put_raw(&k3, junk, bs + 1);
+		free(junk);
+	}
+	f = fsck(false);
+	cr_assert_eq(f->n, 3, "%s", f->text);
+	snprintf(want, sizeof(want),
+		 "DATA#%016llx#0000000000000003 (inode %llu, /d/sub/g): block "
+		 "lies wholly past the end of file (size 5)",
+		 (unsigned long long)g.ino, (unsigned long long)g.ino);
+	cr_assert(strstr(f->text, want), "%s", f->text);
+	snprintf(want, sizeof(want), "DATA#%016llx#0000000000000000",
+		 (unsigned long long)fl.ino);
+	cr_assert(strstr(f->text, want), "%s", f->text);
+	cr_assert(strstr(f->text, "6 bytes lie past the end of file (size 5)"),
+		  "%s", f->text);
+	snprintf(want, sizeof(want), "DATA#%016llx#0000000000000001",
+		 (unsigned long long)fl.ino);
+	cr_assert(strstr(f->text, want), "%s", f->text);
+	/* a hard-linked inode is named by one of its links */
+	cr_assert(strstr(f->text, "/d/f)") || strstr(f->text, "f-link)"), "%s",
+		  f->text);
+
+	f = fsck(true);
+	cr_assert_eq(f->n, 3, "%s", f->text);
+	cr_assert(!strstr(f->text, "not repaired"), "%s", f->text);
+	cr_assert(!key_exists(&k1));
+	cr_assert(!key_exists(&k3));
+	cr_assert_eq(value_len(&k2), 5);
+	cr_assert_eq(fsck(false)->n, 0, "%s", fsck(false)->text);
+	/* the files read as before, and an extension reads zeros */
+	cr_assert_eq(read_all("/d/sub/g", buf), 5);
+	cr_assert_eq(memcmp(buf, "world", 5), 0);
+	cr_assert_eq(tree_setattr(T, "/d/f", fl.ino,
+				  &(struct tree_attr){.size = 11},
+				  TREE_SET_SIZE, NULL),
+		     0);
+	cr_assert_eq(read_all("/d/f", buf), 11);
+	cr_assert_eq(memcmp(buf, "hello\0\0\0\0\0\0", 11), 0);
+	sbuf_release(&k1);
+	sbuf_release(&k2);
+	sbuf_release(&k3);
+}
+
+Test(fsck, malformed_data_key_is_a_finding, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	struct sbuf k = {0};
+	struct tree_attr a;
+	struct found *f;
+
+	populate();
+	cr_assert_eq(tree_lookup(T, "/d/sub/g", &a), 0);
+	key_data(&k, "main", a.ino, 0);
+	sbuf_adds(&k, "zz");
+	put_raw(&k, "x", 1);
+	f = fsck(false);
+	cr_assert_eq(f->n, 1, "%s", f->text);
+	cr_assert(strstr(f->text, "malformed key"), "%s", f->text);
+	sbuf_release(&k);
+}
