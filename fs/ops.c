@@ -12,8 +12,16 @@
  * Kernel caching: entries, negative entries and attributes are cached for
  * fs->timeout seconds (the daemon is the only writer of the drive; changes
  * made behind the kernel's back by pathfsctl commands are invalidated in
- * fs_ctl_end()); file pages are kept across opens (keep_cache); symlinks are
- * cached; readdirplus answers listings with attributes from the same scan.
+ * fs_ctl_end()); file pages and folder listings are kept across opens
+ * (keep_cache, cache_readdir); symlinks are cached; readdirplus answers
+ * listings with attributes from the same scan. The writeback cache is off
+ * unless -o writeback (see main.c).
+ *
+ * Races with unlink and rename: an inode the kernel has open is never freed
+ * under it (open and unlink/rename-over are ordered on fs->open_stripe[], and
+ * an open inode losing its last name becomes an orphan, addressed by number);
+ * a request that fails with ENOENT because a rename or unlink moved its node
+ * waits for the table update and retries with the new path (fs_retry).
  *
  * Limits: no POSIX ACLs (system.posix_acl_* are plain xattrs to the store, the
  * kernel enforces mode bits only); fallocate only extends (mode 0); no
