@@ -424,34 +424,6 @@ static int touch_parents(struct tree *t, struct kv_batch *b, const char *p1,
 	return rc;
 }
 
-/* Adds the put of node @n at @path with ctime @now: a stub keeps its value
- * and its INODE record gets the new ctime. Caller holds the stripe. */
-static int put_moved_node(struct tree *t, struct kv_batch *b, const char *path,
-			  struct node *n, int64_t now)
-{
-	struct attr_ref ref = {0};
-	struct sbuf k = {0}, v = {0};
-	int rc = 0;
-
-	if (!(n->a.flags & TREE_F_LINKED)) {
-		n->a.ctime_ns = now;
-		tree_batch_put_node(t, b, path, &n->a, n->target);
-		return 0;
-	}
-	key_node(&k, t->name, path);
-	node_encode_stub(&v, n->a.ino, n->a.mode);
-	kv_batch_put(b, k.buf, k.len, v.buf, v.len);
-	rc = tree_attr_load(t, NULL, n->a.ino, &ref);
-	if (rc == 0) {
-		ref.n.a.ctime_ns = now;
-		tree_attr_store(t, b, &ref);
-	}
-	attr_ref_release(&ref);
-	sbuf_release(&k);
-	sbuf_release(&v);
-	return rc;
-}
-
 /* The final batch of a rename. Caller holds ns_lock. */
 static int finish_rename(struct tree *t, struct journal_rec *rec,
 			 struct journal_hook *h)
@@ -474,7 +446,7 @@ static int finish_rename(struct tree *t, struct journal_rec *rec,
 		     t->name, (unsigned long long)rec->seq, src, strerror(-rc));
 		goto unlock;
 	}
-	rc = put_moved_node(t, b, dst, &n, now);
+	rc = tree_batch_moved(t, b, dst, &n, now);
 	if (rc)
 		goto unlock;
 	key_node(&k, t->name, src);
@@ -531,9 +503,9 @@ static int finish_exchange(struct tree *t, struct journal_rec *rec,
 	rc = tree_batch_drop_range(t, b, lo.buf, lo.len, hi.buf, hi.len);
 	if (rc)
 		goto unlock;
-	rc = put_moved_node(t, b, pa, &nb, now);
+	rc = tree_batch_moved(t, b, pa, &nb, now);
 	if (rc == 0)
-		rc = put_moved_node(t, b, pb, &na, now);
+		rc = tree_batch_moved(t, b, pb, &na, now);
 	if (rc)
 		goto unlock;
 	/* a's parent now holds b's node and the other way round */

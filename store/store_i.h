@@ -235,6 +235,16 @@ int tree_batch_remove(struct tree *t, struct kv_batch *b, const char *path,
 		      const struct node *n, unsigned flags, uint64_t *orphan,
 		      int64_t now_ns);
 
+/*
+ * Adds to @b the put of node @n, moved to @path by a rename or exchange, with
+ * ctime @now_ns: a plain node is rewritten there (n->a.ctime_ns is set); a
+ * hard-link stub is copied as is and its INODE record gets the new ctime.
+ * The caller deletes the old key. Caller holds ns_lock and the stripe of
+ * n->a.ino. Errors: -EIO (also a stub without its INODE record).
+ */
+int tree_batch_moved(struct tree *t, struct kv_batch *b, const char *path,
+		     struct node *n, int64_t now_ns);
+
 /* 1 if folder @dir has no children, 0 if it has, or -EIO. */
 int tree_dir_is_empty(struct tree *t, const char *dir);
 

@@ -293,10 +293,8 @@ out:
 	return rc;
 }
 
-/* Puts node @n, moved to @path by a rename, with ctime @now_ns: a plain node
- * is rewritten there; a stub is copied and its INODE's ctime updated. */
-static int batch_moved(struct tree *t, struct kv_batch *b, const char *path,
-		       struct node *n, int64_t now_ns)
+int tree_batch_moved(struct tree *t, struct kv_batch *b, const char *path,
+		     struct node *n, int64_t now_ns)
 {
 	struct attr_ref r = {0};
 	int rc = 0;
@@ -793,9 +791,9 @@ static int rename_simple(struct tree *t, const char *src, const char *dst,
 	now = tree_now_ns();
 	b = kv_batch_new();
 	if (flags & TREE_RENAME_EXCHANGE) {
-		rc = batch_moved(t, b, src, &dn, now);
+		rc = tree_batch_moved(t, b, src, &dn, now);
 		if (rc == 0)
-			rc = batch_moved(t, b, dst, &sn, now);
+			rc = tree_batch_moved(t, b, dst, &sn, now);
 		sdelta = dd - sd;
 		ddelta = sd - dd;
 	} else {
@@ -808,7 +806,7 @@ static int rename_simple(struct tree *t, const char *src, const char *dst,
 		}
 		key_node(&k, t->name, src);
 		kv_batch_delete(b, k.buf, k.len);
-		rc = batch_moved(t, b, dst, &sn, now);
+		rc = tree_batch_moved(t, b, dst, &sn, now);
 		sdelta = -sd;
 		ddelta = sd - dd;
 	}
