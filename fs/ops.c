@@ -12,8 +12,8 @@
  * Kernel caching: entries, negative entries and attributes are cached for
  * fs->timeout seconds (the daemon is the only writer of the drive; changes
  * made behind the kernel's back by pathfsctl commands are invalidated in
- * fs_ctl_end()); file pages and folder listings are kept across opens
- * (keep_cache, cache_readdir); symlinks are cached; readdirplus answers
+ * fs_ctl_end()); file pages are kept across opens (keep_cache); folder
+ * listings are not (see fs_opendir()); symlinks are cached; readdirplus answers
  * listings with attributes from the same scan. The writeback cache is off
  * unless -o writeback (see main.c).
  *
@@ -1088,11 +1088,10 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino,
 	pthread_mutex_init(&d->lock, NULL);
 	fi->fh = (uintptr_t)d;
 	/*
-	 * Let the kernel keep listings: it drops them itself when it changes
-	 * the folder, and fs_ctl_end() when a pathfsctl command does.
+	 * No kernel listing cache (cache_readdir): its offsets would come from
+	 * other opens of the folder, which our resume-by-name cannot map, and
+	 * listings under concurrent changes would repeat entries.
 	 */
-	fi->cache_readdir = 1;
-	fi->keep_cache = 1;
 	if (fuse_reply_open(req, fi) == -ENOENT)
 		dh_free(d);
 }
