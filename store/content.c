@@ -72,6 +72,33 @@ out:
 	return rc;
 }
 
+int tree_drop_file_content(struct tree *t, struct kv_batch *b, uint64_t ino,
+			   uint64_t size)
+{
+	struct sbuf lo = {0}, hi = {0};
+	uint64_t bs = t->block_size, nblk = size / bs + (size % bs != 0);
+	int rc;
+
+	/* no stored byte lies at or past the size: the blocks are known */
+	if (nblk > DROP_POINT_MAX) {
+		key_data_range(&lo, &hi, t->name, ino, 0);
+		kv_batch_delete_range(b, lo.buf, lo.len, hi.buf, hi.len);
+	} else {
+		for (uint64_t i = 0; i < nblk; i++) {
+			sbuf_reset(&lo);
+			key_data(&lo, t->name, ino, i);
+			kv_batch_delete(b, lo.buf, lo.len);
+		}
+	}
+	sbuf_reset(&lo);
+	sbuf_reset(&hi);
+	key_xattr_range(&lo, &hi, t->name, ino);
+	rc = tree_batch_drop_range(t, b, lo.buf, lo.len, hi.buf, hi.len);
+	sbuf_release(&lo);
+	sbuf_release(&hi);
+	return rc;
+}
+
 int tree_batch_truncate(struct tree *t, struct kv_batch *b, uint64_t ino,
 			uint64_t old_size, uint64_t new_size)
 {

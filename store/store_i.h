@@ -120,6 +120,12 @@ int tree_commit(struct tree *t, struct kv_batch *b);
 
 /* Adds to @b the deletes of every DATA and XATTR key of @ino. */
 int tree_drop_inode_content(struct tree *t, struct kv_batch *b, uint64_t ino);
+/* The same for a regular file of @size bytes, without reading its DATA keys:
+ * by content.c's invariant its blocks are 0 .. ceil(size / block size) - 1
+ * (point deletes, or one range delete for many). A block that breaks the
+ * invariant (past the end) is left behind; fsck reports and drops it. */
+int tree_drop_file_content(struct tree *t, struct kv_batch *b, uint64_t ino,
+			   uint64_t size);
 
 /* Reclaims every orphan of drive @t (at store_open). */
 int tree_reclaim_orphans(struct tree *t, size_t *count);

@@ -264,7 +264,10 @@ int tree_batch_remove(struct tree *t, struct kv_batch *b, const char *path,
 	}
 	if (n->a.flags & TREE_F_LINKED)
 		kv_batch_delete(b, k.buf, k.len);
-	rc = tree_drop_inode_content(t, b, a.ino);
+	if (S_ISREG(a.mode))
+		rc = tree_drop_file_content(t, b, a.ino, a.size);
+	else
+		rc = tree_drop_inode_content(t, b, a.ino);
 out:
 	node_release(&in);
 	sbuf_release(&k);
