@@ -422,7 +422,8 @@ int tree_journal_replay(struct tree *t, size_t *replayed);
 /*
  * Checks every invariant of drive @t: values decode; every node's parent exists
  * and is a folder; hard-link counts match; no DATA/XATTR/INODE keys for inodes
- * nothing points to (orphans excepted); folder nlink; the inode counter is
+ * nothing points to (orphans excepted); content blocks longer than the block
+ * size or lying past the end of file; folder nlink; the inode counter is
  * above every inode in use; unfinished journal records (each is a finding).
  * @report is called once per finding with a one-line message. With @repair,
  * what can be fixed safely is fixed (and the message says so).
