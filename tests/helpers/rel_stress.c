@@ -3,7 +3,7 @@
  * mounted pathfs, for tests/mount/rel_stress.sh and rel_kill9.sh.
  *
  *   rel_stress [-n PROCS] [-t SECONDS] [-S SEED] [-m MANIFEST_DIR]
- *              [--shared-only] [--disconnect-ok] DIR
+ *              [--shared-only] [--disconnect-ok] [-v] DIR
  *   rel_stress check DIR MANIFEST
  *
  * Each of PROCS processes owns DIR/w<i> and keeps a model of it: every call it
@@ -11,7 +11,8 @@
  * result that differs is a failure. Calls are creates, writes, appends,
  * truncates, chmods, symlinks, hard links, renames of files and folders
  * (replacing targets, into sub-folders, onto ancestors), unlinks, mkdirs and
- * rmdirs, on names chosen to trap prefix bugs ("a", "a-", "a.b", "a b",
+ * rmdirs, reads checked against the model, and writes through descriptors
+ * kept open across a rename or an unlink of the file, on names chosen to trap prefix bugs ("a", "a-", "a.b", "a b",
  * "a\001"). Every process also works on the shared DIR/shared with the same
  * names, where the others race it: there only the errno is checked (one a
  * racing call can explain). At the end each process compares DIR/w<i> with
@@ -24,6 +25,8 @@
  * failed writeback), end a worker quietly (the daemon was killed on purpose);
  * the model check is skipped then.
  *
+ * -v prints every call, and on a content mismatch the inode's last calls:
+ * with -n 1 and a fixed -S a failure replays exactly.
  * REL_STRESS_NO_LINK=1 in the environment leaves out hard links (to tell
  * a link bug from others while debugging).
  *
