@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # rel_open_errors.sh - opening a store that cannot be served: one held by
 # another daemon, a directory that is not a pathfs store, a store whose
-# format version is newer than the program (META planted by
-# tests/helpers/rel_plant.c), a store whose parent is missing. pathfs and
+# format version is newer than the program (marker and META planted, META
+# by tests/helpers/rel_plant.c), a store whose parent is missing. pathfs and
 # pathfsctl must print one clear line, exit non-zero, mount nothing, and
 # write nothing (the directory's listing and checksums are unchanged).
 source "$(dirname "$0")/rel_lib.sh"
@@ -55,8 +55,11 @@ refused "not a pathfs store (pathfsctl fsck)" "not a pathfs|pathfs store|not emp
 refused "not a pathfs store (pathfsctl drives)" "not a pathfs|pathfs store|not empty" \
 	"$J" "$PATHFSCTL" -s "$J" drives
 
-# 3. a format version newer than the program
+# 3. a format version newer than the program, as a newer pathfs would leave
+# it: the store's format in its PATHFS marker (checked before RocksDB opens
+# anything) and the drive's in META.
 check "plant META format 99" "$REL_PLANT" meta "$STORE" main 99
+printf 'pathfs store\nformat 99\n' >"$STORE/PATHFS"
 refused "newer format (pathfs)" "format|version|newer" \
 	"$STORE" "$PATHFS" "$STORE" "$MNT2"
 refused "newer format (pathfsctl fsck)" "format|version|newer" \
