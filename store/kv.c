@@ -26,7 +26,8 @@
  * compaction: 8 memtables + 4 MiB, memtables being 1/64 of the file system,
  * 2..32 MiB); batches that mostly delete still pass, so space can always be
  * freed, and when space is short the ranges a batch deleted are compacted at
- * once so the space really comes back.
+ * once, and a write refused for space first compacts the store if anything
+ * was deleted since the last time, so the space really comes back.
  *
  * Limits: one default column family; no transactions beyond atomic batches.
  */
@@ -60,6 +61,11 @@ struct kv {
 	bool read_only;
 	bool sync;
 	uint64_t reserve; /* bytes kept free, see kv_reserve_bytes() */
+
+	/* deletes committed since the last full compaction, and the lock that
+	 * lets one writer at a time compact to get their space back */
+	atomic_ulong deletes_pending;
+	pthread_mutex_t compact_lock;
 
 	pthread_mutex_t space_lock;
 	int64_t space_at; /* protected by space_lock: when avail was read */
@@ -149,6 +155,7 @@ int kv_open(struct kv **out, const char *dir, const struct kv_options *opt)
 	kv->read_only = opt->read_only;
 	kv->sync = opt->sync;
 	pthread_mutex_init(&kv->space_lock, NULL);
+	pthread_mutex_init(&kv->compact_lock, NULL);
 
 	kv->cache = rocksdb_cache_create_lru(
 	    (opt->cache_mb ? opt->cache_mb : 64) << 20);
@@ -230,6 +237,7 @@ void kv_close(struct kv *kv)
 	if (kv->cache)
 		rocksdb_cache_destroy(kv->cache);
 	pthread_mutex_destroy(&kv->space_lock);
+	pthread_mutex_destroy(&kv->compact_lock);
 	free(kv->dir);
 	free(kv);
 }
@@ -441,6 +449,27 @@ static bool kv_batch_shrinks(const struct kv_batch *b)
 	return b->deletes > 0 && b->put_bytes <= (64 << 10);
 }
 
+/*
+ * Short of space: if anything was deleted since the last time, compact the
+ * whole store so RocksDB hands the deleted bytes back. Returns true if it
+ * compacted (the caller then reads the free space again).
+ */
+static bool kv_reclaim(struct kv *kv)
+{
+	bool done = false;
+
+	pthread_mutex_lock(&kv->compact_lock);
+	if (atomic_exchange(&kv->deletes_pending, 0) > 0) {
+		rocksdb_compact_range(kv->db, NULL, 0, NULL, 0);
+		pthread_mutex_lock(&kv->space_lock);
+		kv->space_at = 0;
+		pthread_mutex_unlock(&kv->space_lock);
+		done = true;
+	}
+	pthread_mutex_unlock(&kv->compact_lock);
+	return done;
+}
+
 int kv_batch_commit(struct kv *kv, struct kv_batch *b, bool sync)
 {
 	char *err = NULL;
@@ -448,14 +477,17 @@ int kv_batch_commit(struct kv *kv, struct kv_batch *b, bool sync)
 	if (kv->read_only)
 		return -EROFS;
 	if (!kv_batch_shrinks(b)) {
-		uint64_t avail = kv_avail(kv);
-		if (avail < kv->reserve + b->put_bytes)
+		uint64_t need = kv->reserve + b->put_bytes;
+		if (kv_avail(kv) < need &&
+		    !(kv_reclaim(kv) && kv_avail(kv) >= need))
 			return -ENOSPC;
 	}
 	rocksdb_write(kv->db, (sync || kv->sync) ? kv->wopts_sync : kv->wopts,
 		      b->wb, &err);
 	if (err)
 		return kv_error(err, "write batch");
+	if (b->deletes)
+		atomic_fetch_add(&kv->deletes_pending, b->deletes);
 	if (b->put_bytes > (1 << 20) || b->nranges) {
 		/* big writes move the free space: read it again next time */
 		pthread_mutex_lock(&kv->space_lock);
