@@ -90,8 +90,8 @@ void key_kind_range(struct sbuf *lo, struct sbuf *hi, const char *drive,
 		    const char *kind /* "DATA#", "XATTR#", "INODE#", ... */);
 /* ino of a DATA/XATTR/INODE/ORPHAN/JOURNAL key (the 16 hex digits after the
  * kind); -EINVAL if malformed. */
-int key_ino_decode(const char *key, size_t len, size_t plen,
-		   const char *kind, uint64_t *ino);
+int key_ino_decode(const char *key, size_t len, size_t plen, const char *kind,
+		   uint64_t *ino);
 
 void key_inode(struct sbuf *b, const char *drive, uint64_t ino);
 void key_orphan(struct sbuf *b, const char *drive, uint64_t ino);

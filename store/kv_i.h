@@ -20,10 +20,10 @@ struct kv_iter;
 struct kv_batch;
 
 struct kv_options {
-	bool create;       /* create the directory/database if missing */
+	bool create; /* create the directory/database if missing */
 	bool read_only;
-	bool sync;         /* every commit syncs the WAL */
-	size_t cache_mb;   /* block cache; 0 = 64 MiB */
+	bool sync;	 /* every commit syncs the WAL */
+	size_t cache_mb; /* block cache; 0 = 64 MiB */
 };
 
 /*

@@ -13,7 +13,7 @@
 #include <syslog.h>
 
 void plog(int level, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 
 /* Send messages to syslog (ident @ident) instead of stderr. */
 void log_to_syslog(const char *ident);

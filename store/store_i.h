@@ -14,8 +14,8 @@
 #include "log.h"
 #include "tree.h"
 
-#define TREE_STRIPES 64
-#define INO_RANGE 1024 /* inode numbers reserved per META write */
+#define TREE_STRIPES	   64
+#define INO_RANGE	   1024 /* inode numbers reserved per META write */
 #define DEFAULT_BLOCK_SIZE 65536
 
 /* One open drive. Owned by its store; lives until store_close(). */
@@ -26,8 +26,9 @@ struct tree {
 	int64_t created_ns;
 
 	pthread_mutex_t alloc_lock;
-	uint64_t ino_next;  /* protected by alloc_lock */
-	uint64_t ino_limit; /* protected by alloc_lock: META's high-water mark */
+	uint64_t ino_next; /* protected by alloc_lock */
+	uint64_t
+	    ino_limit; /* protected by alloc_lock: META's high-water mark */
 
 	/*
 	 * Locking rules. Every read-modify-write of a node's or inode's value
@@ -89,7 +90,8 @@ int meta_decode(const char *buf, size_t len, struct meta *m);
 void put_varint(struct sbuf *b, uint64_t v);
 /* Reads a varint at *p (< end), advancing *p. Errors: -EIO. */
 int get_varint(const char **p, const char *end, uint64_t *v);
-void put_bytes(struct sbuf *b, const void *p, size_t n); /* varint length + bytes */
+void put_bytes(struct sbuf *b, const void *p,
+	       size_t n); /* varint length + bytes */
 /* Borrowed pointer into the buffer. Errors: -EIO. */
 int get_bytes(const char **p, const char *end, const char **s, size_t *n);
 
@@ -145,16 +147,17 @@ int journal_rename_dir(struct tree *t, const char *src, const char *dst,
  * Temporary keys of record seq live in [XTMP#<seq:016x>/, XTMP#<seq:016x>0),
  * outside PATH# so no listing ever sees them. */
 #define JOURNAL_REC_VERSION 1
-#define JOP_RENAME 1   /* folder rename; phase 1 copies src/ -> dst/ */
-#define JOP_EXCHANGE 2 /* phases 1 A/->tmp, 2 B/->A/, 3 tmp->B/ */
-#define JOP_CLONE 3    /* cascade clone (cp -r / cross-drive mv), budgeted:
+#define JOP_RENAME	    1 /* folder rename; phase 1 copies src/ -> dst/ */
+#define JOP_EXCHANGE	    2 /* phases 1 A/->tmp, 2 B/->A/, 3 tmp->B/ */
+#define JOP_CLONE                                                              \
+	3 /* cascade clone (cp -r / cross-drive mv), budgeted:
 			  never replayed at open, resumed by its token */
 struct journal_rec {
 	uint64_t seq;
 	uint32_t op, flags, phase;
-	struct sbuf src, dst;   /* paths */
-	struct sbuf cursor;     /* last item done (key suffix or relative path) */
-	struct sbuf sdrive;     /* JOP_CLONE: the source drive */
+	struct sbuf src, dst; /* paths */
+	struct sbuf cursor;   /* last item done (key suffix or relative path) */
+	struct sbuf sdrive;   /* JOP_CLONE: the source drive */
 	uint64_t ino, blk, aux; /* JOP_CLONE: file in progress */
 };
 void journal_rec_release(struct journal_rec *r);
@@ -177,7 +180,6 @@ struct journal_hook {
 void journal_hook_init(struct journal_hook *h);
 void journal_hook_batch(struct journal_hook *h);
 
-
 /* ---- tree.c / content.c helpers shared with journal.c and cascade.c ----
  * Batch builders: each adds operations to a caller's batch and commits
  * nothing. Unless a comment says otherwise the caller holds t->ns_lock (for
@@ -198,7 +200,7 @@ void journal_hook_batch(struct journal_hook *h);
  * with attr_ref_release(). */
 struct attr_ref {
 	struct sbuf key; /* key of the record holding the attributes */
-	struct node n;   /* the decoded record (n.a), symlink target included */
+	struct node n;	 /* the decoded record (n.a), symlink target included */
 };
 void attr_ref_release(struct attr_ref *r);
 

@@ -37,10 +37,10 @@
 #include <sys/statvfs.h>
 #include <sys/types.h>
 
-#define TREE_NAME_MAX 255
-#define TREE_PATH_MAX 4095
+#define TREE_NAME_MAX  255
+#define TREE_PATH_MAX  4095
 #define TREE_DRIVE_MAX 64
-#define TREE_ROOT_INO 1
+#define TREE_ROOT_INO  1
 /* Store format version written in every drive's META record. */
 #define TREE_FORMAT_VERSION 1
 
@@ -50,12 +50,12 @@ struct tree;
 /* ---- Store ------------------------------------------------------------- */
 
 struct store_options {
-	bool create;          /* create the store directory if missing */
-	bool read_only;       /* open read-only: every write is -EROFS */
-	bool sync;            /* sync the WAL on every commit */
-	size_t cache_mb;      /* block cache size; 0 = default (64 MiB) */
-	size_t rename_batch;  /* subtree rewrite: entries per batch; 0 = 1024 */
-	size_t rename_bytes;  /* subtree rewrite: bytes per batch; 0 = 4 MiB */
+	bool create;	     /* create the store directory if missing */
+	bool read_only;	     /* open read-only: every write is -EROFS */
+	bool sync;	     /* sync the WAL on every commit */
+	size_t cache_mb;     /* block cache size; 0 = default (64 MiB) */
+	size_t rename_batch; /* subtree rewrite: entries per batch; 0 = 1024 */
+	size_t rename_bytes; /* subtree rewrite: bytes per batch; 0 = 4 MiB */
 };
 
 /*
@@ -88,8 +88,7 @@ int store_drive_name_check(const char *name);
  * Creates drive @name with its META record and its root folder "/" (inode 1,
  * mode 0755 | S_IFDIR, owned by @uid/@gid). Errors: -EINVAL, -EEXIST.
  */
-int store_drive_create(struct store *s, const char *name, uid_t uid,
-		       gid_t gid);
+int store_drive_create(struct store *s, const char *name, uid_t uid, gid_t gid);
 
 /*
  * Deletes drive @name and everything in it (one range delete).
@@ -119,7 +118,7 @@ struct tree_attr {
 	mode_t mode; /* type and permission bits */
 	uid_t uid;
 	gid_t gid;
-	uint64_t size;  /* bytes; a symlink's target length; a folder's 0 */
+	uint64_t size;	/* bytes; a symlink's target length; a folder's 0 */
 	uint32_t nlink; /* folders: 2 + number of sub-folders */
 	uint64_t rdev;
 	int64_t atime_ns, mtime_ns, ctime_ns;
@@ -192,7 +191,8 @@ int tree_link_ino(struct tree *t, uint64_t ino, const char *newpath,
 		  struct tree_attr *out);
 
 /* Flags of tree_unlink()/tree_rename(). */
-#define TREE_KEEP_ORPHAN 0x1 /* the inode is open: if its last link goes,
+#define TREE_KEEP_ORPHAN                                                       \
+	0x1 /* the inode is open: if its last link goes,
 				keep it as an orphan instead of freeing it */
 
 /*
@@ -216,7 +216,7 @@ int tree_reclaim(struct tree *t, uint64_t ino);
 
 /* Flags of tree_rename(), beside TREE_KEEP_ORPHAN (for a replaced target). */
 #define TREE_RENAME_NOREPLACE 0x2
-#define TREE_RENAME_EXCHANGE 0x4
+#define TREE_RENAME_EXCHANGE  0x4
 
 /*
  * Renames @src to @dst with POSIX rename(2)/renameat2(2) semantics.
@@ -231,10 +231,10 @@ int tree_rename(struct tree *t, const char *src, const char *dst,
 		unsigned flags, uint64_t *orphan);
 
 /* Which fields tree_setattr() changes. */
-#define TREE_SET_MODE 0x01  /* permission bits only; the type is kept */
-#define TREE_SET_UID 0x02
-#define TREE_SET_GID 0x04
-#define TREE_SET_SIZE 0x08  /* truncate or extend (holes), content too */
+#define TREE_SET_MODE  0x01 /* permission bits only; the type is kept */
+#define TREE_SET_UID   0x02
+#define TREE_SET_GID   0x04
+#define TREE_SET_SIZE  0x08 /* truncate or extend (holes), content too */
 #define TREE_SET_ATIME 0x10
 #define TREE_SET_MTIME 0x20
 #define TREE_SET_CTIME 0x40 /* explicit ctime; otherwise ctime = now */
@@ -276,8 +276,7 @@ int tree_read(struct tree *t, const char *path, uint64_t ino, uint64_t off,
  * Errors: -ENOENT, -EFBIG, -ENOSPC, -EIO.
  */
 int tree_write(struct tree *t, const char *path, uint64_t ino, uint64_t off,
-	       const char *buf, size_t len, bool append,
-	       struct tree_attr *out);
+	       const char *buf, size_t len, bool append, struct tree_attr *out);
 
 /*
  * SEEK_DATA / SEEK_HOLE on inode @ino of size @size from @off, at block
@@ -300,8 +299,8 @@ int tree_setxattr(struct tree *t, const char *path, uint64_t ino,
 		  const char *name, const void *value, size_t size, int flags);
 
 /* *value is malloc'd (caller frees), *size its length. Errors: -ENODATA. */
-int tree_getxattr(struct tree *t, uint64_t ino, const char *name,
-		  void **value, size_t *size);
+int tree_getxattr(struct tree *t, uint64_t ino, const char *name, void **value,
+		  size_t *size);
 
 /* *list is a malloc'd run of NUL-terminated names, *size its total length
  * (0 and NULL when there are none). */
@@ -361,9 +360,9 @@ void tree_scan_free(struct tree_scan *sc);
 /* What a budgeted branch operation did. */
 struct tree_op_result {
 	uint64_t processed, skipped, failed;
-	char **failures;     /* malloc'd "path: reason" strings, nfailures */
+	char **failures; /* malloc'd "path: reason" strings, nfailures */
 	size_t nfailures;
-	char *token;         /* malloc'd resume token, NULL when finished */
+	char *token; /* malloc'd resume token, NULL when finished */
 };
 void tree_op_result_release(struct tree_op_result *r);
 
@@ -385,18 +384,16 @@ int tree_rm_r(struct tree *t, const char *path, uint64_t max_items,
  * Errors: -ENOENT, -EEXIST (dst exists and this is not a resume), -EINVAL
  * (dst inside src, bad token), -EIO, -ENOSPC.
  */
-int tree_cp_r(struct tree *t, const char *src, struct tree *dt,
-	      const char *dst, uint64_t max_items, const char *resume,
-	      struct tree_op_result *r);
+int tree_cp_r(struct tree *t, const char *src, struct tree *dt, const char *dst,
+	      uint64_t max_items, const char *resume, struct tree_op_result *r);
 
 /*
  * Moves the branch at @src of drive @t to @dst of drive @dt. Within one drive
  * this is the journaled rename (tree_rename, budget ignored: it always
  * completes); across drives it is a clone then a delete, budgeted.
  */
-int tree_mv(struct tree *t, const char *src, struct tree *dt,
-	    const char *dst, uint64_t max_items, const char *resume,
-	    struct tree_op_result *r);
+int tree_mv(struct tree *t, const char *src, struct tree *dt, const char *dst,
+	    uint64_t max_items, const char *resume, struct tree_op_result *r);
 
 /* ---- Journal and housekeeping ------------------------------------------ */
 

@@ -42,8 +42,7 @@ Test(store, refuses_a_second_open, .init = tu_setup, .fini = tu_teardown)
 	cr_assert_null(s2);
 }
 
-Test(store, refuses_a_foreign_directory, .init = tu_setup,
-     .fini = tu_teardown)
+Test(store, refuses_a_foreign_directory, .init = tu_setup, .fini = tu_teardown)
 {
 	char dir[4200], file[4300];
 	struct store_options o = {.create = true};
@@ -151,14 +150,16 @@ Test(store, keys_keep_branches_apart)
 	struct sbuf lo = {0}, hi = {0}, k = {0}, p = {0};
 	const char *inside[] = {"/docs/a", "/docs/a/b", "/docs/ x/y",
 				"/docs/\x01", "/docs/-/-"};
-	const char *outside[] = {"/docs", "/docs-archive", "/docs.txt",
-				 "/docs 2/x", "/docs!", "/doc", "/"};
+	const char *outside[] = {"/docs",     "/docs-archive", "/docs.txt",
+				 "/docs 2/x", "/docs!",	       "/doc",
+				 "/"};
 
 	key_subtree_range(&lo, &hi, "d", "/docs");
 	for (size_t i = 0; i < sizeof(inside) / sizeof(*inside); i++) {
 		sbuf_reset(&k);
 		key_node(&k, "d", inside[i]);
-		cr_expect(strcmp(k.buf, lo.buf) >= 0 && strcmp(k.buf, hi.buf) < 0,
+		cr_expect(strcmp(k.buf, lo.buf) >= 0 &&
+			      strcmp(k.buf, hi.buf) < 0,
 			  "%s should be in the subtree of /docs", inside[i]);
 		sbuf_reset(&p);
 		cr_assert_eq(key_node_decode(k.buf, k.len, 2 + 6, &p), 0);
@@ -167,7 +168,8 @@ Test(store, keys_keep_branches_apart)
 	for (size_t i = 0; i < sizeof(outside) / sizeof(*outside); i++) {
 		sbuf_reset(&k);
 		key_node(&k, "d", outside[i]);
-		cr_expect(strcmp(k.buf, lo.buf) < 0 || strcmp(k.buf, hi.buf) >= 0,
+		cr_expect(strcmp(k.buf, lo.buf) < 0 ||
+			      strcmp(k.buf, hi.buf) >= 0,
 			  "%s must not be in the subtree of /docs", outside[i]);
 	}
 	sbuf_reset(&lo);
@@ -206,19 +208,27 @@ Test(store, path_check_limits)
 	cr_expect_eq(path_check(path), -ENAMETOOLONG);
 	path[0] = '\0';
 	while (strlen(path) + 100 < 4095)
-		strcat(path, "/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+		strcat(path, "/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+			     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
 	cr_expect_eq(path_check(path), 0);
-	strcat(path, "/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+	strcat(path, "/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+		     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
 	cr_expect_eq(path_check(path), -ENAMETOOLONG);
 }
 
 Test(store, node_values_round_trip)
 {
 	struct tree_attr a = {
-		.ino = 123456789012ull, .mode = S_IFLNK | 0777, .uid = 4000000000u,
-		.gid = 7, .size = 5, .nlink = 1, .rdev = 0,
-		.atime_ns = -1500000000123ll, .mtime_ns = 4102444800123456789ll,
-		.ctime_ns = 1,
+	    .ino = 123456789012ull,
+	    .mode = S_IFLNK | 0777,
+	    .uid = 4000000000u,
+	    .gid = 7,
+	    .size = 5,
+	    .nlink = 1,
+	    .rdev = 0,
+	    .atime_ns = -1500000000123ll,
+	    .mtime_ns = 4102444800123456789ll,
+	    .ctime_ns = 1,
 	};
 	struct sbuf v = {0};
 	struct node n;
@@ -279,8 +289,8 @@ Test(store, inode_numbers_survive_a_crash, .init = tu_setup,
 		tu_store = tu_open(tu_dir);
 		cr_assert_eq(store_drive(tu_store, "main", &tu_tree), 0);
 		cr_assert_eq(tree_alloc_ino(tu_tree, &ino), 0);
-		cr_expect_gt(ino, used, "round %d: %llu handed out again", round,
-			     (unsigned long long)ino);
+		cr_expect_gt(ino, used, "round %d: %llu handed out again",
+			     round, (unsigned long long)ino);
 		store_close(tu_store);
 		tu_store = NULL;
 	}

@@ -16,16 +16,16 @@
 #include "tree.h"
 
 /* Exit statuses of pathfsctl. */
-#define CTL_OK 0
-#define CTL_FAILED 1   /* something failed, or fsck found damage */
-#define CTL_USAGE 2
-#define CTL_PARTIAL 3  /* a budgeted operation stopped with work left */
+#define CTL_OK	    0
+#define CTL_FAILED  1 /* something failed, or fsck found damage */
+#define CTL_USAGE   2
+#define CTL_PARTIAL 3 /* a budgeted operation stopped with work left */
 
 struct ctl_env {
 	struct store *store;
-	FILE *out;               /* command output */
-	FILE *err;               /* messages and progress */
-	bool progress;           /* draw a progress bar on err */
+	FILE *out;		   /* command output */
+	FILE *err;		   /* messages and progress */
+	bool progress;		   /* draw a progress bar on err */
 	const char *default_drive; /* -d default: "main" */
 	/* Inside the daemon: the mounted drive (rmdrive refuses it), else NULL */
 	const char *mounted_drive;
