@@ -252,22 +252,10 @@ int tree_write(struct tree *t, const char *path, uint64_t ino, uint64_t off,
 	int64_t now;
 	int rc;
 
-	if (path) {
-		rc = path_check(path);
-		if (rc)
-			goto out;
-	}
-	if (!ino) {
-		rc = tree_attr_load(t, path, 0, &r);
-		if (rc)
-			goto out;
-		ino = a->ino;
-	}
-	tree_lock_inodes(t, ino, 0, 0, 0);
-	st = true;
-	rc = tree_attr_load(t, path, ino, &r);
+	rc = tree_attr_lock(t, path, &ino, &r);
 	if (rc)
 		goto out;
+	st = true;
 	if (S_ISDIR(a->mode)) {
 		rc = -EISDIR;
 		goto out;

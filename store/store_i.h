@@ -212,6 +212,16 @@ void attr_ref_release(struct attr_ref *r);
  */
 int tree_attr_load(struct tree *t, const char *path, uint64_t ino,
 		   struct attr_ref *r);
+/*
+ * Checks @path, finds the inode (*ino 0 = whatever is at @path, and *ino gets
+ * its number), locks its stripe and loads its attributes into @r: the start of
+ * every attribute read-modify-write. On success the caller holds the stripe
+ * and unlocks it with tree_unlock_inodes(t, *ino, 0, 0, 0); on failure nothing
+ * is held. Errors: those of path_check() and tree_attr_load(), -EINVAL (no
+ * path and no inode).
+ */
+int tree_attr_lock(struct tree *t, const char *path, uint64_t *ino,
+		   struct attr_ref *r);
 /* Adds to @b the put of r->n (encoded) at r->key. */
 void tree_attr_store(struct tree *t, struct kv_batch *b,
 		     const struct attr_ref *r);

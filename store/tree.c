@@ -984,6 +984,32 @@ out:
 	return rc;
 }
 
+int tree_attr_lock(struct tree *t, const char *path, uint64_t *ino,
+		   struct attr_ref *r)
+{
+	int rc;
+
+	if (path) {
+		rc = path_check(path);
+		if (rc)
+			return rc;
+	}
+	if (!path && !*ino)
+		return -EINVAL;
+	if (!*ino) {
+		/* find the inode, to lock its stripe */
+		rc = tree_attr_load(t, path, 0, r);
+		if (rc)
+			return rc;
+		*ino = r->n.a.ino;
+	}
+	tree_lock_inodes(t, *ino, 0, 0, 0);
+	rc = tree_attr_load(t, path, *ino, r);
+	if (rc)
+		tree_unlock_inodes(t, *ino, 0, 0, 0);
+	return rc;
+}
+
 int tree_setattr(struct tree *t, const char *path, uint64_t ino,
 		 const struct tree_attr *in, unsigned mask,
 		 struct tree_attr *out)
@@ -995,27 +1021,10 @@ int tree_setattr(struct tree *t, const char *path, uint64_t ino,
 	int64_t now;
 	int rc;
 
-	if (path) {
-		rc = path_check(path);
-		if (rc)
-			goto out;
-	}
-	if (!path && !ino) {
-		rc = -EINVAL;
-		goto out;
-	}
-	if (!ino) {
-		/* find the inode, to lock its stripe */
-		rc = tree_attr_load(t, path, 0, &r);
-		if (rc)
-			goto out;
-		ino = a->ino;
-	}
-	tree_lock_inodes(t, ino, 0, 0, 0);
-	st = true;
-	rc = tree_attr_load(t, path, ino, &r);
+	rc = tree_attr_lock(t, path, &ino, &r);
 	if (rc)
 		goto out;
+	st = true;
 	if (mask == 0)
 		goto done;
 	now = tree_now_ns();

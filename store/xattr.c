@@ -41,22 +41,10 @@ static int xattr_change(struct tree *t, const char *path, uint64_t ino,
 	bool exists, st = false;
 	int rc;
 
-	if (path) {
-		rc = path_check(path);
-		if (rc)
-			goto out;
-	}
-	if (!ino) {
-		rc = tree_attr_load(t, path, 0, &r);
-		if (rc)
-			goto out;
-		ino = r.n.a.ino;
-	}
-	tree_lock_inodes(t, ino, 0, 0, 0);
-	st = true;
-	rc = tree_attr_load(t, path, ino, &r);
+	rc = tree_attr_lock(t, path, &ino, &r);
 	if (rc)
 		goto out;
+	st = true;
 	key_xattr(&k, t->name, ino, name);
 	rc = kv_get(t->store->kv, k.buf, k.len, &old, &olen);
 	if (rc && rc != -ENOENT)
