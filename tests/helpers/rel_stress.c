@@ -21,8 +21,9 @@
  *
  * Hangs: the parent watches every call; one running longer than 30 s is a
  * failure (it prints which call and kills the workers).
- * --disconnect-ok: ENOTCONN/ECONNABORTED, and EIO once the mount is gone (a
- * failed writeback), end a worker quietly (the daemon was killed on purpose);
+ * --disconnect-ok: ENOTCONN/ECONNABORTED, and EIO (a failed writeback) or
+ * ENOENT (paths fall through to the bare mountpoint after a lazy unmount) once
+ * the mount is gone, end a worker quietly (the daemon was killed on purpose);
  * the model check is skipped then.
  *
  * -v prints every call, and on a content mismatch the inode's last calls:
@@ -242,9 +243,18 @@ static void real(struct worker *w, char *out, size_t n, const char *rel)
 	snprintf(out, n, "%s%s", w->root, rel);
 }
 
-static bool disconnected(int err)
+/*
+ * With --disconnect-ok: true if @err says the mount was lost (the daemon was
+ * killed on purpose): ENOTCONN/ECONNABORTED, or an EIO (failed writeback) or
+ * ENOENT (the path now ends in the mountpoint's own empty folder, after the
+ * lazy unmount) while the shared folder is gone.
+ */
+static bool mount_lost(const struct worker *w, int err)
 {
-	return err == ENOTCONN || err == ECONNABORTED;
+	if (!w->disconnect_ok)
+		return false;
+	return err == ENOTCONN || err == ECONNABORTED ||
+	       ((err == EIO || err == ENOENT) && rel_mount_gone(w->shared));
 }
 
 /*
@@ -259,8 +269,7 @@ static int expect(struct worker *w, const char *what, int got, int want,
 			w->expected_err++;
 		return 0;
 	}
-	if (w->disconnect_ok &&
-	    (disconnected(got) || (got == EIO && rel_mount_gone(w->shared))))
+	if (mount_lost(w, got))
 		_exit(0);
 	fprintf(stderr, "w%d: FAIL %s: expected %s%s%s, got %s\n", w->id, what,
 		want ? strerror(want) : "success", alt ? " or " : "",
@@ -924,12 +933,12 @@ static int shared_op(struct worker *w)
 	}
 	done_op(w);
 	w->shared_ops++;
+	/* before the allowed list: an ENOENT may mean the mount is gone */
+	if (mount_lost(w, got))
+		_exit(0);
 	for (i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++)
 		if (got == allowed[i])
 			return 0;
-	if (w->disconnect_ok &&
-	    (disconnected(got) || (got == EIO && rel_mount_gone(w->shared))))
-		_exit(0);
 	fprintf(stderr, "w%d: FAIL shared %s %s %s: %s\n", w->id, what, a, b,
 		strerror(got));
 	dump_last(w);

@@ -52,9 +52,12 @@ static int write_main(const char *dir, const char *logfile, const char *tag)
 			e = errno;
 			goto fail;
 		}
-		/* some garbage first, overwritten and cut back below */
+		/*
+		 * some garbage first (bytes from the wrong place, reaching
+		 * past the final size), overwritten and cut back below
+		 */
 		if (rel_below(&seed, 3) == 0 &&
-		    pwrite(fd, buf + size / 2, size / 2 + 1000, 5000) < 0) {
+		    pwrite(fd, buf, size / 2 + 1000, 5000) < 0) {
 			e = errno;
 			goto fail;
 		}

@@ -57,7 +57,12 @@ for r in $(seq 1 "$ROUNDS"); do
 			kill -0 "$w" 2>/dev/null || break
 			sleep 0.05
 		done
-		kill -9 "$w" 2>/dev/null && echo "FAIL: workload hung" >&2
+		if kill -0 "$w" 2>/dev/null; then
+			# its workers too, or they go on in the next mount
+			echo "FAIL: workload hung" >&2
+			pkill -9 -P "$w" 2>/dev/null || true
+			kill -9 "$w" 2>/dev/null || true
+		fi
 		wait "$w" || rc=$?
 		[ "$rc" -eq 0 ] || ok=0
 	done
