@@ -103,6 +103,8 @@ struct fs {
 
 	pthread_mutex_t open_stripe[FS_STRIPES];
 
+	struct dircookies *cookies; /* listing offsets (dircookie.h) */
+
 	/* pathfsctl commands on the mounted drive, one at a time: held from
 	 * fs_ctl_begin() to fs_ctl_end(); the fields below are its state. */
 	pthread_mutex_t ctl_mutex;

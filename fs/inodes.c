@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dircookie.h"
 #include "fs_i.h"
 #include "log.h"
 
@@ -234,6 +235,7 @@ int fs_init(struct fs *fs, struct store *s, struct tree *t)
 		goto out;
 	}
 	root->nlookup = 1; /* the kernel's implicit reference */
+	rc = dircookies_new(&fs->cookies);
 out:
 	return rc;
 }
@@ -256,6 +258,8 @@ void fs_release(struct fs *fs)
 	}
 	free(fs->buckets);
 	fs->buckets = NULL;
+	dircookies_free(fs->cookies);
+	fs->cookies = NULL;
 	for (b = fs->busy; b; b = bn) {
 		bn = b->next;
 		free(b->src);

@@ -12,9 +12,10 @@
  * Kernel caching: entries, negative entries and attributes are cached for
  * fs->timeout seconds (the daemon is the only writer of the drive; changes
  * made behind the kernel's back by pathfsctl commands are invalidated in
- * fs_ctl_end()); file pages are kept across opens (keep_cache); folder
- * listings are not (see fs_opendir()); symlinks are cached; readdirplus answers
- * listings with attributes from the same scan. The writeback cache is off
+ * fs_ctl_end()); file pages and folder listings are kept across opens
+ * (keep_cache, cache_readdir; listing offsets are name cookies, see
+ * dircookie.h); symlinks are cached; readdirplus answers listings with
+ * attributes from the same scan. The writeback cache is off
  * unless -o writeback (see main.c).
  *
  * Races with unlink and rename: an inode the kernel has open is never freed
@@ -38,6 +39,8 @@
 #include <sys/file.h>
 #include <sys/xattr.h>
 #include <unistd.h>
+
+#include "dircookie.h"
 
 #include "fs_i.h"
 #include "log.h"
@@ -70,15 +73,6 @@ struct fh {
  * are kept, so a listing resumes by name and never repeats or skips an entry
  * even while entries are added or removed.
  */
-struct dh {
-	pthread_mutex_t lock;
-	size_t nwin;
-	char **win;  /* children names of the last reply */
-	off_t *woff; /* their offsets */
-	char *prev;  /* last child of the reply before */
-	off_t prev_off;
-};
-
 static struct fs *req_fs(fuse_req_t req)
 {
 	return fuse_req_userdata(req);
@@ -1058,112 +1052,65 @@ static void fs_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 
 /* ---- folders ------------------------------------------------------------ */
 
-static void win_free(char **win, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		free(win[i]);
-	free(win);
-}
-
-static void dh_free(struct dh *d)
-{
-	win_free(d->win, d->nwin);
-	free(d->woff);
-	free(d->prev);
-	pthread_mutex_destroy(&d->lock);
-	free(d);
-}
-
 static void fs_opendir(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)
 {
-	struct dh *d = calloc(1, sizeof(*d));
-
-	if (!d) {
-		reply_err(req, -ENOMEM);
-		return;
-	}
-	pthread_mutex_init(&d->lock, NULL);
-	fi->fh = (uintptr_t)d;
 	/*
-	 * No kernel listing cache (cache_readdir): its offsets would come from
-	 * other opens of the folder, which our resume-by-name cannot map, and
-	 * listings under concurrent changes would repeat entries.
+	 * The kernel keeps listings, shared by all opens of the folder: it
+	 * drops them itself when it changes the folder, and fs_ctl_end() when
+	 * a pathfsctl command does. Offsets are name cookies (dircookie.h), so
+	 * a reader resuming from another open's cached offset resumes at the
+	 * right name.
 	 */
-	if (fuse_reply_open(req, fi) == -ENOENT)
-		dh_free(d);
-}
-
-static void fs_releasedir(fuse_req_t req, fuse_ino_t ino,
-			  struct fuse_file_info *fi)
-{
-	struct dh *d = (struct dh *)(uintptr_t)fi->fh;
-
-	if (d)
-		dh_free(d);
-	fuse_reply_err(req, 0);
+	fi->cache_readdir = 1;
+	fi->keep_cache = 1;
+	fuse_reply_open(req, fi);
 }
 
 /*
- * Where to resume for a request at offset @off: *after gets a name to list
- * after (borrowed from @d) or NULL for the first child, and *skip the
- * children to skip first (only for an offset not seen lately, e.g. after
- * seekdir(): then the listing is counted from the start).
+ * The child name a request at offset @off (> 2) of folder @ino at @path
+ * resumes after: the name the cookie stands for, remembered or found by a
+ * scan of the folder; *after is malloc'd, or NULL (list from the first
+ * child) if no child has that cookie any more and the table forgot it.
+ * Errors: those of tree_dir_open() and tree_dir_next().
  */
-static void dh_resume(struct dh *d, off_t off, const char **after,
-		      uint64_t *skip)
+static int resume_after(struct fs *fs, uint64_t ino, const char *path,
+			off_t off, char **after)
 {
-	size_t i;
+	struct tree_dir *it = NULL;
+	struct tree_attr a;
+	const char *name;
+	size_t len;
+	int rc;
 
-	*after = NULL;
-	*skip = 0;
-	if (off <= 2)
-		return;
-	for (i = 0; i < d->nwin; i++) {
-		if (d->woff[i] == off) {
-			*after = d->win[i];
-			return;
+	*after = dircookies_get(fs->cookies, ino, (uint64_t)off);
+	if (*after)
+		return 0;
+	rc = tree_dir_open(&it, fs->tree, path, NULL);
+	while (rc == 0 && (rc = tree_dir_next(it, &name, &len, &a)) > 0) {
+		if (dircookie_of(fs->cookies, name, len) == (uint64_t)off) {
+			*after = strndup(name, len);
+			rc = *after ? 0 : -ENOMEM;
+			break;
 		}
 	}
-	if (d->prev && d->prev_off == off) {
-		*after = d->prev;
-		return;
-	}
-	*skip = (uint64_t)(off - 2);
-}
-
-/* Makes the @n names of this reply the window of @d (takes @win, @woff). */
-static void dh_set_win(struct dh *d, char **win, off_t *woff, size_t n)
-{
-	if (d->nwin) {
-		free(d->prev);
-		d->prev = d->win[d->nwin - 1];
-		d->prev_off = d->woff[d->nwin - 1];
-		d->win[d->nwin - 1] = NULL;
-	}
-	win_free(d->win, d->nwin);
-	free(d->woff);
-	d->win = win;
-	d->woff = woff;
-	d->nwin = n;
+	tree_dir_free(it);
+	return rc < 0 ? rc : 0;
 }
 
 static int fs_do_readdir(struct fs *fs, fuse_req_t req, uint64_t ino,
-			 size_t size, off_t off, struct dh *d, bool plus,
-			 char *buf, size_t *used)
+			 size_t size, off_t off, bool plus, char *buf,
+			 size_t *used)
 {
-	const char *after, *name;
-	size_t pos = 0, namelen, n, nwin = 0, cap = 0;
+	const char *name;
+	char *after = NULL;
+	size_t pos = 0, namelen, n;
 	struct tree_dir *it = NULL;
 	struct fuse_entry_param e;
 	struct tree_attr a;
 	struct fs_path p;
-	char **win = NULL;
-	off_t *woff = NULL;
 	off_t cur = off < 0 ? 0 : off;
-	uint64_t skip;
+	uint64_t cookie;
 	int rc;
 
 	rc = fs_enter(fs, ino, NULL, &p);
@@ -1173,7 +1120,7 @@ static int fs_do_readdir(struct fs *fs, fuse_req_t req, uint64_t ino,
 		rc = -ENOTDIR;
 		goto out;
 	}
-	/* "." and "..": no lookup counted (ino 0 in readdirplus) */
+	/* "." and "..": offsets 1 and 2, no lookup counted (ino 0 in plus) */
 	while (cur < 2) {
 		const char *dot = cur == 0 ? "." : "..";
 
@@ -1191,7 +1138,11 @@ static int fs_do_readdir(struct fs *fs, fuse_req_t req, uint64_t ino,
 		pos += n;
 		cur++;
 	}
-	dh_resume(d, cur == off ? off : 2, &after, &skip);
+	if (cur > 2) {
+		rc = resume_after(fs, ino, p.path, cur, &after);
+		if (rc)
+			goto out;
+	}
 	rc = tree_dir_open(&it, fs->tree, p.path, after);
 	if (rc)
 		goto out;
@@ -1199,68 +1150,36 @@ static int fs_do_readdir(struct fs *fs, fuse_req_t req, uint64_t ino,
 		rc = tree_dir_next(it, &name, &namelen, &a);
 		if (rc <= 0)
 			break;
-		if (skip) {
-			skip--;
-			continue;
-		}
 		fill_entry(fs, &a, &e);
 		if (!a.ino)
 			e.ino = 0; /* bad record: lookup gives EIO */
+		cookie = dircookie_of(fs->cookies, name, namelen);
 		if (plus)
 			n = fuse_add_direntry_plus(req, buf + pos, size - pos,
-						   name, &e, cur + 1);
+						   name, &e, (off_t)cookie);
 		else
 			n = fuse_add_direntry(req, buf + pos, size - pos, name,
-					      &e.attr, cur + 1);
+					      &e.attr, (off_t)cookie);
 		if (n > size - pos)
 			break;
-		if (nwin == cap) {
-			size_t ncap = cap ? cap * 2 : 32;
-			char **nw = realloc(win, ncap * sizeof(*nw));
-			off_t *no;
-
-			if (nw)
-				win = nw;
-			no = nw ? realloc(woff, ncap * sizeof(*no)) : NULL;
-			if (!no) {
-				rc = -ENOMEM;
-				break;
-			}
-			woff = no;
-			cap = ncap;
-		}
-		win[nwin] = strdup(name);
-		if (!win[nwin]) {
-			rc = -ENOMEM;
-			break;
-		}
 		/* readdirplus entries count as lookups in the kernel */
 		if (plus && a.ino &&
 		    itab_lookup(fs, a.ino, ino, name, a.flags) < 0) {
-			free(win[nwin]);
 			rc = -ENOMEM;
 			break;
 		}
-		woff[nwin++] = cur + 1;
+		dircookies_put(fs->cookies, ino, cookie, name, namelen);
 		pos += n;
-		cur++;
 	}
 	if (rc < 0 && pos)
 		rc = 0; /* give what fitted; the error comes back next time */
 	if (rc > 0)
 		rc = 0;
-	if (nwin) {
-		dh_set_win(d, win, woff, nwin);
-		win = NULL;
-		woff = NULL;
-		nwin = 0;
-	}
 out:
 	fs_leave(fs);
 out_free:
 	tree_dir_free(it);
-	win_free(win, nwin);
-	free(woff);
+	free(after);
 	*used = pos;
 	return rc;
 }
@@ -1268,20 +1187,16 @@ out_free:
 static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 			   off_t off, struct fuse_file_info *fi, bool plus)
 {
-	struct dh *d = (struct dh *)(uintptr_t)fi->fh;
 	size_t used = 0;
 	char *buf = malloc(size ? size : 1);
 	int rc;
 
-	if (!buf || !d) {
-		free(buf);
+	(void)fi;
+	if (!buf) {
 		reply_err(req, -ENOMEM);
 		return;
 	}
-	pthread_mutex_lock(&d->lock);
-	rc = fs_do_readdir(req_fs(req), req, ino, size, off, d, plus, buf,
-			   &used);
-	pthread_mutex_unlock(&d->lock);
+	rc = fs_do_readdir(req_fs(req), req, ino, size, off, plus, buf, &used);
 	if (rc)
 		reply_err(req, rc);
 	else
@@ -1645,7 +1560,6 @@ const struct fuse_lowlevel_ops fs_ops = {
     .opendir = fs_opendir,
     .readdir = fs_readdir,
     .readdirplus = fs_readdirplus,
-    .releasedir = fs_releasedir,
     .fsyncdir = fs_fsyncdir,
     .statfs = fs_statfs,
     .setxattr = fs_setxattr,

@@ -5,6 +5,7 @@
  *   rel_readdir run DIR NSTABLE SECONDS WRITERS READERS
  *   rel_readdir checklist NSTABLE FILE   (a find -maxdepth 1 -printf '%f\n'
  *                                          listing of DIR, one name a line)
+ *   rel_readdir seek DIR NSTABLE         (after setup, DIR otherwise idle)
  *
  * setup creates NSTABLE "stable" entries in DIR: files and a few folders whose
  * names interleave with the churn names and hold bytes that sort before '/'
@@ -14,6 +15,9 @@
  * over with getdents64 and a small buffer (many resumed readdir requests per
  * listing) and check every listing: no name twice, every stable name present.
  * checklist applies the same check to a listing made by find(1).
+ * seek checks that a listing offset resumes after the same name, in the same
+ * open and in another, after names were added before it and its own entry
+ * was removed (see seek_test()).
  *
  * Exit status 0 when every listing was right. Names are ASCII (one a line).
  */
@@ -223,6 +227,150 @@ static int checklist(int nstable, const char *file)
 	return rc;
 }
 
+/*
+ * Reads the entries of open folder @fd from its current offset to the end
+ * (all of them if @max is 0, else at most @max) with a small buffer; appends
+ * their names (not "." and "..") to @names and returns how many, or -1. Sets
+ * *last_off to the d_off of the last entry read (its resume offset).
+ */
+static long read_names(int fd, char **names, size_t max, int64_t *last_off)
+{
+	char buf[300];
+	size_t n = 0;
+
+	for (;;) {
+		long r, off;
+
+		r = syscall(SYS_getdents64, fd, buf, sizeof(buf));
+		if (r < 0) {
+			fprintf(stderr, "seek: FAIL getdents64: %s\n",
+				strerror(errno));
+			return -1;
+		}
+		if (r == 0)
+			return (long)n;
+		for (off = 0; off < r;) {
+			struct linux_dirent64 *d =
+			    (struct linux_dirent64 *)(buf + off);
+
+			off += d->d_reclen;
+			if (!strcmp(d->d_name, ".") || !strcmp(d->d_name, ".."))
+				continue;
+			names[n++] = strdup(d->d_name);
+			*last_off = d->d_off;
+			if (max && n == max) {
+				/* stop right after it, as telldir() would */
+				if (lseek(fd, d->d_off, SEEK_SET) < 0)
+					return -1;
+				return (long)n;
+			}
+		}
+	}
+}
+
+/* names[0..n) in order, equal to want[0..nw)? Prints the first difference. */
+static int same_names(const char *who, char **names, long n, char **want,
+		      long nw)
+{
+	long i;
+
+	for (i = 0; i < n && i < nw; i++)
+		if (strcmp(names[i], want[i]))
+			break;
+	if (i == n && i == nw)
+		return 0;
+	fprintf(stderr, "seek: FAIL %s: entry %ld is '%s', expected '%s'\n",
+		who, i, i < n ? names[i] : "(end)", i < nw ? want[i] : "(end)");
+	return 1;
+}
+
+/*
+ * seek DIR NSTABLE (after setup, nothing else changing DIR): for several k,
+ * reads the first k children with one open, remembers the offset after the
+ * k-th, then adds three names that sort before it and removes the k-th
+ * itself. Resuming at that offset, with the same open and with a second
+ * open, must list exactly the names that sort after the k-th: offsets stand
+ * for names, not positions. Then it puts the folder back.
+ */
+static int seek_test(const char *dir, int nstable)
+{
+	static char *first[4096], *rest[4096], *all[4096];
+	char p[4096], kth[64];
+	int k, j, fd1 = -1, fd2 = -1, bad = 0;
+	bool was_dir;
+
+	for (k = 1; k < nstable && !bad; k += nstable / 7 + 1) {
+		int64_t off = 0, o2;
+		long nf, na, nr, skip, i;
+
+		fd1 = open(dir, O_RDONLY | O_DIRECTORY);
+		nf = fd1 < 0 ? -1 : read_names(fd1, first, (size_t)k, &off);
+		if (nf != k) {
+			fprintf(stderr, "seek: FAIL reading %d entries\n", k);
+			bad = 1;
+			break;
+		}
+		snprintf(kth, sizeof(kth), "%s", first[k - 1]);
+		for (j = 0; j < 3; j++) {
+			snprintf(p, sizeof(p), "%s/a%d-%d", dir, k, j);
+			if (mknod(p, S_IFREG | 0644, 0))
+				bad = 1;
+		}
+		snprintf(p, sizeof(p), "%s/%s", dir, kth);
+		was_dir = false;
+		if (!bad && unlink(p) && errno == EISDIR)
+			was_dir = !rmdir(p);
+		if (bad || !access(p, F_OK)) {
+			fprintf(stderr, "seek: FAIL changing %s\n", dir);
+			bad = 1;
+			break;
+		}
+		/* what must follow: every name now there that sorts after */
+		fd2 = open(dir, O_RDONLY | O_DIRECTORY);
+		na = fd2 < 0 ? -1 : read_names(fd2, all, 0, &o2);
+		if (na < 0) {
+			bad = 1;
+			break;
+		}
+		for (skip = 0; skip < na && strcmp(all[skip], kth) < 0; skip++)
+			;
+		/* the same open, then a second one, at the remembered offset */
+		nr = read_names(fd1, rest, 0, &o2);
+		bad |= nr < 0 ||
+		       same_names("same open", rest, nr, all + skip, na - skip);
+		for (i = 0; i < nr; i++)
+			free(rest[i]);
+		if (lseek(fd2, off, SEEK_SET) < 0)
+			bad = 1;
+		nr = read_names(fd2, rest, 0, &o2);
+		bad |= nr < 0 || same_names("second open", rest, nr, all + skip,
+					    na - skip);
+		for (i = 0; i < nr; i++)
+			free(rest[i]);
+		close(fd1);
+		close(fd2);
+		fd1 = fd2 = -1;
+		for (i = 0; i < na; i++)
+			free(all[i]);
+		for (i = 0; i < nf; i++)
+			free(first[i]);
+		/* put the folder back as setup made it */
+		for (j = 0; j < 3; j++) {
+			snprintf(p, sizeof(p), "%s/a%d-%d", dir, k, j);
+			unlink(p);
+		}
+		snprintf(p, sizeof(p), "%s/%s", dir, kth);
+		if (was_dir ? mkdir(p, 0755) : mknod(p, S_IFREG | 0644, 0))
+			bad = 1;
+	}
+	if (fd1 >= 0)
+		close(fd1);
+	if (fd2 >= 0)
+		close(fd2);
+	printf("rel_readdir: seek %s\n", bad ? "FAILED" : "ok");
+	return bad;
+}
+
 int main(int argc, char **argv)
 {
 	int nstable, nw, nr, i, failed = 0;
@@ -233,11 +381,14 @@ int main(int argc, char **argv)
 		return setup(argv[2], atoi(argv[3]));
 	if (argc == 4 && !strcmp(argv[1], "checklist"))
 		return checklist(atoi(argv[2]), argv[3]);
+	if (argc == 4 && !strcmp(argv[1], "seek"))
+		return seek_test(argv[2], atoi(argv[3]));
 	if (argc != 7 || strcmp(argv[1], "run")) {
 		fprintf(stderr, "usage: rel_readdir setup DIR NSTABLE\n"
 				"       rel_readdir run DIR NSTABLE SECONDS "
 				"WRITERS READERS\n"
-				"       rel_readdir checklist NSTABLE FILE\n");
+				"       rel_readdir checklist NSTABLE FILE\n"
+				"       rel_readdir seek DIR NSTABLE\n");
 		return 2;
 	}
 	nstable = atoi(argv[3]);

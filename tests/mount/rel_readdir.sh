@@ -4,7 +4,8 @@
 # writers add, rename and remove entries whose names sort between the stable
 # ones ("s0001", "s0001-", "s0001.x", "s0001 x": bytes below '/' included).
 # No listing may show a name twice or miss a name that existed throughout
-# (tests/helpers/rel_readdir.c).
+# (tests/helpers/rel_readdir.c). Before the churn: listing offsets stand for
+# names (telldir/seekdir, and the kernel's listing cache shared by opens).
 source "$(dirname "$0")/rel_lib.sh"
 
 NSTABLE=400
@@ -13,6 +14,8 @@ rel_mount_fg
 D=$MNT/churn
 mkdir "$D"
 check "setup: $NSTABLE stable entries" "$REL_READDIR" setup "$D" $NSTABLE
+check "an offset resumes after its name, in any open, after changes" \
+	"$REL_READDIR" seek "$D" $NSTABLE
 
 # find(1) readers next to the C readers, for the same time
 find_loop() {
