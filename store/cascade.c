@@ -594,6 +594,62 @@ static size_t bytes_limit(struct tree *t)
 
 /* ---- rm -r -------------------------------------------------------------- */
 
+/* The open check of a drive (tree_set_open_check). */
+struct open_check {
+	struct tree *t;
+	bool (*is_open)(void *ctx, uint64_t ino);
+	void *ctx;
+};
+#define OPEN_CHECKS 16
+static pthread_mutex_t open_checks_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct open_check open_checks[OPEN_CHECKS]; /* open_checks_lock */
+
+void tree_set_open_check(struct tree *t, bool (*is_open)(void *, uint64_t),
+			 void *ctx)
+{
+	int i, free_slot = -1;
+
+	pthread_mutex_lock(&open_checks_lock);
+	for (i = 0; i < OPEN_CHECKS; i++) {
+		if (open_checks[i].t == t)
+			break;
+		if (!open_checks[i].t && free_slot < 0)
+			free_slot = i;
+	}
+	if (i == OPEN_CHECKS)
+		i = free_slot;
+	if (i >= 0) {
+		open_checks[i].t = is_open ? t : NULL;
+		open_checks[i].is_open = is_open;
+		open_checks[i].ctx = ctx;
+	} else {
+		plog(LOG_WARNING, "drive %s: no room for an open check",
+		     t->name);
+	}
+	pthread_mutex_unlock(&open_checks_lock);
+}
+
+static struct open_check open_check_of(struct tree *t)
+{
+	struct open_check c = {0};
+
+	pthread_mutex_lock(&open_checks_lock);
+	for (int i = 0; i < OPEN_CHECKS; i++)
+		if (open_checks[i].t == t)
+			c = open_checks[i];
+	pthread_mutex_unlock(&open_checks_lock);
+	return c;
+}
+
+/* Whether removing the last link of @ino must keep it as an orphan. */
+static bool keep_orphan(const struct open_check *oc, unsigned flags,
+			uint64_t ino)
+{
+	if (!(flags & TREE_KEEP_ORPHAN))
+		return false;
+	return !oc->is_open || oc->is_open(oc->ctx, ino);
+}
+
 /* Commits the pending removals of rm -r under ns_lock. */
 static int rm_flush(struct tree *t, struct kv_batch *b, size_t *n,
 		    struct journal_hook *h)
@@ -624,8 +680,8 @@ static int rm_flush(struct tree *t, struct kv_batch *b, size_t *n,
  * @xit, a snapshot iterator over the drive's XATTR# keys). This is
  * tree_batch_remove()'s last-link case without its two iterators per file,
  * which dominate an rm -r of many small files; only for a branch no one
- * writes to meanwhile (the offline tool; the daemon passes KEEP_ORPHAN and
- * goes through tree_unlink()).
+ * writes to meanwhile (the offline tool, or the daemon's files that are not
+ * open: open ones become orphans through tree_unlink()).
  */
 static void rm_plain(struct tree *t, struct kv_batch *b, const char *path,
 		     const struct node *np, struct kv_iter *xit)
@@ -669,6 +725,7 @@ static int rm_run(struct tree *t, const char *path, struct sbuf *cursor,
 		  unsigned flags, struct tree_op_result *r,
 		  struct journal_hook *h, bool *done)
 {
+	struct open_check oc = open_check_of(t);
 	struct walk w;
 	struct sbuf p = {0}, xlo = {0}, xhi = {0};
 	struct kv_iter *xit = NULL;
@@ -701,7 +758,7 @@ static int rm_run(struct tree *t, const char *path, struct sbuf *cursor,
 	for (;;) {
 		struct node nd = {0};
 		const struct node *np = &nd;
-		bool last = strcmp(p.buf, path) == 0;
+		bool last = strcmp(p.buf, path) == 0, keep = false;
 
 		if (budget && *used >= budget) {
 			rc = rm_flush(t, b, &n, h);
@@ -723,17 +780,21 @@ static int rm_run(struct tree *t, const char *path, struct sbuf *cursor,
 			goto out_node;
 		} else if (S_ISDIR(np->a.mode) ||
 			   (np->a.flags & TREE_F_LINKED) ||
-			   (flags & TREE_KEEP_ORPHAN)) {
+			   (keep = keep_orphan(&oc, flags, np->a.ino))) {
 			/* alone, after the batch holding its children, or of
 			 * the other links of its inode, is committed; and
-			 * with KEEP_ORPHAN (the daemon: files may be open and
-			 * written) under the inode's stripe, by tree.c */
+			 * an inode that may be open (KEEP_ORPHAN: the daemon;
+			 * it may be written) under its stripe, by tree.c */
 			rc = rm_flush(t, b, &n, h);
 			if (rc)
 				goto out_node;
+			if (!S_ISDIR(np->a.mode) && !keep)
+				keep = keep_orphan(&oc, flags, np->a.ino);
 			rc = S_ISDIR(np->a.mode)
 				 ? tree_rmdir(t, p.buf)
-				 : tree_unlink(t, p.buf, flags, NULL);
+				 : tree_unlink(t, p.buf,
+					       keep ? TREE_KEEP_ORPHAN : 0,
+					       NULL);
 			if (rc == 0) {
 				r->processed++;
 				(*used)++;
@@ -749,7 +810,12 @@ static int rm_run(struct tree *t, const char *path, struct sbuf *cursor,
 		} else if (last) {
 			rc = rm_flush(t, b, &n, h);
 			if (rc == 0)
-				rc = tree_unlink(t, p.buf, flags, NULL);
+				rc = tree_unlink(
+				    t, p.buf,
+				    keep_orphan(&oc, flags, np->a.ino)
+					? TREE_KEEP_ORPHAN
+					: 0,
+				    NULL);
 			if (rc)
 				goto out_node;
 			r->processed++;
@@ -798,6 +864,347 @@ out:
 	return rc < 0 ? rc : 0;
 }
 
+/* ---- rm -r in one batch ------------------------------------------------- */
+
+/*
+ * The fast way to delete a whole branch, when it fits the budget: one
+ * forward scan of the subtree range learns every node, then one atomic batch
+ * deletes the range [PATH#P/, PATH#P0) with one range delete, the node P
+ * itself (its parent's nlink and times in the same batch, as tree_rmdir
+ * does), and the content and xattrs of every inode freed. Content keys are
+ * keyed by inode, and inodes created together have consecutive numbers: a
+ * run of at least RM_RUN_MIN consecutive numbers all freed by this batch
+ * gets one range delete for its DATA# keys and one for its XATTR# keys (no
+ * number inside the run belongs to anything that stays); the others get
+ * point deletes of their blocks (from their size, as tree_batch_remove) and
+ * of the xattrs found by one forward pass over the XATTR# keys.
+ *
+ * Nodes that need more than a delete are removed one by one first, each in
+ * its own batch by tree_unlink() (they have no children, so any order is
+ * safe): hard-link stubs (the INODE record's count decides) and, with
+ * TREE_KEEP_ORPHAN, files that may be open (all of them, or those the open
+ * check registered with tree_set_open_check() says are).
+ *
+ * A crash leaves the branch as it was or gone: the batch is atomic. The walk
+ * (rm_run) does the work instead when the branch is small (fewer than
+ * RM_FAST_MIN descendants: not worth a range tombstone), huge (more than
+ * RM_FAST_MAX: memory), larger than the budget, or holds a node that does
+ * not decode or could not be removed (the walk reports it and keeps its
+ * ancestors).
+ */
+#define RM_FAST_MIN 64
+#define RM_FAST_MAX (4u << 20)
+#define RM_RUN_MIN  64
+
+struct rm_ent {
+	uint64_t ino, size;
+	mode_t mode;
+};
+
+struct rm_scan {
+	struct rm_ent *ents; /* nodes freed by the batch */
+	size_t n, cap;
+	struct sbuf special; /* NUL-separated paths removed one by one */
+	size_t nspecial;
+	bool irregular; /* a node the walk must handle */
+};
+
+static void rm_scan_release(struct rm_scan *s)
+{
+	free(s->ents);
+	sbuf_release(&s->special);
+}
+
+static int ent_cmp(const void *a, const void *b)
+{
+	const struct rm_ent *x = a, *y = b;
+
+	return x->ino < y->ino ? -1 : x->ino > y->ino;
+}
+
+/*
+ * Scans the branch below @path: plain nodes into s->ents, the others'
+ * paths into s->special. Stops early (s->irregular, or more than @limit
+ * nodes: s->n + s->nspecial > limit). Errors: -EIO.
+ */
+static int rm_fast_scan(struct tree *t, const char *path, unsigned flags,
+			const struct open_check *oc, size_t limit,
+			struct rm_scan *s)
+{
+	struct sbuf lo = {0}, hi = {0}, pre = {0}, p = {0};
+	struct kv_iter *it = NULL;
+	int rc;
+
+	key_drive_prefix(&pre, t->name);
+	key_subtree_range(&lo, &hi, t->name, path);
+	rc = kv_iter_open(&it, t->store->kv, lo.buf, lo.len, hi.buf, hi.len);
+	if (rc)
+		goto out;
+	for (; kv_iter_valid(it); kv_iter_next(it)) {
+		size_t klen, vlen;
+		const char *key = kv_iter_key(it, &klen);
+		const char *val = kv_iter_value(it, &vlen);
+		struct node n = {0};
+		bool keep;
+
+		if (s->n + s->nspecial >= limit ||
+		    node_decode(val, vlen, &n, false)) {
+			s->irregular = true;
+			goto out;
+		}
+		keep = !S_ISDIR(n.a.mode) && keep_orphan(oc, flags, n.a.ino);
+		if (keep ||
+		    (!S_ISDIR(n.a.mode) && (n.a.flags & TREE_F_LINKED))) {
+			sbuf_reset(&p);
+			if (key_node_decode(key, klen, pre.len, &p)) {
+				s->irregular = true;
+				goto out;
+			}
+			sbuf_addc(&s->special, keep ? 'k' : '-');
+			sbuf_add(&s->special, p.buf, p.len + 1);
+			s->nspecial++;
+			continue;
+		}
+		if (s->n == s->cap) {
+			s->cap = s->cap ? 2 * s->cap : 1024;
+			s->ents = realloc(s->ents, s->cap * sizeof(*s->ents));
+			if (!s->ents)
+				abort();
+		}
+		s->ents[s->n].ino = n.a.ino;
+		s->ents[s->n].size = S_ISREG(n.a.mode) ? n.a.size : 0;
+		s->ents[s->n].mode = n.a.mode;
+		s->n++;
+	}
+	rc = kv_iter_status(it);
+out:
+	kv_iter_free(it);
+	sbuf_release(&lo);
+	sbuf_release(&hi);
+	sbuf_release(&pre);
+	sbuf_release(&p);
+	return rc;
+}
+
+/* Adds to @b the deletes of the content and xattrs of the inodes s->ents
+ * (sorted; all freed by @b): range deletes for long runs of consecutive
+ * numbers, point deletes for the rest. Errors: -EIO. */
+static int rm_fast_content(struct tree *t, struct kv_batch *b,
+			   const struct rm_scan *s)
+{
+	struct sbuf k = {0}, hi = {0}, tmp = {0};
+	struct kv_iter *xit = NULL;
+	size_t i = 0, j;
+	int rc;
+
+	key_kind_range(&k, &hi, t->name, "XATTR#");
+	rc = kv_iter_open(&xit, t->store->kv, k.buf, k.len, hi.buf, hi.len);
+	if (rc)
+		goto out;
+	while (i < s->n) {
+		for (j = i + 1;
+		     j < s->n && s->ents[j].ino == s->ents[j - 1].ino + 1; j++)
+			;
+		if (j - i >= RM_RUN_MIN) {
+			uint64_t first = s->ents[i].ino,
+				 last = s->ents[j - 1].ino;
+
+			/* no number in first..last belongs to a node that
+			 * stays: [DATA#first#0, DATA#last$) and the same for
+			 * XATTR# hold only keys of inodes freed here */
+			sbuf_reset(&k);
+			sbuf_reset(&tmp);
+			key_data_range(&k, &tmp, t->name, first, 0);
+			sbuf_reset(&tmp);
+			sbuf_reset(&hi);
+			key_data_range(&tmp, &hi, t->name, last, 0);
+			kv_batch_delete_range(b, k.buf, k.len, hi.buf, hi.len);
+			sbuf_reset(&k);
+			sbuf_reset(&tmp);
+			key_xattr_range(&k, &tmp, t->name, first);
+			sbuf_reset(&tmp);
+			sbuf_reset(&hi);
+			key_xattr_range(&tmp, &hi, t->name, last);
+			kv_batch_delete_range(b, k.buf, k.len, hi.buf, hi.len);
+			i = j;
+			continue;
+		}
+		for (; i < j; i++) {
+			const struct rm_ent *e = &s->ents[i];
+			uint64_t nblk =
+			    (e->size + t->block_size - 1) / t->block_size;
+
+			if (nblk > 16) {
+				sbuf_reset(&k);
+				sbuf_reset(&hi);
+				key_data_range(&k, &hi, t->name, e->ino, 0);
+				kv_batch_delete_range(b, k.buf, k.len, hi.buf,
+						      hi.len);
+			} else {
+				for (uint64_t blk = 0; blk < nblk; blk++) {
+					sbuf_reset(&k);
+					key_data(&k, t->name, e->ino, blk);
+					kv_batch_delete(b, k.buf, k.len);
+				}
+			}
+			/* xattrs: inodes come in ascending order, so the
+			 * iterator only moves forward, and seeks only when it
+			 * is still before this inode's keys */
+			sbuf_reset(&k);
+			key_xattr(&k, t->name, e->ino, "");
+			if (kv_iter_valid(xit)) {
+				size_t klen;
+				const char *key = kv_iter_key(xit, &klen);
+				int d = memcmp(key, k.buf,
+					       klen < k.len ? klen : k.len);
+
+				if (d < 0 || (d == 0 && klen < k.len))
+					kv_iter_seek(xit, k.buf, k.len);
+			}
+			for (; kv_iter_valid(xit); kv_iter_next(xit)) {
+				size_t klen;
+				const char *key = kv_iter_key(xit, &klen);
+
+				if (klen < k.len || memcmp(key, k.buf, k.len))
+					break;
+				kv_batch_delete(b, key, klen);
+			}
+		}
+	}
+	rc = kv_iter_status(xit);
+out:
+	kv_iter_free(xit);
+	sbuf_release(&k);
+	sbuf_release(&hi);
+	sbuf_release(&tmp);
+	return rc;
+}
+
+/*
+ * Deletes the branch at folder @path in one batch when it can (see above):
+ * *done tells whether it did. When it cannot, the caller walks; nodes
+ * removed one by one meanwhile are counted in @r and *used as usual.
+ * Errors: -EIO, -ENOSPC (nothing of the final batch written).
+ */
+static int rm_fast(struct tree *t, const char *path, uint64_t budget,
+		   uint64_t *used, unsigned flags, struct tree_op_result *r,
+		   struct journal_hook *h, bool *done)
+{
+	struct open_check oc = open_check_of(t);
+	struct rm_scan s = {0};
+	struct node n = {0}, pn = {0};
+	struct sbuf lo = {0}, hi = {0};
+	struct kv_batch *b = NULL;
+	char parent[TREE_PATH_MAX + 1];
+	size_t limit = RM_FAST_MAX, pl;
+	uint64_t ino = 0, pino = 0;
+	bool ns = false;
+	int64_t now;
+	int rc = 0;
+
+	*done = false;
+	if (budget) {
+		if (budget <= *used + RM_FAST_MIN)
+			goto out;
+		if (budget - *used - 1 < limit)
+			limit = (size_t)(budget - *used - 1);
+	}
+	rc = rm_fast_scan(t, path, flags, &oc, limit, &s);
+	if (rc || s.irregular || s.n + s.nspecial < RM_FAST_MIN)
+		goto out;
+	/* first the nodes that need more than a delete (no children) */
+	for (const char *p = s.special.buf; s.nspecial; s.nspecial--) {
+		bool keep = *p++ == 'k';
+
+		rc = tree_unlink(t, p, keep ? TREE_KEEP_ORPHAN : 0, NULL);
+		if (rc == 0) {
+			r->processed++;
+			(*used)++;
+			journal_hook_batch(h);
+		} else if (rc == -ENOENT) {
+			r->skipped++;
+		} else if (rc == -EIO || rc == -EISDIR || rc == -ENOTDIR) {
+			rc = 0; /* the walk reports it */
+			goto out;
+		} else {
+			goto out;
+		}
+		p += strlen(p) + 1;
+	}
+	qsort(s.ents, s.n, sizeof(*s.ents), ent_cmp);
+	/* then everything else, under the locks tree_rmdir takes */
+	pl = path_parent_len(path);
+	memcpy(parent, pl ? path : "/", pl ? pl : 1);
+	parent[pl ? pl : 1] = '\0';
+	pthread_mutex_lock(&t->ns_lock);
+	ns = true;
+	rc = tree_get_node(t, path, &n, false);
+	if (rc == 0)
+		rc = tree_get_node(t, parent, &pn, false);
+	if (rc == -ENOENT || rc == -EIO || (rc == 0 && !S_ISDIR(n.a.mode))) {
+		rc = 0; /* the walk finds out */
+		goto out;
+	}
+	if (rc)
+		goto out;
+	ino = n.a.ino;
+	pino = pn.a.ino;
+	tree_lock_inodes(t, ino, pino, 0, 0);
+	node_release(&n);
+	rc = tree_get_node(t, path, &n, true); /* fresh, under the stripe */
+	if (rc)
+		goto out;
+	now = tree_now_ns();
+	b = kv_batch_new();
+	key_subtree_range(&lo, &hi, t->name, path);
+	kv_batch_delete_range(b, lo.buf, lo.len, hi.buf, hi.len);
+	rc = tree_batch_remove(t, b, path, &n, 0, NULL, now);
+	if (rc == 0)
+		rc = tree_batch_dir_touch(t, b, parent, -1, now);
+	if (rc == 0)
+		rc = rm_fast_content(t, b, &s);
+	if (rc == 0)
+		rc = tree_commit(t, b);
+	if (rc)
+		goto out;
+	journal_hook_batch(h);
+	r->processed += s.n + 1;
+	*used += s.n + 1;
+	*done = true;
+out:
+	if (ino)
+		tree_unlock_inodes(t, ino, pino, 0, 0);
+	if (ns)
+		pthread_mutex_unlock(&t->ns_lock);
+	kv_batch_free(b);
+	node_release(&n);
+	node_release(&pn);
+	sbuf_release(&lo);
+	sbuf_release(&hi);
+	rm_scan_release(&s);
+	return rc;
+}
+
+/*
+ * Deletes the branch at @path (node @nd): in one batch when it can, else by
+ * the walk. Arguments as rm_run().
+ */
+static int rm_branch(struct tree *t, const char *path, const struct node *nd,
+		     struct sbuf *cursor, bool *started, uint64_t budget,
+		     uint64_t *used, unsigned flags, struct tree_op_result *r,
+		     struct journal_hook *h, bool *done)
+{
+	int rc = 0;
+
+	*done = false;
+	if (S_ISDIR(nd->a.mode))
+		rc = rm_fast(t, path, budget, used, flags, r, h, done);
+	if (rc || *done)
+		return rc;
+	return rm_run(t, path, cursor, started, budget, used, flags, r, h,
+		      done);
+}
+
 int tree_rm_r(struct tree *t, const char *path, uint64_t max_items,
 	      const char *resume, unsigned flags, struct tree_op_result *r)
 {
@@ -836,8 +1243,8 @@ int tree_rm_r(struct tree *t, const char *path, uint64_t max_items,
 	}
 	k.op = OP_RM;
 	started = k.flags & TOKEN_RM_STARTED;
-	rc = rm_run(t, path, &k.cursor, &started, max_items, &used,
-		    flags & TREE_KEEP_ORPHAN, r, &h, &done);
+	rc = rm_branch(t, path, &nd, &k.cursor, &started, max_items, &used,
+		       flags & TREE_KEEP_ORPHAN, r, &h, &done);
 	if (rc || done)
 		goto out;
 	sbuf_reset(&k.sdrive);
@@ -1502,8 +1909,10 @@ int tree_mv(struct tree *t, const char *src, struct tree *dt, const char *dst,
 	}
 	if (rc)
 		goto stop;
-	rc = rm_run(t, src, &k.cursor, &rm_started, max_items, &used, 0, r, &h,
-		    &done);
+	/* open files of a mounted source stay readable (orphans) */
+	rc = rm_branch(t, src, &nd, &k.cursor, &rm_started, max_items, &used,
+		       open_check_of(t).is_open ? TREE_KEEP_ORPHAN : 0, r, &h,
+		       &done);
 stop:
 	k.flags = rm_started ? TOKEN_RM_STARTED : 0;
 	if (rc == 0 && !done)

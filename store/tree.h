@@ -378,6 +378,18 @@ int tree_rm_r(struct tree *t, const char *path, uint64_t max_items,
 	      const char *resume, unsigned flags, struct tree_op_result *r);
 
 /*
+ * Tells tree_rm_r(..., TREE_KEEP_ORPHAN) (and the delete half of tree_mv())
+ * on drive @t which inodes are open: only those for which @is_open returns
+ * true then become orphans; the others are freed at once, which lets a
+ * branch go in one batch. Without a check every removed last link becomes
+ * an orphan. @is_open is called from the thread running the operation,
+ * possibly with store locks held: it must not call into the store. NULL
+ * removes the check. At most 16 drives of a process have one.
+ */
+void tree_set_open_check(struct tree *t,
+			 bool (*is_open)(void *ctx, uint64_t ino), void *ctx);
+
+/*
  * Clones the branch at @src of drive @t to @dst of drive @dt (may equal @t):
  * new inode numbers, content and xattrs copied, hard links inside the branch
  * kept as hard links. Budget and token as for tree_rm_r().
