@@ -24,8 +24,8 @@
  * a request that fails with ENOENT because a rename or unlink moved its node
  * waits for the table update and retries with the new path (fs_retry).
  *
- * Limits: no POSIX ACLs (system.posix_acl_* are plain xattrs to the store, the
- * kernel enforces mode bits only); fallocate only extends (mode 0); no
+ * Limits: no POSIX ACLs and no SELinux labels (EOPNOTSUPP, see
+ * unsupported_xattr()); fallocate only extends (mode 0); no
  * copy_file_range or ioctl; a hard-linked inode is known by the first name it
  * was seen under, so link() and readlink() from it fail with ENOENT once that
  * name is gone while other links remain.
@@ -1238,15 +1238,21 @@ static void fs_statfs(fuse_req_t req, fuse_ino_t ino)
 /* ---- extended attributes ------------------------------------------------ */
 
 /*
- * POSIX ACLs are not supported: the kernel would hand their xattrs to us raw
- * and never enforce them, and a stored trivial ACL would shadow the mode
- * (cp -a sets one instead of chmod). EOPNOTSUPP makes tools fall back to
- * chmod, as on any filesystem without ACLs.
+ * Attributes pathfs does not keep, answered EOPNOTSUPP as by a filesystem
+ * without them:
+ * - POSIX ACLs: the kernel would hand their xattrs to us raw and never
+ *   enforce them, and a stored trivial ACL would shadow the mode (cp -a sets
+ *   one instead of chmod); tools fall back to chmod.
+ * - SELinux labels: FUSE mounts are labelled by policy (genfscon or the
+ *   context= mount option), never from xattrs. ls -l asks for the label of
+ *   every file it lists, a round trip each, until one answer is EOPNOTSUPP:
+ *   then it stops asking for that filesystem.
  */
-static bool is_acl(const char *name)
+static bool unsupported_xattr(const char *name)
 {
 	return !strcmp(name, "system.posix_acl_access") ||
-	       !strcmp(name, "system.posix_acl_default");
+	       !strcmp(name, "system.posix_acl_default") ||
+	       !strcmp(name, "security.selinux");
 }
 
 static int fs_do_setxattr(struct fs *fs, uint64_t ino, const char *name,
@@ -1255,7 +1261,7 @@ static int fs_do_setxattr(struct fs *fs, uint64_t ino, const char *name,
 	struct fs_path p;
 	int rc;
 
-	if (is_acl(name))
+	if (unsupported_xattr(name))
 		return -EOPNOTSUPP;
 	if (fs->ro)
 		return -EROFS;
@@ -1297,7 +1303,7 @@ static void fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 {
 	void *val = NULL;
 	size_t len = 0;
-	int rc = is_acl(name)
+	int rc = unsupported_xattr(name)
 		     ? -EOPNOTSUPP
 		     : tree_getxattr(req_fs(req)->tree, ino, name, &val, &len);
 
@@ -1326,7 +1332,7 @@ static int fs_do_removexattr(struct fs *fs, uint64_t ino, const char *name)
 	struct fs_path p;
 	int rc;
 
-	if (is_acl(name))
+	if (unsupported_xattr(name))
 		return -EOPNOTSUPP;
 	if (fs->ro)
 		return -EROFS;

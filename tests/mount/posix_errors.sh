@@ -103,6 +103,11 @@ expect_errno ENODATA "getxattr of a missing name" xattr_err "$MNT/d/file" user.n
 expect_errno ENODATA "removexattr of a missing name" xattr_err "$MNT/d/file" user.none remove
 check "  the xattr is unchanged" test \
 	"$(getfattr --absolute-names --only-values -n user.long "$MNT/d/file")" = "a long enough value"
+# not kept (ops.c unsupported_xattr()): ls -l stops asking after one EOPNOTSUPP
+expect_errno EOPNOTSUPP "getxattr security.selinux (labels come from policy)" \
+	xattr_err "$MNT/d/file" security.selinux get
+expect_errno EOPNOTSUPP "setxattr security.selinux" \
+	xattr_err "$MNT/d/file" security.selinux create
 
 # ---- the daemon refuses to start, with one line and a non-zero exit --------
 refuses() { # DESCRIPTION STORE MOUNTPOINT
