@@ -26,9 +26,9 @@
  *
  * Limits: no POSIX ACLs and no SELinux labels (EOPNOTSUPP, see
  * unsupported_xattr()); fallocate only extends (mode 0); no
- * copy_file_range or ioctl; a hard-linked inode is known by the first name it
- * was seen under, so link() and readlink() from it fail with ENOENT once that
- * name is gone while other links remain.
+ * copy_file_range or ioctl; readlink() of a hard-linked symlink needs one of
+ * the names the daemon remembers for it (INODE_MAX_ALT and the first), so it
+ * fails with ENOENT once all of those are gone while other links remain.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -483,9 +483,16 @@ static int fs_do_link(struct fs *fs, uint64_t ino, uint64_t newparent,
 	rc = fs_enter(fs, newparent, newname, p2);
 	if (rc)
 		goto out;
-	rc = known_path(fs, ino, &k, p1);
-	if (!rc)
-		rc = tree_link(fs->tree, p1->path, p2->path, a);
+	/*
+	 * An inode linked already is found by number, whichever of its names
+	 * remain; one with a single name (-ENOENT: no INODE record) by that.
+	 */
+	rc = tree_link_ino(fs->tree, ino, p2->path, a);
+	if (rc == -ENOENT) {
+		rc = known_path(fs, ino, &k, p1);
+		if (!rc)
+			rc = tree_link(fs->tree, p1->path, p2->path, a);
+	}
 	if (!rc)
 		rc = itab_lookup(fs, a->ino, newparent, newname, a->flags);
 	fs_leave(fs);

@@ -124,6 +124,17 @@ check "rename over another link of the same inode is a no-op" \
 	"$R2" none "$MNT/r/target" "$MNT/r/target.2"
 check "  both links still there, nlink 2" test -e "$MNT/r/target" -a \
 	"$(stat -c %h "$MNT/r/target.2")" = 2
+# the daemon remembers a few names of a hard-linked inode; link() from a
+# name it forgot, after every name it remembers is gone, still works
+mkdir "$MNT/h"
+echo linked >"$MNT/h/a"
+ln "$MNT/h/a" "$MNT/h/b"
+for i in $(seq 1 12); do ln "$MNT/h/a" "$MNT/h/n$i"; done
+rm "$MNT/h/a" "$MNT/h"/n{5..12}
+check "link from the oldest remaining name of a 14-link inode" \
+	ln "$MNT/h/b" "$MNT/h/z"
+check "  same inode and content, nlink 6" test "$(cat "$MNT/h/z")" = linked -a \
+	"$(stat -c '%i %h' "$MNT/h/z")" = "$(stat -c '%i' "$MNT/h/b") 6"
 
 # ---- RENAME_NOREPLACE / RENAME_EXCHANGE ------------------------------------
 mkdir "$MNT/x"
