@@ -126,6 +126,27 @@ out:
 	return rc;
 }
 
+/*
+ * fs_enter() for child @name of @parent, and its attributes in *a (looked up
+ * again if a concurrent rename moved it). On 0 the caller is inside and
+ * calls fs_leave(); on an error it is not.
+ */
+static int enter_child(struct fs *fs, uint64_t parent, const char *name,
+		       struct fs_path *p, struct tree_attr *a)
+{
+	int rc;
+
+	rc = fs_enter(fs, parent, name, p);
+	if (rc)
+		return rc;
+	do
+		rc = tree_lookup(fs->tree, p->path, a);
+	while (fs_retry(fs, rc, parent, name, p));
+	if (rc)
+		fs_leave(fs);
+	return rc;
+}
+
 static int fs_do_lookup(struct fs *fs, uint64_t parent, const char *name,
 			struct fuse_entry_param *e)
 {
@@ -135,15 +156,11 @@ static int fs_do_lookup(struct fs *fs, uint64_t parent, const char *name,
 
 	if (strlen(name) > TREE_NAME_MAX)
 		return -ENAMETOOLONG;
-	rc = fs_enter(fs, parent, name, &p);
-	if (rc)
-		goto out;
-	do
-		rc = tree_lookup(fs->tree, p.path, &a);
-	while (fs_retry(fs, rc, parent, name, &p));
-	if (!rc)
+	rc = enter_child(fs, parent, name, &p, &a);
+	if (!rc) {
 		rc = itab_lookup(fs, a.ino, parent, name, a.flags);
-	fs_leave(fs);
+		fs_leave(fs);
+	}
 	if (rc == -ENOENT) {
 		/* cached negative entry: the kernel remembers the miss */
 		memset(e, 0, sizeof(*e));
@@ -540,14 +557,9 @@ static int fs_do_unlink(struct fs *fs, uint64_t parent, const char *name)
 
 	if (fs->ro)
 		return -EROFS;
-	rc = fs_enter(fs, parent, name, &p);
+	rc = enter_child(fs, parent, name, &p, &a);
 	if (rc)
 		goto out;
-	do
-		rc = tree_lookup(fs->tree, p.path, &a);
-	while (fs_retry(fs, rc, parent, name, &p));
-	if (rc)
-		goto leave;
 	m = open_stripe(fs, a.ino);
 	pthread_mutex_lock(m);
 	/* a write on the inode that fails meanwhile waits to see it orphaned
@@ -559,7 +571,6 @@ static int fs_do_unlink(struct fs *fs, uint64_t parent, const char *name)
 		lost_name(fs, &a, parent, name, orphan);
 	fs_rename_done(fs);
 	pthread_mutex_unlock(m);
-leave:
 	fs_leave(fs);
 out:
 	return rc;
@@ -578,18 +589,13 @@ static int fs_do_rmdir(struct fs *fs, uint64_t parent, const char *name)
 
 	if (fs->ro)
 		return -EROFS;
-	rc = fs_enter(fs, parent, name, &p);
+	rc = enter_child(fs, parent, name, &p, &a);
 	if (rc)
-		goto out;
-	do
-		rc = tree_lookup(fs->tree, p.path, &a);
-	while (fs_retry(fs, rc, parent, name, &p));
-	if (!rc)
-		rc = tree_rmdir(fs->tree, p.path);
+		return rc;
+	rc = tree_rmdir(fs->tree, p.path);
 	if (!rc)
 		itab_flags(fs, a.ino, INODE_STALE, 0);
 	fs_leave(fs);
-out:
 	return rc;
 }
 
@@ -1262,6 +1268,8 @@ static bool unsupported_xattr(const char *name)
 	       !strcmp(name, "security.selinux");
 }
 
+/* Sets xattr @name of @ino to @value (@size bytes), or removes it when
+ * @value is NULL. */
 static int fs_do_setxattr(struct fs *fs, uint64_t ino, const char *name,
 			  const char *value, size_t size, int flags)
 {
@@ -1276,8 +1284,9 @@ static int fs_do_setxattr(struct fs *fs, uint64_t ino, const char *name,
 	if (rc)
 		goto out;
 	do
-		rc = tree_setxattr(fs->tree, p.path, ino, name, value, size,
-				   flags);
+		rc = value ? tree_setxattr(fs->tree, p.path, ino, name, value,
+					   size, flags)
+			   : tree_removexattr(fs->tree, p.path, ino, name);
 	while (fs_retry(fs, rc, ino, NULL, &p));
 	fs_leave(fs);
 out:
@@ -1334,29 +1343,9 @@ static void fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	free(list);
 }
 
-static int fs_do_removexattr(struct fs *fs, uint64_t ino, const char *name)
-{
-	struct fs_path p;
-	int rc;
-
-	if (unsupported_xattr(name))
-		return -EOPNOTSUPP;
-	if (fs->ro)
-		return -EROFS;
-	rc = fs_enter(fs, ino, NULL, &p);
-	if (rc)
-		goto out;
-	do
-		rc = tree_removexattr(fs->tree, p.path, ino, name);
-	while (fs_retry(fs, rc, ino, NULL, &p));
-	fs_leave(fs);
-out:
-	return rc;
-}
-
 static void fs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
-	int rc = fs_do_removexattr(req_fs(req), ino, name);
+	int rc = fs_do_setxattr(req_fs(req), ino, name, NULL, 0, 0);
 
 	fuse_reply_err(req, rc < 0 ? -rc : 0);
 }
