@@ -293,6 +293,302 @@ Test(cascade, rm_r_crash_then_resume, .init = tu_setup, .fini = tu_teardown)
 	}
 }
 
+/* ---- rm -r of a large branch: one scan, one batch ----------------------- */
+
+/*
+ * A branch past the walk's threshold (64 descendants) whose inodes are not
+ * one run: build() (one run, with a hard-link pair inside and xattrs on a
+ * folder) and then files of the branch created in alternation with files
+ * outside it (their inode numbers sit between the branch's), plus a link
+ * from outside into the branch. Returns the nodes of the branch.
+ */
+static size_t setup_big_branch(size_t batch)
+{
+	char p[64];
+	size_t nodes = setup_branch(batch, 0, 90);
+	struct tree_attr a;
+
+	tu_mkdir(T, "/mid");
+	for (int i = 0; i < 40; i++) {
+		snprintf(p, sizeof(p), "/docs/sub/m%03d", i);
+		mkfile_n(T, p, (size_t)(i * 997) % 70000, i);
+		nodes++;
+		if (i % 4 == 0) {
+			snprintf(p, sizeof(p), "/mid/o%03d", i);
+			mkfile_n(T, p, 100 + (size_t)i, i);
+			cr_assert_eq(tree_lookup(T, p, &a), 0);
+			cr_assert_eq(
+			    tree_setxattr(T, p, a.ino, "user.o", "v", 1, 0), 0);
+		}
+	}
+	cr_assert_eq(tree_link(T, "/docs/f000", "/outside-link", NULL), 0);
+	return nodes;
+}
+
+/* Runs tree_rm_r in a child that the crash hook kills after @n batches;
+ * returns true if it was killed (false: it finished first). */
+static bool rm_crash_child(const char *path, long n, size_t batch)
+{
+	int status;
+	pid_t pid;
+
+	store_close(tu_store);
+	tu_store = NULL;
+	pid = fork();
+	cr_assert_neq(pid, -1);
+	if (pid == 0) {
+		struct store_options o = {.rename_batch = batch};
+		struct tree_op_result r;
+		struct store *s;
+		struct tree *t;
+		char v[32];
+
+		if (store_open(&s, tu_dir, &o) || store_drive(s, "main", &t))
+			_exit(10);
+		snprintf(v, sizeof(v), "%ld", n);
+		setenv("PATHFS_CRASH_AFTER_BATCHES", v, 1);
+		if (tree_rm_r(t, path, 0, NULL, 0, &r))
+			_exit(11);
+		_exit(13);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert((WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) ||
+		      (WIFEXITED(status) && WEXITSTATUS(status) == 13),
+		  "child status %#x", status);
+	reopen_opts(batch, 0);
+	return WIFSIGNALED(status);
+}
+
+Test(cascade, rm_r_large_branch_one_shot, .init = tu_setup, .fini = tu_teardown)
+{
+	struct tree_op_result r;
+	struct tree_attr a;
+	char *outside, *outside2;
+	size_t nodes = setup_big_branch(8);
+
+	outside = snap_outside(T, "/docs", "/outside-link");
+	cr_assert_eq(tree_rm_r(T, "/docs", 0, NULL, 0, &r), 0);
+	cr_assert_eq(r.processed, nodes, "%llu of %zu",
+		     (unsigned long long)r.processed, nodes);
+	cr_assert_eq(r.failed, 0);
+	cr_assert_null(r.token);
+	release(&r);
+	assert_gone(T, "/docs");
+	/* files outside, whose inodes lie between the branch's, keep their
+	 * content and xattrs; the link from outside keeps its inode */
+	outside2 = snap_outside(T, "/docs", "/outside-link");
+	cr_assert_str_eq(outside2, outside);
+	cr_assert_eq(tree_lookup(T, "/outside-link", &a), 0);
+	cr_assert_eq(a.nlink, 1);
+	cr_assert_eq(kind_keys(T, "ORPHAN#"), 0);
+	cr_assert_eq(kind_keys(T, "INODE#"), 1); /* /outside-link's */
+	assert_no_journal(T);
+	/* fsck: no content, xattr or INODE key of a freed inode is left */
+	assert_fsck_clean(T);
+	free(outside);
+	free(outside2);
+}
+
+Test(cascade, rm_r_large_branch_in_slices_equals_one_shot, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	/* the last slices fit and go in one batch, the first ones walk */
+	static const uint64_t maxes[] = {50, 100, 170};
+
+	for (int i = 0; i < 3; i++) {
+		char *outside, *outside2;
+		uint64_t processed;
+		size_t nodes;
+		int calls;
+
+		tu_teardown();
+		tu_setup();
+		nodes = setup_big_branch(4);
+		outside = snap_outside(T, "/docs", "/outside-link");
+		calls = slices(RM, T, "/docs", NULL, NULL, maxes[i], &processed,
+			       true);
+		cr_assert_eq(processed, nodes);
+		cr_assert_eq(calls, ceil_div(nodes, maxes[i]));
+		assert_gone(T, "/docs");
+		outside2 = snap_outside(T, "/docs", "/outside-link");
+		cr_assert_str_eq(outside2, outside, "max %llu",
+				 (unsigned long long)maxes[i]);
+		free(outside);
+		free(outside2);
+	}
+}
+
+/*
+ * A crash in the middle of an rm -r of a large branch: the nodes removed one
+ * by one (the two links of hard-linked inodes) may be gone, everything else
+ * is all there or all gone, never half: the rest is one atomic batch. The
+ * store is clean and a second run finishes.
+ */
+Test(cascade, rm_r_large_branch_crash_is_all_or_nothing, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	bool killed = true;
+
+	for (long n = 0; killed; n++) {
+		char *outside, *outside2, *before, *after;
+		struct tree_op_result r;
+		size_t len = 0;
+
+		cr_assert_lt(n, 10);
+		tu_teardown();
+		tu_setup();
+		setup_big_branch(4);
+		outside = snap_outside(T, "/docs", "/outside-link");
+		/* the branch without its hard-linked nodes */
+		cr_assert_eq(tree_unlink(T, "/outside-link", 0, NULL), 0);
+		before = snap(T, "/docs", true);
+		cr_assert_eq(tree_link(T, "/docs/f000", "/outside-link", NULL),
+			     0);
+		killed = rm_crash_child("/docs", n, 4);
+		assert_fsck_clean(T);
+		if (tree_lookup(T, "/docs", &(struct tree_attr){0}) == 0) {
+			cr_assert(killed);
+			/* drop what the one-by-one removals may have left */
+			tree_unlink(T, "/outside-link", 0, NULL);
+			tree_unlink(T, "/docs/f000", 0, NULL);
+			tree_unlink(T, "/docs/sub/big", 0, NULL);
+			tree_unlink(T, "/docs/s p/hardlink", 0, NULL);
+			after = snap(T, "/docs", true);
+			/* every other node is still there, unchanged (the
+			 * folders that held a removed link have new times) */
+			for (char *line = strtok(before, "\n"); line;
+			     line = strtok(NULL, "\n")) {
+				static const char *skip[] = {
+				    "||",      "|/sub|",     "|/s p|",
+				    "|/f000|", "|/sub/big|", "|/s p/hardlink|"};
+				bool skipped = false;
+
+				for (size_t i = 0; i < 6; i++)
+					if (strstr(line, skip[i]))
+						skipped = true;
+				if (!skipped)
+					cr_assert(strstr(after, line),
+						  "N=%ld: lost %s", n, line);
+			}
+			len = strlen(after);
+			free(after);
+			cr_assert_gt(len, 0);
+			cr_assert_eq(tree_rm_r(T, "/docs", 0, NULL, 0, &r), 0);
+			release(&r);
+		}
+		assert_gone(T, "/docs");
+		outside2 = snap_outside(T, "/docs", "/outside-link");
+		cr_assert_str_eq(outside2, outside, "N=%ld", n);
+		assert_fsck_clean(T);
+		free(before);
+		free(outside);
+		free(outside2);
+	}
+}
+
+/* The open check of the tests: one inode is open. */
+static uint64_t open_ino;
+static int open_calls;
+
+static bool test_is_open(void *ctx, uint64_t ino)
+{
+	cr_assert_eq(ctx, &open_ino);
+	open_calls++;
+	return ino == open_ino;
+}
+
+/*
+ * With TREE_KEEP_ORPHAN and an open check (the daemon's way), only the open
+ * file becomes an orphan and stays readable; the others are freed at once,
+ * in the walk (a small branch) and in the one batch (a large one).
+ */
+Test(cascade, rm_r_keep_orphan_frees_unopened_files_with_an_open_check,
+     .init = tu_setup, .fini = tu_teardown)
+{
+	for (int big = 0; big < 2; big++) {
+		struct tree_op_result r;
+		struct tree_attr a, b;
+		char buf[16], *outside, *outside2;
+		size_t got;
+
+		tu_teardown();
+		tu_setup();
+		if (big)
+			setup_big_branch(8);
+		else
+			setup_branch(8, 0, 12);
+		outside = snap_outside(T, "/docs", "/outside-link");
+		cr_assert_eq(tree_lookup(T, "/docs/sub/f-001", &a), 0);
+		cr_assert_eq(tree_lookup(T, "/docs/f.007", &b), 0);
+		open_ino = a.ino;
+		open_calls = 0;
+		tree_set_open_check(T, test_is_open, &open_ino);
+		cr_assert_eq(
+		    tree_rm_r(T, "/docs", 0, NULL, TREE_KEEP_ORPHAN, &r), 0);
+		tree_set_open_check(T, NULL, NULL);
+		cr_assert_eq(r.failed, 0);
+		cr_assert_null(r.token);
+		release(&r);
+		cr_assert_gt(open_calls, 0);
+		assert_gone(T, "/docs");
+		/* the open one: an orphan, readable by its number */
+		cr_assert_eq(kind_keys(T, "ORPHAN#"), 1, "big %d", big);
+		cr_assert_eq(tree_getattr(T, NULL, a.ino, &a), 0);
+		cr_assert_eq(
+		    tree_read(T, NULL, a.ino, 0, sizeof(buf), buf, &got), 0);
+		cr_assert_eq(got, a.size < sizeof(buf) ? a.size : sizeof(buf));
+		/* another one: freed */
+		cr_assert_eq(tree_getattr(T, NULL, b.ino, &b), -ENOENT);
+		outside2 = snap_outside(T, "/docs", "/outside-link");
+		cr_assert_str_eq(outside2, outside);
+		assert_fsck_clean(T);
+		cr_assert_eq(tree_reclaim(T, a.ino), 0);
+		cr_assert_eq(kind_keys(T, "ORPHAN#"), 0);
+		assert_fsck_clean(T);
+		free(outside);
+		free(outside2);
+	}
+}
+
+/* The delete half of a move across drives keeps open files as orphans too
+ * (it used to free their content while they were open). */
+Test(cascade, mv_across_drives_keeps_open_files_of_the_source, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	struct tree_op_result r;
+	struct tree_attr a, b;
+	struct tree *o;
+	char *src0, *d;
+	char buf[16];
+	size_t got;
+
+	cr_assert_eq(store_drive_create(tu_store, "other", 0, 0), 0);
+	setup_big_branch(8);
+	cr_assert_eq(store_drive(tu_store, "other", &o), 0);
+	src0 = snap(T, "/docs", false);
+	cr_assert_eq(tree_lookup(T, "/docs/sub/m007", &a), 0);
+	cr_assert_eq(tree_lookup(T, "/docs/sub/m008", &b), 0);
+	open_ino = a.ino;
+	tree_set_open_check(T, test_is_open, &open_ino);
+	cr_assert_eq(tree_mv(T, "/docs", o, "/m", 0, NULL, &r), 0);
+	tree_set_open_check(T, NULL, NULL);
+	cr_assert_eq(r.failed, 0);
+	cr_assert_null(r.token);
+	release(&r);
+	assert_gone(T, "/docs");
+	d = snap(o, "/m", false);
+	/* the link from outside makes f000's nlink differ: compare the rest */
+	cr_assert_eq(strlen(d), strlen(src0));
+	cr_assert_eq(kind_keys(T, "ORPHAN#"), 1);
+	cr_assert_eq(tree_read(T, NULL, a.ino, 0, sizeof(buf), buf, &got), 0);
+	cr_assert_eq(got, sizeof(buf));
+	cr_assert_eq(tree_getattr(T, NULL, b.ino, &b), -ENOENT);
+	assert_fsck_clean(T);
+	assert_fsck_clean(o);
+	free(src0);
+	free(d);
+}
+
 /* ---- cp -r -------------------------------------------------------------- */
 
 static void assert_disjoint_inos(struct tree *t, const char *a, struct tree *dt,
