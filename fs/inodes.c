@@ -309,6 +309,30 @@ out:
 	return rc;
 }
 
+/*
+ * After @e lost a lookup or an open: once it is not open, an orphan is due
+ * for reclaim (its number is returned, once: nothing can open it again,
+ * whatever lookups the kernel still holds), and once it has no lookup either
+ * an entry no child needs leaves the table. Returns 0 if nothing is due.
+ * Caller holds fs->lock.
+ */
+static uint64_t unused(struct fs *fs, struct inode *e)
+{
+	uint64_t reclaim = 0;
+
+	if (e->nopen)
+		return 0;
+	if ((e->flags & (INODE_ORPHAN | INODE_RECLAIMED)) == INODE_ORPHAN) {
+		e->flags |= INODE_RECLAIMED;
+		reclaim = e->ino;
+	}
+	if (!e->nlookup && !e->nchildren) {
+		detach(fs, e);
+		gc(fs, e);
+	}
+	return reclaim;
+}
+
 uint64_t itab_forget(struct fs *fs, uint64_t ino, uint64_t n)
 {
 	struct inode *e;
@@ -319,16 +343,7 @@ uint64_t itab_forget(struct fs *fs, uint64_t ino, uint64_t n)
 	if (!e || ino == TREE_ROOT_INO)
 		goto out;
 	e->nlookup = n > e->nlookup ? 0 : e->nlookup - n;
-	if (e->nlookup || e->nopen)
-		goto out;
-	if ((e->flags & (INODE_ORPHAN | INODE_RECLAIMED)) == INODE_ORPHAN) {
-		e->flags |= INODE_RECLAIMED;
-		reclaim = ino;
-	}
-	if (!e->nchildren) {
-		detach(fs, e);
-		gc(fs, e);
-	}
+	reclaim = unused(fs, e);
 out:
 	pthread_mutex_unlock(&fs->lock);
 	return reclaim;
@@ -358,16 +373,8 @@ uint64_t itab_close(struct fs *fs, uint64_t ino)
 	e = find(fs, ino);
 	if (!e || !e->nopen)
 		goto out;
-	if (--e->nopen)
-		goto out;
-	if ((e->flags & (INODE_ORPHAN | INODE_RECLAIMED)) == INODE_ORPHAN) {
-		e->flags |= INODE_RECLAIMED;
-		reclaim = ino;
-	}
-	if (!e->nlookup && !e->nchildren) {
-		detach(fs, e);
-		gc(fs, e);
-	}
+	e->nopen--;
+	reclaim = unused(fs, e);
 out:
 	pthread_mutex_unlock(&fs->lock);
 	return reclaim;
