@@ -12,7 +12,9 @@
  * ctime and nlink, the INODE record and content drops together. Namespace
  * changes hold t->ns_lock, then the stripes of every inode whose record they
  * rewrite (store_i.h); node values are re-read after the stripes are taken,
- * because attributes change under the stripe alone (setattr, write).
+ * because attributes change under the stripe alone (setattr, write). Create
+ * and unlink guess the parent folder's stripe from the folder the thread used
+ * last and so read the parent once (lock_nodes()).
  *
  * Limits: namespace changes of one drive are serialised by ns_lock (they are
  * short: a few point reads and one batch); renaming a non-empty folder goes to
@@ -114,6 +116,103 @@ static int node_exists(struct tree *t, const char *path)
 	return rc ? rc : 1;
 }
 
+/*
+ * The inode of the folder this thread last created or removed an entry in,
+ * as a hint. A node's value may change under its inode's stripe alone
+ * (setattr, write), so a read-modify-write must read it under that stripe;
+ * without a hint that is one read to learn the inode number and a second one
+ * under its stripe. With the hint the stripe is taken first and the node read
+ * once. It is only a guess: the node read under the stripe must carry the
+ * guessed number, else the right stripe is taken and the node read again
+ * (inode numbers are never reused, so a match is the same folder). Files are
+ * mostly created and removed many to a folder, so one entry per thread
+ * catches most; no lock, nothing to invalidate.
+ */
+static __thread struct {
+	const struct tree *t;
+	uint64_t hash; /* of the folder's path */
+	uint64_t ino;
+} dir_hint;
+
+static uint64_t path_hash(const char *p)
+{
+	uint64_t h = 14695981039346656037ull; /* FNV-1a */
+
+	for (; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	return h;
+}
+
+static uint64_t dir_hint_get(const struct tree *t, const char *dir)
+{
+	if (dir_hint.t == t && dir_hint.hash == path_hash(dir))
+		return dir_hint.ino;
+	return 0;
+}
+
+static void dir_hint_set(const struct tree *t, const char *dir, uint64_t ino)
+{
+	dir_hint.t = t;
+	dir_hint.hash = path_hash(dir);
+	dir_hint.ino = ino;
+}
+
+/*
+ * Reads the nodes at @p1 and @p2 (@p2 may be NULL; they differ) into @n1/@n2
+ * under the stripes of their inodes: locks the stripes of the guesses @g1/@g2
+ * (0: read the node first to learn it), reads both nodes and, if a node's
+ * inode is not the guess, unlocks and tries again with the inodes read. With
+ * t->ns_lock held the inodes at both paths stay put, so a second round always
+ * matches. On success the caller holds the stripes of n1->a.ino and
+ * n2->a.ino (0 if no @p2) and unlocks them with tree_unlock_inodes(); on an
+ * error nothing is held. Errors: -ENOENT, -EIO.
+ */
+static int lock_nodes(struct tree *t, const char *p1, struct node *n1,
+		      bool want_target1, uint64_t g1, const char *p2,
+		      struct node *n2, uint64_t g2)
+{
+	int rc;
+
+	/* a guess to learn: read that node unlocked */
+	if (!g1) {
+		rc = tree_get_node(t, p1, n1, false);
+		if (rc)
+			return rc;
+		g1 = n1->a.ino;
+		node_release(n1);
+	}
+	if (p2 && !g2) {
+		rc = tree_get_node(t, p2, n2, false);
+		if (rc)
+			return rc;
+		g2 = n2->a.ino;
+		node_release(n2);
+	}
+	for (;;) {
+		tree_lock_inodes(t, g1, g2, 0, 0);
+		rc = tree_get_node(t, p1, n1, want_target1);
+		if (rc == 0 && p2) {
+			rc = tree_get_node(t, p2, n2, false);
+			if (rc)
+				node_release(n1);
+		}
+		if (rc) {
+			tree_unlock_inodes(t, g1, g2, 0, 0);
+			return rc;
+		}
+		if (n1->a.ino == g1 && (!p2 || n2->a.ino == g2))
+			return 0;
+		/* a guess was wrong: lock what was read, read again */
+		tree_unlock_inodes(t, g1, g2, 0, 0);
+		g1 = n1->a.ino;
+		node_release(n1);
+		if (p2) {
+			g2 = n2->a.ino;
+			node_release(n2);
+		}
+	}
+}
+
 /* ---- shared helpers (store_i.h) ----------------------------------------- */
 
 void attr_ref_release(struct attr_ref *r)
@@ -176,6 +275,26 @@ void tree_batch_put_node(struct tree *t, struct kv_batch *b, const char *path,
 	sbuf_release(&v);
 }
 
+/* tree_batch_dir_touch() on folder node @n of @dir, already read under its
+ * stripe (n->a is updated). Errors: -ENOTDIR. */
+static int dir_touch_node(struct tree *t, struct kv_batch *b, const char *dir,
+			  struct node *n, int nlink_delta, int64_t now_ns)
+{
+	if (!S_ISDIR(n->a.mode))
+		return -ENOTDIR;
+	n->a.mtime_ns = now_ns;
+	n->a.ctime_ns = now_ns;
+	if (nlink_delta < 0 && n->a.nlink < (uint32_t)-nlink_delta + 2) {
+		plog(LOG_WARNING, "drive %s: %s: folder nlink %u too low",
+		     t->name, dir, n->a.nlink);
+		n->a.nlink = 2;
+	} else {
+		n->a.nlink = (uint32_t)((int64_t)n->a.nlink + nlink_delta);
+	}
+	tree_batch_put_node(t, b, dir, &n->a, NULL);
+	return 0;
+}
+
 int tree_batch_dir_touch(struct tree *t, struct kv_batch *b, const char *dir,
 			 int nlink_delta, int64_t now_ns)
 {
@@ -183,23 +302,8 @@ int tree_batch_dir_touch(struct tree *t, struct kv_batch *b, const char *dir,
 	int rc;
 
 	rc = tree_get_node(t, dir, &n, false);
-	if (rc)
-		goto out;
-	if (!S_ISDIR(n.a.mode)) {
-		rc = -ENOTDIR;
-		goto out;
-	}
-	n.a.mtime_ns = now_ns;
-	n.a.ctime_ns = now_ns;
-	if (nlink_delta < 0 && n.a.nlink < (uint32_t)-nlink_delta + 2) {
-		plog(LOG_WARNING, "drive %s: %s: folder nlink %u too low",
-		     t->name, dir, n.a.nlink);
-		n.a.nlink = 2;
-	} else {
-		n.a.nlink = (uint32_t)((int64_t)n.a.nlink + nlink_delta);
-	}
-	tree_batch_put_node(t, b, dir, &n.a, NULL);
-out:
+	if (rc == 0)
+		rc = dir_touch_node(t, b, dir, &n, nlink_delta, now_ns);
 	node_release(&n);
 	return rc;
 }
@@ -449,13 +553,17 @@ int tree_mknode(struct tree *t, const char *path, mode_t mode, uid_t uid,
 	parent_of(path, parent);
 	pthread_mutex_lock(&t->ns_lock);
 	ns = true;
-	rc = tree_get_node(t, parent, &pn, false);
+	/* the parent is read once, under its stripe (it is rewritten) */
+	rc = lock_nodes(t, parent, &pn, false, dir_hint_get(t, parent), NULL,
+			NULL, 0);
 	if (rc)
 		goto out;
+	st = true;
 	if (!S_ISDIR(pn.a.mode)) {
 		rc = -ENOTDIR;
 		goto out;
 	}
+	dir_hint_set(t, parent, pn.a.ino);
 	rc = node_exists(t, path);
 	if (rc) {
 		rc = rc > 0 ? -EEXIST : rc;
@@ -464,8 +572,6 @@ int tree_mknode(struct tree *t, const char *path, mode_t mode, uid_t uid,
 	rc = tree_alloc_ino(t, &a.ino);
 	if (rc)
 		goto out;
-	tree_lock_inodes(t, pn.a.ino, 0, 0, 0);
-	st = true;
 	now = tree_now_ns();
 	a.mode = type == S_IFLNK ? (S_IFLNK | 0777) : (type | (mode & 07777));
 	a.uid = uid;
@@ -475,7 +581,7 @@ int tree_mknode(struct tree *t, const char *path, mode_t mode, uid_t uid,
 	a.rdev = (S_ISCHR(type) || S_ISBLK(type)) ? rdev : 0;
 	a.atime_ns = a.mtime_ns = a.ctime_ns = now;
 	b = kv_batch_new();
-	rc = tree_batch_dir_touch(t, b, parent, S_ISDIR(type) ? 1 : 0, now);
+	rc = dir_touch_node(t, b, parent, &pn, S_ISDIR(type) ? 1 : 0, now);
 	if (rc)
 		goto out;
 	tree_batch_put_node(t, b, path, &a, target);
@@ -629,9 +735,14 @@ static int remove_node(struct tree *t, const char *path, bool dir,
 	parent_of(path, parent);
 	pthread_mutex_lock(&t->ns_lock);
 	ns = true;
-	rc = tree_get_node(t, path, &n, false);
+	/* both nodes are rewritten: read them under their stripes */
+	rc = lock_nodes(t, path, &n, true, 0, parent, &pn,
+			dir_hint_get(t, parent));
 	if (rc)
 		goto out;
+	st = true;
+	nino = n.a.ino;
+	dir_hint_set(t, parent, pn.a.ino);
 	if (!dir && S_ISDIR(n.a.mode)) {
 		rc = -EISDIR;
 		goto out;
@@ -647,21 +758,11 @@ static int remove_node(struct tree *t, const char *path, bool dir,
 			goto out;
 		}
 	}
-	rc = tree_get_node(t, parent, &pn, false);
-	if (rc)
-		goto out;
-	nino = n.a.ino;
-	tree_lock_inodes(t, nino, pn.a.ino, 0, 0);
-	st = true;
-	node_release(&n);
-	rc = tree_get_node(t, path, &n, true); /* fresh, under the stripe */
-	if (rc)
-		goto out;
 	now = tree_now_ns();
 	b = kv_batch_new();
 	rc = tree_batch_remove(t, b, path, &n, flags, orphan, now);
 	if (rc == 0)
-		rc = tree_batch_dir_touch(t, b, parent, dir ? -1 : 0, now);
+		rc = dir_touch_node(t, b, parent, &pn, dir ? -1 : 0, now);
 	if (rc == 0)
 		rc = tree_commit(t, b);
 	if (rc && orphan)

@@ -207,6 +207,111 @@ Test(tree, mkdir_rmdir_nlink_and_parent_times, .init = tu_setup,
 	fsck_clean();
 }
 
+/*
+ * Creates and unlinks guess the parent folder's inode from the last folder
+ * the thread used (tree.c's dir_hint): a folder replaced under the same name
+ * (new inode), by a file, or the same path on another drive must still get
+ * its own update, and the old folder none.
+ */
+Test(tree, parent_updates_follow_a_folder_replaced_under_its_name,
+     .init = tu_setup, .fini = tu_teardown)
+{
+	struct tree *t2;
+	struct tree_attr p0, q0, p1, a;
+
+	tu_mkdir(T, "/p");
+	cr_assert_eq(mk("/p/a", S_IFREG | 0644), 0);
+	cr_assert_eq(tree_rename(T, "/p", "/q", 0, NULL), 0);
+	tu_mkdir(T, "/p");
+	p0 = st("/p");
+	q0 = st("/q");
+	cr_assert_neq(p0.ino, q0.ino);
+	usleep(2000);
+	cr_assert_eq(mk("/p/b", S_IFDIR | 0755), 0);
+	p1 = st("/p");
+	cr_expect_gt(p1.mtime_ns, p0.mtime_ns);
+	cr_expect_eq(p1.nlink, 3);
+	cr_expect_eq(st("/q").mtime_ns, q0.mtime_ns);
+	cr_expect_eq(st("/q").nlink, 2);
+	/* unlink in the old folder, then in the new one */
+	cr_assert_eq(tree_unlink(T, "/q/a", 0, NULL), 0);
+	cr_expect_eq(st("/p").mtime_ns, p1.mtime_ns);
+	cr_assert_eq(tree_rmdir(T, "/p/b"), 0);
+	cr_expect_eq(st("/p").nlink, 2);
+	cr_expect_eq(st("/q").nlink, 2);
+	/* the same path on another drive is another folder */
+	cr_assert_eq(store_drive_create(tu_store, "other", 0, 0), 0);
+	cr_assert_eq(store_drive(tu_store, "other", &t2), 0);
+	cr_assert_eq(tree_mknode(t2, "/p", S_IFDIR | 0755, 0, 0, 0, NULL, &a),
+		     0);
+	cr_assert_eq(
+	    tree_mknode(t2, "/p/x", S_IFDIR | 0755, 0, 0, 0, NULL, NULL), 0);
+	cr_assert_eq(mk("/p/y", S_IFDIR | 0755), 0);
+	cr_assert_eq(tree_lookup(t2, "/p", &a), 0);
+	cr_expect_eq(a.nlink, 3);
+	cr_expect_eq(st("/p").nlink, 3);
+	cr_assert_eq(tree_rmdir(T, "/p/y"), 0);
+	/* the folder replaced by a file */
+	cr_assert_eq(tree_rmdir(T, "/p"), 0);
+	cr_assert_eq(mk("/p", S_IFREG | 0644), 0);
+	cr_expect_eq(mk("/p/z", S_IFREG | 0644), -ENOTDIR);
+	cr_expect_eq(tree_unlink(T, "/p/z", 0, NULL), -ENOENT);
+	cr_expect_eq(st("/p").size, 0);
+	fsck_clean();
+}
+
+struct chmod_worker {
+	int rounds;
+	mode_t last;
+};
+
+static void *chmod_worker(void *arg)
+{
+	struct chmod_worker *w = arg;
+	struct tree_attr in = {0};
+
+	for (int i = 0; i < w->rounds; i++) {
+		in.mode = 0700 | (mode_t)(i % 64);
+		if (tree_setattr(T, "/p", 0, &in, TREE_SET_MODE, NULL))
+			return (void *)1;
+		w->last = in.mode;
+	}
+	return NULL;
+}
+
+/*
+ * A folder's node is rewritten by every create and unlink in it (times,
+ * nlink) and by setattr under its inode's stripe alone: a create must read
+ * the folder under that stripe, or a chmod racing with it is lost.
+ */
+Test(tree, creates_do_not_lose_a_racing_chmod_of_the_folder, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	struct chmod_worker w = {.rounds = 8000};
+	pthread_t th;
+	void *res;
+	char path[64];
+
+	tu_mkdir(T, "/p");
+	tu_mkdir(T, "/other");
+	cr_assert_eq(pthread_create(&th, NULL, chmod_worker, &w), 0);
+	for (int i = 0; i < 1500; i++) {
+		snprintf(path, sizeof(path), "/p/d%04d", i);
+		cr_assert_eq(mk(path, S_IFDIR | 0755), 0);
+		snprintf(path, sizeof(path), "/other/f%04d", i);
+		cr_assert_eq(mk(path, S_IFREG | 0644), 0);
+		if (i % 3 == 0) {
+			snprintf(path, sizeof(path), "/p/d%04d", i);
+			cr_assert_eq(tree_rmdir(T, path), 0);
+		}
+	}
+	cr_assert_eq(pthread_join(th, &res), 0);
+	cr_assert_null(res);
+	cr_expect_eq(st("/p").mode & 07777, w.last);
+	cr_expect_eq(st("/p").nlink, 2 + 1000);
+	fsck_clean();
+}
+
 Test(tree, unlink_drops_content, .init = tu_setup, .fini = tu_teardown)
 {
 	struct tree_attr a;
