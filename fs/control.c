@@ -26,6 +26,10 @@
  *    on to its end (or its --max-items budget); only its output is lost;
  *  - control_stop() waits for running commands to finish.
  *  - a store path longer than sun_path is reached through /proc/self/fd.
+ *
+ * Inside the daemon it also registers the store's open check of the mounted
+ * drive (tree_set_open_check(), answered from the daemon's inode table), so
+ * that a branch delete run for pathfsctl keeps only open files as orphans.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -3,9 +3,17 @@
  * (cp -r, also to another drive) and move it (mv, also to another drive),
  * each budgeted and resumable by a token.
  *
- * rm -r walks the branch in post-order (children before their folder) with
- * one snapshot iterator and seeks: the next node after X is the deepest
- * first descendant of X's next sibling, or else X's parent. Non-folders are
+ * rm -r of a folder whose branch fits the budget and holds between 64 and
+ * 1M nodes reads the branch with one forward scan and deletes it in one
+ * atomic batch: one range delete of the subtree's keys, the folder's node,
+ * and the content and xattrs of the freed inodes (range deletes over runs of
+ * consecutive inode numbers); hard-link stubs and files that may be open go
+ * one by one first (see rm_fast()). A crash leaves all of it or none.
+ *
+ * Otherwise rm -r walks the branch in post-order (children before their
+ * folder) with one snapshot iterator and seeks: the next node after X is the
+ * deepest first descendant of X's next sibling, or else X's parent.
+ * Non-folders are
  * removed in batches (tree_batch_remove: content, xattrs, hard-link counts,
  * orphans with TREE_KEEP_ORPHAN); a folder is removed by tree_rmdir() after
  * the batch holding its children is committed, so it goes only once its
@@ -42,7 +50,10 @@
  * The crash hook of journal.c (PATHFS_CRASH_AFTER_BATCHES) counts the batches
  * of each call.
  *
- * Limits: a clone between drives of different block sizes is -EXDEV. Nodes
+ * Limits: a clone between drives of different block sizes is -EXDEV. The
+ * one-batch rm -r holds 24 bytes per node of the branch in memory and a
+ * batch of a point delete per content block of files whose inode numbers
+ * are not in long runs. Nodes
  * that change while an operation runs are the caller's to keep away (the
  * daemon's subtree lock). In-branch folders keep their mtime while their
  * files are removed (they are removed next). An undecodable node is left in
@@ -893,7 +904,7 @@ out:
  * ancestors).
  */
 #define RM_FAST_MIN 64
-#define RM_FAST_MAX (4u << 20)
+#define RM_FAST_MAX (1u << 20)
 #define RM_RUN_MIN  64
 
 struct rm_ent {

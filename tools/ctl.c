@@ -21,12 +21,14 @@
  *    valid UTF-8 as \u00NN (so such names do not round-trip through JSON);
  *  - a progress bar (stderr a terminal) runs a branch operation in slices of
  *    PROGRESS_SLICE items through its own resume tokens, after one extra
- *    subtree scan to learn the total;
+ *    subtree scan to learn the total; an rm -r without a budget that the
+ *    store does in one batch is not sliced (the bar shows its end only);
  *  - du counts each hard-linked inode's bytes once, with a hash set of the
  *    linked inodes it met (memory grows with their number only);
- *  - inside the daemon rm -r passes TREE_KEEP_ORPHAN, as ctl cannot ask
- *    which files are open: removed files become orphans, and the daemon's
- *    end hook frees those not open (the others at their last close);
+ *  - inside the daemon rm -r passes TREE_KEEP_ORPHAN: removed files that
+ *    are open become orphans (the store asks the daemon through the open
+ *    check fs/control.c registers, see tree_set_open_check()), freed at
+ *    their last close; the others are freed at once;
  *  - on a mounted drive, fsck and recover hold every request of the drive
  *    while they run (the daemon's begin/end hooks on "/").
  */
@@ -41,7 +43,10 @@
 
 #include "ctl.h"
 
-#define PROGRESS_SLICE	   2000
+#define PROGRESS_SLICE 2000
+/* An rm -r of up to this many nodes goes in one batch (store/cascade.c's
+ * RM_FAST_MAX + 1): the progress bar does not slice it. */
+#define RM_ONE_BATCH_MAX   (1u << 20)
 #define PROGRESS_REDRAW_NS 100000000LL /* 0.1 s */
 
 struct opts {
@@ -653,6 +658,7 @@ static int run_branch(struct ctx *x, struct branch_op *b, const char *label)
 	char *resume = NULL, *tok = NULL;
 	uint64_t budget = x->o.have_max ? x->o.max_items : 0;
 	int64_t t0 = now_ns();
+	uint64_t total;
 	bool sliced;
 	int rc = 0, status;
 	size_t i;
@@ -666,10 +672,14 @@ static int run_branch(struct ctx *x, struct branch_op *b, const char *label)
 	}
 	/* A move inside one drive is one journaled rename: nothing to slice. */
 	sliced = x->env->progress && !(!strcmp(b->op, "mv") && b->t == b->dt);
-	progress_init(&pg, x, label,
-		      sliced ? branch_count(b->t, b->src) *
-				   (!strcmp(b->op, "mv") ? 2 : 1)
-			     : 0);
+	total =
+	    sliced ? branch_count(b->t, b->src) * (!strcmp(b->op, "mv") ? 2 : 1)
+		   : 0;
+	/* Nor is an rm -r the store does in one batch: slices would walk. */
+	if (sliced && !strcmp(b->op, "rm") && !budget &&
+	    total <= RM_ONE_BATCH_MAX)
+		sliced = false;
+	progress_init(&pg, x, label, total);
 	for (;;) {
 		uint64_t max = budget, moved,
 			 done = acc.processed + acc.skipped + acc.failed;
