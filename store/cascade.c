@@ -1289,6 +1289,7 @@ struct clone {
 	bool checked;	     /* the first node of this call was checked */
 	struct walk *w;	     /* the walk over the source branch */
 	struct kv_iter *dit, *xit; /* the source's DATA# and XATTR# keys */
+	struct sbuf dlb, xlb;	   /* where dit and xit are (fwd_seek) */
 };
 
 static int clone_commit(struct clone *c)
@@ -1322,6 +1323,37 @@ static int clone_maybe_commit(struct clone *c)
 /* Copies the DATA blocks of @x (from block rec.blk) and then all xattrs to
  * inode @y. Batches committed on the way carry rec.ino/blk/aux so a resume
  * continues this file with the same @y. */
+static int keycmp(const char *a, size_t alen, const char *b, size_t blen)
+{
+	int d = memcmp(a, b, alen < blen ? alen : blen);
+
+	return d ? d : (alen > blen) - (alen < blen);
+}
+
+/*
+ * Positions @it at the first key >= @key. @lb says where @it is: at the
+ * first key >= lb (empty: unknown). When lb <= key <= the current key, it
+ * already is there and needs no seek: files cloned in inode order (a branch
+ * created in one go) find their keys with plain nexts.
+ */
+static void fwd_seek(struct kv_iter *it, struct sbuf *lb, const char *key,
+		     size_t klen)
+{
+	if (lb->len && keycmp(lb->buf, lb->len, key, klen) <= 0) {
+		size_t cl;
+
+		if (!kv_iter_valid(it)) {
+			if (kv_iter_status(it) == 0)
+				return; /* no key at or after lb */
+		} else if (keycmp(key, klen, kv_iter_key(it, &cl), cl) <= 0) {
+			return;
+		}
+	}
+	kv_iter_seek(it, key, klen);
+	sbuf_reset(lb);
+	sbuf_add(lb, key, klen);
+}
+
 static int clone_content(struct clone *c, uint64_t x, uint64_t y, bool data)
 {
 	struct sbuf k = {0}, xs = {0}, xp = {0};
@@ -1330,7 +1362,7 @@ static int clone_content(struct clone *c, uint64_t x, uint64_t y, bool data)
 	if (!data)
 		goto xattrs;
 	key_data(&k, c->t->name, x, c->rec.blk);
-	for (kv_iter_seek(c->dit, k.buf, k.len); kv_iter_valid(c->dit);
+	for (fwd_seek(c->dit, &c->dlb, k.buf, k.len); kv_iter_valid(c->dit);
 	     kv_iter_next(c->dit)) {
 		size_t klen, vlen;
 		const char *key = kv_iter_key(c->dit, &klen);
@@ -1358,10 +1390,14 @@ static int clone_content(struct clone *c, uint64_t x, uint64_t y, bool data)
 	rc = kv_iter_status(c->dit);
 	if (rc)
 		goto out;
+	/* past every key of x: at the first key >= DATA#x$ */
+	sbuf_reset(&k);
+	sbuf_reset(&c->dlb);
+	key_data_range(&k, &c->dlb, c->t->name, x, 0);
 xattrs:
 	key_xattr(&xs, c->t->name, x, "");
 	key_xattr(&xp, c->dt->name, y, "");
-	for (kv_iter_seek(c->xit, xs.buf, xs.len); kv_iter_valid(c->xit);
+	for (fwd_seek(c->xit, &c->xlb, xs.buf, xs.len); kv_iter_valid(c->xit);
 	     kv_iter_next(c->xit)) {
 		size_t klen, vlen;
 		const char *key = kv_iter_key(c->xit, &klen);
@@ -1375,7 +1411,16 @@ xattrs:
 		clone_add(c, k.buf, k.len, val, vlen);
 	}
 	rc = kv_iter_status(c->xit);
+	if (rc == 0) { /* past every xattr of x */
+		sbuf_reset(&k);
+		sbuf_reset(&c->xlb);
+		key_xattr_range(&k, &c->xlb, c->t->name, x);
+	}
 out:
+	if (rc) { /* the iterators' place is unknown */
+		sbuf_reset(&c->dlb);
+		sbuf_reset(&c->xlb);
+	}
 	sbuf_release(&k);
 	sbuf_release(&xs);
 	sbuf_release(&xp);
@@ -1693,6 +1738,8 @@ out:
 	kv_iter_free(c->dit);
 	kv_iter_free(c->xit);
 	c->dit = c->xit = NULL;
+	sbuf_release(&c->dlb);
+	sbuf_release(&c->xlb);
 	c->w = NULL;
 	walk_close(&w);
 	kv_batch_free(c->b);
