@@ -7,6 +7,7 @@
 # too; a crash leaves the branch whole (but for its hard links, removed one by
 # one first) or gone, with fsck clean, and a second run finishes it.
 source "$(dirname "$0")/lib.sh"
+sanitizer_logs
 
 C() { "$PATHFSCTL" -s "$STORE" "$@"; }
 quiet() { "$@" >/dev/null; }
@@ -120,4 +121,5 @@ done
 check "the source branch is intact" quiet C stat /r
 check "no orphans are left" test "$(kv_count "$O")" = 0
 
+sanitizer_clean
 finish
