@@ -27,9 +27,8 @@
  *  - control_stop() waits for running commands to finish.
  *  - a store path longer than sun_path is reached through /proc/self/fd.
  *
- * Inside the daemon it also registers the store's open check of the mounted
- * drive (tree_set_open_check(), answered from the daemon's inode table), so
- * that a branch delete run for pathfsctl keeps only open files as orphans.
+ * Inside the daemon, the store's open check of the mounted drive (fs/main.c
+ * registers it) makes a branch delete keep only open files as orphans.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -46,14 +45,6 @@
 
 #include "control.h"
 #include "log.h"
-
-/*
- * The daemon's inode table (fs/inodes.c): how many handles of an inode are
- * open. This file is also linked into pathfsctl, which has no inode table:
- * the reference is weak and NULL there.
- */
-struct fs;
-extern uint32_t itab_nopen(struct fs *fs, uint64_t ino) __attribute__((weak));
 
 #define CONTROL_MAGIC	   "PFSCTL1\n"
 #define CONTROL_MAGIC_LEN  8
@@ -177,32 +168,6 @@ static int send_frame(int fd, char type, const void *buf, size_t len)
 }
 
 /* ---- server ----------------------------------------------------------- */
-
-/* tree_set_open_check()'s question, answered from the daemon's inode table
- * (ctl_env.ctx is the daemon's struct fs, fs/main.c). Takes only the
- * table's own lock. */
-static bool daemon_is_open(void *ctx, uint64_t ino)
-{
-	return itab_nopen((struct fs *)ctx, ino) > 0;
-}
-
-/*
- * Inside the daemon (its hooks are set and the inode table is linked in),
- * tells the store which inodes of the mounted drive are open, so that a
- * branch delete keeps only those as orphans and frees the rest in its one
- * batch (the daemon's end hook still frees the orphans of files closed
- * meanwhile). @on false removes the check. Returns the drive or NULL.
- */
-static struct tree *open_check(const struct ctl_env *tmpl, bool on)
-{
-	struct tree *t = NULL;
-
-	if (!itab_nopen || !tmpl->begin || !tmpl->ctx || !tmpl->mounted_drive ||
-	    store_drive(tmpl->store, tmpl->mounted_drive, &t))
-		return NULL;
-	tree_set_open_check(t, on ? daemon_is_open : NULL, tmpl->ctx);
-	return t;
-}
 
 /* A FILE* stream that sends what is written as frames of one type. */
 struct conn_stream {
@@ -578,7 +543,6 @@ int control_start(struct control **out, const struct ctl_env *tmpl, uid_t owner)
 		rc = -errno;
 		goto out;
 	}
-	open_check(&c->tmpl, true);
 	rc = -pthread_create(&c->thread, NULL, accept_main, c);
 	if (rc)
 		goto out;
@@ -617,9 +581,6 @@ void control_stop(struct control *c)
 	while (c->running)
 		pthread_cond_wait(&c->idle, &c->lock);
 	pthread_mutex_unlock(&c->lock);
-	/* no command runs any more: the inode table may go after this */
-	if (c->tmpl.store)
-		open_check(&c->tmpl, false);
 	if (c->wake[0] >= 0)
 		close(c->wake[0]);
 	if (c->wake[1] >= 0)

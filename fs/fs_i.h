@@ -110,8 +110,6 @@ struct fs {
 	pthread_mutex_t ctl_mutex;
 	struct busy *ctl_busy;
 	uint64_t ctl_ino[2]; /* inodes at path and newpath before the command */
-	uint64_t *ctl_files; /* files of a branch a command may delete */
-	size_t ctl_nfiles, ctl_cap;
 };
 
 /* A path built for one request. */
@@ -153,6 +151,12 @@ int itab_open(struct fs *fs, uint64_t ino);
 uint64_t itab_close(struct fs *fs, uint64_t ino);
 /* Open count of @ino (0 if unknown). */
 uint32_t itab_nopen(struct fs *fs, uint64_t ino);
+/*
+ * tree_set_open_check()'s question for the mounted drive (@fs is the struct
+ * fs): is @ino open? Takes only fs->lock, so the store may ask it with its
+ * own locks held.
+ */
+bool itab_is_open(void *fs, uint64_t ino);
 
 /* Sets and clears INODE_* flags of @ino if it is in the table. */
 void itab_flags(struct fs *fs, uint64_t ino, unsigned set, unsigned clear);

@@ -267,8 +267,6 @@ void fs_release(struct fs *fs)
 		free(b);
 	}
 	fs->busy = NULL;
-	free(fs->ctl_files);
-	fs->ctl_files = NULL;
 }
 
 int itab_lookup(struct fs *fs, uint64_t ino, uint64_t parent, const char *name,
@@ -391,6 +389,11 @@ uint32_t itab_nopen(struct fs *fs, uint64_t ino)
 		n = e->nopen;
 	pthread_mutex_unlock(&fs->lock);
 	return n;
+}
+
+bool itab_is_open(void *fs, uint64_t ino)
+{
+	return itab_nopen(fs, ino) > 0;
 }
 
 void itab_flags(struct fs *fs, uint64_t ino, unsigned set, unsigned clear)

@@ -422,6 +422,8 @@ static int serve(struct options *o, struct fuse_args *args, const char *dir,
 		goto out;
 	}
 	inited = true;
+	/* branch deletes (pathfsctl rm -r, mv) keep only open files as orphans */
+	tree_set_open_check(t, itab_is_open, &fs);
 	fs.ro = o->ro;
 	/* -o sync: every write durable when it returns, not when flushed */
 	fs.writeback = o->writeback && !o->sync;
@@ -509,6 +511,8 @@ out:
 
 		if (src)
 			plog(LOG_ERR, "sync at unmount: %s", strerror(-src));
+		if (t)
+			tree_set_open_check(t, NULL, NULL);
 		store_close(s);
 	}
 	if (inited) {

@@ -1390,60 +1390,6 @@ static void inval_path(struct fs *fs, const char *path)
 	fuse_lowlevel_notify_inval_inode(fs->se, parent, 0, 0);
 }
 
-/*
- * Remembers the inode of every file of the branch at @path: a branch delete
- * run for the daemon (pathfsctl rm -r, or the delete half of a move across
- * drives) keeps each removed file as an orphan, as one may be open; after
- * it, fs_ctl_end() frees those that are not. Memory: 8 bytes per file.
- */
-static void collect_files(struct fs *fs, const char *path)
-{
-	struct tree_scan *sc = NULL;
-	struct tree_attr a;
-	const char *p;
-
-	fs->ctl_nfiles = 0;
-	if (!strcmp(path, "/") || tree_scan_open(&sc, fs->tree, path))
-		return;
-	while (tree_scan_next(sc, &p, &a) == 1) {
-		if (!a.ino || S_ISDIR(a.mode))
-			continue;
-		if (fs->ctl_nfiles == fs->ctl_cap) {
-			size_t cap = fs->ctl_cap ? fs->ctl_cap * 2 : 1024;
-			uint64_t *n = realloc(fs->ctl_files, cap * sizeof(*n));
-
-			if (!n)
-				break;
-			fs->ctl_files = n;
-			fs->ctl_cap = cap;
-		}
-		fs->ctl_files[fs->ctl_nfiles++] = a.ino;
-	}
-	tree_scan_free(sc);
-}
-
-/* Frees the orphans a branch delete left of files that are not open; the
- * open ones are freed at their last close. */
-static void reclaim_collected(struct fs *fs)
-{
-	size_t i;
-
-	for (i = 0; i < fs->ctl_nfiles; i++) {
-		uint64_t ino = fs->ctl_files[i];
-
-		if (itab_nopen(fs, ino))
-			itab_flags(fs, ino, INODE_ORPHAN, 0);
-		else
-			reclaim(fs, ino); /* -ENOENT: not an orphan, fine */
-	}
-	fs->ctl_nfiles = 0;
-	if (fs->ctl_cap > 65536) {
-		free(fs->ctl_files);
-		fs->ctl_files = NULL;
-		fs->ctl_cap = 0;
-	}
-}
-
 void fs_ctl_begin(void *ctx, struct tree *t, const char *path,
 		  const char *newpath)
 {
@@ -1462,8 +1408,6 @@ void fs_ctl_begin(void *ctx, struct tree *t, const char *path,
 	}
 	fs->ctl_ino[0] = ino_at(fs, path);
 	fs->ctl_ino[1] = ino_at(fs, newpath);
-	if (!newpath && fs->ctl_ino[0])
-		collect_files(fs, path);
 }
 
 void fs_ctl_end(void *ctx, struct tree *t, const char *path,
@@ -1484,6 +1428,12 @@ void fs_ctl_end(void *ctx, struct tree *t, const char *path,
 	    itab_attach_path(fs, dir, &parent) == 0) {
 		itab_move(fs, fs->ctl_ino[0], parent, name);
 	} else if (fs->ctl_ino[0] && after0 != fs->ctl_ino[0]) {
+		/*
+		 * The store kept the branch's open files as orphans (the open
+		 * check, see main.c) and freed the rest; the open ones are
+		 * freed at their last close from now on. One closed while the
+		 * command ran stays an orphan until the next mount reclaims it.
+		 */
 		itab_orphan_open_below(fs, fs->ctl_ino[0]);
 		itab_flags(fs, fs->ctl_ino[0], INODE_STALE, 0);
 	}
@@ -1493,7 +1443,6 @@ void fs_ctl_end(void *ctx, struct tree *t, const char *path,
 	}
 	fs_busy_end(fs, fs->ctl_busy);
 	fs->ctl_busy = NULL;
-	reclaim_collected(fs);
 inval:
 	if (t == fs->tree || newpath) {
 		inval_path(fs, path);
