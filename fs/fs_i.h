@@ -188,6 +188,13 @@ int itab_place_path(struct fs *fs, uint64_t ino, unsigned k, struct fs_path *p);
 void itab_orphan_open_below(struct fs *fs, uint64_t top);
 
 /*
+ * The hard-linked inodes in the table (INODE_LINKED), as a malloc'd array
+ * in *out (caller frees) of *n numbers: a branch command may have changed
+ * their link count through a name the kernel never saw. Errors: -ENOMEM.
+ */
+int itab_linked(struct fs *fs, uint64_t **out, size_t *n);
+
+/*
  * Makes sure every folder of @path ("/" or absolute) has a table entry,
  * asking the store for the ones missing; *ino gets the inode of @path.
  * Errors: those of tree_lookup(), -ENOMEM.

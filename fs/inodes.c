@@ -595,6 +595,41 @@ void itab_orphan_open_below(struct fs *fs, uint64_t top)
 	pthread_mutex_unlock(&fs->lock);
 }
 
+int itab_linked(struct fs *fs, uint64_t **out, size_t *n)
+{
+	struct inode *e;
+	uint64_t *v = NULL, *nv;
+	size_t i, cnt = 0, cap = 0;
+	int rc = 0;
+
+	pthread_mutex_lock(&fs->lock);
+	for (i = 0; i < fs->nbuckets && !rc; i++) {
+		for (e = fs->buckets[i]; e && !rc; e = e->next) {
+			if (!(e->flags & INODE_LINKED))
+				continue;
+			if (cnt == cap) {
+				cap = cap ? cap * 2 : 64;
+				nv = realloc(v, cap * sizeof(*v));
+				if (!nv) {
+					rc = -ENOMEM;
+					break;
+				}
+				v = nv;
+			}
+			v[cnt++] = e->ino;
+		}
+	}
+	pthread_mutex_unlock(&fs->lock);
+	if (rc) {
+		free(v);
+		v = NULL;
+		cnt = 0;
+	}
+	*out = v;
+	*n = cnt;
+	return rc;
+}
+
 /* Caller holds fs->lock. */
 static int build_path(struct fs *fs, uint64_t ino, const char *name,
 		      bool need_path, struct fs_path *p)

@@ -1390,6 +1390,23 @@ static void inval_path(struct fs *fs, const char *path)
 	fuse_lowlevel_notify_inval_inode(fs->se, parent, 0, 0);
 }
 
+/*
+ * Tells the kernel to forget the attributes of every hard-linked inode it
+ * knows: a branch command that removed or cloned one of its names changed its
+ * link count, also as seen through names outside the branch.
+ */
+static void inval_linked(struct fs *fs)
+{
+	uint64_t *v = NULL;
+	size_t i, n = 0;
+
+	if (!fs->se || itab_linked(fs, &v, &n))
+		return;
+	for (i = 0; i < n; i++)
+		fuse_lowlevel_notify_inval_inode(fs->se, v[i], -1, 0);
+	free(v);
+}
+
 void fs_ctl_begin(void *ctx, struct tree *t, const char *path,
 		  const char *newpath)
 {
@@ -1447,6 +1464,7 @@ inval:
 	if (t == fs->tree || newpath) {
 		inval_path(fs, path);
 		inval_path(fs, newpath);
+		inval_linked(fs);
 	}
 	pthread_mutex_unlock(&fs->ctl_mutex);
 }

@@ -66,10 +66,10 @@ same_file "mounted: files outside the branch are unchanged" \
 	"$T/out.before2" "$T/out.after2"
 check "mounted: the hard link from outside still reads" \
 	test "$(cat "$MNT/out/link-in")" = "plain 1"
-# (the store's count: the kernel may show the old one until its attribute
-# timeout, as the daemon invalidates only the removed branch)
 check "mounted: ... and its inode has one link left" \
 	bash -c "'$PATHFSCTL' -s '$STORE' stat /out/link-in | grep -q 'links: 1$'"
+check "mounted: ... which the mount shows too" \
+	test "$(stat -c %h "$MNT/out/link-in")" = 1
 check "mounted: fsck is clean" pfs_fsck
 
 # a move across drives keeps the source's open files as well
