@@ -66,13 +66,14 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "siphash.h"
 #include "store_i.h"
 
 #define OP_RM	      1
 #define OP_CP	      2
 #define OP_MV	      3
 #define TOKEN_VERSION 1
-#define SECRET_LEN    16
+#define SECRET_LEN    SIPHASH_KEY_LEN
 /* token flag: the delete walk has handled a node; the cursor names it */
 #define TOKEN_RM_STARTED 0x100
 
@@ -112,67 +113,6 @@ static void fail(struct tree_op_result *r, const char *path, const char *fmt,
 }
 
 /* ---- tokens ------------------------------------------------------------- */
-
-static uint64_t le64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
-#define ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
-#define SIPROUND                                                               \
-	do {                                                                   \
-		v0 += v1;                                                      \
-		v1 = ROTL(v1, 13);                                             \
-		v1 ^= v0;                                                      \
-		v0 = ROTL(v0, 32);                                             \
-		v2 += v3;                                                      \
-		v3 = ROTL(v3, 16);                                             \
-		v3 ^= v2;                                                      \
-		v0 += v3;                                                      \
-		v3 = ROTL(v3, 21);                                             \
-		v3 ^= v0;                                                      \
-		v2 += v1;                                                      \
-		v1 = ROTL(v1, 17);                                             \
-		v1 ^= v2;                                                      \
-		v2 = ROTL(v2, 32);                                             \
-	} while (0)
-
-/* SipHash-2-4 of @len bytes at @data under the 16-byte @key. */
-static uint64_t siphash(const uint8_t *key, const void *data, size_t len)
-{
-	uint64_t k0 = le64(key), k1 = le64(key + 8);
-	uint64_t v0 = 0x736f6d6570736575ULL ^ k0;
-	uint64_t v1 = 0x646f72616e646f6dULL ^ k1;
-	uint64_t v2 = 0x6c7967656e657261ULL ^ k0;
-	uint64_t v3 = 0x7465646279746573ULL ^ k1;
-	const uint8_t *p = data;
-	uint64_t m, b = (uint64_t)len << 56;
-	size_t i;
-
-	for (i = 0; i + 8 <= len; i += 8) {
-		m = le64(p + i);
-		v3 ^= m;
-		SIPROUND;
-		SIPROUND;
-		v0 ^= m;
-	}
-	for (size_t j = 0; j < (len & 7); j++)
-		b |= (uint64_t)p[i + j] << (8 * j);
-	v3 ^= b;
-	SIPROUND;
-	SIPROUND;
-	v0 ^= b;
-	v2 ^= 0xff;
-	SIPROUND;
-	SIPROUND;
-	SIPROUND;
-	SIPROUND;
-	return v0 ^ v1 ^ v2 ^ v3;
-}
 
 /* The drive's token secret, created on first use. */
 static int drive_secret(struct tree *t, uint8_t key[SECRET_LEN])
@@ -300,7 +240,7 @@ static int token_issue(struct tree *t, const struct token *k,
 	if (rc)
 		goto out;
 	token_payload(&p, k);
-	mac = siphash(key, p.buf, p.len);
+	mac = siphash24(key, p.buf, p.len);
 	for (int i = 0; i < 8; i++)
 		tag[i] = (uint8_t)(mac >> (8 * i));
 	sbuf_add(&p, tag, 8);
@@ -351,7 +291,7 @@ static int token_check(struct tree *t, const char *s, uint32_t op,
 		goto out;
 	for (int i = 0; i < 8; i++)
 		mac |= (uint64_t)(uint8_t)raw.buf[raw.len - 8 + i] << (8 * i);
-	if (siphash(key, raw.buf, raw.len - 8) != mac)
+	if (siphash24(key, raw.buf, raw.len - 8) != mac)
 		goto out;
 	p = raw.buf;
 	end = raw.buf + raw.len - 8;
@@ -1425,6 +1365,16 @@ out:
 	sbuf_release(&xs);
 	sbuf_release(&xp);
 	return rc;
+}
+
+/* A map value: the clone's inode number, 8 bytes little-endian. */
+static uint64_t le64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
 }
 
 /* The map key of source inode @x in the clone's temporary area. */
