@@ -3,7 +3,8 @@
 # with dd reads back with the same sha256 (also with odd block sizes, after
 # overwrites in the middle, and after a remount); 8 processes writing their own
 # files at once all read back intact; concurrent appends to one file lose no
-# size update; two drives of one store, mounted one after the other, never see
+# size update; shared writable mmap and exec of a program on the mount; two
+# drives of one store, mounted one after the other, never see
 # each other's files.
 source "$(dirname "$0")/lib.sh"
 sanitizer_logs
@@ -83,9 +84,35 @@ check "8 appenders: size is the sum of all records" test \
 check "  every record whole, 200 of each writer" test \
 	"$(sort "$MNT/par/appended" | uniq -c | awk '{print $1}' | sort -u)" = 200
 
+# ---- shared writable mmap and running a program from the mount ------------
+check "MAP_SHARED writes, msync, read back through read(2)" python3 -c '
+import mmap, os, sys
+p = sys.argv[1]
+with open(p, "wb") as f:
+    f.write(bytes(300000))
+fd = os.open(p, os.O_RDWR)
+m = mmap.mmap(fd, 300000)
+m[70000:70005] = b"hello"
+m[299990:] = b"0123456789"
+m.flush()
+m.close()
+os.close(fd)
+with open(p, "rb") as f:
+    d = f.read()
+assert len(d) == 300000 and d[70000:70005] == b"hello", d[70000:70005]
+assert d[299990:] == b"0123456789" and d.count(0) == 300000 - 15
+' "$MNT/par/mapped"
+cp /bin/true "$MNT/par/true"
+check "a program on the mount runs (exec maps it)" "$MNT/par/true"
+
 # ---- remount: byte for byte -------------------------------------------------
 pfs_umount
 pfs_mount
+check "after remount: the mmap writes are there" python3 -c '
+import sys
+d = open(sys.argv[1], "rb").read()
+assert d[70000:70005] == b"hello" and d[299990:] == b"0123456789"
+' "$MNT/par/mapped"
 check "after remount: 100 MiB sha256 matches" test "$(sha "$MNT/big")" = "$BIG_SHA"
 check "after remount: modified copy matches" test \
 	"$(sha "$MNT/big.odd")" = "$(sha "$T/big.mod")"
