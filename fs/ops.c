@@ -26,9 +26,7 @@
  *
  * Limits: no POSIX ACLs and no SELinux labels (EOPNOTSUPP, see
  * unsupported_xattr()); fallocate only extends (mode 0); no
- * copy_file_range or ioctl; readlink() of a hard-linked symlink needs one of
- * the names the daemon remembers for it (INODE_MAX_ALT and the first), so it
- * fails with ENOENT once all of those are gone while other links remain.
+ * copy_file_range or ioctl.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -352,11 +350,8 @@ static int fs_do_readlink(struct fs *fs, uint64_t ino, char **target)
 			rc = tree_readlink(fs->tree, p.path, target);
 		while (fs_retry(fs, rc, ino, NULL, &p));
 	} else {
-		unsigned k = 0; /* a hard-linked symlink: any of its names */
-
-		rc = known_path(fs, ino, &k, &p);
-		if (!rc)
-			rc = tree_readlink(fs->tree, p.path, target);
+		/* a hard-linked symlink: its INODE record holds the target */
+		rc = tree_readlink_ino(fs->tree, ino, target);
 	}
 	fs_leave(fs);
 out:

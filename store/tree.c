@@ -440,16 +440,22 @@ int tree_lookup(struct tree *t, const char *path, struct tree_attr *out)
 	return rc;
 }
 
-int tree_readlink(struct tree *t, const char *path, char **target)
+/* tree_readlink() and tree_readlink_ino(): @path, or inode @ino if NULL. */
+static int readlink_common(struct tree *t, const char *path, uint64_t ino,
+			   char **target)
 {
 	struct node n = {0};
 	int rc;
 
 	*target = NULL;
-	rc = path_check(path);
-	if (rc)
-		goto out;
-	rc = resolve(t, path, &n, true);
+	if (path) {
+		rc = path_check(path);
+		if (rc)
+			goto out;
+		rc = resolve(t, path, &n, true);
+	} else {
+		rc = load_inode(t, ino, &n);
+	}
 	if (rc)
 		goto out;
 	if (!S_ISLNK(n.a.mode) || !n.target) {
@@ -461,6 +467,16 @@ int tree_readlink(struct tree *t, const char *path, char **target)
 out:
 	node_release(&n);
 	return rc;
+}
+
+int tree_readlink(struct tree *t, const char *path, char **target)
+{
+	return readlink_common(t, path, 0, target);
+}
+
+int tree_readlink_ino(struct tree *t, uint64_t ino, char **target)
+{
+	return readlink_common(t, NULL, ino, target);
 }
 
 int tree_getattr(struct tree *t, const char *path, uint64_t ino,

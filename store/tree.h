@@ -158,6 +158,14 @@ int tree_lookup(struct tree *t, const char *path, struct tree_attr *out);
 int tree_readlink(struct tree *t, const char *path, char **target);
 
 /*
+ * As tree_readlink(), for a hard-linked symlink found by its number @ino
+ * (its INODE record holds the target): for callers that know the inode but
+ * not which of its names still exists. Errors: -ENOENT (no INODE record: not
+ * hard-linked), -EINVAL, -EIO.
+ */
+int tree_readlink_ino(struct tree *t, uint64_t ino, char **target);
+
+/*
  * Creates a node at @path: a folder, regular file, symlink (@target != NULL,
  * mode S_IFLNK|0777), FIFO, socket or device (@rdev). Allocates a new inode
  * number; times are now; folders get nlink 2, others 1. Updates the parent's

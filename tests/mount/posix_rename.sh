@@ -135,6 +135,15 @@ check "link from the oldest remaining name of a 14-link inode" \
 	ln "$MNT/h/b" "$MNT/h/z"
 check "  same inode and content, nlink 6" test "$(cat "$MNT/h/z")" = linked -a \
 	"$(stat -c '%i %h' "$MNT/h/z")" = "$(stat -c '%i' "$MNT/h/b") 6"
+# ... and readlink() of a hard-linked symlink once those names are gone
+# (the kernel's cached target dropped first, so the daemon is asked)
+ln -s the-target "$MNT/h/s"
+for i in $(seq 1 12); do ln -P "$MNT/h/s" "$MNT/h/s$i"; done
+rm "$MNT/h/s" "$MNT/h"/s{5..12}
+sync
+echo 1 >/proc/sys/vm/drop_caches
+check "readlink from the oldest remaining name of a 13-link symlink" \
+	test "$(readlink "$MNT/h/s1")" = the-target
 
 # ---- RENAME_NOREPLACE / RENAME_EXCHANGE ------------------------------------
 mkdir "$MNT/x"
