@@ -393,6 +393,16 @@ Test(tree, hard_links, .init = tu_setup, .fini = tu_teardown)
 	cr_expect_str_eq(p, "tgt");
 	free(p);
 	cr_expect_eq(st("/s").size, 3);
+	/* ... also by number, whichever names are left */
+	cr_assert_eq(tree_unlink(T, "/s", 0, NULL), 0);
+	cr_assert_eq(tree_readlink_ino(T, st("/s2").ino, &p), 0);
+	cr_expect_str_eq(p, "tgt");
+	free(p);
+	cr_assert_eq(tree_mknode(T, "/s3", S_IFLNK | 0777, 0, 0, 0, "x", &out),
+		     0);
+	cr_expect_eq(tree_readlink_ino(T, out.ino, &p), -ENOENT,
+		     "a symlink with one name has no INODE record");
+	cr_expect_eq(tree_readlink_ino(T, a.ino, &p), -ENOENT, "freed inode");
 	fsck_clean();
 }
 
