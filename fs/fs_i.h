@@ -46,14 +46,6 @@
 #define INODE_STALE	0x4 /* its path is gone: requests get ENOENT */
 #define INODE_RECLAIMED 0x8 /* orphan already reclaimed */
 
-/* Another name of a hard-linked inode (no reference on @parent). */
-struct place {
-	uint64_t parent;
-	char *name;
-};
-
-#define INODE_MAX_ALT 8
-
 struct inode {
 	uint64_t ino;
 	uint64_t parent; /* 0 when detached (root, stale) */
@@ -62,9 +54,6 @@ struct inode {
 	uint32_t nopen;
 	uint32_t nchildren; /* table entries whose parent this is */
 	unsigned flags;	    /* INODE_* */
-	/* other names a hard-linked inode was seen under, most recent last */
-	struct place *alt;
-	unsigned nalt;
 	struct inode *next; /* hash chain */
 };
 
@@ -166,22 +155,17 @@ void itab_flags(struct fs *fs, uint64_t ino, unsigned set, unsigned clear);
 void itab_move(struct fs *fs, uint64_t ino, uint64_t parent, const char *name);
 
 /*
- * Hard-linked inodes have several names; the table keeps the first one seen
- * (the entry's place) and up to INODE_MAX_ALT others, so that link() and
- * readlink(), which need some path of the inode, still find one after names
- * are removed or renamed.
- *
- * itab_unplace(): name @name in @parent no longer leads to @ino.
+ * A hard-linked inode has several names and is addressed by number; its
+ * entry keeps one of them as its place, which nothing needs to be right.
+ * itab_unplace(): name @name in @parent no longer leads to @ino (if that was
+ * its place, the entry is detached until a lookup gives it another).
  * itab_replace_place(): it now is @newname in @newparent (a rename).
- * itab_place_path(): builds the path of the @k-th known name of @ino (0 = its
- * place); -ENOENT when there is no such name.
  */
 void itab_unplace(struct fs *fs, uint64_t ino, uint64_t parent,
 		  const char *name);
 void itab_replace_place(struct fs *fs, uint64_t ino, uint64_t parent,
 			const char *name, uint64_t newparent,
 			const char *newname);
-int itab_place_path(struct fs *fs, uint64_t ino, unsigned k, struct fs_path *p);
 
 /* Marks every open inode below folder @top an orphan (addressed by number
  * from now on): a pathfsctl command deleted the branch. */

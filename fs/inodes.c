@@ -88,51 +88,9 @@ static struct inode *add(struct fs *fs, uint64_t ino)
 	return e;
 }
 
-static void free_alt(struct inode *e)
-{
-	unsigned i;
-
-	for (i = 0; i < e->nalt; i++)
-		free(e->alt[i].name);
-	free(e->alt);
-	e->alt = NULL;
-	e->nalt = 0;
-}
-
 static bool same_place(uint64_t p1, const char *n1, uint64_t p2, const char *n2)
 {
 	return p1 == p2 && n1 && n2 && !strcmp(n1, n2);
-}
-
-static void alt_del(struct inode *e, unsigned i)
-{
-	free(e->alt[i].name);
-	memmove(&e->alt[i], &e->alt[i + 1],
-		(e->nalt - i - 1) * sizeof(*e->alt));
-	e->nalt--;
-}
-
-/* Caller holds fs->lock. Remembers another name of @e (best effort). */
-static void alt_add(struct inode *e, uint64_t parent, const char *name)
-{
-	struct place *n;
-	unsigned i;
-
-	if (same_place(e->parent, e->name, parent, name))
-		return;
-	for (i = 0; i < e->nalt; i++)
-		if (same_place(e->alt[i].parent, e->alt[i].name, parent, name))
-			return;
-	if (e->nalt == INODE_MAX_ALT)
-		alt_del(e, 0);
-	n = realloc(e->alt, (e->nalt + 1) * sizeof(*n));
-	if (!n)
-		return;
-	e->alt = n;
-	n[e->nalt].parent = parent;
-	n[e->nalt].name = strdup(name);
-	if (n[e->nalt].name)
-		e->nalt++;
 }
 
 /* Caller holds fs->lock. Unlinks and frees @e, then its parent if that is
@@ -154,7 +112,6 @@ static void gc(struct fs *fs, struct inode *e)
 			if (parent)
 				parent->nchildren--;
 		}
-		free_alt(e);
 		free(e->name);
 		free(e);
 		e = parent;
@@ -251,7 +208,6 @@ void fs_release(struct fs *fs)
 	for (i = 0; i < fs->nbuckets; i++) {
 		for (e = fs->buckets[i]; e; e = next) {
 			next = e->next;
-			free_alt(e);
 			free(e->name);
 			free(e);
 		}
@@ -290,13 +246,11 @@ int itab_lookup(struct fs *fs, uint64_t ino, uint64_t parent, const char *name,
 	if (ino == TREE_ROOT_INO)
 		goto out;
 	/*
-	 * A hard-linked inode keeps the first place it was seen at (it is
-	 * addressed by number); anything else lives where the store found it.
+	 * A hard-linked inode keeps the place it has (it is addressed by
+	 * number); anything else lives where the store found it.
 	 */
-	if ((e->flags & INODE_LINKED) && e->parent) {
-		alt_add(e, parent, name);
+	if ((e->flags & INODE_LINKED) && e->parent)
 		goto out;
-	}
 	p = find(fs, parent);
 	if (!p)
 		goto out; /* the kernel never sends an unknown parent */
@@ -434,34 +388,12 @@ out:
 void itab_unplace(struct fs *fs, uint64_t ino, uint64_t parent,
 		  const char *name)
 {
-	struct inode *e, *p;
-	unsigned i;
+	struct inode *e;
 
 	pthread_mutex_lock(&fs->lock);
 	e = find(fs, ino);
-	if (!e)
-		goto out;
-	for (i = 0; i < e->nalt; i++) {
-		if (same_place(e->alt[i].parent, e->alt[i].name, parent,
-			       name)) {
-			alt_del(e, i);
-			goto out;
-		}
-	}
-	if (!same_place(e->parent, e->name, parent, name))
-		goto out;
-	/* its place is gone: another known name takes over */
-	while (e->nalt) {
-		struct place *a = &e->alt[e->nalt - 1];
-
-		p = find(fs, a->parent);
-		if (p && attach(fs, e, p, a->name) == 0) {
-			alt_del(e, e->nalt - 1);
-			break;
-		}
-		alt_del(e, e->nalt - 1);
-	}
-out:
+	if (e && same_place(e->parent, e->name, parent, name))
+		detach(fs, e);
 	pthread_mutex_unlock(&fs->lock);
 }
 
@@ -470,48 +402,14 @@ void itab_replace_place(struct fs *fs, uint64_t ino, uint64_t parent,
 			const char *newname)
 {
 	struct inode *e, *p;
-	unsigned i;
 
 	pthread_mutex_lock(&fs->lock);
 	e = find(fs, ino);
-	if (!e)
-		goto out;
-	for (i = 0; i < e->nalt; i++) {
-		if (same_place(e->alt[i].parent, e->alt[i].name, parent,
-			       name)) {
-			alt_del(e, i);
-			alt_add(e, newparent, newname);
-			goto out;
-		}
-	}
 	p = find(fs, newparent);
-	if (same_place(e->parent, e->name, parent, name) || !e->parent) {
-		if (p)
-			attach(fs, e, p, newname);
-	} else {
-		alt_add(e, newparent, newname);
-	}
-	fs->ns_gen++;
-out:
+	if (e && p &&
+	    (!e->parent || same_place(e->parent, e->name, parent, name)))
+		attach(fs, e, p, newname);
 	pthread_mutex_unlock(&fs->lock);
-}
-
-int itab_place_path(struct fs *fs, uint64_t ino, unsigned k, struct fs_path *p)
-{
-	struct inode *e;
-	int rc;
-
-	pthread_mutex_lock(&fs->lock);
-	e = find(fs, ino);
-	if (!e || (k && k > e->nalt))
-		rc = -ENOENT;
-	else if (!k)
-		rc = build_path(fs, ino, NULL, true, p);
-	else
-		rc = build_path(fs, e->alt[k - 1].parent, e->alt[k - 1].name,
-				true, p);
-	pthread_mutex_unlock(&fs->lock);
-	return rc;
 }
 
 int itab_attach_path(struct fs *fs, const char *path, uint64_t *ino)

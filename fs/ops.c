@@ -313,28 +313,21 @@ static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 }
 
 /*
- * Builds into @p the @k-th known path of @ino that still leads to it (a
- * hard-linked inode may have lost the name the table first knew it by).
- * Caller is inside fs_enter(). Errors: -ENOENT when no name is left.
+ * Builds into @p the path of @ino, an inode with one name (the table's
+ * place), and checks that it still leads there. Caller is inside fs_enter().
+ * Errors: -ENOENT, and those of tree_lookup().
  */
-static int known_path(struct fs *fs, uint64_t ino, unsigned *k,
-		      struct fs_path *p)
+static int place_path(struct fs *fs, uint64_t ino, struct fs_path *p)
 {
 	struct tree_attr a;
 	int rc;
 
-	for (;; (*k)++) {
-		rc = itab_place_path(fs, ino, *k, p);
-		if (rc == -ENOENT && *k == 0)
-			continue; /* a stale place: try the other names */
-		if (rc)
-			return -ENOENT;
+	rc = itab_path(fs, ino, NULL, true, p);
+	if (!rc)
 		rc = tree_lookup(fs->tree, p->path, &a);
-		if (!rc && a.ino == ino)
-			return 0;
-		if (rc && rc != -ENOENT && rc != -ENOTDIR)
-			return rc;
-	}
+	if (!rc && a.ino != ino)
+		rc = -ENOENT;
+	return rc == -ENOTDIR ? -ENOENT : rc;
 }
 
 static int fs_do_readlink(struct fs *fs, uint64_t ino, char **target)
@@ -479,7 +472,6 @@ static int fs_do_link(struct fs *fs, uint64_t ino, uint64_t newparent,
 		      const char *newname, struct tree_attr *a)
 {
 	struct fs_path *p1 = NULL, *p2 = NULL;
-	unsigned k = 0;
 	int rc;
 
 	if (fs->ro)
@@ -501,7 +493,7 @@ static int fs_do_link(struct fs *fs, uint64_t ino, uint64_t newparent,
 	 */
 	rc = tree_link_ino(fs->tree, ino, p2->path, a);
 	if (rc == -ENOENT) {
-		rc = known_path(fs, ino, &k, p1);
+		rc = place_path(fs, ino, p1);
 		if (!rc)
 			rc = tree_link(fs->tree, p1->path, p2->path, a);
 	}

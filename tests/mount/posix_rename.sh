@@ -124,8 +124,8 @@ check "rename over another link of the same inode is a no-op" \
 	"$R2" none "$MNT/r/target" "$MNT/r/target.2"
 check "  both links still there, nlink 2" test -e "$MNT/r/target" -a \
 	"$(stat -c %h "$MNT/r/target.2")" = 2
-# the daemon remembers a few names of a hard-linked inode; link() from a
-# name it forgot, after every name it remembers is gone, still works
+# link() from a hard-linked inode after most of its names, the first one
+# the daemon saw among them, are gone (it goes by the inode number)
 mkdir "$MNT/h"
 echo linked >"$MNT/h/a"
 ln "$MNT/h/a" "$MNT/h/b"
