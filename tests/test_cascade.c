@@ -164,34 +164,6 @@ Test(cascade, rm_r_errors_file_and_root, .init = tu_setup, .fini = tu_teardown)
 	assert_fsck_clean(T);
 }
 
-Test(cascade, rm_r_in_slices_equals_one_shot, .init = tu_setup,
-     .fini = tu_teardown)
-{
-	static const uint64_t maxes[] = {1, 5, 13};
-
-	for (int i = 0; i < 3; i++) {
-		char *outside, *outside2;
-		uint64_t processed;
-		size_t nodes;
-		int calls;
-
-		tu_teardown();
-		tu_setup();
-		nodes = setup_branch(4, 0, 25);
-		outside = snap_outside(T, "/docs", NULL);
-		calls = slices(RM, T, "/docs", NULL, NULL, maxes[i], &processed,
-			       true);
-		cr_assert_eq(processed, nodes);
-		cr_assert_eq(calls, ceil_div(nodes, maxes[i]));
-		assert_gone(T, "/docs");
-		outside2 = snap_outside(T, "/docs", NULL);
-		cr_assert_str_eq(outside2, outside, "max %llu",
-				 (unsigned long long)maxes[i]);
-		free(outside);
-		free(outside2);
-	}
-}
-
 /*
  * In a child: runs @op once with budget @first (its token goes to the parent
  * through a pipe), then resumes it with PATHFS_CRASH_AFTER_BATCHES=@n until
@@ -389,11 +361,15 @@ Test(cascade, rm_r_large_branch_one_shot, .init = tu_setup, .fini = tu_teardown)
 	free(outside2);
 }
 
-Test(cascade, rm_r_large_branch_in_slices_equals_one_shot, .init = tu_setup,
-     .fini = tu_teardown)
+/*
+ * rm -r of /docs in slices of each budget of @maxes[0..2], each on a fresh
+ * store with the small (setup_branch) or the large (setup_big_branch, which
+ * has a hard link from /outside-link) branch: every node processed once, one
+ * call per slice, the branch gone and nothing outside it changed.
+ */
+static void rm_in_slices(bool big, const uint64_t maxes[3])
 {
-	/* the last slices fit and go in one batch, the first ones walk */
-	static const uint64_t maxes[] = {50, 100, 170};
+	const char *link = big ? "/outside-link" : NULL;
 
 	for (int i = 0; i < 3; i++) {
 		char *outside, *outside2;
@@ -403,19 +379,36 @@ Test(cascade, rm_r_large_branch_in_slices_equals_one_shot, .init = tu_setup,
 
 		tu_teardown();
 		tu_setup();
-		nodes = setup_big_branch(4);
-		outside = snap_outside(T, "/docs", "/outside-link");
+		nodes = big ? setup_big_branch(4) : setup_branch(4, 0, 25);
+		outside = snap_outside(T, "/docs", link);
 		calls = slices(RM, T, "/docs", NULL, NULL, maxes[i], &processed,
 			       true);
 		cr_assert_eq(processed, nodes);
 		cr_assert_eq(calls, ceil_div(nodes, maxes[i]));
 		assert_gone(T, "/docs");
-		outside2 = snap_outside(T, "/docs", "/outside-link");
+		outside2 = snap_outside(T, "/docs", link);
 		cr_assert_str_eq(outside2, outside, "max %llu",
 				 (unsigned long long)maxes[i]);
 		free(outside);
 		free(outside2);
 	}
+}
+
+Test(cascade, rm_r_in_slices_equals_one_shot, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	static const uint64_t maxes[] = {1, 5, 13};
+
+	rm_in_slices(false, maxes);
+}
+
+Test(cascade, rm_r_large_branch_in_slices_equals_one_shot, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	/* the last slices fit and go in one batch, the first ones walk */
+	static const uint64_t maxes[] = {50, 100, 170};
+
+	rm_in_slices(true, maxes);
 }
 
 /*
