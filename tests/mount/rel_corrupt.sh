@@ -45,18 +45,18 @@ check "a log line names the damaged node" grep -q "bad-node" "$DLOG"
 check "a log line names the damaged block (inode $inohex)" \
 	grep -Eqi "$inohex|ino(de)? *$ino\b" "$DLOG"
 
-rc=0
-out=$(timeout 120 "$PATHFSCTL" -s "$STORE" fsck 2>&1) || rc=$?
-check "fsck through the daemon exits 1" [ "$rc" -eq 1 ]
-check "fsck (mounted) reports the damaged node" grep -q "bad-node" <<<"$out"
-check "fsck (mounted) reports the damaged block" \
-	grep -Eqi "$inohex|bad-block|ino(de)? *$ino\b" <<<"$out"
+# fsck_finds HOW WHERE: pathfsctl fsck (HOW: through the daemon, of the
+# unmounted store) exits 1 and names the damaged node and block; keeps $out
+fsck_finds() {
+	local rc=0
+	out=$(timeout 120 "$PATHFSCTL" -s "$STORE" fsck 2>&1) || rc=$?
+	check "fsck $1 exits 1" [ "$rc" -eq 1 ]
+	check "fsck ($2) reports the damaged node" grep -q "bad-node" <<<"$out"
+	check "fsck ($2) reports the damaged block" \
+		grep -Eqi "$inohex|bad-block|ino(de)? *$ino\b" <<<"$out"
+}
+fsck_finds "through the daemon" mounted
 rel_umount_fg
-rc=0
-out=$(timeout 120 "$PATHFSCTL" -s "$STORE" fsck 2>&1) || rc=$?
-check "fsck of the unmounted store exits 1" [ "$rc" -eq 1 ]
-check "fsck (unmounted) reports the damaged node" grep -q "bad-node" <<<"$out"
-check "fsck (unmounted) reports the damaged block" \
-	grep -Eqi "$inohex|bad-block|ino(de)? *$ino\b" <<<"$out"
+fsck_finds "of the unmounted store" unmounted
 [ "$FAILS" -eq 0 ] || { echo "--- fsck said:"; echo "$out"; echo "--- daemon log:"; cat "$DLOG"; } >&2
 rel_finish
