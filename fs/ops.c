@@ -63,14 +63,6 @@ struct fh {
 	bool atime_done; /* atime considered once per open (relatime) */
 };
 
-/*
- * One open folder: where the listing stands. Offsets: 1 ".", 2 "..", then
- * 3, 4, ... for the children in name order. The kernel asks for the entries
- * after the last one it consumed, which is in the last reply (or is the last
- * entry of the one before, if nothing of the last fitted its buffer): both
- * are kept, so a listing resumes by name and never repeats or skips an entry
- * even while entries are added or removed.
- */
 static struct fs *req_fs(fuse_req_t req)
 {
 	return fuse_req_userdata(req);
