@@ -619,15 +619,28 @@ static int rm_flush(struct tree *t, struct kv_batch *b, size_t *n,
 }
 
 /*
- * Removes the branch at @path in post-order, starting after @cursor (a path
- * relative to @path; NULL: from the start), at most @budget nodes (0: no
- * limit; *used counts them). On return *done tells whether the branch is
- * finished; if not, @cursor holds where to go on.
+ * Counts the result @rc of a tree_unlink() or tree_rmdir() of one node of
+ * the branch: removed (0), or already gone (-ENOENT, by an earlier call, also
+ * 0 then). Returns any other error.
  */
+static int rm_counted(int rc, struct tree_op_result *r, uint64_t *used,
+		      struct journal_hook *h)
+{
+	if (rc == 0) {
+		r->processed++;
+		(*used)++;
+		journal_hook_batch(h);
+	} else if (rc == -ENOENT) {
+		r->skipped++;
+		rc = 0;
+	}
+	return rc;
+}
+
 /*
  * Adds to @b the removal of plain file or symlink/FIFO node @np at @path
- * whose inode has no other link: the node, its blocks (point deletes from
- * its size, one range delete for a big file) and its xattrs (found with
+ * whose inode has no other link: the node, its blocks
+ * (tree_batch_drop_blocks()) and its xattrs (found with
  * @xit, a snapshot iterator over the drive's XATTR# keys). This is
  * tree_batch_remove()'s last-link case without its two iterators per file,
  * which dominate an rm -r of many small files; only for a branch no one
@@ -637,25 +650,13 @@ static int rm_flush(struct tree *t, struct kv_batch *b, size_t *n,
 static void rm_plain(struct tree *t, struct kv_batch *b, const char *path,
 		     const struct node *np, struct kv_iter *xit)
 {
-	struct sbuf k = {0}, hi = {0};
+	struct sbuf k = {0};
 	uint64_t ino = np->a.ino;
-	uint64_t nblk = S_ISREG(np->a.mode)
-			    ? (np->a.size + t->block_size - 1) / t->block_size
-			    : 0;
 
 	key_node(&k, t->name, path);
 	kv_batch_delete(b, k.buf, k.len);
-	if (nblk > 16) {
-		sbuf_reset(&k);
-		key_data_range(&k, &hi, t->name, ino, 0);
-		kv_batch_delete_range(b, k.buf, k.len, hi.buf, hi.len);
-	} else {
-		for (uint64_t i = 0; i < nblk; i++) {
-			sbuf_reset(&k);
-			key_data(&k, t->name, ino, i);
-			kv_batch_delete(b, k.buf, k.len);
-		}
-	}
+	if (S_ISREG(np->a.mode))
+		tree_batch_drop_blocks(t, b, ino, np->a.size);
 	sbuf_reset(&k);
 	key_xattr(&k, t->name, ino, "");
 	for (kv_iter_seek(xit, k.buf, k.len); kv_iter_valid(xit);
@@ -668,9 +669,14 @@ static void rm_plain(struct tree *t, struct kv_batch *b, const char *path,
 		kv_batch_delete(b, key, klen);
 	}
 	sbuf_release(&k);
-	sbuf_release(&hi);
 }
 
+/*
+ * Removes the branch at @path in post-order, starting after @cursor (a path
+ * relative to @path; NULL: from the start), at most @budget nodes (0: no
+ * limit; *used counts them). On return *done tells whether the branch is
+ * finished; if not, @cursor holds where to go on.
+ */
 static int rm_run(struct tree *t, const char *path, struct sbuf *cursor,
 		  bool *started, uint64_t budget, uint64_t *used,
 		  unsigned flags, struct tree_op_result *r,
@@ -746,17 +752,11 @@ static int rm_run(struct tree *t, const char *path, struct sbuf *cursor,
 				 : tree_unlink(t, p.buf,
 					       keep ? TREE_KEEP_ORPHAN : 0,
 					       NULL);
-			if (rc == 0) {
-				r->processed++;
-				(*used)++;
-				journal_hook_batch(h);
-			} else if (rc == -ENOENT) {
-				r->skipped++;
-			} else if (rc == -ENOTEMPTY || rc == -EIO) {
+			rc = rm_counted(rc, r, used, h);
+			if (rc == -ENOTEMPTY || rc == -EIO)
 				fail(r, p.buf, "%s", strerror(-rc));
-			} else {
+			else if (rc)
 				goto out_node;
-			}
 			rc = 0;
 		} else if (last) {
 			rc = rm_flush(t, b, &n, h);
@@ -1067,17 +1067,13 @@ static int rm_fast(struct tree *t, const char *path, uint64_t budget,
 	for (const char *p = s.special.buf; s.nspecial; s.nspecial--) {
 		bool keep = *p++ == 'k';
 
-		rc = tree_unlink(t, p, keep ? TREE_KEEP_ORPHAN : 0, NULL);
-		if (rc == 0) {
-			r->processed++;
-			(*used)++;
-			journal_hook_batch(h);
-		} else if (rc == -ENOENT) {
-			r->skipped++;
-		} else if (rc == -EIO || rc == -EISDIR || rc == -ENOTDIR) {
+		rc = rm_counted(
+		    tree_unlink(t, p, keep ? TREE_KEEP_ORPHAN : 0, NULL), r,
+		    used, h);
+		if (rc == -EIO || rc == -EISDIR || rc == -ENOTDIR) {
 			rc = 0; /* the walk reports it */
 			goto out;
-		} else {
+		} else if (rc) {
 			goto out;
 		}
 		p += strlen(p) + 1;

@@ -72,12 +72,11 @@ out:
 	return rc;
 }
 
-int tree_drop_file_content(struct tree *t, struct kv_batch *b, uint64_t ino,
-			   uint64_t size)
+void tree_batch_drop_blocks(struct tree *t, struct kv_batch *b, uint64_t ino,
+			    uint64_t size)
 {
 	struct sbuf lo = {0}, hi = {0};
 	uint64_t bs = t->block_size, nblk = size / bs + (size % bs != 0);
-	int rc;
 
 	/* no stored byte lies at or past the size: the blocks are known */
 	if (nblk > DROP_POINT_MAX) {
@@ -90,8 +89,17 @@ int tree_drop_file_content(struct tree *t, struct kv_batch *b, uint64_t ino,
 			kv_batch_delete(b, lo.buf, lo.len);
 		}
 	}
-	sbuf_reset(&lo);
-	sbuf_reset(&hi);
+	sbuf_release(&lo);
+	sbuf_release(&hi);
+}
+
+int tree_drop_file_content(struct tree *t, struct kv_batch *b, uint64_t ino,
+			   uint64_t size)
+{
+	struct sbuf lo = {0}, hi = {0};
+	int rc;
+
+	tree_batch_drop_blocks(t, b, ino, size);
 	key_xattr_range(&lo, &hi, t->name, ino);
 	rc = tree_batch_drop_range(t, b, lo.buf, lo.len, hi.buf, hi.len);
 	sbuf_release(&lo);

@@ -126,6 +126,9 @@ int tree_drop_inode_content(struct tree *t, struct kv_batch *b, uint64_t ino);
  * by content.c's invariant its blocks are 0 .. ceil(size / block size) - 1
  * (point deletes, or one range delete for many). A block that breaks the
  * invariant (past the end) is left behind; fsck reports and drops it. */
+/* Only the blocks of that: the DATA keys of a regular file of @size bytes. */
+void tree_batch_drop_blocks(struct tree *t, struct kv_batch *b, uint64_t ino,
+			    uint64_t size);
 int tree_drop_file_content(struct tree *t, struct kv_batch *b, uint64_t ino,
 			   uint64_t size);
 
