@@ -40,6 +40,7 @@
 #include "control.h"
 #include "fs_i.h"
 #include "log.h"
+#include "stats.h"
 
 struct options {
 	char *drive;
@@ -404,12 +405,18 @@ static int serve(struct options *o, struct fuse_args *args, const char *dir,
 	struct tree *t = NULL;
 	struct fuse_session *se = NULL;
 	struct fuse_loop_config *cfg = NULL;
+	struct fuse_lowlevel_ops ops;
 	struct control *ctl = NULL;
 	struct ctl_env env;
 	struct fs fs;
 	bool mounted = false, handlers = false, inited = false;
 	int rc;
 
+	/* first: every thread made later must block SIGUSR1 (stats.h) */
+	rc = stats_signal_start();
+	if (rc)
+		plog(LOG_WARNING, "no statistics on SIGUSR1: %s",
+		     strerror(-rc));
 	rc = open_store(dir, exists, o, &s);
 	if (rc)
 		goto out;
@@ -431,7 +438,9 @@ static int serve(struct options *o, struct fuse_args *args, const char *dir,
 	fs.debug = o->debug;
 	if (o->timeout > 0)
 		fs.timeout = o->timeout;
-	se = fuse_session_new(args, &fs_ops, sizeof(fs_ops), &fs);
+	/* every request counted and timed (pathfsctl stats, SIGUSR1) */
+	stats_wrap(&ops, &fs_ops);
+	se = fuse_session_new(args, &ops, sizeof(ops), &fs);
 	if (!se) {
 		fail("cannot start a FUSE session (bad option?)");
 		rc = -EINVAL;
@@ -458,6 +467,7 @@ static int serve(struct options *o, struct fuse_args *args, const char *dir,
 	env.begin = fs_ctl_begin;
 	env.end = fs_ctl_end;
 	env.ctx = &fs;
+	env.stats = stats_ctl;
 	rc = control_start(&ctl, &env, getuid());
 	if (rc) {
 		plog(LOG_WARNING,
@@ -519,6 +529,7 @@ out:
 		fs_release(&fs);
 		plog(LOG_INFO, "unmounted %s", mnt);
 	}
+	stats_signal_stop();
 	return rc;
 }
 

@@ -1,6 +1,6 @@
 /*
  * ctl.c - pathfsctl's commands: drives, mkdrive, rmdrive, ls, stat, tree, du,
- * fsck, recover, rm -r, cp -r, mv.
+ * fsck, recover, rm -r, cp -r, mv, stats.
  *
  * The same code runs in the pathfsctl process on an unmounted store and inside
  * the daemon (fs/control.c) on a mounted one, so it is reentrant: no getopt,
@@ -50,7 +50,7 @@
 #define PROGRESS_REDRAW_NS 100000000LL /* 0.1 s */
 
 struct opts {
-	bool help, json, recursive, repair, all;
+	bool help, json, recursive, repair, all, reset;
 	bool have_max;
 	uint64_t max_items;
 	const char *resume;
@@ -68,6 +68,7 @@ struct opts {
 #define O_ALL	 0x10
 #define O_DEPTH	 0x20
 #define O_OWNER	 0x40
+#define O_RESET	 0x80
 
 struct ctx {
 	struct ctl_env *env;
@@ -1604,6 +1605,20 @@ static int cmd_mv(struct ctx *x)
 	return cmd_cp_mv(x, "mv");
 }
 
+/* The daemon's per-request statistics (fs/stats.c): only a mounted store
+ * has them. */
+static int cmd_stats(struct ctx *x)
+{
+	if (!x->env->stats) {
+		fputs("pathfsctl: stats: the store is not mounted (request "
+		      "statistics live in the daemon)\n",
+		      x->err);
+		return CTL_FAILED;
+	}
+	x->env->stats(x->out, x->o.json, x->o.reset);
+	return CTL_OK;
+}
+
 static int cmd_help(struct ctx *x);
 
 static const struct cmd cmds[] = {
@@ -1635,6 +1650,9 @@ static const struct cmd cmds[] = {
     {"mv", cmd_mv, O_BUDGET | O_JSON, 2, 2,
      "mv [--max-items N] [--resume TOKEN] [--json] SRC [DRIVE:]DST",
      "move a branch (journaled rename; across drives clone + delete)"},
+    {"stats", cmd_stats, O_JSON | O_RESET, 0, 0, "stats [--json] [--reset]",
+     "the daemon's request counts and latencies per FUSE opcode (mounted "
+     "only)"},
     {"help", cmd_help, 0, 0, 1, "help [COMMAND]", "show help"},
 };
 
@@ -1662,6 +1680,8 @@ static void cmd_usage(FILE *f, const struct cmd *c)
 		      f);
 	if (c->opts & O_JSON)
 		fputs("  --json         machine-readable output\n", f);
+	if (c->opts & O_RESET)
+		fputs("  --reset        start counting again from zero\n", f);
 	if (c->opts & O_REPAIR)
 		fputs("  --repair       fix what can be fixed safely\n"
 		      "  --all          every drive of the store\n",
@@ -1756,6 +1776,9 @@ static int parse_opts(struct ctx *x, int argc, char **argv)
 		} else if (!strcmp(name, "--repair") && (allow & O_REPAIR) &&
 			   !eq) {
 			o->repair = true;
+		} else if (!strcmp(name, "--reset") && (allow & O_RESET) &&
+			   !eq) {
+			o->reset = true;
 		} else if (!strcmp(name, "--all") && (allow & O_ALL) && !eq) {
 			o->all = true;
 		} else if (!strcmp(name, "--recursive") && (allow & O_R) &&

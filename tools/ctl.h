@@ -42,6 +42,12 @@ struct ctl_env {
 	void (*end)(void *ctx, struct tree *t, const char *path,
 		    const char *newpath);
 	void *ctx;
+	/*
+	 * Inside the daemon: writes its request statistics to @out (a table,
+	 * or JSON when @json), then zeroes them if @reset (`pathfsctl
+	 * stats`). NULL outside the daemon: there are none to show.
+	 */
+	void (*stats)(FILE *out, bool json, bool reset);
 };
 
 /* Runs one command line (argv[0] is the command name, e.g. "du"); returns

@@ -1,0 +1,47 @@
+/*
+ * stats.h - per-request statistics of the pathfs daemon: how many requests of
+ * each FUSE opcode it answered and how long each took (a log2 histogram).
+ *
+ * `pathfsctl stats` prints them from a mounted store (tools/ctl.c, through
+ * the control socket); SIGUSR1 writes them to the daemon's log.
+ */
+#ifndef PATHFS_STATS_H
+#define PATHFS_STATS_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "fs_i.h"
+
+/*
+ * Fills @out with @in, each operation wrapped so that it is counted and
+ * timed (from the call until it returns, which includes the reply: every
+ * operation of fs_ops replies before returning). FLUSH, ACCESS and
+ * RELEASEDIR are wrapped even when @in has none, answered as libfuse
+ * answers them then, so they are counted too. @in must outlive the session.
+ */
+void stats_wrap(struct fuse_lowlevel_ops *out,
+		const struct fuse_lowlevel_ops *in);
+
+/* Writes the statistics to @f: a table, or one JSON object when @json.
+ * Opcodes never seen are left out. */
+void stats_print(FILE *f, bool json);
+
+/* Starts counting again from zero (counts of requests in flight may land
+ * on either side). */
+void stats_reset(void);
+
+/* ctl_env.stats: prints (stats_print()), then resets if @reset. */
+void stats_ctl(FILE *out, bool json, bool reset);
+
+/*
+ * Starts the thread that logs the statistics on SIGUSR1, and blocks SIGUSR1
+ * in the calling thread: call it before any other thread is made (they
+ * inherit the mask, so the signal always reaches the logging thread).
+ * Errors: -errno of pthread_sigmask / pthread_create.
+ */
+int stats_signal_start(void);
+/* Stops that thread. Safe if it never started. */
+void stats_signal_stop(void);
+
+#endif
