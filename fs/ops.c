@@ -79,7 +79,7 @@ static void fill_entry(struct fs *fs, const struct tree_attr *a,
 	memset(e, 0, sizeof(*e));
 	e->ino = a->ino;
 	e->generation = 1;
-	tree_attr_to_stat(a, &e->attr);
+	tree_attr_to_stat(fs->tree, a, &e->attr);
 	e->attr.st_ino = a->ino;
 	e->attr_timeout = fs->timeout;
 	e->entry_timeout = fs->timeout;
@@ -219,7 +219,7 @@ static void fs_getattr(fuse_req_t req, fuse_ino_t ino,
 		reply_err(req, rc);
 		return;
 	}
-	tree_attr_to_stat(&a, &st);
+	tree_attr_to_stat(fs->tree, &a, &st);
 	st.st_ino = ino;
 	fuse_reply_attr(req, &st, fs->timeout);
 }
@@ -299,7 +299,7 @@ static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		reply_err(req, rc);
 		return;
 	}
-	tree_attr_to_stat(&a, &st);
+	tree_attr_to_stat(fs->tree, &a, &st);
 	st.st_ino = ino;
 	fuse_reply_attr(req, &st, fs->timeout);
 }

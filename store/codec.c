@@ -82,7 +82,9 @@ static int64_t unzigzag(uint64_t v)
 void node_encode(struct sbuf *out, const struct tree_attr *a,
 		 const char *target)
 {
-	sbuf_addc(out, NODE_VERSION);
+	bool counted = a->blocks != TREE_BLOCKS_UNKNOWN;
+
+	sbuf_addc(out, counted ? NODE_VERSION : NODE_VERSION_1);
 	put_varint(out, a->flags);
 	put_varint(out, a->ino);
 	put_varint(out, a->mode);
@@ -95,11 +97,13 @@ void node_encode(struct sbuf *out, const struct tree_attr *a,
 	put_varint(out, zigzag(a->mtime_ns));
 	put_varint(out, zigzag(a->ctime_ns));
 	put_bytes(out, target ? target : "", target ? strlen(target) : 0);
+	if (counted)
+		put_varint(out, a->blocks);
 }
 
 void node_encode_stub(struct sbuf *out, uint64_t ino, mode_t mode)
 {
-	sbuf_addc(out, NODE_VERSION);
+	sbuf_addc(out, NODE_VERSION_1);
 	put_varint(out, TREE_F_LINKED);
 	put_varint(out, ino);
 	put_varint(out, mode);
@@ -112,7 +116,7 @@ int node_decode(const char *buf, size_t len, struct node *n, bool want_target)
 	size_t tlen;
 
 	memset(n, 0, sizeof(*n));
-	if (len < 1 || buf[0] != NODE_VERSION)
+	if (len < 1 || (buf[0] != NODE_VERSION && buf[0] != NODE_VERSION_1))
 		return -EIO;
 	p++;
 	for (int i = 0; i < 3; i++)
@@ -131,7 +135,14 @@ int node_decode(const char *buf, size_t len, struct node *n, bool want_target)
 	for (int i = 3; i < 11; i++)
 		if (get_varint(&p, end, &v[i]))
 			return -EIO;
-	if (get_bytes(&p, end, &t, &tlen) || p != end)
+	if (get_bytes(&p, end, &t, &tlen))
+		return -EIO;
+	if (buf[0] == NODE_VERSION_1)
+		n->a.blocks = S_ISREG(n->a.mode) ? TREE_BLOCKS_UNKNOWN : 0;
+	else if (get_varint(&p, end, &n->a.blocks) ||
+		 n->a.blocks == TREE_BLOCKS_UNKNOWN)
+		return -EIO;
+	if (p != end)
 		return -EIO;
 	if (v[3] > 0xffffffffu || v[4] > 0xffffffffu || v[6] > 0xffffffffu)
 		return -EIO;

@@ -13,6 +13,24 @@
  * and times. Writes and truncates of one inode serialise on its stripe; reads
  * take no lock and read blocks from one iterator snapshot.
  *
+ * Block count (st_blocks). A regular file's record holds how many DATA keys
+ * it has (tree_attr.blocks), kept in the same batch as the blocks, under the
+ * inode's stripe. Every change of DATA keys must keep it true, so whoever
+ * puts or deletes a block must know whether that block existed before:
+ *  - a block at or past ceil(old size / block size) never exists (the
+ *    invariant above): putting one adds 1 without a read (appends);
+ *  - a partial block below the old end is read anyway (merge): it existed iff
+ *    the read found it;
+ *  - whole blocks below the old end (overwrites) are counted with one key
+ *    iteration over their range (count_blocks()) before the puts;
+ *  - deletes count the keys they drop (drop_counted()); a truncate to 0 or
+ *    an unlink needs no count.
+ * A record written before the count existed says TREE_BLOCKS_UNKNOWN; the
+ * first change under the stripe counts its keys once (blocks_known()).
+ * A block may be stored empty (0 bytes): allocated by fallocate, reads as
+ * zeros, counts as a block, and SEEK_DATA/SEEK_HOLE see it as a hole.
+ * fsck checks the count against the keys and repairs it.
+ *
  * Limits: files up to TREE_FILE_MAX (2^50) bytes; a single write is one batch,
  * so its size is bounded by memory (the daemon's writes are at most 1 MiB);
  * SEEK_DATA/SEEK_HOLE work at block granularity.
@@ -27,11 +45,14 @@
 /* Point deletes up to this many keys, then one range delete for the rest. */
 #define DROP_POINT_MAX 256
 
-int tree_batch_drop_range(struct tree *t, struct kv_batch *b, const char *lo,
-			  size_t lolen, const char *hi, size_t hilen)
+/* tree_batch_drop_range(); with @count (not NULL) it goes on iterating past
+ * the range delete and sets *count to the number of keys dropped. */
+static int drop_counted(struct tree *t, struct kv_batch *b, const char *lo,
+			size_t lolen, const char *hi, size_t hilen,
+			uint64_t *count)
 {
 	struct kv_iter *it = NULL;
-	size_t n = 0;
+	uint64_t n = 0;
 	int rc;
 
 	rc = kv_iter_open(&it, t->store->kv, lo, lolen, hi, hilen);
@@ -41,16 +62,70 @@ int tree_batch_drop_range(struct tree *t, struct kv_batch *b, const char *lo,
 		size_t klen;
 		const char *key = kv_iter_key(it, &klen);
 
-		if (n++ == DROP_POINT_MAX) {
+		if (n < DROP_POINT_MAX)
+			kv_batch_delete(b, key, klen);
+		else if (n == DROP_POINT_MAX)
 			kv_batch_delete_range(b, key, klen, hi, hilen);
+		if (n++ == DROP_POINT_MAX && !count)
 			goto out;
-		}
-		kv_batch_delete(b, key, klen);
 	}
 	rc = kv_iter_status(it);
+	if (rc == 0 && count)
+		*count = n;
 out:
 	kv_iter_free(it);
 	return rc;
+}
+
+int tree_batch_drop_range(struct tree *t, struct kv_batch *b, const char *lo,
+			  size_t lolen, const char *hi, size_t hilen)
+{
+	return drop_counted(t, b, lo, lolen, hi, hilen, NULL);
+}
+
+/* [lo, hi) of the DATA keys of blocks [from, to) of @ino; @to UINT64_MAX is
+ * "to the last". */
+static void block_range(struct tree *t, struct sbuf *lo, struct sbuf *hi,
+			uint64_t ino, uint64_t from, uint64_t to)
+{
+	key_data_range(lo, hi, t->name, ino, from);
+	if (to != UINT64_MAX) {
+		sbuf_reset(hi);
+		key_data(hi, t->name, ino, to);
+	}
+}
+
+int tree_count_blocks(struct tree *t, uint64_t ino, uint64_t from, uint64_t to,
+		      uint64_t *n)
+{
+	struct sbuf lo = {0}, hi = {0};
+	struct kv_iter *it = NULL;
+	int rc;
+
+	*n = 0;
+	if (from >= to)
+		return 0;
+	block_range(t, &lo, &hi, ino, from, to);
+	rc = kv_iter_open(&it, t->store->kv, lo.buf, lo.len, hi.buf, hi.len);
+	if (rc)
+		goto out;
+	for (; kv_iter_valid(it); kv_iter_next(it))
+		(*n)++;
+	rc = kv_iter_status(it);
+out:
+	kv_iter_free(it);
+	sbuf_release(&lo);
+	sbuf_release(&hi);
+	return rc;
+}
+
+/* Makes a->blocks known: a record from before the count gets its DATA keys
+ * counted (once; the caller stores the record). Caller holds the stripe. */
+static int blocks_known(struct tree *t, struct tree_attr *a)
+{
+	if (a->blocks != TREE_BLOCKS_UNKNOWN)
+		return 0;
+	return tree_count_blocks(t, a->ino, 0, UINT64_MAX, &a->blocks);
 }
 
 int tree_drop_inode_content(struct tree *t, struct kv_batch *b, uint64_t ino)
@@ -107,22 +182,34 @@ int tree_drop_file_content(struct tree *t, struct kv_batch *b, uint64_t ino,
 	return rc;
 }
 
-int tree_batch_truncate(struct tree *t, struct kv_batch *b, uint64_t ino,
-			uint64_t old_size, uint64_t new_size)
+int tree_batch_truncate(struct tree *t, struct kv_batch *b,
+			struct tree_attr *a, uint64_t new_size)
 {
 	struct sbuf lo = {0}, hi = {0};
-	uint64_t bs = t->block_size;
+	uint64_t bs = t->block_size, ino = a->ino, dropped;
 	uint64_t keep = (new_size + bs - 1) / bs; /* blocks kept */
 	size_t tail = (size_t)(new_size % bs);
 	char *val = NULL;
 	size_t vlen;
 	int rc = 0;
 
-	if (new_size >= old_size)
+	if (new_size >= a->size)
+		goto out;
+	if (keep == 0) {
+		/* everything goes: no need to count */
+		tree_batch_drop_blocks(t, b, ino, a->size);
+		a->blocks = 0;
+		goto out;
+	}
+	rc = blocks_known(t, a);
+	if (rc)
 		goto out;
 	key_data_range(&lo, &hi, t->name, ino, keep);
-	rc = tree_batch_drop_range(t, b, lo.buf, lo.len, hi.buf, hi.len);
-	if (rc || tail == 0)
+	rc = drop_counted(t, b, lo.buf, lo.len, hi.buf, hi.len, &dropped);
+	if (rc)
+		goto out;
+	a->blocks = a->blocks > dropped ? a->blocks - dropped : 0;
+	if (tail == 0)
 		goto out;
 	/* cut the last kept block at the new end */
 	sbuf_reset(&lo);
@@ -254,7 +341,8 @@ int tree_write(struct tree *t, const char *path, uint64_t ino, uint64_t off,
 	struct sbuf k = {0};
 	struct kv_batch *b = NULL;
 	struct tree_attr *a = &r.n.a;
-	uint64_t bs = t->block_size, end, blk, old;
+	uint64_t bs = t->block_size, end, blk, old, limit, added = 0, n;
+	uint64_t chk_lo = UINT64_MAX, chk_hi = 0; /* whole blocks to count */
 	char *scratch = NULL, *val = NULL;
 	bool st = false;
 	int64_t now;
@@ -281,7 +369,11 @@ int tree_write(struct tree *t, const char *path, uint64_t ino, uint64_t off,
 	}
 	if (len == 0)
 		goto done;
+	rc = blocks_known(t, a);
+	if (rc)
+		goto out;
 	end = off + len;
+	limit = old / bs + (old % bs != 0); /* no block at or past this */
 	b = kv_batch_new();
 	for (blk = off / bs; blk * bs < end; blk++) {
 		uint64_t bstart = blk * bs;
@@ -294,6 +386,14 @@ int tree_write(struct tree *t, const char *path, uint64_t ino, uint64_t off,
 		key_data(&k, t->name, ino, blk);
 		if (from == 0 && to == bs) {
 			kv_batch_put(b, k.buf, k.len, src, bs);
+			if (blk >= limit) {
+				added++;
+			} else {
+				/* whole blocks are contiguous: one range */
+				if (chk_lo == UINT64_MAX)
+					chk_lo = blk;
+				chk_hi = blk + 1;
+			}
 			continue;
 		}
 		/* partial block: merge with what is stored (only blocks that
@@ -302,8 +402,10 @@ int tree_write(struct tree *t, const char *path, uint64_t ino, uint64_t off,
 		val = NULL;
 		if (bstart < old) {
 			rc = kv_get(t->store->kv, k.buf, k.len, &val, &vlen);
-			if (rc == -ENOENT)
+			if (rc == -ENOENT) {
 				rc = 0;
+				added++;
+			}
 			if (rc)
 				goto out;
 			if (vlen > bs) {
@@ -312,6 +414,8 @@ int tree_write(struct tree *t, const char *path, uint64_t ino, uint64_t off,
 				rc = -EIO;
 				goto out;
 			}
+		} else {
+			added++;
 		}
 		if (!scratch) {
 			scratch = malloc(bs);
@@ -328,6 +432,13 @@ int tree_write(struct tree *t, const char *path, uint64_t ino, uint64_t off,
 		memcpy(scratch + from, src, to - from);
 		kv_batch_put(b, k.buf, k.len, scratch, nlen);
 	}
+	if (chk_lo < chk_hi) {
+		rc = tree_count_blocks(t, ino, chk_lo, chk_hi, &n);
+		if (rc)
+			goto out;
+		added += chk_hi - chk_lo - n;
+	}
+	a->blocks += added;
 	now = tree_now_ns();
 	if (end > a->size)
 		a->size = end;

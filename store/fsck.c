@@ -19,7 +19,9 @@
  *  - content (content.c's invariants): a DATA block longer than the drive's
  *    block size, a block lying wholly past its file's size, and a last block
  *    holding bytes at or past the size (each finding names the key, the inode
- *    and, when a node points to it, a path).
+ *    and, when a node points to it, a path); a file's block count (st_blocks)
+ *    that differs from the DATA keys it has, re-counted under the inode's
+ *    stripe before it is reported (a write may have been in flight).
  *
  * Repaired with @repair: rename/exchange journal records are replayed (first,
  * so the checks then see the finished tree); unreferenced DATA/XATTR/INODE
@@ -28,7 +30,8 @@
  * blocks wholly past the end of their file are deleted and a last block is
  * cut at the end of file (what a truncate to the file's size does: no reader
  * can see those bytes, and an extension must read zeros there), each after
- * re-reading the size and the block under the inode's stripe.
+ * re-reading the size and the block under the inode's stripe; a wrong block
+ * count is set to the keys counted under the stripe.
  * Not repaired (reported only): values that do not decode, nodes without a
  * parent, duplicate inode numbers, stubs without an INODE record, paused
  * clones (they are resumed with their token), blocks longer than the block
@@ -101,9 +104,11 @@ static size_t vec_count(const struct u64vec *a, uint64_t x)
 	return n;
 }
 
-/* A regular file's size, for the content checks. */
+/* A regular file's size and block count, for the content checks. */
 struct isize {
 	uint64_t ino, size;
+	uint64_t blocks; /* recorded (TREE_BLOCKS_UNKNOWN: not kept) */
+	uint64_t stored; /* DATA keys found */
 };
 
 struct sizevec {
@@ -111,7 +116,8 @@ struct sizevec {
 	size_t n, cap;
 };
 
-static void size_push(struct sizevec *a, uint64_t ino, uint64_t size)
+static void size_push(struct sizevec *a, uint64_t ino, uint64_t size,
+		      uint64_t blocks)
 {
 	if (a->n == a->cap) {
 		a->cap = a->cap ? a->cap * 2 : 1024;
@@ -120,6 +126,8 @@ static void size_push(struct sizevec *a, uint64_t ino, uint64_t size)
 			abort();
 	}
 	a->v[a->n].ino = ino;
+	a->v[a->n].blocks = blocks;
+	a->v[a->n].stored = 0;
 	a->v[a->n++].size = size;
 }
 
@@ -131,19 +139,21 @@ static int cmp_isize(const void *a, const void *b)
 }
 
 /* The size of regular file @ino, or NULL if no decodable record gives one. */
-static const struct isize *size_find(const struct sizevec *a, uint64_t ino)
+static struct isize *size_find(const struct sizevec *a, uint64_t ino)
 {
-	struct isize k = {ino, 0};
+	struct isize k = {.ino = ino};
 
 	return a->n ? bsearch(&k, a->v, a->n, sizeof(*a->v), cmp_isize) : NULL;
 }
 
-/* A damaged content block, reported once the files' paths are known. */
-enum block_damage { BLK_LONG, BLK_PAST_END, BLK_TAIL };
+/* A damaged content block, reported once the files' paths are known; or
+ * (BLK_COUNT) a file whose block count is wrong. */
+enum block_damage { BLK_LONG, BLK_PAST_END, BLK_TAIL, BLK_COUNT };
 
 struct bad_block {
 	uint64_t ino, blk;
 	size_t vlen;
+	uint64_t recorded, stored; /* BLK_COUNT: the count and the keys */
 	uint64_t size; /* the file's size, when known */
 	bool size_known;
 	enum block_damage kind;
@@ -460,7 +470,8 @@ static int check_nodes(struct fsck *f)
 		} else {
 			vec_push(&f->nodes, n.a.ino);
 			if (S_ISREG(n.a.mode))
-				size_push(&f->sizes, n.a.ino, n.a.size);
+				size_push(&f->sizes, n.a.ino, n.a.size,
+					  n.a.blocks);
 		}
 		if (S_ISDIR(n.a.mode) && !busy) {
 			uint32_t sub;
@@ -500,13 +511,35 @@ out:
 
 /* ---- inodes, orphans, content ------------------------------------------- */
 
+static void bad_push(struct fsck *f, const struct bad_block *d)
+{
+	if (f->nbad == f->capbad) {
+		f->capbad = f->capbad ? f->capbad * 2 : 16;
+		f->bad = realloc(f->bad, f->capbad * sizeof(*f->bad));
+		if (!f->bad)
+			abort();
+	}
+	f->bad[f->nbad++] = *d;
+}
+
+static int cmp_bad(const void *a, const void *b)
+{
+	const struct bad_block *x = a, *y = b;
+
+	if (x->ino != y->ino)
+		return x->ino < y->ino ? -1 : 1;
+	if (x->kind != y->kind)
+		return x->kind == BLK_COUNT ? 1 : y->kind == BLK_COUNT ? -1 : 0;
+	return x->blk < y->blk ? -1 : x->blk > y->blk;
+}
+
 /* Checks one DATA key against content.c's invariants; damage is kept in
  * f->bad and reported by report_blocks(). */
 static void check_block(struct fsck *f, const char *key, size_t klen,
 			size_t vlen)
 {
 	uint64_t bs = f->t->block_size, ino, blk;
-	const struct isize *sz;
+	struct isize *sz;
 	struct bad_block d = {0};
 
 	if (key_data_decode(key, klen, f->plen, &ino, &blk)) {
@@ -516,6 +549,8 @@ static void check_block(struct fsck *f, const char *key, size_t klen,
 		return;
 	}
 	sz = size_find(&f->sizes, ino);
+	if (sz)
+		sz->stored++;
 	d.ino = ino;
 	d.blk = blk;
 	d.vlen = vlen;
@@ -531,13 +566,29 @@ static void check_block(struct fsck *f, const char *key, size_t klen,
 		d.kind = BLK_TAIL;
 	else
 		return;
-	if (f->nbad == f->capbad) {
-		f->capbad = f->capbad ? f->capbad * 2 : 16;
-		f->bad = realloc(f->bad, f->capbad * sizeof(*f->bad));
-		if (!f->bad)
-			abort();
+	bad_push(f, &d);
+}
+
+/* Files whose block count differs from their DATA keys (after the DATA
+ * scan), added to f->bad, which is then sorted by inode again. */
+static void check_counts(struct fsck *f)
+{
+	for (size_t i = 0; i < f->sizes.n; i++) {
+		const struct isize *sz = &f->sizes.v[i];
+		struct bad_block d = {0};
+
+		if (sz->blocks == TREE_BLOCKS_UNKNOWN ||
+		    sz->blocks == sz->stored ||
+		    (i + 1 < f->sizes.n && f->sizes.v[i + 1].ino == sz->ino))
+			continue; /* a duplicate inode is reported elsewhere */
+		d.ino = sz->ino;
+		d.kind = BLK_COUNT;
+		d.recorded = sz->blocks;
+		d.stored = sz->stored;
+		bad_push(f, &d);
 	}
-	f->bad[f->nbad++] = d;
+	if (f->nbad)
+		qsort(f->bad, f->nbad, sizeof(*f->bad), cmp_bad);
 }
 
 /* Scans the keys of @kind, calling @fn once per distinct inode number with
@@ -662,8 +713,8 @@ static void on_inode(struct fsck *f, uint64_t ino, size_t nkeys,
 			(unsigned long long)ino);
 		return;
 	}
-	if (S_ISREG(n.a.mode))
-		size_push(&f->sizes, ino, n.a.size);
+	if (S_ISREG(n.a.mode) && (stubs || orphan))
+		size_push(&f->sizes, ino, n.a.size, n.a.blocks);
 	if (stubs == 0 && !orphan) {
 		finding(f,
 			"INODE#%016llx: no link points to it and it is not "
@@ -856,6 +907,50 @@ out:
 	return rc;
 }
 
+/*
+ * Re-counts the DATA keys of @d's file under its stripe (and ns_lock, so
+ * @d->path stays put), as a write may have been in flight during the scan;
+ * with @repair sets the count to them. Returns 0 when the count is wrong
+ * (d->recorded and d->stored are updated), 1 when it is right by now, or a
+ * negative errno.
+ */
+static int recheck_count(struct fsck *f, struct bad_block *d, bool repair)
+{
+	struct tree *t = f->t;
+	struct attr_ref ref = {0};
+	struct kv_batch *b = kv_batch_new();
+	uint64_t n;
+	int rc;
+
+	pthread_mutex_lock(&t->ns_lock);
+	tree_lock_inodes(t, d->ino, 0, 0, 0);
+	rc = tree_attr_load(t, d->path, d->ino, &ref);
+	if (rc == -ENOENT)
+		rc = 1; /* gone meanwhile */
+	if (rc == 0 && (!S_ISREG(ref.n.a.mode) ||
+			ref.n.a.blocks == TREE_BLOCKS_UNKNOWN))
+		rc = 1;
+	if (rc == 0)
+		rc = tree_count_blocks(t, d->ino, 0, UINT64_MAX, &n);
+	if (rc == 0 && n == ref.n.a.blocks)
+		rc = 1;
+	if (rc)
+		goto out;
+	d->recorded = ref.n.a.blocks;
+	d->stored = n;
+	if (repair) {
+		ref.n.a.blocks = n;
+		tree_attr_store(t, b, &ref);
+		rc = repair_commit(f, b);
+	}
+out:
+	tree_unlock_inodes(t, d->ino, 0, 0, 0);
+	pthread_mutex_unlock(&t->ns_lock);
+	attr_ref_release(&ref);
+	kv_batch_free(b);
+	return rc;
+}
+
 /* One finding per damaged block, repaired where that is safe. */
 static int report_blocks(struct fsck *f)
 {
@@ -868,11 +963,29 @@ static int report_blocks(struct fsck *f)
 	if (rc)
 		return rc;
 	for (size_t i = 0; i < f->nbad; i++) {
-		const struct bad_block *d = &f->bad[i];
+		struct bad_block *d = &f->bad[i];
 		char *ep = d->path ? esc(d->path, strlen(d->path)) : NULL;
 		char what[160], fix[80] = "";
 		bool repair = f->repair && !f->skip_refs && d->kind != BLK_LONG;
 
+		if (d->kind == BLK_COUNT) {
+			int r = recheck_count(f, d, repair);
+
+			if (r == 0 || r < 0)
+				finding(f,
+					"inode %llu%s%s: block count %llu, "
+					"but %llu blocks stored (st_blocks is "
+					"wrong)%s",
+					(unsigned long long)d->ino,
+					ep ? ", " : "", ep ? ep : "",
+					(unsigned long long)d->recorded,
+					(unsigned long long)d->stored,
+					r < 0	 ? " (re-check failed)"
+					: repair ? " (repaired)"
+						 : "");
+			free(ep);
+			continue;
+		}
 		if (d->kind == BLK_LONG)
 			snprintf(what, sizeof(what),
 				 "%zu bytes, longer than the block size %zu "
@@ -1039,6 +1152,8 @@ int tree_fsck(struct tree *t, bool repair,
 		check_cross(&f);
 	if (rc == 0)
 		rc = scan_kind(&f, "DATA#", on_data);
+	if (rc == 0 && !f.skip_refs)
+		check_counts(&f);
 	if (rc == 0)
 		rc = report_blocks(&f);
 	if (rc == 0)

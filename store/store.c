@@ -668,7 +668,22 @@ int tree_get_inode(struct tree *t, uint64_t ino, struct node *n)
 	return rc;
 }
 
-void tree_attr_to_stat(const struct tree_attr *a, struct stat *st)
+uint64_t tree_attr_blocks(const struct tree *t, const struct tree_attr *a)
+{
+	uint64_t upto = a->size / 512 + (a->size % 512 != 0);
+	uint64_t per = t->block_size / 512;
+
+	if (!S_ISREG(a->mode) || a->blocks == TREE_BLOCKS_UNKNOWN)
+		return upto;
+	/* no stored byte lies at or past the size (content.c), so the size
+	 * bounds what the blocks hold (and a bad count cannot overflow) */
+	if (a->blocks >= upto / per + 1)
+		return upto;
+	return a->blocks * per < upto ? a->blocks * per : upto;
+}
+
+void tree_attr_to_stat(const struct tree *t, const struct tree_attr *a,
+		       struct stat *st)
 {
 	memset(st, 0, sizeof(*st));
 	st->st_ino = a->ino;
@@ -678,8 +693,8 @@ void tree_attr_to_stat(const struct tree_attr *a, struct stat *st)
 	st->st_gid = a->gid;
 	st->st_rdev = a->rdev;
 	st->st_size = (off_t)a->size;
-	st->st_blksize = DEFAULT_BLOCK_SIZE;
-	st->st_blocks = (blkcnt_t)((a->size + 511) / 512);
+	st->st_blksize = (blksize_t)t->block_size;
+	st->st_blocks = (blkcnt_t)tree_attr_blocks(t, a);
 	st->st_atim.tv_sec = a->atime_ns / 1000000000;
 	st->st_atim.tv_nsec = a->atime_ns % 1000000000;
 	st->st_mtim.tv_sec = a->mtime_ns / 1000000000;

@@ -54,10 +54,15 @@ struct store {
 };
 
 /* ---- node values -------------------------------------------------------
- * Version byte 1, then varints: flags, ino, mode, uid, gid, size, nlink,
- * rdev, zigzag atime/mtime/ctime, target length, target bytes. A LINKED stub
- * holds flags, ino and mode only (the rest zero). */
-#define NODE_VERSION 1
+ * Version byte 2, then varints: flags, ino, mode, uid, gid, size, nlink,
+ * rdev, zigzag atime/mtime/ctime, target length, target bytes, blocks (the
+ * allocated block count, tree_attr.blocks). Version 1 is the same without
+ * blocks: records written before the count was kept, which decode with
+ * blocks TREE_BLOCKS_UNKNOWN (regular files) or 0, and encode back to
+ * version 1 while the count is unknown. A LINKED stub (version 1) holds
+ * flags, ino and mode only (the rest zero). */
+#define NODE_VERSION   2
+#define NODE_VERSION_1 1
 
 struct node {
 	struct tree_attr a;
@@ -270,14 +275,19 @@ int tree_batch_moved(struct tree *t, struct kv_batch *b, const char *path,
 int tree_dir_is_empty(struct tree *t, const char *dir);
 
 /*
- * content.c: adds to @b the content changes of a size change of inode @ino
- * from @old_size to @new_size: blocks wholly past the new end are deleted and
- * the last kept block is cut at the new end (so an extension later reads
- * zeros). Growing changes no content. Caller holds the inode's stripe.
- * Errors: -EIO.
+ * content.c: adds to @b the content changes of a size change of regular file
+ * @a (its record, under the inode's stripe) from a->size to @new_size:
+ * blocks wholly past the new end are deleted and the last kept block is cut
+ * at the new end (so an extension later reads zeros); a->blocks is updated
+ * (a->size is the caller's). Growing changes no content. Errors: -EIO.
  */
-int tree_batch_truncate(struct tree *t, struct kv_batch *b, uint64_t ino,
-			uint64_t old_size, uint64_t new_size);
+int tree_batch_truncate(struct tree *t, struct kv_batch *b,
+			struct tree_attr *a, uint64_t new_size);
+
+/* content.c: *n = the DATA keys of @ino in blocks [from, to) (@to
+ * UINT64_MAX: all). Errors: -EIO. */
+int tree_count_blocks(struct tree *t, uint64_t ino, uint64_t from, uint64_t to,
+		      uint64_t *n);
 
 /*
  * content.c: adds to @b the deletion of every key in [lo, hi): point deletes

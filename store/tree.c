@@ -1159,7 +1159,7 @@ int tree_setattr(struct tree *t, const char *path, uint64_t ino,
 			rc = -EFBIG;
 			goto out;
 		}
-		rc = tree_batch_truncate(t, b, ino, a->size, in->size);
+		rc = tree_batch_truncate(t, b, a, in->size);
 		if (rc)
 			goto out;
 		a->size = in->size;

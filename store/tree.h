@@ -123,14 +123,31 @@ struct tree_attr {
 	uint64_t rdev;
 	int64_t atime_ns, mtime_ns, ctime_ns;
 	uint32_t flags; /* TREE_F_* */
+	/* regular files: content blocks allocated (DATA keys, each of
+	 * tree_block_size() bytes at most), or TREE_BLOCKS_UNKNOWN for a record
+	 * written before pathfs kept the count (counted at its next change);
+	 * 0 for everything else. Kept by the store; ignored by tree_setattr. */
+	uint64_t blocks;
 };
+#define TREE_BLOCKS_UNKNOWN UINT64_MAX
 
 /* The attributes live in the INODE record (the inode has or had hard links,
  * or is an orphan); path nodes of it are stubs pointing there. */
 #define TREE_F_LINKED 0x1
 
-/* Fills a struct stat from @a (st_blocks from size, st_blksize block size). */
-void tree_attr_to_stat(const struct tree_attr *a, struct stat *st);
+/*
+ * Space used by @a in 512-byte units, as st_blocks shows it: for a regular
+ * file the blocks allocated (a->blocks blocks of drive @t), each counted only
+ * as far as the file reaches (a small file is not a whole block), so a
+ * sparse file shows only what is stored; a file whose count is unknown (old
+ * record) shows its size. Other nodes: their size rounded up.
+ */
+uint64_t tree_attr_blocks(const struct tree *t, const struct tree_attr *a);
+
+/* Fills a struct stat from @a of drive @t (st_blocks: tree_attr_blocks(),
+ * st_blksize: the block size). */
+void tree_attr_to_stat(const struct tree *t, const struct tree_attr *a,
+		       struct stat *st);
 
 /* Name of drive @t (borrowed). */
 const char *tree_drive_name(const struct tree *t);

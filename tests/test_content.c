@@ -72,6 +72,27 @@ static void check_model(const char *path, uint64_t ino, const char *model,
 	free(buf);
 }
 
+/* The block count the store keeps for @path. */
+static uint64_t blocks_of(const char *path)
+{
+	struct tree_attr a;
+
+	cr_assert_eq(tree_lookup(T, path, &a), 0);
+	return a.blocks;
+}
+
+/* st_blocks of @path. */
+static uint64_t st_blocks_of(const char *path)
+{
+	struct tree_attr a;
+	struct stat st;
+
+	cr_assert_eq(tree_lookup(T, path, &a), 0);
+	tree_attr_to_stat(T, &a, &st);
+	cr_assert_eq((uint64_t)st.st_blocks, tree_attr_blocks(T, &a));
+	return (uint64_t)st.st_blocks;
+}
+
 /* Number of DATA keys of @ino. */
 static size_t count_blocks(uint64_t ino)
 {
@@ -222,6 +243,7 @@ Test(content, random_ops_against_model, .init = tu_setup, .fini = tu_teardown,
 	size_t bs = tree_block_size(T);
 	size_t cap = 6 * bs, len = 0;
 	char *model = calloc(1, cap), *buf = malloc(cap);
+	bool alloc[6] = {0}; /* model: which blocks are stored */
 	unsigned seed = 12345;
 	uint64_t ino = mkf("/r");
 
@@ -246,6 +268,9 @@ Test(content, random_ops_against_model, .init = tu_setup, .fini = tu_teardown,
 				buf[i] = (char)rand_r(&seed);
 			wr("/r", ino, off, buf, n);
 			memcpy(model + off, buf, n);
+			for (size_t b = off / bs; n && b <= (off + n - 1) / bs;
+			     b++)
+				alloc[b] = true;
 			if (n && off + n > len)
 				len = off + n;
 		} else if (r < 80) {
@@ -253,6 +278,9 @@ Test(content, random_ops_against_model, .init = tu_setup, .fini = tu_teardown,
 			trunc_to("/r", ino, ns);
 			if (ns < len)
 				memset(model + ns, 0, len - ns);
+			for (size_t b = (ns + bs - 1) / bs; b < 6 && ns < len;
+			     b++)
+				alloc[b] = false;
 			len = ns;
 		} else if (r < 85) {
 			/* append */
@@ -265,8 +293,12 @@ Test(content, random_ops_against_model, .init = tu_setup, .fini = tu_teardown,
 			cr_assert_eq(
 			    tree_write(T, "/r", ino, 0, buf, n, true, &out), 0);
 			memcpy(model + len, buf, n);
+			for (size_t b = len / bs; n && b <= (len + n - 1) / bs;
+			     b++)
+				alloc[b] = true;
 			len += n;
 			cr_assert_eq(out.size, len);
+			cr_assert_eq(out.blocks, blocks_of("/r"));
 		} else {
 			/* random read */
 			size_t off = rand_r(&seed) % (cap + 10), n, got;
@@ -283,6 +315,17 @@ Test(content, random_ops_against_model, .init = tu_setup, .fini = tu_teardown,
 		}
 		if (op % 500 == 0)
 			check_model("/r", ino, model, len, 10000);
+		{
+			/* the count follows the model and the keys */
+			uint64_t want = 0;
+			for (int b = 0; b < 6; b++)
+				want += alloc[b];
+			cr_assert_eq(blocks_of("/r"), want,
+				     "op %d: count %llu, model %llu", op,
+				     (unsigned long long)blocks_of("/r"),
+				     (unsigned long long)want);
+			cr_assert_eq(count_blocks(ino), want, "op %d", op);
+		}
 	}
 	check_model("/r", ino, model, len, 65536);
 	/* no block stored past the end */
@@ -501,5 +544,93 @@ Test(content, concurrent_writers_share_blocks, .init = tu_setup,
 	for (size_t i = 0; i < span; i++)
 		cr_assert_eq(buf[base + i], 'A' + (int)(i % 4),
 			     "byte %zu is %d", base + i, buf[base + i]);
+	/* the count survived four writers creating the same blocks */
+	cr_expect_eq(blocks_of("/race"), 2);
+	cr_expect_eq(count_blocks(ino), 2);
 	free(buf);
+}
+
+Test(content, st_blocks_count_what_is_stored, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	size_t bs = tree_block_size(T), per = bs / 512;
+	uint64_t ino = mkf("/s");
+	char *data = malloc(3 * bs);
+
+	memset(data, 'x', 3 * bs);
+	cr_expect_eq(st_blocks_of("/s"), 0);
+	/* a small file is not a whole block */
+	wr("/s", ino, 0, "hello", 5);
+	cr_expect_eq(blocks_of("/s"), 1);
+	cr_expect_eq(st_blocks_of("/s"), 1);
+	/* truncated up: a hole, nothing more stored (ext4: 0 for 1 GiB) */
+	trunc_to("/s", ino, 1ull << 30);
+	cr_expect_eq(blocks_of("/s"), 1);
+	cr_expect_eq(st_blocks_of("/s"), per);
+	/* written sparse: one block far away */
+	wr("/s", ino, 100 * bs + 7, "far", 3);
+	cr_expect_eq(blocks_of("/s"), 2);
+	cr_expect_eq(st_blocks_of("/s"), 2 * per);
+	/* whole blocks over a hole, then over themselves: counted once */
+	wr("/s", ino, 10 * bs, data, 3 * bs);
+	cr_expect_eq(blocks_of("/s"), 5);
+	wr("/s", ino, 10 * bs, data, 3 * bs);
+	wr("/s", ino, 9 * bs, data, 3 * bs);
+	cr_expect_eq(blocks_of("/s"), 6);
+	cr_expect_eq(count_blocks(ino), 6);
+	/* a truncate down drops what lay past the end */
+	trunc_to("/s", ino, 11 * bs + 1);
+	cr_expect_eq(blocks_of("/s"), 4);
+	cr_expect_eq(count_blocks(ino), 4);
+	cr_expect_eq(st_blocks_of("/s"), 4 * per);
+	/* a dense file: its size, rounded to 512 */
+	trunc_to("/s", ino, 0);
+	cr_expect_eq(blocks_of("/s"), 0);
+	wr("/s", ino, 0, data, 2 * bs + 700);
+	cr_expect_eq(blocks_of("/s"), 3);
+	cr_expect_eq(st_blocks_of("/s"), 2 * per + 2);
+	/* kept over a reopen, and in a clone (cp -r) */
+	tu_reopen();
+	cr_expect_eq(blocks_of("/s"), 3);
+	{
+		struct tree_op_result r = {0};
+		cr_assert_eq(tree_cp_r(T, "/s", T, "/copy", 0, NULL, &r), 0);
+		tree_op_result_release(&r);
+		cr_expect_eq(blocks_of("/copy"), 3);
+	}
+	free(data);
+}
+
+Test(content, record_without_count_is_counted_at_its_next_change,
+     .init = tu_setup, .fini = tu_teardown)
+{
+	size_t bs = tree_block_size(T);
+	struct sbuf k = {0}, v = {0};
+	struct node n;
+	uint64_t ino = mkf("/old");
+
+	wr("/old", ino, 0, "a", 1);
+	wr("/old", ino, 5 * bs, "b", 1);
+	/* rewrite the node as a store from before the count has it */
+	cr_assert_eq(tree_get_node(T, "/old", &n, false), 0);
+	n.a.blocks = TREE_BLOCKS_UNKNOWN;
+	key_node(&k, T->name, "/old");
+	node_encode(&v, &n.a, NULL);
+	cr_assert_eq(v.buf[0], 1, "an unknown count encodes as version 1");
+	{
+		struct kv_batch *b = kv_batch_new();
+		kv_batch_put(b, k.buf, k.len, v.buf, v.len);
+		cr_assert_eq(tree_commit(T, b), 0);
+		kv_batch_free(b);
+	}
+	tu_reopen();
+	cr_expect_eq(blocks_of("/old"), TREE_BLOCKS_UNKNOWN);
+	/* shown as before: the size */
+	cr_expect_eq(st_blocks_of("/old"), (5 * bs + 1 + 511) / 512);
+	/* the next write counts the keys once, then keeps the count */
+	wr("/old", ino, 2 * bs, "c", 1);
+	cr_expect_eq(blocks_of("/old"), 3);
+	cr_expect_eq(st_blocks_of("/old"), 3 * (bs / 512));
+	sbuf_release(&k);
+	sbuf_release(&v);
 }

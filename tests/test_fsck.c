@@ -522,7 +522,11 @@ Test(fsck, blocks_past_the_end_of_file_dropped_by_repair, .init = tu_setup,
 		free(junk);
 	}
 	f = fsck(false);
-	cr_assert_eq(f->n, 3, "%s", f->text);
+	/* three blocks, and two files with more blocks than counted */
+	cr_assert_eq(f->n, 5, "%s", f->text);
+	cr_assert(strstr(f->text, "/d/sub/g: block count 1, but 2 blocks "
+				  "stored (st_blocks is wrong)"),
+		  "%s", f->text);
 	snprintf(want, sizeof(want),
 		 "DATA#%016llx#0000000000000003 (inode %llu, /d/sub/g): block "
 		 "lies wholly past the end of file (size 5)",
@@ -540,6 +544,7 @@ Test(fsck, blocks_past_the_end_of_file_dropped_by_repair, .init = tu_setup,
 	cr_assert(strstr(f->text, "/d/f)") || strstr(f->text, "f-link)"), "%s",
 		  f->text);
 
+	/* the repaired blocks make the counts right again: not findings */
 	f = fsck(true);
 	cr_assert_eq(f->n, 3, "%s", f->text);
 	cr_assert(!strstr(f->text, "not repaired"), "%s", f->text);
@@ -577,4 +582,50 @@ Test(fsck, malformed_data_key_is_a_finding, .init = tu_setup,
 	cr_assert_eq(f->n, 1, "%s", f->text);
 	cr_assert(strstr(f->text, "malformed key"), "%s", f->text);
 	sbuf_release(&k);
+}
+
+/* Rewrites the node at @path with block count @blocks (raw, as damage). */
+static void set_count(const char *path, uint64_t blocks)
+{
+	struct sbuf k = {0}, v = {0};
+	struct node n;
+
+	cr_assert_eq(tree_get_node(T, path, &n, false), 0);
+	n.a.blocks = blocks;
+	key_node(&k, "main", path);
+	node_encode(&v, &n.a, NULL);
+	put_raw(&k, v.buf, v.len);
+	sbuf_release(&k);
+	sbuf_release(&v);
+}
+
+Test(fsck, wrong_block_count_reported_and_repaired, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	size_t bs = tree_block_size(T);
+	struct tree_attr a;
+	struct found *f;
+
+	populate();
+	cr_assert_eq(tree_lookup(T, "/d/sub/g", &a), 0);
+	cr_assert_eq(tree_write(T, "/d/sub/g", a.ino, 3 * bs, "x", 1, false,
+				&a),
+		     0);
+	cr_assert_eq(a.blocks, 2);
+	cr_assert_eq(fsck(false)->n, 0, "%s", fsck(false)->text);
+	set_count("/d/sub/g", 7);
+	f = fsck(false);
+	cr_assert_eq(f->n, 1, "%s", f->text);
+	cr_assert(strstr(f->text, "/d/sub/g: block count 7, but 2 blocks "
+				  "stored (st_blocks is wrong)"),
+		  "%s", f->text);
+	f = fsck(true);
+	cr_assert_eq(f->n, 1, "%s", f->text);
+	cr_assert(strstr(f->text, "(repaired)"), "%s", f->text);
+	cr_assert_eq(fsck(false)->n, 0, "%s", fsck(false)->text);
+	cr_assert_eq(tree_lookup(T, "/d/sub/g", &a), 0);
+	cr_assert_eq(a.blocks, 2);
+	/* a record from before the count (unknown) is not a finding */
+	set_count("/d/sub/g", TREE_BLOCKS_UNKNOWN);
+	cr_assert_eq(fsck(false)->n, 0, "%s", fsck(false)->text);
 }

@@ -1236,6 +1236,7 @@ static int ino_set_add(struct ino_set *s, uint64_t ino)
 
 struct du_count {
 	uint64_t bytes, files, dirs, symlinks, other, bad;
+	uint64_t allocated; /* bytes of the blocks stored (st_blocks * 512) */
 };
 
 static int du_add(struct tree *t, struct ino_set *seen, struct du_count *c,
@@ -1268,6 +1269,7 @@ static int du_add(struct tree *t, struct ino_set *seen, struct du_count *c,
 	} else {
 		c->other++;
 	}
+	c->allocated += tree_attr_blocks(t, &a) * 512;
 	return 0;
 }
 
@@ -1327,18 +1329,20 @@ out:
 		fputs(", \"path\": ", x->out);
 		put_json(x->out, path);
 		fprintf(x->out,
-			", \"bytes\": %" PRIu64 ", \"files\": %" PRIu64
+			", \"bytes\": %" PRIu64 ", \"allocated\": %" PRIu64
+			", \"files\": %" PRIu64
 			", \"dirs\": %" PRIu64 ", \"symlinks\": %" PRIu64
 			", \"other\": %" PRIu64 ", \"unreadable\": %" PRIu64
 			", \"seconds\": %.6f}\n",
-			c.bytes, c.files, c.dirs, c.symlinks, c.other, c.bad,
-			secs);
+			c.bytes, c.allocated, c.files, c.dirs, c.symlinks,
+			c.other, c.bad, secs);
 	} else {
 		fprintf(x->out,
-			"%" PRIu64 " bytes, %" PRIu64 " files, %" PRIu64
-			" folders, %" PRIu64 " symlinks, %" PRIu64
-			" other%s in %.3f s: ",
-			c.bytes, c.files, c.dirs, c.symlinks, c.other,
+			"%" PRIu64 " bytes (%" PRIu64 " allocated), %" PRIu64
+			" files, %" PRIu64 " folders, %" PRIu64
+			" symlinks, %" PRIu64 " other%s in %.3f s: ",
+			c.bytes, c.allocated, c.files, c.dirs, c.symlinks,
+			c.other,
 			c.bad ? " (some unreadable)" : "", secs);
 		put_name(x->out, path);
 		fputc('\n', x->out);
