@@ -50,7 +50,9 @@
 #define CONTROL_MAGIC_LEN  8
 #define CONTROL_F_PROGRESS 0x1 /* the client's stderr is a terminal */
 #define CONTROL_MAX_ARGS   256
-#define CONTROL_MAX_ARG	   65536
+/* MAX_ARG_STRLEN: no command-line argument is longer (a DRIVE:/PATH of
+ * TREE_PATH_MAX bytes, a resume token) */
+#define CONTROL_MAX_ARG (128 * 1024)
 #define CONTROL_MAX_CONN   16
 #define CONTROL_TIMEOUT_S  10 /* for reading a request / a stalled client */
 

@@ -101,13 +101,21 @@ struct fs {
 	uint64_t ctl_ino[2]; /* inodes at path and newpath before the command */
 };
 
-/* A path built for one request. */
+/*
+ * A path built for one request, on the heap at its own length (a path may be
+ * TREE_PATH_MAX long, too much for the stack of every request). Starts
+ * zeroed ({0}); fs_path_release() frees it, also after a failed build
+ * (safe on NULL).
+ */
 struct fs_path {
-	char buf[TREE_PATH_MAX + 1];
+	char *buf;  /* malloc'd; reused when rebuilt */
+	size_t cap; /* bytes at buf */
 	const char
 	    *path;    /* buf, or NULL when the inode is addressed by number */
 	uint64_t gen; /* fs->ns_gen when built */
 };
+
+void fs_path_release(struct fs_path *p);
 
 /* ---- fs.c-level lifecycle (inodes.c) ----------------------------------- */
 
@@ -190,7 +198,7 @@ int itab_attach_path(struct fs *fs, const char *path, uint64_t *ino);
  * NULL, into @p. An inode addressed by number (LINKED, ORPHAN) with no
  * @name gets p->path = NULL unless @need_path (then the place the table
  * knows it by). Errors: -ENOENT (unknown or stale inode, or a stale folder
- * above it), -ENAMETOOLONG.
+ * above it), -ENAMETOOLONG (longer than TREE_PATH_MAX), -ENOMEM.
  */
 int itab_path(struct fs *fs, uint64_t ino, const char *name, bool need_path,
 	      struct fs_path *p);

@@ -15,8 +15,9 @@
  * branch sleep on a condition variable until it is released, then rebuild
  * their path (which the rename has changed meanwhile).
  *
- * Limits: a path is at most TREE_PATH_MAX bytes and 2048 levels deep; the
- * busy list is scanned linearly (it holds one entry per rename in flight).
+ * Limits: a path is at most TREE_PATH_MAX bytes, so at most MAX_DEPTH levels
+ * (a deeper walk up means a loop in the table: -ENOENT); the busy list is
+ * scanned linearly (it holds one entry per rename in flight).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -26,7 +27,8 @@
 #include "fs_i.h"
 #include "log.h"
 
-#define MAX_DEPTH 2048
+/* levels of a path of TREE_PATH_MAX bytes of 1-byte names */
+#define MAX_DEPTH ((TREE_PATH_MAX + 1) / 2)
 
 static int build_path(struct fs *fs, uint64_t ino, const char *name,
 		      bool need_path, struct fs_path *p);
@@ -414,13 +416,15 @@ void itab_replace_place(struct fs *fs, uint64_t ino, uint64_t parent,
 
 int itab_attach_path(struct fs *fs, const char *path, uint64_t *ino)
 {
-	char prefix[TREE_PATH_MAX + 1];
+	char *prefix = strdup(path);
 	struct tree_attr a;
 	uint64_t cur = TREE_ROOT_INO;
 	const char *s = path, *slash;
 	struct inode *e, *p;
 	int rc = 0;
 
+	if (!prefix)
+		return -ENOMEM;
 	while (*s == '/')
 		s++;
 	while (*s) {
@@ -465,6 +469,7 @@ int itab_attach_path(struct fs *fs, const char *path, uint64_t *ino)
 	}
 	*ino = cur;
 out:
+	free(prefix);
 	return rc;
 }
 
@@ -528,50 +533,68 @@ int itab_linked(struct fs *fs, uint64_t **out, size_t *n)
 	return rc;
 }
 
-/* Caller holds fs->lock. */
+/* Caller holds fs->lock. Two walks up: the length, then the bytes. */
 static int build_path(struct fs *fs, uint64_t ino, const char *name,
 		      bool need_path, struct fs_path *p)
 {
-	char *buf = p->buf;
-	size_t pos = sizeof(p->buf) - 1, n;
-	struct inode *e = find(fs, ino);
+	struct inode *top = find(fs, ino), *e;
+	size_t len = 0, pos, n;
 	int depth = 0;
 
 	p->gen = fs->ns_gen;
-	if (!e || (e->flags & INODE_STALE))
+	p->path = NULL;
+	if (!top || (top->flags & INODE_STALE))
 		return -ENOENT;
-	if (!name && !need_path && (e->flags & (INODE_LINKED | INODE_ORPHAN))) {
-		p->path = NULL;
+	if (!name && !need_path &&
+	    (top->flags & (INODE_LINKED | INODE_ORPHAN)))
 		return 0;
-	}
-	buf[pos] = '\0';
-	if (name) {
-		n = strlen(name);
-		if (n + 1 > pos)
-			return -ENAMETOOLONG;
-		pos -= n;
-		memcpy(buf + pos, name, n);
-		buf[--pos] = '/';
-	}
-	while (e->ino != TREE_ROOT_INO) {
+	if (name)
+		len = strlen(name) + 1;
+	for (e = top; e->ino != TREE_ROOT_INO; e = find(fs, e->parent)) {
 		if ((e->flags & INODE_STALE) || !e->parent || !e->name ||
 		    ++depth > MAX_DEPTH)
 			return -ENOENT;
-		n = strlen(e->name);
-		if (n + 1 > pos)
-			return -ENAMETOOLONG;
-		pos -= n;
-		memcpy(buf + pos, e->name, n);
-		buf[--pos] = '/';
-		e = find(fs, e->parent);
-		if (!e)
+		len += strlen(e->name) + 1;
+		if (!find(fs, e->parent))
 			return -ENOENT;
 	}
-	if (buf[pos] == '\0')
-		buf[--pos] = '/';
-	memmove(buf, buf + pos, sizeof(p->buf) - pos);
-	p->path = buf;
+	if (len > TREE_PATH_MAX)
+		return -ENAMETOOLONG;
+	if (len == 0)
+		len = 1; /* the root: "/" */
+	if (p->cap < len + 1) {
+		char *nb = realloc(p->buf, len + 1);
+
+		if (!nb)
+			return -ENOMEM;
+		p->buf = nb;
+		p->cap = len + 1;
+	}
+	pos = len;
+	p->buf[pos] = '\0';
+	p->buf[0] = '/';
+	if (name) {
+		n = strlen(name);
+		pos -= n;
+		memcpy(p->buf + pos, name, n);
+		p->buf[--pos] = '/';
+	}
+	for (e = top; e->ino != TREE_ROOT_INO; e = find(fs, e->parent)) {
+		n = strlen(e->name);
+		pos -= n;
+		memcpy(p->buf + pos, e->name, n);
+		p->buf[--pos] = '/';
+	}
+	p->path = p->buf;
 	return 0;
+}
+
+void fs_path_release(struct fs_path *p)
+{
+	if (!p)
+		return;
+	free(p->buf);
+	memset(p, 0, sizeof(*p));
 }
 
 int itab_path(struct fs *fs, uint64_t ino, const char *name, bool need_path,
@@ -692,32 +715,30 @@ void fs_leave(struct fs *fs)
 bool fs_retry(struct fs *fs, int rc, uint64_t ino, const char *name,
 	      struct fs_path *p)
 {
-	struct fs_path *np;
+	struct fs_path np = {0};
 	bool again = false;
 
 	if (rc != -ENOENT)
-		return false;
-	np = malloc(sizeof(*np));
-	if (!np)
 		return false;
 	pthread_mutex_lock(&fs->lock);
 	/* a rename may have moved the node in the store but not yet in the
 	 * table: let it finish (it never waits for requests meanwhile) */
 	while (fs->renaming && fs->ns_gen == p->gen)
 		pthread_cond_wait(&fs->renamed, &fs->lock);
-	if (fs->ns_gen != p->gen && build_path(fs, ino, name, false, np) == 0) {
-		if (!np->path || !p->path)
-			again = np->path != p->path;
+	if (fs->ns_gen != p->gen && build_path(fs, ino, name, false, &np) == 0) {
+		if (!np.path || !p->path)
+			again = np.path != p->path;
 		else
-			again = strcmp(np->path, p->path) != 0;
+			again = strcmp(np.path, p->path) != 0;
 		if (again) {
-			memcpy(p->buf, np->buf, sizeof(p->buf));
-			p->path = np->path ? p->buf : NULL;
-			p->gen = np->gen;
+			struct fs_path old = *p;
+
+			*p = np;
+			np = old;
 		}
 	}
 	pthread_mutex_unlock(&fs->lock);
-	free(np);
+	fs_path_release(&np);
 	return again;
 }
 

@@ -100,7 +100,7 @@ static pthread_mutex_t *open_stripe(struct fs *fs, uint64_t ino)
 
 static int fs_do_getattr(struct fs *fs, uint64_t ino, struct tree_attr *a)
 {
-	struct fs_path p;
+	struct fs_path p = {0};
 	int rc;
 
 	rc = fs_enter(fs, ino, NULL, &p);
@@ -113,6 +113,7 @@ static int fs_do_getattr(struct fs *fs, uint64_t ino, struct tree_attr *a)
 	if (!rc)
 		note_attr(fs, a);
 out:
+	fs_path_release(&p);
 	return rc;
 }
 
@@ -141,7 +142,7 @@ static int fs_do_lookup(struct fs *fs, uint64_t parent, const char *name,
 			struct fuse_entry_param *e)
 {
 	struct tree_attr a;
-	struct fs_path p;
+	struct fs_path p = {0};
 	int rc;
 
 	if (strlen(name) > TREE_NAME_MAX)
@@ -151,6 +152,10 @@ static int fs_do_lookup(struct fs *fs, uint64_t parent, const char *name,
 		rc = itab_lookup(fs, a.ino, parent, name, a.flags);
 		fs_leave(fs);
 	}
+	fs_path_release(&p);
+	/* the name is not over-long, so the path is: nothing can be there */
+	if (rc == -ENAMETOOLONG)
+		rc = -ENOENT;
 	if (rc == -ENOENT) {
 		/* cached negative entry: the kernel remembers the miss */
 		memset(e, 0, sizeof(*e));
@@ -234,7 +239,7 @@ static int fs_do_setattr(struct fs *fs, uint64_t ino, const struct stat *st,
 {
 	struct tree_attr in;
 	unsigned mask = 0;
-	struct fs_path p;
+	struct fs_path p = {0};
 	int rc;
 
 	memset(&in, 0, sizeof(in));
@@ -284,6 +289,7 @@ static int fs_do_setattr(struct fs *fs, uint64_t ino, const struct stat *st,
 	if (!rc)
 		note_attr(fs, out);
 out:
+	fs_path_release(&p);
 	return rc;
 }
 
@@ -324,7 +330,7 @@ static int place_path(struct fs *fs, uint64_t ino, struct fs_path *p)
 
 static int fs_do_readlink(struct fs *fs, uint64_t ino, char **target)
 {
-	struct fs_path p;
+	struct fs_path p = {0};
 	int rc;
 
 	rc = fs_enter(fs, ino, NULL, &p);
@@ -340,6 +346,7 @@ static int fs_do_readlink(struct fs *fs, uint64_t ino, char **target)
 	}
 	fs_leave(fs);
 out:
+	fs_path_release(&p);
 	return rc;
 }
 
@@ -365,11 +372,10 @@ static int fs_do_mknode(struct fs *fs, const struct fuse_ctx *ctx,
 			uint64_t parent, const char *name, mode_t mode,
 			uint64_t rdev, const char *target, struct tree_attr *a)
 {
-	char dir[TREE_PATH_MAX + 1];
 	struct tree_attr pa;
-	struct fs_path p;
+	struct fs_path p = {0};
 	gid_t gid = ctx->gid;
-	char *slash;
+	char *dir = NULL, *slash;
 	int rc;
 
 	if (fs->ro)
@@ -380,7 +386,12 @@ static int fs_do_mknode(struct fs *fs, const struct fuse_ctx *ctx,
 	if (rc)
 		goto out;
 	for (;;) {
-		strcpy(dir, p.path);
+		free(dir);
+		dir = strdup(p.path);
+		if (!dir) {
+			rc = -ENOMEM;
+			break;
+		}
 		slash = strrchr(dir, '/');
 		if (slash == dir)
 			slash[1] = '\0';
@@ -402,6 +413,8 @@ static int fs_do_mknode(struct fs *fs, const struct fuse_ctx *ctx,
 		rc = itab_lookup(fs, a->ino, parent, name, a->flags);
 	fs_leave(fs);
 out:
+	free(dir);
+	fs_path_release(&p);
 	return rc;
 }
 
@@ -452,7 +465,7 @@ static void fs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 	struct tree_attr a;
 	int rc;
 
-	if (strlen(link) > TREE_PATH_MAX)
+	if (strlen(link) > TREE_SYMLINK_MAX)
 		rc = -ENAMETOOLONG;
 	else
 		rc = fs_do_mknode(req_fs(req), fuse_req_ctx(req), parent, name,
@@ -470,8 +483,8 @@ static int fs_do_link(struct fs *fs, uint64_t ino, uint64_t newparent,
 		return -EROFS;
 	if (strlen(newname) > TREE_NAME_MAX)
 		return -ENAMETOOLONG;
-	p1 = malloc(sizeof(*p1));
-	p2 = malloc(sizeof(*p2));
+	p1 = calloc(1, sizeof(*p1));
+	p2 = calloc(1, sizeof(*p2));
 	if (!p1 || !p2) {
 		rc = -ENOMEM;
 		goto out;
@@ -493,6 +506,8 @@ static int fs_do_link(struct fs *fs, uint64_t ino, uint64_t newparent,
 		rc = itab_lookup(fs, a->ino, newparent, newname, a->flags);
 	fs_leave(fs);
 out:
+	fs_path_release(p1);
+	fs_path_release(p2);
 	free(p1);
 	free(p2);
 	return rc;
@@ -530,7 +545,7 @@ static int fs_do_unlink(struct fs *fs, uint64_t parent, const char *name)
 {
 	uint64_t orphan = 0;
 	struct tree_attr a;
-	struct fs_path p;
+	struct fs_path p = {0};
 	pthread_mutex_t *m;
 	int rc;
 
@@ -552,6 +567,7 @@ static int fs_do_unlink(struct fs *fs, uint64_t parent, const char *name)
 	pthread_mutex_unlock(m);
 	fs_leave(fs);
 out:
+	fs_path_release(&p);
 	return rc;
 }
 
@@ -563,18 +579,20 @@ static void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 static int fs_do_rmdir(struct fs *fs, uint64_t parent, const char *name)
 {
 	struct tree_attr a;
-	struct fs_path p;
+	struct fs_path p = {0};
 	int rc;
 
 	if (fs->ro)
 		return -EROFS;
 	rc = enter_child(fs, parent, name, &p, &a);
 	if (rc)
-		return rc;
+		goto out;
 	rc = tree_rmdir(fs->tree, p.path);
 	if (!rc)
 		itab_flags(fs, a.ino, INODE_STALE, 0);
 	fs_leave(fs);
+out:
+	fs_path_release(&p);
 	return rc;
 }
 
@@ -637,8 +655,8 @@ static int fs_do_rename(struct fs *fs, uint64_t parent, const char *name,
 		tflags |= TREE_RENAME_NOREPLACE;
 	if (flags & RENAME_EXCHANGE)
 		tflags |= TREE_RENAME_EXCHANGE;
-	p1 = malloc(sizeof(*p1));
-	p2 = malloc(sizeof(*p2));
+	p1 = calloc(1, sizeof(*p1));
+	p2 = calloc(1, sizeof(*p2));
 	if (!p1 || !p2) {
 		rc = -ENOMEM;
 		goto out;
@@ -712,6 +730,8 @@ static int fs_do_rename(struct fs *fs, uint64_t parent, const char *name,
 out:
 	if (entered)
 		fs_leave(fs);
+	fs_path_release(p1);
+	fs_path_release(p2);
 	free(p1);
 	free(p2);
 	return rc;
@@ -734,7 +754,7 @@ static int fs_do_open(struct fs *fs, uint64_t ino, int flags, struct fh **out)
 	pthread_mutex_t *m = open_stripe(fs, ino);
 	struct tree_attr in, a;
 	struct fh *fh;
-	struct fs_path p;
+	struct fs_path p = {0};
 	int rc;
 
 	if (fs->ro && ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC)))
@@ -760,6 +780,7 @@ static int fs_do_open(struct fs *fs, uint64_t ino, int flags, struct fh **out)
 			while (fs_retry(fs, rc, ino, NULL, &p));
 			fs_leave(fs);
 		}
+		fs_path_release(&p);
 		if (rc) {
 			reclaim(fs, itab_close(fs, ino));
 			goto out;
@@ -847,7 +868,7 @@ reply:
 static void touch_atime(struct fs *fs, uint64_t ino)
 {
 	struct tree_attr a, in;
-	struct fs_path p;
+	struct fs_path p = {0};
 	int64_t now;
 	int rc;
 
@@ -863,7 +884,7 @@ static void touch_atime(struct fs *fs, uint64_t ino)
 	in.ctime_ns = a.ctime_ns; /* atime alone does not change ctime */
 	rc = fs_enter(fs, ino, NULL, &p);
 	if (rc)
-		return;
+		goto out;
 	do
 		rc = tree_setattr(fs->tree, p.path, ino, &in,
 				  TREE_SET_ATIME | TREE_SET_CTIME, NULL);
@@ -871,12 +892,14 @@ static void touch_atime(struct fs *fs, uint64_t ino)
 	fs_leave(fs);
 	if (!rc && fs->se)
 		fuse_lowlevel_notify_inval_inode(fs->se, ino, -1, 0);
+out:
+	fs_path_release(&p);
 }
 
 static int fs_do_read(struct fs *fs, uint64_t ino, size_t size, off_t off,
 		      char *buf, size_t *nread)
 {
-	struct fs_path p;
+	struct fs_path p = {0};
 	int rc;
 
 	if (off < 0)
@@ -889,6 +912,7 @@ static int fs_do_read(struct fs *fs, uint64_t ino, size_t size, off_t off,
 	while (fs_retry(fs, rc, ino, NULL, &p));
 	fs_leave(fs);
 out:
+	fs_path_release(&p);
 	return rc;
 }
 
@@ -925,7 +949,7 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 static int fs_do_write(struct fs *fs, uint64_t ino, const char *buf,
 		       size_t size, off_t off, bool append)
 {
-	struct fs_path p;
+	struct fs_path p = {0};
 	int rc;
 
 	if (fs->ro)
@@ -941,6 +965,7 @@ static int fs_do_write(struct fs *fs, uint64_t ino, const char *buf,
 	while (fs_retry(fs, rc, ino, NULL, &p));
 	fs_leave(fs);
 out:
+	fs_path_release(&p);
 	return rc;
 }
 
@@ -980,7 +1005,7 @@ static int fs_do_fallocate(struct fs *fs, uint64_t ino, int mode, off_t off,
 			   off_t len)
 {
 	struct tree_attr a, in;
-	struct fs_path p;
+	struct fs_path p = {0};
 	int rc;
 
 	if (mode)
@@ -1004,6 +1029,7 @@ static int fs_do_fallocate(struct fs *fs, uint64_t ino, int mode, off_t off,
 	while (fs_retry(fs, rc, ino, NULL, &p));
 	fs_leave(fs);
 out:
+	fs_path_release(&p);
 	return rc;
 }
 
@@ -1094,7 +1120,7 @@ static int fs_do_readdir(struct fs *fs, fuse_req_t req, uint64_t ino,
 	struct tree_dir *it = NULL;
 	struct fuse_entry_param e;
 	struct tree_attr a;
-	struct fs_path p;
+	struct fs_path p = {0};
 	off_t cur = off < 0 ? 0 : off;
 	uint64_t cookie;
 	int rc;
@@ -1164,6 +1190,7 @@ static int fs_do_readdir(struct fs *fs, fuse_req_t req, uint64_t ino,
 out:
 	fs_leave(fs);
 out_free:
+	fs_path_release(&p);
 	tree_dir_free(it);
 	free(after);
 	*used = pos;
@@ -1246,7 +1273,7 @@ static bool unsupported_xattr(const char *name)
 static int fs_do_setxattr(struct fs *fs, uint64_t ino, const char *name,
 			  const char *value, size_t size, int flags)
 {
-	struct fs_path p;
+	struct fs_path p = {0};
 	int rc;
 
 	if (unsupported_xattr(name))
@@ -1263,6 +1290,7 @@ static int fs_do_setxattr(struct fs *fs, uint64_t ino, const char *name,
 	while (fs_retry(fs, rc, ino, NULL, &p));
 	fs_leave(fs);
 out:
+	fs_path_release(&p);
 	return rc;
 }
 
@@ -1325,21 +1353,17 @@ static void fs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 
 /* ---- pathfsctl commands on the mounted drive ---------------------------- */
 
-/* Splits @path into its folder (into @dir) and last name (returned,
- * borrowed from @path). NULL for "/". */
-static const char *split(const char *path, char *dir)
+/* Splits @path into its folder (*dir, malloc'd: caller frees) and last name
+ * (returned, borrowed from @path). NULL for "/" and when out of memory. */
+static const char *split(const char *path, char **dir)
 {
 	const char *slash = strrchr(path, '/');
-	size_t n;
 
+	*dir = NULL;
 	if (!slash || !slash[1])
 		return NULL;
-	n = slash == path ? 1 : (size_t)(slash - path);
-	if (n > TREE_PATH_MAX)
-		return NULL;
-	memcpy(dir, path, n);
-	dir[n] = '\0';
-	return slash + 1;
+	*dir = strndup(path, slash == path ? 1 : (size_t)(slash - path));
+	return *dir ? slash + 1 : NULL;
 }
 
 static uint64_t ino_at(struct fs *fs, const char *path)
@@ -1355,18 +1379,20 @@ static uint64_t ino_at(struct fs *fs, const char *path)
  * folder's attributes). Not a request handler: safe to call. */
 static void inval_path(struct fs *fs, const char *path)
 {
-	char dir[TREE_PATH_MAX + 1];
+	char *dir = NULL;
 	const char *name;
 	uint64_t parent;
 
-	if (!path || !fs->se || !(name = split(path, dir)))
-		return;
+	if (!path || !fs->se || !(name = split(path, &dir)))
+		goto out;
 	parent = ino_at(fs, dir);
 	if (!parent)
-		return;
+		goto out;
 	fuse_lowlevel_notify_inval_entry(fs->se, parent, name, strlen(name));
 	/* attributes and the cached listing (offset 0, length 0: all) */
 	fuse_lowlevel_notify_inval_inode(fs->se, parent, 0, 0);
+out:
+	free(dir);
 }
 
 /*
@@ -1409,7 +1435,7 @@ void fs_ctl_begin(void *ctx, struct tree *t, const char *path,
 void fs_ctl_end(void *ctx, struct tree *t, const char *path,
 		const char *newpath)
 {
-	char dir[TREE_PATH_MAX + 1];
+	char *dir = NULL;
 	struct fs *fs = ctx;
 	uint64_t after0, after1, parent;
 	const char *name;
@@ -1420,7 +1446,7 @@ void fs_ctl_end(void *ctx, struct tree *t, const char *path,
 	after1 = ino_at(fs, newpath);
 	fs_busy_lock(fs);
 	if (newpath && fs->ctl_ino[0] && after1 == fs->ctl_ino[0] &&
-	    (name = split(newpath, dir)) &&
+	    (name = split(newpath, &dir)) &&
 	    itab_attach_path(fs, dir, &parent) == 0) {
 		itab_move(fs, fs->ctl_ino[0], parent, name);
 	} else if (fs->ctl_ino[0] && after0 != fs->ctl_ino[0]) {
@@ -1446,6 +1472,7 @@ inval:
 		inval_linked(fs);
 	}
 	pthread_mutex_unlock(&fs->ctl_mutex);
+	free(dir);
 }
 
 /* ---- session ------------------------------------------------------------ */

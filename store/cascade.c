@@ -1044,9 +1044,8 @@ static int rm_fast(struct tree *t, const char *path, uint64_t budget,
 	struct open_check oc = open_check_of(t);
 	struct rm_scan s = {0};
 	struct node n = {0}, pn = {0};
-	struct sbuf lo = {0}, hi = {0};
+	struct sbuf lo = {0}, hi = {0}, parent = {0};
 	struct kv_batch *b = NULL;
-	char parent[TREE_PATH_MAX + 1];
 	size_t limit = RM_FAST_MAX, pl;
 	uint64_t ino = 0, pino = 0;
 	bool ns = false;
@@ -1081,13 +1080,12 @@ static int rm_fast(struct tree *t, const char *path, uint64_t budget,
 	qsort(s.ents, s.n, sizeof(*s.ents), ent_cmp);
 	/* then everything else, under the locks tree_rmdir takes */
 	pl = path_parent_len(path);
-	memcpy(parent, pl ? path : "/", pl ? pl : 1);
-	parent[pl ? pl : 1] = '\0';
+	sbuf_add(&parent, pl ? path : "/", pl ? pl : 1);
 	pthread_mutex_lock(&t->ns_lock);
 	ns = true;
 	rc = tree_get_node(t, path, &n, false);
 	if (rc == 0)
-		rc = tree_get_node(t, parent, &pn, false);
+		rc = tree_get_node(t, parent.buf, &pn, false);
 	if (rc == -ENOENT || rc == -EIO || (rc == 0 && !S_ISDIR(n.a.mode))) {
 		rc = 0; /* the walk finds out */
 		goto out;
@@ -1107,7 +1105,7 @@ static int rm_fast(struct tree *t, const char *path, uint64_t budget,
 	kv_batch_delete_range(b, lo.buf, lo.len, hi.buf, hi.len);
 	rc = tree_batch_remove(t, b, path, &n, 0, NULL, now);
 	if (rc == 0)
-		rc = tree_batch_dir_touch(t, b, parent, -1, now);
+		rc = tree_batch_dir_touch(t, b, parent.buf, -1, now);
 	if (rc == 0)
 		rc = rm_fast_content(t, b, &s);
 	if (rc == 0)
@@ -1128,6 +1126,7 @@ out:
 	node_release(&pn);
 	sbuf_release(&lo);
 	sbuf_release(&hi);
+	sbuf_release(&parent);
 	rm_scan_release(&s);
 	return rc;
 }

@@ -27,18 +27,15 @@
 
 #include "store_i.h"
 
-/* Writes the parent of checked non-root @path to @buf (TREE_PATH_MAX + 1). */
-static void parent_of(const char *path, char *buf)
+/* The parent of checked non-root @path, malloc'd (caller frees): paths may
+ * be TREE_PATH_MAX long, too much for a stack buffer. */
+static char *parent_of(const char *path)
 {
 	size_t n = path_parent_len(path);
+	struct sbuf b = {0};
 
-	if (n == 0) {
-		buf[0] = '/';
-		buf[1] = '\0';
-		return;
-	}
-	memcpy(buf, path, n);
-	buf[n] = '\0';
+	sbuf_add(&b, path, n ? n : 1);
+	return b.buf;
 }
 
 static bool is_root(const char *path)
@@ -522,7 +519,7 @@ static int check_new_node(mode_t mode, const char *target, mode_t *type)
 			return -EINVAL;
 		if (!target[0])
 			return -ENOENT;
-		if (strlen(target) > TREE_PATH_MAX)
+		if (strlen(target) > TREE_SYMLINK_MAX)
 			return -ENAMETOOLONG;
 		*type = S_IFLNK;
 		return 0;
@@ -547,7 +544,7 @@ int tree_mknode(struct tree *t, const char *path, mode_t mode, uid_t uid,
 		gid_t gid, uint64_t rdev, const char *target,
 		struct tree_attr *out)
 {
-	char parent[TREE_PATH_MAX + 1];
+	char *parent = NULL;
 	struct node pn = {0};
 	struct kv_batch *b = NULL;
 	struct tree_attr a = {0};
@@ -566,7 +563,7 @@ int tree_mknode(struct tree *t, const char *path, mode_t mode, uid_t uid,
 	rc = check_new_node(mode, target, &type);
 	if (rc)
 		goto out;
-	parent_of(path, parent);
+	parent = parent_of(path);
 	pthread_mutex_lock(&t->ns_lock);
 	ns = true;
 	/* the parent is read once, under its stripe (it is rewritten) */
@@ -611,6 +608,7 @@ out:
 		pthread_mutex_unlock(&t->ns_lock);
 	kv_batch_free(b);
 	node_release(&pn);
+	free(parent);
 	return rc;
 }
 
@@ -618,7 +616,7 @@ out:
 static int link_common(struct tree *t, const char *oldpath, uint64_t ino,
 		       const char *newpath, struct tree_attr *out)
 {
-	char parent[TREE_PATH_MAX + 1];
+	char *parent = NULL;
 	struct node on = {0}, pn = {0};
 	struct attr_ref r = {0};
 	struct kv_batch *b = NULL;
@@ -640,7 +638,7 @@ static int link_common(struct tree *t, const char *oldpath, uint64_t ino,
 		rc = -EEXIST;
 		goto out;
 	}
-	parent_of(newpath, parent);
+	parent = parent_of(newpath);
 	pthread_mutex_lock(&t->ns_lock);
 	ns = true;
 	if (oldpath) {
@@ -712,6 +710,7 @@ out:
 	attr_ref_release(&r);
 	node_release(&on);
 	node_release(&pn);
+	free(parent);
 	return rc;
 }
 
@@ -731,7 +730,7 @@ int tree_link_ino(struct tree *t, uint64_t ino, const char *newpath,
 static int remove_node(struct tree *t, const char *path, bool dir,
 		       unsigned flags, uint64_t *orphan)
 {
-	char parent[TREE_PATH_MAX + 1];
+	char *parent = NULL;
 	struct node n = {0}, pn = {0};
 	struct kv_batch *b = NULL;
 	bool ns = false, st = false;
@@ -748,7 +747,7 @@ static int remove_node(struct tree *t, const char *path, bool dir,
 		rc = dir ? -EBUSY : -EISDIR;
 		goto out;
 	}
-	parent_of(path, parent);
+	parent = parent_of(path);
 	pthread_mutex_lock(&t->ns_lock);
 	ns = true;
 	/* both nodes are rewritten: read them under their stripes */
@@ -791,6 +790,7 @@ out:
 	kv_batch_free(b);
 	node_release(&n);
 	node_release(&pn);
+	free(parent);
 	return rc;
 }
 
@@ -881,7 +881,7 @@ static int rename_simple(struct tree *t, const char *src, const char *dst,
 			 unsigned flags, const struct node *sn0,
 			 const struct node *dn0, uint64_t *orphan)
 {
-	char sp[TREE_PATH_MAX + 1], dp[TREE_PATH_MAX + 1];
+	char *sp = NULL, *dp = NULL;
 	struct node spn = {0}, dpn = {0}, sn = {0}, dn = {0};
 	struct kv_batch *b = NULL;
 	uint64_t dino = dn0 ? dn0->a.ino : 0;
@@ -891,8 +891,8 @@ static int rename_simple(struct tree *t, const char *src, const char *dst,
 	int64_t now;
 	int rc;
 
-	parent_of(src, sp);
-	parent_of(dst, dp);
+	sp = parent_of(src);
+	dp = parent_of(dst);
 	rc = tree_get_node(t, sp, &spn, false);
 	if (rc == 0)
 		rc = tree_get_node(t, dp, &dpn, false);
@@ -952,6 +952,8 @@ out:
 	node_release(&dpn);
 	node_release(&sn);
 	node_release(&dn);
+	free(sp);
+	free(dp);
 	return rc;
 }
 
@@ -986,7 +988,7 @@ static int branch_fits(struct tree *t, const char *from, size_t newlen)
 int tree_rename(struct tree *t, const char *src, const char *dst,
 		unsigned flags, uint64_t *orphan)
 {
-	char dp[TREE_PATH_MAX + 1];
+	char *dp = NULL;
 	struct node sn = {0}, dn = {0}, dpn = {0};
 	bool ns = false, dexists = false, big = false;
 	int rc;
@@ -1009,7 +1011,7 @@ int tree_rename(struct tree *t, const char *src, const char *dst,
 		rc = -EBUSY;
 		goto out;
 	}
-	parent_of(dst, dp);
+	dp = parent_of(dst);
 	pthread_mutex_lock(&t->ns_lock);
 	ns = true;
 	rc = tree_get_node(t, src, &sn, false);
@@ -1098,6 +1100,7 @@ out:
 	node_release(&sn);
 	node_release(&dn);
 	node_release(&dpn);
+	free(dp);
 	return rc;
 }
 

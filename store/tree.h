@@ -13,8 +13,11 @@
  *  - -EROFS means the store was opened read-only;
  *  - paths are absolute byte strings: "/" or "/" followed by names separated
  *    by single "/"; a name is 1..255 bytes of anything but NUL and "/" and is
- *    never "." or ".."; a path is at most 4095 bytes. A malformed path is
- *    -EINVAL, an over-long name or path -ENAMETOOLONG;
+ *    never "." or ".."; a path is at most TREE_PATH_MAX (32767) bytes, a
+ *    symlink's target at most TREE_SYMLINK_MAX (4095). A malformed path is
+ *    -EINVAL, an over-long name, path or target -ENAMETOOLONG (reads of a
+ *    path past TREE_PATH_MAX say so too; the daemon answers a lookup of one
+ *    with ENOENT, since nothing can be there);
  *  - strings passed in are only borrowed for the duration of the call;
  *  - out-structures that own memory are released with their _release call.
  *
@@ -38,7 +41,26 @@
 #include <sys/types.h>
 
 #define TREE_NAME_MAX  255
-#define TREE_PATH_MAX  4095
+/*
+ * The longest path inside a drive, from its root: 32 KiB - 1, 128 levels of
+ * 255-byte names or 16384 levels of 1-byte ones. Linux bounds only each
+ * system call's argument (PATH_MAX 4096) and each name (NAME_MAX 255), so a
+ * tree built with chdir/mkdirat may be deeper than PATH_MAX; ours bounds what
+ * one path costs:
+ *  - a node key is ~80 bytes of drive prefix + the path: at most two 16 KiB
+ *    RocksDB blocks for one key, and the same in an index block;
+ *  - a journal record holds two paths and a cursor relative to one (at most
+ *    64 KiB), rewritten with every copy batch of a folder rename (bounded at
+ *    rename_bytes, 4 MiB, so at most 1/64 of it);
+ *  - a resume token of pathfsctl is base64 of the same (~88 KiB) and must fit
+ *    one command-line argument (MAX_ARG_STRLEN, 128 KiB): the next power of
+ *    two would not;
+ *  - the daemon builds a request's path on the heap at its own length, so
+ *    the limit costs nothing per request.
+ */
+#define TREE_PATH_MAX  32767
+/* The longest symlink target: the kernel's own limit (PATH_MAX - 1). */
+#define TREE_SYMLINK_MAX 4095
 #define TREE_DRIVE_MAX 64
 #define TREE_ROOT_INO  1
 /* Store format version written in every drive's META record. */

@@ -88,7 +88,7 @@ Test(fs_inodes, forget_frees_unused_entries_but_keeps_parents_of_live_ones)
 
 Test(fs_inodes, stale_and_hard_linked_inodes)
 {
-	struct fs_path p;
+	struct fs_path p = {0};
 
 	itab_lookup(&fs, 10, 1, "dir", 0);
 	itab_lookup(&fs, 11, 10, "f", 0);
@@ -103,6 +103,7 @@ Test(fs_inodes, stale_and_hard_linked_inodes)
 	itab_lookup(&fs, 12, 1, "second", TREE_F_LINKED);
 	cr_assert_eq(itab_path(&fs, 12, NULL, true, &p), 0);
 	cr_expect_str_eq(p.path, "/linked");
+	fs_path_release(&p);
 }
 
 Test(fs_inodes, an_orphan_is_reclaimed_once_at_its_last_close)
@@ -150,19 +151,20 @@ struct waiter {
 	uint64_t ino;
 	volatile int done;
 	int rc;
-	char path[TREE_PATH_MAX + 1];
+	char path[64];
 };
 
 static void *enter_thread(void *arg)
 {
 	struct waiter *w = arg;
-	struct fs_path p;
+	struct fs_path p = {0};
 
 	w->rc = fs_enter(&fs, w->ino, NULL, &p);
 	if (!w->rc) {
 		strcpy(w->path, p.path ? p.path : "BYNUM");
 		fs_leave(&fs);
 	}
+	fs_path_release(&p);
 	w->done = 1;
 	return NULL;
 }
@@ -259,20 +261,47 @@ Test(fs_inodes, retry_rebuilds_a_path_a_rename_changed)
 	cr_expect_str_eq(retry_p.path, "/new");
 }
 
-Test(fs_inodes, long_paths_are_refused)
+Test(fs_inodes, paths_up_to_the_limit_and_no_further)
 {
 	char name[TREE_NAME_MAX + 1];
+	struct fs_path p = {0};
 	uint64_t ino = 1;
 	int i;
-	struct fs_path p;
 
 	memset(name, 'n', TREE_NAME_MAX);
 	name[TREE_NAME_MAX] = '\0';
-	for (i = 0; i < 16; i++) {
+	/* 127 levels of "/" + 255 bytes: 32512 bytes */
+	for (i = 0; i < 128; i++) {
 		itab_lookup(&fs, 100 + i, ino, name, 0);
 		ino = 100 + i;
 	}
-	/* 16 * 256 bytes > TREE_PATH_MAX */
+	cr_assert_eq(itab_path(&fs, 100 + 126, NULL, false, &p), 0);
+	cr_expect_eq(strlen(p.path), 127 * 256);
+	/* and a 254-byte name below: exactly TREE_PATH_MAX */
+	name[254] = '\0';
+	cr_assert_eq(itab_path(&fs, 100 + 126, name, false, &p), 0);
+	cr_expect_eq(strlen(p.path), TREE_PATH_MAX);
+	name[254] = 'n';
+	cr_expect_eq(itab_path(&fs, 100 + 126, name, false, &p),
+		     -ENAMETOOLONG);
 	cr_expect_eq(itab_path(&fs, ino, NULL, false, &p), -ENAMETOOLONG);
-	cr_expect_eq(itab_path(&fs, 100 + 14, NULL, false, &p), 0);
+	fs_path_release(&p);
+}
+
+Test(fs_inodes, deep_paths_of_short_names)
+{
+	struct fs_path p = {0};
+	uint64_t ino = 1;
+	int i;
+
+	/* 10000 levels of "/d": far deeper than the 2048 levels of old */
+	for (i = 0; i < 10000; i++) {
+		cr_assert_eq(itab_lookup(&fs, 100 + i, ino, "d", 0), 0);
+		ino = 100 + i;
+	}
+	cr_assert_eq(itab_path(&fs, ino, "x", false, &p), 0);
+	cr_expect_eq(strlen(p.path), 10001 * 2);
+	cr_expect_eq(strncmp(p.path, "/d/d/d", 6), 0);
+	cr_expect_str_eq(p.path + 20000, "/x");
+	fs_path_release(&p);
 }

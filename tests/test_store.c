@@ -190,7 +190,7 @@ Test(store, keys_keep_branches_apart)
 
 Test(store, path_check_limits)
 {
-	char name[300], path[5000];
+	char name[300], path[TREE_PATH_MAX + 200];
 
 	cr_expect_eq(path_check("/"), 0);
 	cr_expect_eq(path_check("/a/b c/..."), 0);
@@ -207,7 +207,7 @@ Test(store, path_check_limits)
 	strcat(path, "x");
 	cr_expect_eq(path_check(path), -ENAMETOOLONG);
 	path[0] = '\0';
-	while (strlen(path) + 100 < 4095)
+	while (strlen(path) + 100 < TREE_PATH_MAX)
 		strcat(path, "/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 			     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
 	cr_expect_eq(path_check(path), 0);

@@ -44,6 +44,8 @@
 #include "ctl.h"
 
 #define PROGRESS_SLICE 2000
+#define CTL_STR_(v)    #v
+#define CTL_STR(v)     CTL_STR_(v)
 /* An rm -r of up to this many nodes goes in one batch (store/cascade.c's
  * RM_FAST_MAX + 1): the progress bar does not slice it. */
 #define RM_ONE_BATCH_MAX   (1u << 20)
@@ -75,6 +77,9 @@ struct ctx {
 	FILE *out, *err;
 	const struct cmd *cmd;
 	struct opts o;
+	/* two path buffers of TREE_PATH_MAX + 1 bytes for the command, on the
+	 * heap (the daemon runs commands on its threads' stacks) */
+	char *pathbuf[2];
 };
 
 struct cmd {
@@ -278,7 +283,8 @@ static int check_path(struct ctx *x, const char *in, char *buf)
 	while (len > 1 && in[len - 1] == '/')
 		len--;
 	if (len > TREE_PATH_MAX)
-		return usage_error(x, "path too long (%s)", "over 4095 bytes");
+		return usage_error(x, "path too long (%s)",
+				   "over " CTL_STR(TREE_PATH_MAX) " bytes");
 	memcpy(buf, in, len);
 	buf[len] = '\0';
 	if (len == 1)
@@ -891,13 +897,14 @@ static int cmd_rmdrive(struct ctx *x)
 	return CTL_OK;
 }
 
-/* Joins @dir and @name into @buf (TREE_PATH_MAX + 1). -ENAMETOOLONG. */
-static int join(char *buf, const char *dir, const char *name)
+/* Joins @dir and @name into @buf of @size bytes. -ENAMETOOLONG. */
+static int join(char *buf, size_t size, const char *dir, const char *name)
 {
-	int n = snprintf(buf, TREE_PATH_MAX + 1, "%s/%s",
-			 strcmp(dir, "/") ? dir : "", name);
+	int n = snprintf(buf, size, "%s/%s", strcmp(dir, "/") ? dir : "",
+			 name);
 
-	return n < 0 || n > TREE_PATH_MAX ? -ENAMETOOLONG : 0;
+	return n < 0 || (size_t)n >= size || n > TREE_PATH_MAX ? -ENAMETOOLONG
+								: 0;
 }
 
 /* One entry as ls prints it. @full is its path (for a symlink's target). */
@@ -944,7 +951,7 @@ static void print_entry(struct ctx *x, struct tree *t, const char *name,
 
 static int cmd_ls(struct ctx *x)
 {
-	char path[TREE_PATH_MAX + 1], full[TREE_PATH_MAX + 1];
+	char *path = x->pathbuf[0], *full = x->pathbuf[1];
 	struct tree_dir *d = NULL;
 	struct tree_attr a;
 	struct tree *t;
@@ -970,7 +977,7 @@ static int cmd_ls(struct ctx *x)
 	rc = tree_dir_open(&d, t, path, NULL);
 	while (!rc && (rc = tree_dir_next(d, &name, &nlen, &a)) == 1) {
 		rc = 0;
-		if (join(full, path, name))
+		if (join(full, TREE_PATH_MAX + 1, path, name))
 			continue;
 		print_entry(x, t, name, full, &a, first);
 		first = false;
@@ -994,7 +1001,7 @@ done:
 
 static int cmd_stat(struct ctx *x)
 {
-	char path[TREE_PATH_MAX + 1], *target = NULL;
+	char *path = x->pathbuf[0], *target = NULL;
 	struct tree_attr a;
 	struct tree *t;
 	int rc, status;
@@ -1078,11 +1085,13 @@ static int walk(struct tree_walk *w, const char *path, size_t plen, long depth)
 	struct tree_attr a, na;
 	char *cur = NULL, *next = NULL, *full = NULL;
 	const char *name;
-	size_t nlen;
+	size_t nlen, fsize;
 	bool have_next;
 	int rc;
 
-	full = malloc(TREE_PATH_MAX + 1);
+	/* a child's path: this one, "/" and a name */
+	fsize = strlen(path) + TREE_NAME_MAX + 2;
+	full = malloc(fsize);
 	if (!full)
 		return -ENOMEM;
 	rc = tree_dir_open(&d, w->t, path, NULL);
@@ -1110,7 +1119,7 @@ static int walk(struct tree_walk *w, const char *path, size_t plen, long depth)
 		fputs(w->prefix, w->x->out);
 		fputs(have_next ? "├── " : "└── ", w->x->out);
 		put_name(w->x->out, cur);
-		if (S_ISLNK(a.mode) && !join(full, path, cur)) {
+		if (S_ISLNK(a.mode) && !join(full, fsize, path, cur)) {
 			char *tg = NULL;
 
 			if (!tree_readlink(w->t, full, &tg)) {
@@ -1122,7 +1131,7 @@ static int walk(struct tree_walk *w, const char *path, size_t plen, long depth)
 		fputc('\n', w->x->out);
 		if (S_ISDIR(a.mode)) {
 			w->dirs++;
-			if (depth != 0 && !join(full, path, cur) &&
+			if (depth != 0 && !join(full, fsize, path, cur) &&
 			    plen + 8 < sizeof(w->prefix)) {
 				strcpy(w->prefix + plen,
 				       have_next ? "│   " : "    ");
@@ -1165,7 +1174,7 @@ out:
 static int cmd_tree(struct ctx *x)
 {
 	struct tree_walk *w;
-	char path[TREE_PATH_MAX + 1];
+	char *path = x->pathbuf[0];
 	struct tree_attr a;
 	struct tree *t;
 	int rc, status;
@@ -1275,7 +1284,7 @@ static int du_add(struct tree *t, struct ino_set *seen, struct du_count *c,
 
 static int cmd_du(struct ctx *x)
 {
-	char path[TREE_PATH_MAX + 1];
+	char *path = x->pathbuf[0];
 	struct du_count c = {0};
 	struct ino_set seen = {NULL, 0, 0};
 	struct tree_scan *sc = NULL;
@@ -1522,7 +1531,7 @@ static int need_r(struct ctx *x)
 
 static int cmd_rm(struct ctx *x)
 {
-	char path[TREE_PATH_MAX + 1];
+	char *path = x->pathbuf[0];
 	struct branch_op b = {"rm", NULL, NULL, path, NULL, 0};
 	int status;
 
@@ -1556,7 +1565,7 @@ static bool inside(const char *src, const char *dst)
 
 static int cmd_cp_mv(struct ctx *x, const char *op)
 {
-	char src[TREE_PATH_MAX + 1], dst[TREE_PATH_MAX + 1];
+	char *src = x->pathbuf[0], *dst = x->pathbuf[1];
 	struct branch_op b = {op, NULL, NULL, src, dst, 0};
 	int status;
 
@@ -1847,6 +1856,13 @@ int ctl_run(struct ctl_env *env, int argc, char **argv)
 		fputs("' (try 'pathfsctl help')\n", x.err);
 		return CTL_USAGE;
 	}
+	x.pathbuf[0] = malloc(TREE_PATH_MAX + 1);
+	x.pathbuf[1] = malloc(TREE_PATH_MAX + 1);
+	if (!x.pathbuf[0] || !x.pathbuf[1]) {
+		fputs("pathfsctl: out of memory\n", x.err);
+		status = CTL_FAILED;
+		goto out;
+	}
 	status = parse_opts(&x, argc, argv);
 	if (status)
 		goto out;
@@ -1862,6 +1878,8 @@ int ctl_run(struct ctl_env *env, int argc, char **argv)
 	}
 	status = x.cmd->run(&x);
 out:
+	free(x.pathbuf[0]);
+	free(x.pathbuf[1]);
 	fflush(x.out);
 	fflush(x.err);
 	return status;

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # rel_names.sh - names and paths at and past every limit, through the mount:
-# 255-byte names work and 256 bytes are ENAMETOOLONG; paths of exactly 4095
-# bytes work and 4096 fail; 1,000 nested folders (created, walked, renamed,
+# 255-byte names work and 256 bytes are ENAMETOOLONG; drive paths of exactly
+# TREE_PATH_MAX (32767) bytes work, one more fails to be made and is ENOENT
+# to a lookup; 1,000 nested folders (created, walked, renamed,
 # removed); every byte 0x01-0xFF but '/' in names (create, list, stat, read
 # back, rename, remove); names like "...", "..a", ".a.", "a.."; xattr names
 # of 255 bytes and values of 64 KiB work, past them the kernel's errno. The
-# checks run in Python (byte names, *at() calls with folder fds, since a 4095
-# byte drive path is longer than PATH_MAX below the mountpoint). The daemon
+# checks run in Python (byte names, *at() calls with folder fds, since such
+# a drive path is longer than PATH_MAX below the mountpoint). The daemon
 # must stay up throughout and fsck be clean.
 source "$(dirname "$0")/rel_lib.sh"
 
@@ -78,42 +79,45 @@ ok(err_of(write, os.path.join(d, u[:254] + b"z"), b"x") == 0, "255 bytes of UTF-
 ok(sorted(os.listdir(d)) == sorted([b"r" * 255, b"D" * 255, u[:254] + b"z"]),
    "the folder holds exactly what succeeded")
 
-# ---- path length: drive paths of 4095 and 4096 bytes -----------------------
+# ---- path length: drive paths of LIMIT and LIMIT + 1 bytes -----------------
+LIMIT = 32767  # TREE_PATH_MAX (store/tree.h)
 # drive path of folder at depth k = "/plen" + "/" + 200-byte names...
 top = b"/plen"
 os.mkdir(mnt + top)
 fd = os.open(mnt + top, os.O_RDONLY | os.O_DIRECTORY)
 plen = len(top)
 fds = [fd]
-while plen + 1 + 200 + 1 + 200 < 4095:
+while plen + 1 + 200 + 1 + 200 < LIMIT:
     name = b"p" * 200
     os.mkdir(name, dir_fd=fd)
     fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
     fds.append(fd)
     plen += 1 + 200
-room = 4095 - plen - 1  # bytes left for a last name (<= 255 since < 401)
+room = LIMIT - plen - 1  # bytes left for a last name (<= 255 since < 401)
 if room > 255:
     name = b"q" * (room - 201 - 1 if room - 201 - 1 <= 255 else 200)
     os.mkdir(name, dir_fd=fd)
     fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
     fds.append(fd)
     plen += 1 + len(name)
-    room = 4095 - plen - 1
+    room = LIMIT - plen - 1
 assert 1 <= room <= 255, room
 last = b"L" * room
 ok(err_of(write, last, b"deep", dir_fd=fd) == 0,
-   "create a file whose drive path is exactly 4095 bytes")
+   "create a file whose drive path is exactly %d bytes" % LIMIT)
 ok(err_of(read, last, dir_fd=fd) == 0 and read(last, dir_fd=fd) == b"deep",
-   "the 4095-byte path reads back")
+   "the %d-byte path reads back" % LIMIT)
 lst = [os.fsencode(x) for x in os.listdir(fd)]  # str names for an fd
-ok(last in lst, "the 4095-byte path lists (%r)" % [(x[:4], len(x)) for x in lst])
+ok(last in lst, "the %d-byte path lists (%r)" % (LIMIT, [(x[:4], len(x)) for x in lst]))
 e = err_of(write, last + b"X", b"x", dir_fd=fd)
-ok(e == errno.ENAMETOOLONG, "a 4096-byte path: ENAMETOOLONG (got %s)" % (os.strerror(e) if e else "success"))
+ok(e == errno.ENAMETOOLONG, "a %d-byte path: ENAMETOOLONG (got %s)" % (LIMIT + 1, os.strerror(e) if e else "success"))
+e = err_of(os.stat, last + b"X", dir_fd=fd)
+ok(e == errno.ENOENT, "stat of a missing %d-byte path: ENOENT (got %s)" % (LIMIT + 1, os.strerror(e) if e else "success"))
 e = err_of(os.mkdir, last + b"Y", dir_fd=fd)
-ok(e == errno.ENAMETOOLONG, "mkdir at 4096 bytes: ENAMETOOLONG (got %s)" % (os.strerror(e) if e else "success"))
+ok(e == errno.ENAMETOOLONG, "mkdir at %d bytes: ENAMETOOLONG (got %s)" % (LIMIT + 1, os.strerror(e) if e else "success"))
 e = err_of(os.rename, last, last + b"Z", src_dir_fd=fd, dst_dir_fd=fd)
-ok(e == errno.ENAMETOOLONG, "rename to 4096 bytes: ENAMETOOLONG (got %s)" % (os.strerror(e) if e else "success"))
-# renaming the top folder to a longer name would push descendants past 4095:
+ok(e == errno.ENAMETOOLONG, "rename to %d bytes: ENAMETOOLONG (got %s)" % (LIMIT + 1, os.strerror(e) if e else "success"))
+# renaming the top folder to a longer name would push descendants past LIMIT:
 # either refused with ENAMETOOLONG and nothing changed, or fully done
 def read_deep(topname):
     # walks down with fresh folder fds: nothing cached by an open fd
@@ -130,18 +134,18 @@ def read_deep(topname):
 e = err_of(os.rename, mnt + top, mnt + top + b"-longer")
 if e == 0:
     ok(os.path.isdir(mnt + top + b"-longer") and not os.path.exists(mnt + top),
-       "renaming the top folder (paths past 4095) done completely")
+       "renaming the top folder (paths past %d) done completely" % LIMIT)
     e = err_of(read_deep, top + b"-longer")
     ok(e == 0 and read_deep(top + b"-longer") == b"deep",
-       "after renaming the top folder the deep file (now past 4095) reads (%s)"
-       % (os.strerror(e) if e else "ok"))
+       "after renaming the top folder the deep file (now past %d) reads (%s)"
+       % (LIMIT, os.strerror(e) if e else "ok"))
     r = subprocess.run([os.environ["PATHFSCTL"], "-s", os.environ["STORE"], "fsck"],
                        capture_output=True, timeout=120)
-    ok(r.returncode == 0, "fsck clean with paths past 4095 bytes: %r" % r.stdout[-300:])
+    ok(r.returncode == 0, "fsck clean with paths past %d bytes: %r" % (LIMIT, r.stdout[-300:]))
     os.rename(mnt + top + b"-longer", mnt + top)
 else:
     ok(e == errno.ENAMETOOLONG and os.path.isdir(mnt + top),
-       "renaming the top folder past 4095: refused, nothing moved (%s)" % os.strerror(e))
+       "renaming the top folder past %d: refused, nothing moved (%s)" % (LIMIT, os.strerror(e)))
 ok(read(last, dir_fd=fd) == b"deep", "the deep file still reads after that")
 for f in fds:
     os.close(f)
