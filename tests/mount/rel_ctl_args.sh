@@ -31,7 +31,7 @@ check "budgeted rm -r stops with a token" [ -n "$T_RM" ]
 T_CP=$(ctl cp -r --max-items 5 /other /copy | token) || true
 check "budgeted cp -r stops with a token" [ -n "$T_CP" ]
 L=$(python3 -c "print('x' * 256)")
-LONGP=$(python3 -c "print('/d' * 2048)")
+LONGP=$(python3 -c "print('/d' * 16384)") # TREE_PATH_MAX + 1 bytes
 forge() { # flips one character in the middle of $1
 	python3 -c "import sys; t = sys.argv[1]; i = len(t) // 2; print(t[:i] + ('A' if t[i] != 'A' else 'B') + t[i + 1:])" "$1"
 }
@@ -71,7 +71,7 @@ hostile() {
 	rejected "path with ." rm -r /other/./x
 	rejected "path with .." rm -r /other/../src
 	rejected "256-byte name" rm -r "/$L"
-	rejected "path over 4095 bytes" rm -r "$LONGP"
+	rejected "path over 32767 bytes" rm -r "$LONGP"
 	rejected "rm -r of a missing path" rm -r /nosuch
 	rejected "rm without -r" rm /other
 	rejected "garbage token" rm -r --resume 'zzz' /src
