@@ -458,7 +458,16 @@ Test(dir, deep_nesting_and_path_limit, .init = tu_setup, .fini = tu_teardown)
 	cr_expect_eq(n, DEPTH);
 	cr_expect_eq(tree_lookup(T, p, &a), 0);
 	cr_expect_eq(a.nlink, 2);
-	/* grow the path to exactly TREE_PATH_MAX bytes, then one past */
+	/* grow the path to exactly TREE_PATH_MAX bytes, then one past:
+	 * 199-byte names first (fewer levels; the length stays even), then
+	 * "/d" */
+	while (len + 200 + 2 <= TREE_PATH_MAX) {
+		p[len] = '/';
+		memset(p + len + 1, 'n', 199);
+		len += 200;
+		p[len] = '\0';
+		tu_mkdir(T, p);
+	}
 	while (len + 2 <= TREE_PATH_MAX) {
 		memcpy(p + len, "/d", 3);
 		len += 2;
