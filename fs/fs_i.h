@@ -73,6 +73,10 @@ struct fs {
 	bool noatime;
 	bool debug;
 	double timeout; /* entry and attribute timeout, seconds */
+	/* called by a request before it waits for a busy branch or for the
+	 * subtree lock, so the request loop lets another thread read meanwhile
+	 * (fs_loop_blocking); NULL when nothing needs telling (unit tests) */
+	void (*blocking)(void);
 
 	pthread_mutex_t lock;
 	struct inode **buckets; /* protected by lock */
@@ -253,6 +257,19 @@ int fs_busy_begin_paths(struct fs *fs, const char *src, const char *dst,
  */
 void fs_busy_lock(struct fs *fs);
 void fs_busy_end(struct fs *fs, struct busy *b);
+
+/* ---- request loop (loop.c) --------------------------------------------- */
+
+/*
+ * Serves @se until it ends (unmount, or a signal marked it exited) with at
+ * most @max_threads threads at once and @max_idle idle ones; one thread
+ * reads at a time and serves cheap requests itself (see loop.c). Returns 0
+ * or the -errno that ended it (-EAGAIN: no thread could be started).
+ */
+int fs_loop(struct fuse_session *se, unsigned max_threads, unsigned max_idle);
+/* Called by a request about to wait: if this thread is the reader, another
+ * thread takes over reading. */
+void fs_loop_blocking(void);
 
 /* ---- operations (ops.c) ------------------------------------------------ */
 

@@ -652,10 +652,23 @@ static void wait_busy(struct fs *fs)
 	uint64_t gen = fs->busy_gen;
 
 	pthread_rwlock_unlock(&fs->sublock);
+	if (fs->blocking)
+		fs->blocking();
 	pthread_mutex_lock(&fs->busy_mutex);
 	while (fs->busy_gen == gen)
 		pthread_cond_wait(&fs->busy_cond, &fs->busy_mutex);
 	pthread_mutex_unlock(&fs->busy_mutex);
+}
+
+/* Takes fs->sublock for read, telling the request loop first if that
+ * waits (a rename or pathfsctl command holds or wants it for write). */
+static void read_lock(struct fs *fs)
+{
+	if (pthread_rwlock_tryrdlock(&fs->sublock) == 0)
+		return;
+	if (fs->blocking)
+		fs->blocking();
+	pthread_rwlock_rdlock(&fs->sublock);
 }
 
 static int enter(struct fs *fs, uint64_t ino, const char *name, bool need_path,
@@ -664,7 +677,7 @@ static int enter(struct fs *fs, uint64_t ino, const char *name, bool need_path,
 	int rc;
 
 	for (;;) {
-		pthread_rwlock_rdlock(&fs->sublock);
+		read_lock(fs);
 		rc = itab_path(fs, ino, name, need_path, p);
 		if (rc) {
 			pthread_rwlock_unlock(&fs->sublock);
@@ -693,7 +706,7 @@ int fs_enter2(struct fs *fs, uint64_t ino1, const char *name1,
 	int rc;
 
 	for (;;) {
-		pthread_rwlock_rdlock(&fs->sublock);
+		read_lock(fs);
 		rc = itab_path(fs, ino1, name1, true, p1);
 		if (!rc)
 			rc = itab_path(fs, ino2, name2, true, p2);

@@ -404,7 +404,6 @@ static int serve(struct options *o, struct fuse_args *args, const char *dir,
 	struct store *s = NULL;
 	struct tree *t = NULL;
 	struct fuse_session *se = NULL;
-	struct fuse_loop_config *cfg = NULL;
 	struct fuse_lowlevel_ops ops;
 	struct control *ctl = NULL;
 	struct ctl_env env;
@@ -493,14 +492,9 @@ static int serve(struct options *o, struct fuse_args *args, const char *dir,
 	if (o->single) {
 		rc = fuse_session_loop(se);
 	} else {
-		cfg = fuse_loop_cfg_create();
-		if (!cfg) {
-			rc = -ENOMEM;
-			goto out;
-		}
-		fuse_loop_cfg_set_max_threads(cfg, 16);
-		fuse_loop_cfg_set_idle_threads(cfg, 8);
-		rc = fuse_session_loop_mt(se, cfg);
+		/* one reader at a time, more threads for slow requests */
+		fs.blocking = fs_loop_blocking;
+		rc = fs_loop(se, 16, 8);
 	}
 	if (rc)
 		plog(LOG_ERR, "session loop ended: %s",
@@ -514,8 +508,6 @@ out:
 		fuse_remove_signal_handlers(se);
 	if (se)
 		fuse_session_destroy(se);
-	if (cfg)
-		fuse_loop_cfg_destroy(cfg);
 	if (s) {
 		int src = o->ro ? 0 : store_sync(s);
 
