@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# serve_loop.sh - the daemon's request loop (fs/loop.c): a program creating
+# files one after the other is served by one thread (the reader serves cheap
+# requests itself instead of waking an idle thread per request), and requests
+# that take long run beside each other and beside cheap ones (parallel large
+# writers and a file-creating loop all finish, content intact).
+source "$(dirname "$0")/lib.sh"
+
+N=300
+pfs_mount
+pid=$(pfs_pid)
+mkdir "$MNT/d"
+
+# voluntary context switches of every thread of the daemon
+switches() { grep -H voluntary_ctxt_switches /proc/"$pid"/task/*/status |
+	grep -v nonvoluntary | sed 's|/proc/[0-9]*/task/\([0-9]*\)/status:[^0-9]*| \1 |'; }
+
+switches >"$T/before"
+python3 - "$MNT/d" "$N" <<'PY'
+import os, sys
+d, n = sys.argv[1], int(sys.argv[2])
+for i in range(n):
+    fd = os.open(f"{d}/f{i}", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    os.write(fd, b"x" * 100)
+    os.close(fd)
+PY
+sleep 0.2 # the last RELEASEs
+switches >"$T/after"
+# threads that slept and woke at least N/2 times: those that served requests
+busy=$(join "$T/before" "$T/after" | awk -v min=$((N / 2)) '$3 - $2 >= min' | wc -l)
+check "$N files created one after the other: one thread served them (got $busy)" \
+	[ "$busy" = 1 ]
+
+# slow requests (1 MiB writes, fsync) from 4 writers beside a creating loop
+python3 - "$MNT" <<'PY' &
+import os, sys
+m = sys.argv[1]
+pids = []
+for w in range(4):
+    pid = os.fork()
+    if pid == 0:
+        fd = os.open(f"{m}/big{w}", os.O_WRONLY | os.O_CREAT, 0o644)
+        for i in range(24):
+            os.write(fd, bytes([65 + w]) * (1 << 20))
+            if i % 8 == 7:
+                os.fsync(fd)
+        os.close(fd)
+        os._exit(0)
+    pids.append(pid)
+for p in pids:
+    assert os.waitpid(p, 0)[1] == 0
+PY
+writers=$!
+for i in $(seq 1 200); do echo "$i" >"$MNT/d/g$i"; done
+wait $writers
+check "writers and creator all done: 4 files of 24 MiB" \
+	[ "$(stat -c %s "$MNT"/big{0,1,2,3} | sort -u)" = $((24 << 20)) ]
+check "each big file holds only its writer's byte" bash -c '
+for w in 0 1 2 3; do
+	c=$(printf "\\x$(printf %x $((65 + w)))")
+	[ "$(tr -d "$c" <"'"$MNT"'/big$w" | wc -c)" = 0 ] || exit 1
+done'
+check "200 small files read back" bash -c \
+	"for i in \$(seq 1 200); do [ \"\$(cat '$MNT/d/g'\$i)\" = \$i ] || exit 1; done"
+
+pfs_umount
+finish
