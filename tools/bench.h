@@ -30,6 +30,10 @@ struct bench_opts {
 	const char *host;	/* --host: host folder to compare with */
 	bool vs_pt;		/* --vs-passthrough */
 	const char *targets;	/* --targets: comma list, NULL = all */
+	const char *tmpfs;	/* --tmpfs: tmpfs folder ("none": skip) */
+	const char *copy_src;	/* --copy-src: folder for cp -a, rsync -a */
+	const char *tar_src;	/* --tar-src: folder archived for tar x */
+	const char *workloads;	/* --workloads: comma list, NULL = all */
 	const char *pathfs;	/* --pathfs: daemon binary */
 	const char *pathfsctl;	/* --pathfsctl: admin tool binary */
 	uint64_t write_mb;	/* --write-mb: sequential write/read size */

@@ -1,7 +1,8 @@
 /*
  * bench_mount.c - `pathfs-bench mount`: the standard tools through the kernel,
- * on pathfs, on a host folder and (--vs-passthrough) on libfuse's example
- * passthrough_ll over the host folder, in alternation, medians reported.
+ * on pathfs, on a host folder, on a tmpfs folder (--tmpfs, /dev/shm) and
+ * (--vs-passthrough) on libfuse's example passthrough_ll over the host
+ * folder, in alternation, medians reported.
  *
  * One run of one target, on a fresh store or folder:
  *   create the tree (mkdir/open/write/close from this process), remount and
@@ -10,8 +11,12 @@
  *   only), mv of the depth-1 folder (~10k
  *   entries), cp -a of it, rm -rf of the tree, pathfsctl rm -r of a rebuilt
  *   tree (pathfs only), create/stat/unlink of --churn files in one folder,
+ *   tar x of an uncompressed archive of --tar-src (/usr/include), cp -a and
+ *   rsync -a of --copy-src (/usr/share/doc), each checked by its entry count,
  *   sequential write of --write-mb MiB with fsync, and its read after dropping
  *   the caches (content checked).
+ * --workloads runs only the named steps (CSV metric names) after creating
+ * the tree.
  * Every step checks what it can (entry counts seen by find, by the stat walk
  * and by pathfsctl du; the tree is gone after rm; the bytes read back): a step
  * that fails or sees the wrong thing is reported as FAIL, and the bench exits 1.
@@ -27,6 +32,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,8 +43,9 @@
 
 #include "bench.h"
 
-enum { T_PATHFS, T_HOST, T_PT, NT };
-static const char *const tname[NT] = {"pathfs", "host", "passthrough"};
+enum { T_PATHFS, T_HOST, T_TMPFS, T_PT, NT };
+static const char *const tname[NT] = {"pathfs", "host", "tmpfs",
+				      "passthrough"};
 
 static bool wanted(const struct bench_opts *o, int k);
 
@@ -56,6 +63,9 @@ enum {
 	W_RM,
 	W_CTL_RM,
 	W_CHURN,
+	W_TAR,
+	W_CP_REAL,
+	W_RSYNC,
 	W_WRITE,
 	W_READ,
 	NW
@@ -78,6 +88,9 @@ static const struct {
     [W_RM] = {"rm_rf_tree", "rm -rf of the tree"},
     [W_CTL_RM] = {"pathfsctl_rm_r", "pathfsctl rm -r (host: rm -rf)"},
     [W_CHURN] = {"create_stat_unlink", "create/stat/unlink, one folder"},
+    [W_TAR] = {"tar_x", "tar x of --tar-src"},
+    [W_CP_REAL] = {"cp_a_real", "cp -a of --copy-src"},
+    [W_RSYNC] = {"rsync_a_real", "rsync -a of --copy-src"},
     [W_WRITE] = {"write_fsync", "sequential write + fsync"},
     [W_READ] = {"read_cold", "sequential read, cold"},
 };
@@ -98,6 +111,10 @@ struct mctx {
 	struct shape sh;
 	char dir[2048];	    /* our temp dir */
 	char hostdir[3072]; /* the host folder: ours or in --host */
+	char tmpfsdir[3072]; /* ours in --tmpfs, "" if none */
+	char archive[2100];  /* tar of --tar-src, in dir */
+	uint64_t tar_entries, copy_entries; /* below the top folder */
+	double tar_mb, copy_mb;
 	char *pathfs, *pathfsctl, *pt;
 	double *t; /* [w][target][run] seconds, NaN = failed or not run */
 	int failures;
@@ -289,6 +306,77 @@ static int seq_read(struct mctx *c, const char *path, double *secs)
 	return rc;
 }
 
+/* Whether workload @w runs (--workloads; the tree is always created). */
+static bool want_w(const struct mctx *c, int w)
+{
+	char list[512], *tok, *save = NULL;
+
+	if (!c->o->workloads || w == W_CREATE)
+		return true;
+	snprintf(list, sizeof(list), "%s", c->o->workloads);
+	for (tok = strtok_r(list, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save))
+		if (!strcmp(tok, wl[w].metric))
+			return true;
+	return false;
+}
+
+static uint64_t walk_n, walk_bytes;
+
+static int count_one(const char *path, const struct stat *st, int flag,
+		     struct FTW *ftw)
+{
+	(void)path;
+	(void)flag;
+	if (ftw->level > 0) {
+		walk_n++;
+		if (S_ISREG(st->st_mode))
+			walk_bytes += (uint64_t)st->st_size;
+	}
+	return 0;
+}
+
+/* Entries below @dir (not @dir itself) and their file bytes, without
+ * following symlinks. Errors: -errno of the walk. */
+static int count_tree(const char *dir, uint64_t *n, uint64_t *bytes)
+{
+	walk_n = walk_bytes = 0;
+	if (nftw(dir, count_one, 64, FTW_PHYS))
+		return -(errno ? errno : EIO);
+	*n = walk_n;
+	if (bytes)
+		*bytes = walk_bytes;
+	return 0;
+}
+
+/*
+ * Runs a copying program (tar x, cp -a, rsync -a) on target @k as workload
+ * @w, then checks that @dst holds @want entries below it, and removes @dst.
+ */
+static void timed_copy(struct mctx *c, int w, int k, unsigned r,
+		       char *const argv[], const char *dst, uint64_t want)
+{
+	uint64_t n = 0;
+	double secs;
+	int rc;
+
+	progress("  %s", wl[w].label);
+	rc = run_cmd(argv, &secs, NULL, NULL, 0);
+	if (rc) {
+		failed(c, w, k,
+		       rc == -ECHILD ? "command failed" : strerror(-rc));
+	} else if (count_tree(dst, &n, NULL) || n != want) {
+		char why[128];
+
+		snprintf(why, sizeof(why), "%llu entries, expected %llu",
+			 (unsigned long long)n, (unsigned long long)want);
+		failed(c, w, k, why);
+	} else {
+		*slot(c, w, k, r) = secs;
+	}
+	run_sh("rm -rf '%s'", dst);
+}
+
 /* ---- targets ------------------------------------------------------------- */
 
 static int target_mount(struct mctx *c, struct target *tg)
@@ -319,7 +407,7 @@ static int target_setup(struct mctx *c, struct target *tg, int kind,
 {
 	memset(tg, 0, sizeof(*tg));
 	tg->kind = kind;
-	tg->fuse = kind != T_HOST;
+	tg->fuse = kind == T_PATHFS || kind == T_PT;
 	snprintf(tg->log, sizeof(tg->log), "%s/%s.log", c->dir, tname[kind]);
 	switch (kind) {
 	case T_PATHFS:
@@ -329,8 +417,9 @@ static int target_setup(struct mctx *c, struct target *tg, int kind,
 		snprintf(tg->base, sizeof(tg->base), "%s", tg->mnt);
 		break;
 	case T_HOST:
-		snprintf(tg->base, sizeof(tg->base), "%s/host-%u", c->hostdir,
-			 run);
+	case T_TMPFS:
+		snprintf(tg->base, sizeof(tg->base), "%s/host-%u",
+			 kind == T_HOST ? c->hostdir : c->tmpfsdir, run);
 		if (mkdir(tg->base, 0755))
 			return -errno;
 		return 0;
@@ -357,7 +446,7 @@ static void target_teardown(struct mctx *c, struct target *tg)
 	}
 	if (tg->kind == T_PATHFS)
 		run_sh("rm -rf '%s'", tg->store);
-	else if (tg->kind == T_HOST)
+	else if (tg->kind == T_HOST || tg->kind == T_TMPFS)
 		run_sh("rm -rf '%s'", tg->base);
 	else
 		run_sh("rm -rf '%s'", tg->src);
@@ -458,46 +547,49 @@ static void run_target(struct mctx *c, int k, unsigned r)
 	}
 	*slot(c, W_CREATE, k, r) = secs;
 
-	if (make_cold(c, &tg, W_FIND_COLD))
+	if (want_w(c, W_FIND_COLD) && make_cold(c, &tg, W_FIND_COLD))
 		goto out;
-	{
+	if (want_w(c, W_FIND_COLD) || want_w(c, W_FIND_WARM)) {
 		char *argv[] = {(char *)"find", root, NULL};
 
 		progress("  find (cold, then warm)");
 		timed_cmd(c, W_FIND_COLD, k, r, argv, entries, NULL, 0);
 		timed_cmd(c, W_FIND_WARM, k, r, argv, entries, NULL, 0);
 	}
-	{
+	if (want_w(c, W_DU)) {
 		char *argv[] = {(char *)"du", (char *)"-s", root, NULL};
 
 		progress("  du -s");
 		timed_cmd(c, W_DU, k, r, argv, 1, NULL, 0);
 	}
-	{
+	if (want_w(c, W_LSLR)) {
 		char *argv[] = {(char *)"ls", (char *)"-lR", root, NULL};
 
 		progress("  ls -lR");
 		timed_cmd(c, W_LSLR, k, r, argv, 0, NULL, 0);
 	}
-	progress("  stat of every entry");
-	secs = now_s();
-	rc = shape_walk(&c->sh, root, 0, stat_one, &w);
-	secs = now_s() - secs;
-	if (rc || w.n != entries - 1)
-		failed(c, W_STAT, k, rc ? strerror(-rc) : "wrong count");
-	else
-		*slot(c, W_STAT, k, r) = secs;
+	if (want_w(c, W_STAT)) {
+		progress("  stat of every entry");
+		secs = now_s();
+		rc = shape_walk(&c->sh, root, 0, stat_one, &w);
+		secs = now_s() - secs;
+		if (rc || w.n != entries - 1)
+			failed(c, W_STAT, k,
+			       rc ? strerror(-rc) : "wrong count");
+		else
+			*slot(c, W_STAT, k, r) = secs;
+	}
 
-	if (make_cold(c, &tg, W_LSLR_COLD))
+	if (want_w(c, W_LSLR_COLD) && make_cold(c, &tg, W_LSLR_COLD))
 		goto out;
-	{
+	if (want_w(c, W_LSLR_COLD)) {
 		char *argv[] = {(char *)"ls", (char *)"-lR", root, NULL};
 
 		progress("  ls -lR (cold)");
 		timed_cmd(c, W_LSLR_COLD, k, r, argv, 0, NULL, 0);
 	}
 
-	if (k == T_PATHFS) {
+	if (k == T_PATHFS && want_w(c, W_CTL_DU)) {
 		char *argv[] = {c->pathfsctl, (char *)"-s", tg.store,
 				(char *)"du", (char *)"/t", (char *)"--json",
 				NULL};
@@ -519,7 +611,9 @@ static void run_target(struct mctx *c, int k, unsigned r)
 
 	snprintf(a, sizeof(a), "%s/d0", root);
 	snprintf(b, sizeof(b), "%s/d0.moved", root);
-	{
+	if (!want_w(c, W_MV))
+		snprintf(b, sizeof(b), "%s", a); /* cp -a copies d0 itself */
+	if (want_w(c, W_MV)) {
 		char *argv[] = {(char *)"mv", a, b, NULL};
 
 		progress("  mv of %s (%llu entries)", a,
@@ -532,14 +626,14 @@ static void run_target(struct mctx *c, int k, unsigned r)
 		}
 	}
 	snprintf(a, sizeof(a), "%s/copy", tg.base);
-	{
+	if (want_w(c, W_CP)) {
 		char *argv[] = {(char *)"cp", (char *)"-a", b, a, NULL};
 
 		progress("  cp -a of it");
 		timed_cmd(c, W_CP, k, r, argv, 0, NULL, 0);
 		run_sh("rm -rf '%s'", a);
 	}
-	{
+	if (want_w(c, W_RM)) {
 		char *argv[] = {(char *)"rm", (char *)"-rf", root, NULL};
 
 		progress("  rm -rf of the tree");
@@ -549,7 +643,9 @@ static void run_target(struct mctx *c, int k, unsigned r)
 			failed(c, W_RM, k, "tree still there");
 		}
 	}
-	if (k == T_PATHFS) {
+	if (!want_w(c, W_RM))
+		run_sh("rm -rf '%s'", root);
+	if (k == T_PATHFS && want_w(c, W_CTL_RM)) {
 		char *argv[] = {c->pathfsctl, (char *)"-s", tg.store,
 				(char *)"rm", (char *)"-r", (char *)"/t",
 				NULL};
@@ -568,15 +664,44 @@ static void run_target(struct mctx *c, int k, unsigned r)
 		}
 	}
 
-	progress("  create/stat/unlink %llu files in one folder",
-		 (unsigned long long)o->churn);
-	rc = churn(c, tg.base, &secs);
-	if (rc)
-		failed(c, W_CHURN, k, strerror(-rc));
-	else
-		*slot(c, W_CHURN, k, r) = secs;
+	if (want_w(c, W_CHURN)) {
+		progress("  create/stat/unlink %llu files in one folder",
+			 (unsigned long long)o->churn);
+		rc = churn(c, tg.base, &secs);
+		if (rc)
+			failed(c, W_CHURN, k, strerror(-rc));
+		else
+			*slot(c, W_CHURN, k, r) = secs;
+	}
+
+	snprintf(a, sizeof(a), "%s/real", tg.base);
+	if (want_w(c, W_TAR)) {
+		char *argv[] = {(char *)"tar", (char *)"xf", c->archive,
+				(char *)"-C", a, NULL};
+
+		if (mkdir(a, 0755))
+			failed(c, W_TAR, k, strerror(errno));
+		else /* the archive holds the folder itself too */
+			timed_copy(c, W_TAR, k, r, argv, a,
+				   c->tar_entries + 1);
+	}
+	if (want_w(c, W_CP_REAL)) {
+		char *argv[] = {(char *)"cp", (char *)"-a",
+				(char *)o->copy_src, a, NULL};
+
+		timed_copy(c, W_CP_REAL, k, r, argv, a, c->copy_entries);
+	}
+	if (want_w(c, W_RSYNC)) {
+		char src[4200];
+		char *argv[] = {(char *)"rsync", (char *)"-a", src, a, NULL};
+
+		snprintf(src, sizeof(src), "%s/", o->copy_src);
+		timed_copy(c, W_RSYNC, k, r, argv, a, c->copy_entries);
+	}
 
 	snprintf(big, sizeof(big), "%s/big", tg.base);
+	if (!want_w(c, W_WRITE) && !want_w(c, W_READ))
+		goto out;
 	progress("  write %llu MiB + fsync", (unsigned long long)o->write_mb);
 	rc = seq_write(c, big, &secs);
 	if (rc) {
@@ -608,14 +733,14 @@ static double med(struct mctx *c, int w, int k)
 	return median(v, n);
 }
 
-/* The host value a pathfs row is compared with. */
-static double host_ref(struct mctx *c, int w)
+/* The value of target @k (host or tmpfs) a pathfs row is compared with. */
+static double host_ref(struct mctx *c, int w, int k)
 {
 	if (w == W_CTL_DU)
-		return med(c, W_DU, T_HOST);
+		return med(c, W_DU, k);
 	if (w == W_CTL_RM)
-		return med(c, W_RM, T_HOST);
-	return med(c, w, T_HOST);
+		return med(c, W_RM, k);
+	return med(c, w, k);
 }
 
 static const char *fstype(const char *path)
@@ -661,12 +786,18 @@ static void report(struct mctx *c)
 	printf(
 	    "ratio = pathfs time / other time: below 1 pathfs is faster\n\n");
 	printf("%-32s %10s %10s %8s", "workload", "pathfs", "host", "p/host");
+	if (wanted(o, T_TMPFS))
+		printf(" %10s %8s", "tmpfs", "p/tmpfs");
 	if (o->vs_pt)
 		printf(" %12s %8s", "passthrough", "p/pt");
 	printf("\n");
 	for (w = 0; w < NW; w++) {
-		double p = med(c, w, T_PATHFS), h = host_ref(c, w);
+		double p = med(c, w, T_PATHFS), h = host_ref(c, w, T_HOST);
+		double tm = host_ref(c, w, T_TMPFS);
 		double pt = med(c, w, T_PT);
+
+		if (!want_w(c, w))
+			continue;
 		bool ctl = w == W_CTL_DU || w == W_CTL_RM;
 
 		for (k = 0; k < NT; k++) {
@@ -691,6 +822,15 @@ static void report(struct mctx *c)
 		if (w == W_CHURN)
 			snprintf(lab, sizeof(lab), "create/stat/unlink %llu",
 				 (unsigned long long)o->churn);
+		if (w == W_TAR)
+			snprintf(lab, sizeof(lab), "tar x, %llu entries %.0f MB",
+				 (unsigned long long)c->tar_entries + 1,
+				 c->tar_mb);
+		if (w == W_CP_REAL || w == W_RSYNC)
+			snprintf(lab, sizeof(lab), "%s, %llu entries %.0f MB",
+				 w == W_CP_REAL ? "cp -a" : "rsync -a",
+				 (unsigned long long)c->copy_entries,
+				 c->copy_mb);
 		if (w == W_WRITE || w == W_READ)
 			snprintf(lab, sizeof(lab), "%s %llu MiB",
 				 w == W_WRITE ? "write+fsync" : "read, cold",
@@ -708,6 +848,17 @@ static void report(struct mctx *c)
 			snprintf(s2, sizeof(s2), "-");
 		printf("%-32s %10s %10s %8s", lab, s1, s2,
 		       fmt_ratio(r1, sizeof(r1), p / h));
+		if (wanted(o, T_TMPFS)) {
+			if (unit[w])
+				fmt_rate(s3, sizeof(s3), amount[w] / tm, "");
+			else
+				fmt_secs(s3, sizeof(s3), tm);
+			printf(" %10s %8s", s3,
+			       fmt_ratio(r2, sizeof(r2), p / tm));
+			res_add("mount", "ratio_vs_tmpfs", wl[w].metric,
+				p / tm, "x");
+			res_plot(MOUNT_PANEL, "vs tmpfs", wl[w].label, p / tm);
+		}
 		if (o->vs_pt) {
 			if (ctl) {
 				printf(" %12s %8s", "-", "-");
@@ -765,12 +916,65 @@ static int build_passthrough(struct mctx *c)
 	return c->pt ? 0 : -ENOMEM;
 }
 
+/*
+ * The real folders of tar x, cp -a and rsync -a: counts their entries and
+ * bytes (what each copy is checked against) and archives --tar-src into our
+ * temp dir (uncompressed: the time is the file system's, not gzip's).
+ */
+static int prepare_real(struct mctx *c)
+{
+	const struct bench_opts *o = c->o;
+	char *copy = NULL, *dir, *base;
+	uint64_t bytes = 0;
+	int rc = 0;
+
+	if (want_w(c, W_CP_REAL) || want_w(c, W_RSYNC)) {
+		rc = count_tree(o->copy_src, &c->copy_entries, &bytes);
+		if (rc) {
+			progress("cannot walk --copy-src %s: %s", o->copy_src,
+				 strerror(-rc));
+			goto out;
+		}
+		c->copy_mb = (double)bytes / 1e6;
+	}
+	if (!want_w(c, W_TAR))
+		goto out;
+	rc = count_tree(o->tar_src, &c->tar_entries, &bytes);
+	if (rc) {
+		progress("cannot walk --tar-src %s: %s", o->tar_src,
+			 strerror(-rc));
+		goto out;
+	}
+	c->tar_mb = (double)bytes / 1e6;
+	copy = realpath(o->tar_src, NULL);
+	if (!copy || !strcmp(copy, "/")) {
+		rc = -EINVAL;
+		progress("--tar-src %s: not a folder below /", o->tar_src);
+		goto out;
+	}
+	base = strrchr(copy, '/');
+	*base++ = '\0';
+	dir = copy[0] ? copy : (char *)"/";
+	snprintf(c->archive, sizeof(c->archive), "%s/src.tar", c->dir);
+	progress("archiving %s/%s (%llu entries) for tar x", dir, base,
+		 (unsigned long long)c->tar_entries + 1);
+	if (run_sh("tar cf '%s' -C '%s' '%s'", c->archive, dir, base)) {
+		rc = -EIO;
+		progress("cannot archive %s", o->tar_src);
+	}
+out:
+	free(copy);
+	return rc;
+}
+
 /* Whether target @k runs (--vs-passthrough, --targets). */
 static bool wanted(const struct bench_opts *o, int k)
 {
 	char list[256], *tok, *save = NULL;
 
 	if (k == T_PT && !o->vs_pt)
+		return false;
+	if (k == T_TMPFS && (!o->tmpfs || !strcmp(o->tmpfs, "none")))
 		return false;
 	if (!o->targets)
 		return true;
@@ -852,6 +1056,20 @@ int bench_mount(const struct bench_opts *o)
 			goto out;
 		}
 	}
+	if (wanted(o, T_TMPFS)) {
+		snprintf(c.tmpfsdir, sizeof(c.tmpfsdir),
+			 "%s/pathfs-bench.XXXXXX", o->tmpfs);
+		if (!mkdtemp(c.tmpfsdir)) {
+			rc = -errno;
+			progress("cannot make a folder in %s: %s", o->tmpfs,
+				 strerror(errno));
+			c.tmpfsdir[0] = '\0';
+			goto out;
+		}
+	}
+	rc = prepare_real(&c);
+	if (rc)
+		goto out;
 	if (o->vs_pt) {
 		rc = build_passthrough(&c);
 		if (rc)
@@ -885,6 +1103,8 @@ out:
 		run_sh("rm -rf '%s'", c.dir);
 	if (o->host && c.hostdir[0] && !o->keep)
 		run_sh("rm -rf '%s'", c.hostdir);
+	if (c.tmpfsdir[0] && !o->keep)
+		run_sh("rm -rf '%s'", c.tmpfsdir);
 	free(c.t);
 	free(c.buf);
 	free(c.rbuf);

@@ -61,7 +61,16 @@ static void usage(FILE *f)
 	    "  --pathfsctl PATH    admin tool binary (next to this one)\n"
 	    "  --no-drop-caches    do not drop the kernel's caches for "
 	    "cold runs\n"
-	    "  --targets LIST      run only these of pathfs,host,passthrough\n"
+	    "  --targets LIST      run only these of pathfs,host,tmpfs,\n"
+	    "                      passthrough\n"
+	    "  --tmpfs DIR         tmpfs folder to compare with (/dev/shm;\n"
+	    "                      none: no tmpfs column)\n"
+	    "  --copy-src DIR      real folder for cp -a and rsync -a\n"
+	    "                      (/usr/share/doc)\n"
+	    "  --tar-src DIR       real folder archived for tar x\n"
+	    "                      (/usr/include)\n"
+	    "  --workloads LIST    only these (CSV metric names; the tree\n"
+	    "                      is always created)\n"
 	    "\n"
 	    "rename:\n"
 	    "  --sizes N,N,...     branch sizes (1000,10000,100000,1000000)\n"
@@ -135,6 +144,10 @@ enum {
 	OPT_CSV,
 	OPT_PLOT,
 	OPT_TARGETS,
+	OPT_TMPFS,
+	OPT_COPY_SRC,
+	OPT_TAR_SRC,
+	OPT_WORKLOADS,
 };
 
 static const struct option longopts[] = {
@@ -157,6 +170,10 @@ static const struct option longopts[] = {
     {"csv", required_argument, NULL, OPT_CSV},
     {"plot", required_argument, NULL, OPT_PLOT},
     {"targets", required_argument, NULL, OPT_TARGETS},
+    {"tmpfs", required_argument, NULL, OPT_TMPFS},
+    {"copy-src", required_argument, NULL, OPT_COPY_SRC},
+    {"tar-src", required_argument, NULL, OPT_TAR_SRC},
+    {"workloads", required_argument, NULL, OPT_WORKLOADS},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -207,6 +224,9 @@ int main(int argc, char **argv)
 	    .write_mb = 1024,
 	    .churn = 20000,
 	    .host_max = 100000,
+	    .tmpfs = "/dev/shm",
+	    .copy_src = "/usr/share/doc",
+	    .tar_src = "/usr/include",
 	};
 	const char *cmd;
 	uint64_t v;
@@ -328,6 +348,18 @@ int main(int argc, char **argv)
 			break;
 		case OPT_TARGETS:
 			o.targets = optarg;
+			break;
+		case OPT_TMPFS:
+			o.tmpfs = optarg;
+			break;
+		case OPT_COPY_SRC:
+			o.copy_src = optarg;
+			break;
+		case OPT_TAR_SRC:
+			o.tar_src = optarg;
+			break;
+		case OPT_WORKLOADS:
+			o.workloads = optarg;
 			break;
 		case 'h':
 			usage(stdout);

@@ -57,16 +57,23 @@ if [ -e /usr/share/doc/libfuse3-dev/examples/passthrough_ll.c ] ||
 else
 	echo "# passthrough_ll source not installed: pathfs and host only"
 fi
+# tar x, cp -a and rsync -a of small real folders of the source tree
 check "mount runs" "${B[@]}" mount --files 200 --fanout 2 --depth 2 --size 50 \
 	--write-mb 4 --churn 300 --runs 1 "${pt[@]}" --csv "$T/mnt.csv" \
+	--copy-src "$TESTS_DIR/helpers" --tar-src "$TESTS_DIR/mount" \
 	--plot "$T/mnt.png"
 check "mount csv: no failed medians" no_nan "$T/mnt.csv" mount
 for m in create_tree find_cold find_warm du_s ls_lR ls_lR_cold stat_all mv_folder \
-	cp_a_folder rm_rf_tree create_stat_unlink write_fsync read_cold; do
+	cp_a_folder rm_rf_tree create_stat_unlink tar_x cp_a_real rsync_a_real \
+	write_fsync read_cold; do
 	check "mount: pathfs $m measured" positive \
 		"$(csv_get "$T/mnt.csv" mount pathfs $m s)"
 	check "mount: host $m measured" positive \
 		"$(csv_get "$T/mnt.csv" mount host $m s)"
+	check "mount: tmpfs $m measured" positive \
+		"$(csv_get "$T/mnt.csv" mount tmpfs $m s)"
+	check "mount: pathfs/tmpfs ratio of $m" positive \
+		"$(csv_get "$T/mnt.csv" mount ratio_vs_tmpfs $m x)"
 	if [ ${#pt[@]} -gt 0 ]; then
 		check "mount: passthrough $m measured" positive \
 			"$(csv_get "$T/mnt.csv" mount passthrough $m s)"
@@ -77,6 +84,14 @@ check "mount: pathfsctl du measured" positive \
 check "mount: pathfsctl rm -r measured" positive \
 	"$(csv_get "$T/mnt.csv" mount pathfs pathfsctl_rm_r s)"
 check "mount: plot drawn" test -s "$T/mnt.png"
+# only the workloads asked for (the tree is always made)
+check "mount --workloads runs" "${B[@]}" mount --files 50 --fanout 2 --depth 1 \
+	--runs 1 --targets pathfs,host --workloads rm_rf_tree --csv "$T/only.csv"
+check "mount --workloads: the tree and rm -rf measured" positive \
+	"$(csv_get "$T/only.csv" mount pathfs rm_rf_tree s)"
+check "mount --workloads: nothing else measured" test \
+	"$(awk -F, '$1 == "mount" && $2 == "pathfs" && $5 == "s"' "$T/only.csv" |
+		cut -d, -f3 | sort | tr '\n' ' ')" = "create_tree rm_rf_tree "
 check "mount: nothing left mounted" bash -c \
 	"! awk -v t='$T' 'index(\$2, t) == 1' /proc/mounts | grep -q ."
 
