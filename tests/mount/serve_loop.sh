@@ -3,7 +3,8 @@
 # files one after the other is served by one thread (the reader serves cheap
 # requests itself instead of waking an idle thread per request), and requests
 # that take long run beside each other and beside cheap ones (parallel large
-# writers and a file-creating loop all finish, content intact).
+# writers and a file-creating loop all finish, content intact), and SIGTERM
+# still ends it cleanly.
 source "$(dirname "$0")/lib.sh"
 
 N=300
@@ -63,5 +64,14 @@ done'
 check "200 small files read back" bash -c \
 	"for i in \$(seq 1 200); do [ \"\$(cat '$MNT/d/g'\$i)\" = \$i ] || exit 1; done"
 
+# SIGTERM: libfuse's handler marks the session exited; the loop notices,
+# stops the thread waiting in read(2), and the daemon unmounts and closes
+kill -TERM "$pid"
+for i in $(seq 1 200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+check "SIGTERM ends the daemon" bash -c "! kill -0 $pid 2>/dev/null"
+check "SIGTERM unmounts" bash -c "! mountpoint -q '$MNT'"
+pfs_mount
+check "after SIGTERM: files intact at the next mount" \
+	[ "$(cat "$MNT/d/g200")" = 200 ]
 pfs_umount
 finish
