@@ -44,7 +44,7 @@
 
 struct options {
 	char *drive;
-	unsigned rename_batch;
+	unsigned rename_batch, rename_bytes;
 	unsigned cache_mb;
 	double timeout;
 	int ro, sync, writeback, noatime;
@@ -73,6 +73,7 @@ enum {
 static const struct fuse_opt opt_spec[] = {
     OPT("drive=%s", drive, 0),
     OPT("rename_batch=%u", rename_batch, 0),
+    OPT("rename_bytes=%u", rename_bytes, 0),
     OPT("cache_mb=%u", cache_mb, 0),
     OPT("timeout=%lf", timeout, 0),
     OPT("writeback", writeback, 1),
@@ -151,6 +152,8 @@ static void usage(FILE *f)
 	    "  -o sync                sync the write-ahead log on every "
 	    "change\n"
 	    "  -o rename_batch=N      entries per batch of a folder rename\n"
+	    "  -o rename_bytes=N      bytes per batch of a folder rename "
+	    "(4 MiB)\n"
 	    "  -o writeback           kernel writeback cache (default: off)\n"
 	    "  -o timeout=SECONDS     entry/attribute cache timeout (3600)\n"
 	    "  -o cache_mb=N          store block cache (MiB)\n"
@@ -310,6 +313,7 @@ static int open_store(const char *dir, bool exists, const struct options *o,
 	so.read_only = o->ro;
 	so.sync = o->sync;
 	so.rename_batch = o->rename_batch;
+	so.rename_bytes = o->rename_bytes;
 	so.cache_mb = o->cache_mb;
 	rc = store_open(out, dir, &so);
 	switch (rc) {

@@ -687,7 +687,7 @@ static int rm_run(struct tree *t, const char *path, struct sbuf *cursor,
 	struct sbuf p = {0}, xlo = {0}, xhi = {0};
 	struct kv_iter *xit = NULL;
 	struct kv_batch *b = kv_batch_new();
-	size_t n = 0, bytes = 0, max_n = batch_limit(t);
+	size_t n = 0, max_n = batch_limit(t);
 	int rc;
 
 	*done = false;
@@ -777,13 +777,12 @@ static int rm_run(struct tree *t, const char *path, struct sbuf *cursor,
 				pthread_mutex_lock(&t->ns_lock);
 			n++;
 			rm_plain(t, b, p.buf, np, xit);
-			bytes += p.len + 64;
 			r->processed++;
 			(*used)++;
-			if (n >= max_n || bytes >= bytes_limit(t)) {
+			/* the batch's own size: keys of nodes, blocks and
+			 * xattrs alike */
+			if (n >= max_n || kv_batch_bytes(b) >= bytes_limit(t))
 				rc = rm_flush(t, b, &n, h);
-				bytes = 0;
-			}
 		}
 	out_node:
 		node_release(&nd);

@@ -299,7 +299,8 @@ static size_t setup_big_branch(size_t batch)
 
 /* Runs tree_rm_r in a child that the crash hook kills after @n batches;
  * returns true if it was killed (false: it finished first). */
-static bool rm_crash_child(const char *path, long n, size_t batch)
+static bool rm_crash_child_bytes(const char *path, long n, size_t batch,
+				 size_t bytes)
 {
 	int status;
 	pid_t pid;
@@ -309,7 +310,8 @@ static bool rm_crash_child(const char *path, long n, size_t batch)
 	pid = fork();
 	cr_assert_neq(pid, -1);
 	if (pid == 0) {
-		struct store_options o = {.rename_batch = batch};
+		struct store_options o = {.rename_batch = batch,
+					  .rename_bytes = bytes};
 		struct tree_op_result r;
 		struct store *s;
 		struct tree *t;
@@ -327,8 +329,67 @@ static bool rm_crash_child(const char *path, long n, size_t batch)
 	cr_assert((WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) ||
 		      (WIFEXITED(status) && WEXITSTATUS(status) == 13),
 		  "child status %#x", status);
-	reopen_opts(batch, 0);
+	reopen_opts(batch, bytes);
 	return WIFSIGNALED(status);
+}
+
+static bool rm_crash_child(const char *path, long n, size_t batch)
+{
+	return rm_crash_child_bytes(path, n, batch, 0);
+}
+
+/*
+ * rm -r sizes its batches by what they hold, not by their nodes' paths: 40
+ * files with 40 xattrs of 255-byte names each (~11 KiB of keys to delete per
+ * file, for a path of 6 bytes) under a byte bound of 32 KiB take one batch per
+ * three files, far below the entry bound; a crash among them leaves a branch
+ * that a second rm -r finishes.
+ */
+Test(cascade, rm_r_batches_are_sized_by_bytes, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	const size_t bytes = 32 << 10;
+	char p[32], xn[TREE_XATTR_NAME_MAX + 1];
+	struct tree_op_result r;
+	struct tree_attr a;
+	char *outside, *outside2;
+
+	reopen_opts(1000, bytes);
+	cr_assert_eq(tree_mknode(T, "/keep", S_IFREG | 0644, 0, 0, 0, NULL,
+				 NULL),
+		     0);
+	tu_mkdir(T, "/x");
+	memset(xn, 'n', sizeof(xn) - 1);
+	xn[sizeof(xn) - 1] = '\0';
+	memcpy(xn, "user.", 5);
+	for (int f = 0; f < 40; f++) {
+		snprintf(p, sizeof(p), "/x/f%02d", f);
+		tu_mkfile(T, p, "data", 4);
+		cr_assert_eq(tree_lookup(T, p, &a), 0);
+		for (int i = 0; i < 40; i++) {
+			xn[5] = (char)('0' + i / 10);
+			xn[6] = (char)('0' + i % 10);
+			cr_assert_eq(tree_setxattr(T, p, a.ino, xn, "v", 1, 0),
+				     0);
+		}
+	}
+	outside = snap_outside(T, "/x", "/keep");
+	/* 1,600 xattr keys of ~290 bytes: 14 batches of 32 KiB, then /x;
+	 * counting paths alone gives one batch and /x */
+	cr_assert(rm_crash_child_bytes("/x", 8, 1000, bytes),
+		  "rm -r of the files took fewer than 9 batches");
+	cr_assert_eq(tree_lookup(T, "/x", &a), 0, "the crash left the top");
+	cr_assert_eq(tree_rm_r(T, "/x", 0, NULL, 0, &r), 0);
+	cr_assert_eq(r.failed, 0);
+	release(&r);
+	assert_gone(T, "/x");
+	outside2 = snap_outside(T, "/x", "/keep");
+	cr_assert_str_eq(outside2, outside);
+	cr_assert_eq(kind_keys(T, "XATTR#"), 0);
+	assert_no_journal(T);
+	assert_fsck_clean(T);
+	free(outside);
+	free(outside2);
 }
 
 Test(cascade, rm_r_large_branch_one_shot, .init = tu_setup, .fini = tu_teardown)

@@ -345,8 +345,9 @@ Test(journal, replay_while_a_rename_runs_leaves_it_alone, .init = tu_setup,
  * checks it was killed (or, if !@killed, finished). Reopens tu_store, which
  * replays the journal.
  */
-static void crash_rename(const char *src, const char *dst, unsigned flags,
-			 long n, size_t batch, bool killed)
+static void crash_rename_bytes(const char *src, const char *dst,
+			       unsigned flags, long n, size_t batch,
+			       size_t bytes, bool killed)
 {
 	pid_t pid;
 	int status;
@@ -357,7 +358,8 @@ static void crash_rename(const char *src, const char *dst, unsigned flags,
 	pid = fork();
 	cr_assert_neq(pid, -1);
 	if (pid == 0) {
-		struct store_options o = {.rename_batch = batch};
+		struct store_options o = {.rename_batch = batch,
+					  .rename_bytes = bytes};
 		struct store *s;
 		struct tree *t;
 		char v[32];
@@ -378,7 +380,14 @@ static void crash_rename(const char *src, const char *dst, unsigned flags,
 	else
 		cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 			  "N=%ld: child status %#x", n, status);
-	reopen_opts(batch, 0);
+	reopen_opts(batch, bytes);
+}
+
+/* crash_rename_bytes() with the default byte bound */
+static void crash_rename(const char *src, const char *dst, unsigned flags,
+			 long n, size_t batch, bool killed)
+{
+	crash_rename_bytes(src, dst, flags, n, batch, 0, killed);
 }
 
 static long ceil_div(size_t a, size_t b)
@@ -427,6 +436,61 @@ Test(journal, crash_at_every_kind_of_batch_then_replay, .init = tu_setup,
 	}
 	free(before);
 	free(outside);
+}
+
+/*
+ * Copy batches hold at most rename_bytes (plus one entry): a branch of ~10 KiB
+ * paths (30 levels of 255-byte names, a file at each) is far fewer keys than
+ * the entry bound, yet its rename takes one batch per 32 KiB of keys; a crash
+ * in the middle of them replays to the whole branch.
+ */
+Test(journal, long_paths_are_batched_by_bytes, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	const size_t bytes = 32 << 10;
+	char *p = malloc(TREE_PATH_MAX + 1), *before, *after;
+	struct tree_scan *sc;
+	struct tree_attr a;
+	const char *sp;
+	size_t len = 5, keys = 0, total = 0;
+	long k;
+
+	cr_assert(p);
+	reopen_opts(1000, bytes);
+	make_neighbours(T);
+	strcpy(p, "/docs");
+	tu_mkdir(T, p);
+	for (int i = 0; i < 30; i++) {
+		p[len] = '/';
+		memset(p + len + 1, 'a' + i % 26, TREE_NAME_MAX);
+		len += 1 + TREE_NAME_MAX;
+		p[len] = '\0';
+		tu_mkdir(T, p);
+		strcpy(p + len, "/f");
+		tu_mkfile(T, p, "level", 5);
+		p[len] = '\0';
+	}
+	cr_assert_eq(tree_scan_open(&sc, T, "/docs"), 0);
+	while (tree_scan_next(sc, &sp, &a) == 1) {
+		keys++;
+		total += strlen(sp);
+	}
+	tree_scan_free(sc);
+	cr_assert_eq(keys, 60);
+	/* at least k full batches of keys alone; the entry bound gives 1 */
+	k = (long)(total / (bytes + len + 64));
+	cr_assert_geq(k, 4, "%zu bytes of paths", total);
+	before = snap(T, "/docs", true);
+	/* batch k is the k-th copy batch (0 is the record): it exists */
+	crash_rename_bytes("/docs", "/moved", 0, k, 1000, bytes, true);
+	after = snap(T, "/moved", true);
+	cr_assert_str_eq(after, before);
+	assert_gone(T, "/docs");
+	assert_no_journal(T);
+	assert_fsck_clean(T);
+	free(before);
+	free(after);
+	free(p);
 }
 
 /* Batches of an exchange of /x/A and /B as they are now: the record,

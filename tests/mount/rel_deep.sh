@@ -9,7 +9,8 @@
 # xattrs, chmod/chown/truncate/rename/unlink work through the standard tools;
 # everything survives a remount; a folder rename whose branch holds such paths
 # moves it whole, also when the daemon is crashed by the fault hook after each
-# kind of batch (PATHFS_CRASH_AFTER_BATCHES, see rename_crash.sh); pathfsctl
+# kind of batch (PATHFS_CRASH_AFTER_BATCHES, see rename_crash.sh), with
+# batches bounded by entries and by bytes (-o rename_bytes); pathfsctl
 # du/ls/stat/tree/cp -r/mv/rm -r take ~10 KiB drive paths, mounted and not;
 # fsck is clean. At the limit: a path of exactly 32,767 bytes is made, one
 # byte more is ENAMETOOLONG to create, and a lookup of such a missing name is
@@ -28,14 +29,15 @@ L=()
 for i in $(seq 1 $DEPTH); do
 	L[i]=$(printf '%03d' "$i")$PAD
 done
-# the drive path of the bottom folder below /TOP
-chain() {
+# the drive path of the bottom folder below /TOP (chain_n: of level K)
+chain_n() {
 	local p="/$1" i
-	for i in $(seq 1 $DEPTH); do
+	for i in $(seq 1 "$2"); do
 		p+="/${L[i]}"
 	done
 	printf '%s' "$p"
 }
+chain() { chain_n "$1" $DEPTH; }
 C() { timeout 300 "$PATHFSCTL" -s "$STORE" "$@"; }
 
 cat >"$T/deep.py" <<'PY'
@@ -249,6 +251,52 @@ check "pathfsctl cp -r of the bottom folder alone (~10 KiB source and target)" \
 	C cp -r "$(chain deep)" "$(chain deep-copy-moved-further)/again"
 check "  it shows in the mount" at_bottom deep-copy-moved-further \
 	'cmp again/data data'
+# in_slices CMD -r ARGS...: pathfsctl CMD -r --max-items 5 ARGS, again with
+# the token each run prints (exit 3: work left) until it is done
+in_slices() {
+	local cmd=$1 r=$2 tok="" rc out runs=0 longest=0
+	shift 2
+	while :; do
+		rc=0
+		out=$(C "$cmd" "$r" --max-items 5 ${tok:+--resume "$tok"} "$@") || rc=$?
+		runs=$((runs + 1))
+		[ "$rc" = 0 ] && break
+		[ "$rc" = 3 ] || return 1
+		tok=$(printf '%s\n' "$out" | sed -n 's/^resume: //p' | tail -n 1)
+		[ -n "$tok" ] && [ "$runs" -lt 100 ] || return 1
+		[ "${#tok}" -gt "$longest" ] && longest=${#tok}
+	done
+	echo "# $cmd $r in $runs runs, the longest token $longest bytes"
+	[ "$runs" -gt 5 ] && [ "$longest" -gt 10000 ]
+}
+# manifest_at K NAME: deep.py's manifest of NAME in the folder of level K
+manifest_at() {
+	(
+		cd "$MNT/deep" || exit 1
+		for i in $(seq 1 "$1"); do
+			cd "${L[i]}" || exit 1
+		done
+		python3 "$T/deep.py" manifest "$2"
+	)
+}
+check "pathfsctl cp -r in slices (tokens of two ~5 KiB paths)" \
+	in_slices cp -r "$(chain_n deep 20)" "$(chain_n deep 19)/slices"
+manifest_at 20 . >"$T/m.l20"
+manifest_at 19 slices >"$T/m.slices"
+same_file "  the clone made in slices is identical" "$T/m.l20" "$T/m.slices"
+check "pathfsctl rm -r in slices (tokens of ~10 KiB paths)" \
+	in_slices rm -r "$(chain_n deep 19)/slices"
+slices_gone() {
+	(
+		cd "$MNT/deep" || exit 1
+		for i in $(seq 1 19); do
+			cd "${L[i]}" || exit 1
+		done
+		test ! -e slices
+	)
+}
+check "  gone from the mount" slices_gone
+check "  gone from the store" test "$(C ls "$(chain_n deep 19)" | grep -c slices)" = 0
 check "pathfsctl rm -r of the clone" C rm -r /deep-copy-moved-further
 check "  gone from the mount" test ! -e "$MNT/deep-copy-moved-further"
 check "fsck clean (mounted)" rel_fsck
@@ -268,17 +316,14 @@ check "pathfsctl rm -r of the limit tree (unmounted)" C rm -r /lim
 check "fsck clean (unmounted)" rel_fsck
 
 # ---- folder renames of the deep branch crashed after each kind of batch ----
-BATCH=8
-n=$(kv_count 'DRIVE#main|PATH#/deep/')
-k=$(((n + BATCH - 1) / BATCH))
-echo "# $n keys below /deep: $k copy batches of $BATCH"
-cur=deep
-other=deep-other-name
-for N in 0 1 $((k / 2)) "$k" $((k + 1)); do
-	what="crash after batch $N of $((k + 1))"
-	PATHFS_CRASH_AFTER_BATCHES=$N pfs_mount -o rename_batch=$BATCH
+# crash_round N RECORD WHAT [pathfs options]: mv of $cur to $other in a daemon
+# that the hook kills after batch N; RECORD: 1 if the journal record must
+# still be there; after a remount the whole branch is at $other.
+crash_round() {
+	local N=$1 record=$2 what=$3 pid rc=0 i t
+	shift 3
+	PATHFS_CRASH_AFTER_BATCHES=$N pfs_mount "$@"
 	pid=$(pfs_pid)
-	rc=0
 	timeout 120 mv "$MNT/$cur" "$MNT/$other" 2>/dev/null || rc=$?
 	for i in $(seq 1 100); do
 		kill -0 "$pid" 2>/dev/null || break
@@ -287,11 +332,7 @@ for N in 0 1 $((k / 2)) "$k" $((k + 1)); do
 	check "$what: the daemon died" bash -c "! kill -0 $pid 2>/dev/null"
 	check "$what: the mv did not report success" test "$rc" -ne 0
 	pfs_reap
-	if [ "$N" -le "$k" ]; then
-		check "$what: a journal record is left" test "$(kv_count "$J")" = 1
-	else
-		check "$what: the final batch removed the record" test "$(kv_count "$J")" = 0
-	fi
+	check "$what: journal records left: $record" test "$(kv_count "$J")" = "$record"
 	pfs_mount
 	check "$what: nothing left at the source" test ! -e "$MNT/$cur"
 	deep_manifest "$MNT/$other" "$T/m.now"
@@ -302,6 +343,22 @@ for N in 0 1 $((k / 2)) "$k" $((k + 1)); do
 	t=$cur
 	cur=$other
 	other=$t
+}
+BATCH=8
+n=$(kv_count 'DRIVE#main|PATH#/deep/')
+k=$(((n + BATCH - 1) / BATCH))
+echo "# $n keys below /deep: $k copy batches of $BATCH"
+cur=deep
+other=deep-other-name
+for N in 0 1 $((k / 2)) "$k" $((k + 1)); do
+	crash_round "$N" $((N <= k ? 1 : 0)) "crash after batch $N of $((k + 1))" \
+		-o rename_batch=$BATCH
+done
+# by bytes: the entry bound alone would copy the branch in one batch, 16 KiB
+# of its ~5 KiB keys (~420 KiB in all) make ~25
+for N in 8 20; do
+	crash_round "$N" 1 "batches of 16 KiB, crash after batch $N" \
+		-o rename_batch=1000 -o rename_bytes=16384
 done
 
 rel_finish
