@@ -45,6 +45,9 @@
 #define INODE_ORPHAN	0x2 /* unlinked while open: reclaim at last release */
 #define INODE_STALE	0x4 /* its path is gone: requests get ENOENT */
 #define INODE_RECLAIMED 0x8 /* orphan already reclaimed */
+/* content changed behind the kernel's page cache (a direct write): the next
+ * open drops the cached pages (no keep_cache) */
+#define INODE_PAGES_STALE 0x10
 
 struct inode {
 	uint64_t ino;
@@ -72,6 +75,7 @@ struct fs {
 	bool writeback; /* kernel writeback cache wanted */
 	bool noatime;
 	bool debug;
+	bool single;	/* single-threaded session loop (-s) */
 	double timeout; /* entry and attribute timeout, seconds */
 	/* called by a request before it waits for a busy branch or for the
 	 * subtree lock, so the request loop lets another thread read meanwhile
@@ -161,6 +165,8 @@ bool itab_is_open(void *fs, uint64_t ino);
 
 /* Sets and clears INODE_* flags of @ino if it is in the table. */
 void itab_flags(struct fs *fs, uint64_t ino, unsigned set, unsigned clear);
+/* Whether @flag was set on @ino; clears it. */
+bool itab_take_flag(struct fs *fs, uint64_t ino, unsigned flag);
 
 /* Moves @ino to @name in @parent (parent must be in the table; if it is not,
  * @ino is marked stale). Bumps ns_gen. */

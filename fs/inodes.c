@@ -366,6 +366,21 @@ void itab_flags(struct fs *fs, uint64_t ino, unsigned set, unsigned clear)
 	pthread_mutex_unlock(&fs->lock);
 }
 
+bool itab_take_flag(struct fs *fs, uint64_t ino, unsigned flag)
+{
+	struct inode *e;
+	bool was = false;
+
+	pthread_mutex_lock(&fs->lock);
+	e = find(fs, ino);
+	if (e) {
+		was = e->flags & flag;
+		e->flags &= ~flag;
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return was;
+}
+
 void itab_move(struct fs *fs, uint64_t ino, uint64_t parent, const char *name)
 {
 	struct inode *e, *p;

@@ -439,6 +439,7 @@ static int serve(struct options *o, struct fuse_args *args, const char *dir,
 	fs.writeback = o->writeback && !o->sync;
 	fs.noatime = o->noatime;
 	fs.debug = o->debug;
+	fs.single = o->single;
 	if (o->timeout > 0)
 		fs.timeout = o->timeout;
 	/* every request counted and timed (pathfsctl stats, SIGUSR1) */

@@ -16,7 +16,20 @@
  * (keep_cache, cache_readdir; listing offsets are name cookies, see
  * dircookie.h); symlinks are cached; readdirplus answers listings with
  * attributes from the same scan. The writeback cache is off
- * unless -o writeback (see main.c).
+ * unless -o writeback (see main.c). keep_cache promises that the cached pages
+ * are still the file's: a write the kernel sends past its page cache (an
+ * O_DIRECT write, synchronous or asynchronous, from any open) marks the inode
+ * INODE_PAGES_STALE, so the next open answers without keep_cache and the
+ * kernel drops the pages; the written range is also invalidated at once
+ * for opens that stay open (not with -s: the invalidation may wait for a
+ * read only another thread could serve). Buffered writes, truncates and
+ * fallocate go through (or are applied to) the page cache by the kernel
+ * itself.
+ *
+ * A change of content (write, truncate, fallocate) by an unprivileged caller
+ * clears set-user-ID and set-group-ID as ext4 does (privs_to_clear()); the
+ * kernel clears them before it sends the request only by FUSE's older rule
+ * (set-group-ID only with group execute).
  *
  * Races with unlink and rename: an inode the kernel has open is never freed
  * under it (open and unlink/rename-over are ordered on fs->open_stripe[], and
@@ -25,8 +38,9 @@
  * waits for the table update and retries with the new path (fs_retry).
  *
  * Limits: no POSIX ACLs and no SELinux labels (EOPNOTSUPP, see
- * unsupported_xattr()); fallocate only extends (mode 0); no
- * copy_file_range or ioctl.
+ * unsupported_xattr()); fallocate: allocate, KEEP_SIZE, PUNCH_HOLE,
+ * ZERO_RANGE (not COLLAPSE/INSERT_RANGE, EOPNOTSUPP); no copy_file_range or
+ * ioctl.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -234,6 +248,65 @@ static int64_t ts_ns(const struct timespec *ts)
 	return (int64_t)ts->tv_sec * NS_PER_S + ts->tv_nsec;
 }
 
+/*
+ * The set-user-ID and set-group-ID bits a change of content by the caller of
+ * @req clears, by ext4's rule (the VFS's setattr_should_drop_suidgid()):
+ * set-user-ID always; set-group-ID when group-executable or when the caller
+ * is not in the file's group; none for root (CAP_FSETID).
+ */
+static mode_t privs_to_clear(fuse_req_t req, const struct tree_attr *a)
+{
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+	mode_t kill = 0;
+
+	if (!(a->mode & (S_ISUID | S_ISGID)) || c->uid == 0)
+		return 0;
+	if (a->mode & S_ISUID)
+		kill |= S_ISUID;
+	if ((a->mode & S_ISGID) && !(a->mode & S_IXGRP) && c->gid != a->gid) {
+		gid_t groups[256];
+		int n = fuse_req_getgroups(req, 256, groups);
+		bool in = false;
+
+		for (int i = 0; i < n && i < 256; i++)
+			in = in || groups[i] == a->gid;
+		if (!in)
+			kill |= S_ISGID;
+	} else if ((a->mode & S_ISGID) && (a->mode & S_IXGRP)) {
+		kill |= S_ISGID;
+	}
+	return kill;
+}
+
+/* Clears mode bits @kill of @ino (after a change of content); *a gets the
+ * result. The kernel forgets the mode it has cached. A failure is logged:
+ * the change of content itself stands. */
+static void clear_privs(struct fs *fs, uint64_t ino, mode_t kill,
+			struct tree_attr *a)
+{
+	struct tree_attr in;
+	struct fs_path p = {0};
+	int rc;
+
+	memset(&in, 0, sizeof(in));
+	in.mode = a->mode & ~kill;
+	rc = fs_enter(fs, ino, NULL, &p);
+	if (rc)
+		goto out;
+	do
+		rc = tree_setattr(fs->tree, p.path, ino, &in, TREE_SET_MODE,
+				  a);
+	while (fs_retry(fs, rc, ino, NULL, &p));
+	fs_leave(fs);
+out:
+	fs_path_release(&p);
+	if (rc)
+		plog(LOG_WARNING, "inode %llu: clearing set-user/group-ID: %s",
+		     (unsigned long long)ino, strerror(-rc));
+	else if (fs->se)
+		fuse_lowlevel_notify_inval_inode(fs->se, ino, -1, 0);
+}
+
 static int fs_do_setattr(struct fs *fs, uint64_t ino, const struct stat *st,
 			 int to_set, struct tree_attr *out)
 {
@@ -304,6 +377,11 @@ static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	if (rc) {
 		reply_err(req, rc);
 		return;
+	}
+	if ((to_set & FUSE_SET_ATTR_SIZE) && !(to_set & FUSE_SET_ATTR_MODE)) {
+		mode_t kill = privs_to_clear(req, &a);
+		if (kill)
+			clear_privs(fs, ino, kill, &a);
 	}
 	tree_attr_to_stat(fs->tree, &a, &st);
 	st.st_ino = ino;
@@ -804,7 +882,8 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	fi->fh = (uintptr_t)fh;
-	fi->keep_cache = 1;
+	/* pages a direct write went past are dropped by this open */
+	fi->keep_cache = !itab_take_flag(fs, ino, INODE_PAGES_STALE);
 	if (fuse_reply_open(req, fi) == -ENOENT) {
 		/* interrupted: the kernel will not release it */
 		reclaim(fs, itab_close(fs, ino));
@@ -947,7 +1026,8 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 }
 
 static int fs_do_write(struct fs *fs, uint64_t ino, const char *buf,
-		       size_t size, off_t off, bool append)
+		       size_t size, off_t off, bool append,
+		       struct tree_attr *out)
 {
 	struct fs_path p = {0};
 	int rc;
@@ -961,7 +1041,7 @@ static int fs_do_write(struct fs *fs, uint64_t ino, const char *buf,
 		goto out;
 	do
 		rc = tree_write(fs->tree, p.path, ino, off, buf, size, append,
-				NULL);
+				out);
 	while (fs_retry(fs, rc, ino, NULL, &p));
 	fs_leave(fs);
 out:
@@ -972,14 +1052,26 @@ out:
 static void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		     size_t size, off_t off, struct fuse_file_info *fi)
 {
+	struct fs *fs = req_fs(req);
 	struct fh *fh = (struct fh *)(uintptr_t)fi->fh;
-	int rc =
-	    fs_do_write(req_fs(req), ino, buf, size, off, fh && fh->append);
+	bool direct = (fi->flags & O_DIRECT) && !fi->writepage;
+	struct tree_attr a;
+	mode_t kill;
+	int rc = fs_do_write(fs, ino, buf, size, off, fh && fh->append, &a);
 
+	if (!rc && (kill = privs_to_clear(req, &a)))
+		clear_privs(fs, ino, kill, &a);
+	/* before the reply: an open after the write must see it */
+	if (!rc && direct)
+		itab_flags(fs, ino, INODE_PAGES_STALE, 0);
 	if (rc)
 		reply_err(req, rc);
 	else
 		fuse_reply_write(req, size);
+	/* after it: the kernel may hold the pages' locks until it has it */
+	if (!rc && direct && fs->se && !fs->single)
+		fuse_lowlevel_notify_inval_inode(fs->se, ino, off,
+						 (off_t)size);
 }
 
 static void fs_release_file(fuse_req_t req, fuse_ino_t ino,
@@ -1002,30 +1094,31 @@ static void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 }
 
 static int fs_do_fallocate(struct fs *fs, uint64_t ino, int mode, off_t off,
-			   off_t len)
+			   off_t len, struct tree_attr *out)
 {
-	struct tree_attr a, in;
+	unsigned tmode = 0;
 	struct fs_path p = {0};
 	int rc;
 
-	if (mode)
+	if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE |
+		     FALLOC_FL_ZERO_RANGE))
 		return -EOPNOTSUPP;
 	if (fs->ro)
 		return -EROFS;
 	if (off < 0 || len <= 0)
 		return -EINVAL;
-	/* the kernel holds the inode lock: no write races with this */
-	rc = fs_do_getattr(fs, ino, &a);
-	if (rc || a.size >= (uint64_t)off + (uint64_t)len)
-		goto out;
-	memset(&in, 0, sizeof(in));
-	in.size = (uint64_t)off + (uint64_t)len;
+	if (mode & FALLOC_FL_KEEP_SIZE)
+		tmode |= TREE_FALLOC_KEEP_SIZE;
+	if (mode & FALLOC_FL_PUNCH_HOLE)
+		tmode |= TREE_FALLOC_PUNCH_HOLE;
+	if (mode & FALLOC_FL_ZERO_RANGE)
+		tmode |= TREE_FALLOC_ZERO_RANGE;
 	rc = fs_enter(fs, ino, NULL, &p);
 	if (rc)
 		goto out;
 	do
-		rc = tree_setattr(fs->tree, p.path, ino, &in, TREE_SET_SIZE,
-				  NULL);
+		rc = tree_fallocate(fs->tree, p.path, ino, tmode, (uint64_t)off,
+				    (uint64_t)len, out);
 	while (fs_retry(fs, rc, ino, NULL, &p));
 	fs_leave(fs);
 out:
@@ -1036,8 +1129,16 @@ out:
 static void fs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off,
 			 off_t len, struct fuse_file_info *fi)
 {
-	int rc = fs_do_fallocate(req_fs(req), ino, mode, off, len);
+	struct fs *fs = req_fs(req);
+	struct tree_attr a;
+	mode_t kill;
+	int rc = fs_do_fallocate(fs, ino, mode, off, len, &a);
 
+	if (!rc && (kill = privs_to_clear(req, &a)))
+		clear_privs(fs, ino, kill, &a);
+	/* the kernel forgets only the size and times it expects to change */
+	if (!rc && fs->se)
+		fuse_lowlevel_notify_inval_inode(fs->se, ino, -1, 0);
 	fuse_reply_err(req, rc < 0 ? -rc : 0);
 }
 
@@ -1049,8 +1150,13 @@ static void fs_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 	uint64_t res = 0;
 	int rc;
 
-	if ((whence != SEEK_DATA && whence != SEEK_HOLE) || off < 0) {
+	if (whence != SEEK_DATA && whence != SEEK_HOLE) {
 		reply_err(req, -EINVAL);
+		return;
+	}
+	if (off < 0) {
+		/* as ext4: no data or hole there */
+		reply_err(req, -ENXIO);
 		return;
 	}
 	rc = fs_do_getattr(fs, ino, &a);

@@ -31,9 +31,21 @@
  * zeros, counts as a block, and SEEK_DATA/SEEK_HOLE see it as a hole.
  * fsck checks the count against the keys and repairs it.
  *
+ * fallocate (tree_fallocate) allocates by storing empty blocks, and punches
+ * by deleting whole blocks and zeroing the parts of the two end blocks. An
+ * LSM store cannot pin disk space for later writes: allocation checks up
+ * front that the free space (less the store's reserve) holds every block it
+ * allocates, else fails with -ENOSPC having changed nothing; a write into the
+ * range later may still meet a disk filled meanwhile. st_blocks counts the
+ * allocated blocks, as it counts the written ones. Nothing is allocated past
+ * the end of file (FALLOC_FL_KEEP_SIZE beyond it is a no-op), so the
+ * invariant above holds for allocated blocks too.
+ *
  * Limits: files up to TREE_FILE_MAX (2^50) bytes; a single write is one batch,
  * so its size is bounded by memory (the daemon's writes are at most 1 MiB);
- * SEEK_DATA/SEEK_HOLE work at block granularity.
+ * a fallocate commits one batch per FALLOC_CHUNK blocks, each consistent on
+ * its own (a crash keeps the chunks done: allocation and zeroing are
+ * idempotent); SEEK_DATA/SEEK_HOLE work at block granularity.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -492,12 +504,17 @@ int tree_seek(struct tree *t, uint64_t ino, uint64_t size, uint64_t off,
 		const char *key = kv_iter_key(it, &klen);
 		uint64_t kino;
 
+		size_t vlen;
+
 		if (key_data_decode(key, klen, plen, &kino, &blk)) {
 			rc = -EIO;
 			goto out;
 		}
 		if (blk * bs >= size)
 			break;
+		kv_iter_value(it, &vlen);
+		if (vlen == 0)
+			continue; /* allocated, never written: a hole */
 		if (whence == SEEK_DATA) {
 			*result = blk * bs > off ? blk * bs : off;
 			goto out;
@@ -518,6 +535,225 @@ int tree_seek(struct tree *t, uint64_t ino, uint64_t size, uint64_t off,
 		*result = size;
 out:
 	kv_iter_free(it);
+	sbuf_release(&lo);
+	sbuf_release(&hi);
+	return rc;
+}
+
+/* Blocks per batch of tree_fallocate(): 32 MiB of keys at most. */
+#define FALLOC_CHUNK 8192
+
+/* What tree_fallocate() does to block @blk ([from, to) of it in the range,
+ * @whole: nothing stored in it lies outside the range), which exists iff
+ * @exists (then @val/@vlen are its bytes). Updates a->blocks. */
+static int falloc_block(struct tree *t, struct kv_batch *b, struct tree_attr *a,
+			unsigned mode, uint64_t blk, size_t from, size_t to,
+			bool whole, bool exists, const char *val, size_t vlen)
+{
+	struct sbuf k = {0};
+	char *z = NULL;
+	int rc = 0;
+
+	key_data(&k, t->name, a->ino, blk);
+	if (!(mode & (TREE_FALLOC_PUNCH_HOLE | TREE_FALLOC_ZERO_RANGE))) {
+		if (!exists) {
+			kv_batch_put(b, k.buf, k.len, "", 0);
+			a->blocks++;
+		}
+		goto out;
+	}
+	if (whole && (mode & TREE_FALLOC_PUNCH_HOLE)) {
+		if (exists) {
+			kv_batch_delete(b, k.buf, k.len);
+			a->blocks--;
+		}
+		goto out;
+	}
+	if (whole || !exists) {
+		/* zero range: allocated, nothing stored */
+		if (exists || (mode & TREE_FALLOC_ZERO_RANGE))
+			kv_batch_put(b, k.buf, k.len, "", 0);
+		if (!exists && (mode & TREE_FALLOC_ZERO_RANGE))
+			a->blocks++;
+		goto out;
+	}
+	if (vlen <= from)
+		goto out; /* zeros there already */
+	z = malloc(vlen);
+	if (!z) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	memcpy(z, val, vlen);
+	memset(z + from, 0, (to < vlen ? to : vlen) - from);
+	/* zeros up to the stored end need not be stored */
+	kv_batch_put(b, k.buf, k.len, z, to < vlen ? vlen : from);
+out:
+	free(z);
+	sbuf_release(&k);
+	return rc;
+}
+
+int tree_fallocate(struct tree *t, const char *path, uint64_t ino,
+		   unsigned mode, uint64_t off, uint64_t len,
+		   struct tree_attr *out)
+{
+	struct attr_ref r = {0};
+	struct sbuf lo = {0}, hi = {0};
+	struct kv_batch *b = NULL;
+	struct kv_iter *it = NULL;
+	struct tree_attr *a = &r.n.a;
+	uint64_t bs = t->block_size, old, end, newsize, stop, first, lastp1;
+	uint64_t limit, n, nextblk;
+	size_t plen;
+	bool st = false;
+	int64_t now;
+	int rc;
+
+	if ((mode & ~(TREE_FALLOC_KEEP_SIZE | TREE_FALLOC_PUNCH_HOLE |
+		      TREE_FALLOC_ZERO_RANGE)) ||
+	    ((mode & TREE_FALLOC_PUNCH_HOLE) &&
+	     (mode & (TREE_FALLOC_ZERO_RANGE | TREE_FALLOC_KEEP_SIZE)) !=
+		 TREE_FALLOC_KEEP_SIZE))
+		return -EOPNOTSUPP;
+	if (len == 0)
+		return -EINVAL;
+	if (off > TREE_FILE_MAX || len > TREE_FILE_MAX - off)
+		return -EFBIG;
+	rc = tree_attr_lock(t, path, &ino, &r);
+	if (rc)
+		goto out;
+	st = true;
+	if (S_ISDIR(a->mode)) {
+		rc = -EISDIR;
+		goto out;
+	}
+	if (!S_ISREG(a->mode)) {
+		rc = -ENODEV;
+		goto out;
+	}
+	rc = blocks_known(t, a);
+	if (rc)
+		goto out;
+	old = a->size;
+	end = off + len;
+	newsize = (mode & TREE_FALLOC_KEEP_SIZE) || end <= old ? old : end;
+	stop = end < newsize ? end : newsize; /* nothing past the end */
+	if (off >= stop)
+		goto done; /* all past the end of file, size kept */
+	first = off / bs;
+	lastp1 = (stop + bs - 1) / bs;
+	limit = (old + bs - 1) / bs; /* no block at or past this exists */
+	if (!(mode & TREE_FALLOC_PUNCH_HOLE)) {
+		/* every block of the range not stored yet is allocated: there
+		 * must be room for all of it, or nothing is done */
+		struct statvfs vfs;
+		uint64_t missing;
+
+		rc = tree_count_blocks(t, ino, first,
+				       lastp1 < limit ? lastp1 : limit, &n);
+		if (rc)
+			goto out;
+		missing = lastp1 - first - n;
+		rc = tree_statfs(t, &vfs);
+		if (rc)
+			goto out;
+		if (missing > (uint64_t)vfs.f_bavail * vfs.f_frsize / bs) {
+			rc = -ENOSPC;
+			goto out;
+		}
+	}
+	key_drive_prefix(&lo, t->name);
+	plen = lo.len;
+	now = tree_now_ns();
+	for (uint64_t cb = first, ce; cb < lastp1; cb = ce) {
+		ce = lastp1 - cb > FALLOC_CHUNK ? cb + FALLOC_CHUNK : lastp1;
+		b = kv_batch_new();
+		nextblk = UINT64_MAX;
+		if (cb < limit) {
+			sbuf_reset(&lo);
+			sbuf_reset(&hi);
+			block_range(t, &lo, &hi, ino, cb, ce < limit ? ce : limit);
+			rc = kv_iter_open(&it, t->store->kv, lo.buf, lo.len,
+					  hi.buf, hi.len);
+			if (rc)
+				goto out;
+		}
+		for (uint64_t blk = cb; blk < ce; blk++) {
+			uint64_t bstart = blk * bs;
+			size_t from = off > bstart ? (size_t)(off - bstart) : 0;
+			size_t to = stop - bstart < bs ? (size_t)(stop - bstart)
+						       : bs;
+			bool whole = from == 0 && (to == bs || bstart + to >= old);
+			const char *val = NULL;
+			size_t vlen = 0;
+			bool exists;
+
+			if (it && nextblk == UINT64_MAX && kv_iter_valid(it)) {
+				size_t klen;
+				const char *key = kv_iter_key(it, &klen);
+				uint64_t kino;
+
+				if (key_data_decode(key, klen, plen, &kino,
+						    &nextblk)) {
+					rc = -EIO;
+					goto out;
+				}
+			}
+			exists = blk == nextblk;
+			if (exists) {
+				val = kv_iter_value(it, &vlen);
+				if (vlen > bs) {
+					plog(LOG_ERR,
+					     "corrupt content block of inode "
+					     "%llu",
+					     (unsigned long long)ino);
+					rc = -EIO;
+					goto out;
+				}
+			}
+			rc = falloc_block(t, b, a, mode, blk, from, to, whole,
+					  exists, val, vlen);
+			if (rc)
+				goto out;
+			if (exists) {
+				kv_iter_next(it);
+				nextblk = UINT64_MAX;
+			}
+		}
+		if (it) {
+			rc = kv_iter_status(it);
+			kv_iter_free(it);
+			it = NULL;
+			if (rc)
+				goto out;
+		}
+		/* every block of this batch lies below the size it stores */
+		if (newsize > old) {
+			a->size = ce * bs < newsize ? ce * bs : newsize;
+			if (a->size < old)
+				a->size = old;
+			a->mtime_ns = now;
+		}
+		if (mode & (TREE_FALLOC_PUNCH_HOLE | TREE_FALLOC_ZERO_RANGE))
+			a->mtime_ns = now;
+		a->ctime_ns = now;
+		tree_attr_store(t, b, &r);
+		rc = tree_commit(t, b);
+		if (rc)
+			goto out;
+		kv_batch_free(b);
+		b = NULL;
+	}
+done:
+	if (out)
+		*out = *a;
+out:
+	if (st)
+		tree_unlock_inodes(t, ino, 0, 0, 0);
+	kv_iter_free(it);
+	kv_batch_free(b);
+	attr_ref_release(&r);
 	sbuf_release(&lo);
 	sbuf_release(&hi);
 	return rc;

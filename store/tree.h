@@ -327,11 +327,35 @@ int tree_write(struct tree *t, const char *path, uint64_t ino, uint64_t off,
 
 /*
  * SEEK_DATA / SEEK_HOLE on inode @ino of size @size from @off, at block
- * granularity. *result gets the offset. Errors: -ENXIO (past the end or no
- * more data), -EINVAL, -EIO.
+ * granularity; allocated blocks never written (fallocate) are holes.
+ * *result gets the offset. Errors: -ENXIO (past the end or no more data),
+ * -EINVAL, -EIO.
  */
 int tree_seek(struct tree *t, uint64_t ino, uint64_t size, uint64_t off,
 	      int whence, uint64_t *result);
+
+/* Modes of tree_fallocate(), as FALLOC_FL_* of fallocate(2). */
+#define TREE_FALLOC_KEEP_SIZE  0x01
+#define TREE_FALLOC_PUNCH_HOLE 0x02 /* with KEEP_SIZE only */
+#define TREE_FALLOC_ZERO_RANGE 0x10
+
+/*
+ * fallocate(2) of [@off, @off + @len) of regular file @ino (located as for
+ * tree_getattr). Mode 0 allocates the blocks of the range not stored yet
+ * (they read as zeros; st_blocks counts them) and extends the size to the
+ * range's end; KEEP_SIZE keeps the size (nothing is allocated past it);
+ * PUNCH_HOLE|KEEP_SIZE frees the whole blocks of the range and zeroes the
+ * rest of it; ZERO_RANGE zeroes the range and leaves it allocated (extending
+ * the size unless KEEP_SIZE). Allocating checks first that the store's free
+ * space holds every block allocated, else -ENOSPC with nothing changed; it
+ * cannot keep that space for later writes (content.c). ctime is set, mtime
+ * too when the content or size changed. @out (may be NULL) gets the result.
+ * Errors: -ENOENT, -EISDIR, -ENODEV (not a regular file), -EINVAL (@len 0),
+ * -EFBIG, -EOPNOTSUPP (another mode), -ENOSPC, -EIO.
+ */
+int tree_fallocate(struct tree *t, const char *path, uint64_t ino,
+		   unsigned mode, uint64_t off, uint64_t len,
+		   struct tree_attr *out);
 
 /* ---- Extended attributes (keyed by inode number) ----------------------- */
 

@@ -634,3 +634,177 @@ Test(content, record_without_count_is_counted_at_its_next_change,
 	sbuf_release(&k);
 	sbuf_release(&v);
 }
+
+static void falloc(const char *path, uint64_t ino, unsigned mode, uint64_t off,
+		   uint64_t len)
+{
+	int rc = tree_fallocate(T, path, ino, mode, off, len, NULL);
+
+	cr_assert_eq(rc, 0, "fallocate %x [%llu, +%llu): %s", mode,
+		     (unsigned long long)off, (unsigned long long)len,
+		     strerror(-rc));
+}
+
+/* tree_seek() on /h (inode @ino): the offset, or the negative errno. */
+static uint64_t seek_of(uint64_t ino, uint64_t off, int whence)
+{
+	struct tree_attr a;
+	uint64_t res = 0;
+	int rc;
+
+	cr_assert_eq(tree_lookup(T, "/h", &a), 0);
+	rc = tree_seek(T, ino, a.size, off, whence, &res);
+	return rc ? (uint64_t)rc : res;
+}
+
+Test(content, fallocate_modes_and_holes, .init = tu_setup, .fini = tu_teardown)
+{
+	size_t bs = tree_block_size(T), per = bs / 512;
+	uint64_t ino = mkf("/h");
+	char *data = malloc(4 * bs), *model = calloc(1, 8 * bs);
+	struct tree_attr a;
+
+	memset(data, 'd', 4 * bs);
+	/* allocate 4 blocks: size grows, blocks counted, reads zeros, holes */
+	falloc("/h", ino, 0, 0, 4 * bs);
+	cr_expect_eq(size_of("/h"), 4 * bs);
+	cr_expect_eq(blocks_of("/h"), 4);
+	cr_expect_eq(st_blocks_of("/h"), 4 * per);
+	check_model("/h", ino, model, 4 * bs, 5000);
+	cr_expect_eq(seek_of(ino, 0, SEEK_DATA), (uint64_t)-ENXIO);
+	cr_expect_eq(seek_of(ino, 0, SEEK_HOLE), 0);
+	/* writing into allocated blocks adds none */
+	wr("/h", ino, bs + 10, "abc", 3);
+	memcpy(model + bs + 10, "abc", 3);
+	wr("/h", ino, 2 * bs, data, bs);
+	memcpy(model + 2 * bs, data, bs);
+	cr_expect_eq(blocks_of("/h"), 4);
+	cr_expect_eq(seek_of(ino, 0, SEEK_DATA), bs);
+	cr_expect_eq(seek_of(ino, bs, SEEK_HOLE), 3 * bs);
+	/* keep size: nothing past the end, size kept */
+	falloc("/h", ino, TREE_FALLOC_KEEP_SIZE, 3 * bs, 4 * bs);
+	cr_expect_eq(size_of("/h"), 4 * bs);
+	cr_expect_eq(blocks_of("/h"), 4);
+	/* punch: whole block 2 freed, block 1 zeroed in part */
+	falloc("/h", ino, TREE_FALLOC_PUNCH_HOLE | TREE_FALLOC_KEEP_SIZE,
+	       bs + 11, 2 * bs - 11);
+	memset(model + bs + 11, 0, 2 * bs - 11);
+	cr_expect_eq(blocks_of("/h"), 3);
+	cr_expect_eq(count_blocks(ino), 3);
+	check_model("/h", ino, model, 4 * bs, 7000);
+	cr_expect_eq(seek_of(ino, bs, SEEK_HOLE), 2 * bs);
+	/* zero range past the end: zeroed, allocated, grown */
+	wr("/h", ino, 3 * bs, data, bs);
+	memcpy(model + 3 * bs, data, bs);
+	falloc("/h", ino, TREE_FALLOC_ZERO_RANGE, 3 * bs + 5, 2 * bs);
+	memset(model + 3 * bs + 5, 0, 2 * bs);
+	check_model("/h", ino, model, 5 * bs + 5, 9000);
+	cr_expect_eq(blocks_of("/h"), 5);
+	cr_expect_eq(count_blocks(ino), 5);
+	/* modes Linux refuses too */
+	cr_expect_eq(tree_fallocate(T, "/h", ino, TREE_FALLOC_PUNCH_HOLE, 0, 1,
+				    NULL),
+		     -EOPNOTSUPP);
+	cr_expect_eq(tree_fallocate(T, "/h", ino, 0x8, 0, 1, NULL),
+		     -EOPNOTSUPP);
+	cr_expect_eq(tree_fallocate(T, "/h", ino, 0, 0, 0, NULL), -EINVAL);
+	cr_expect_eq(tree_fallocate(T, "/h", ino, 0, TREE_FILE_MAX, 1, NULL),
+		     -EFBIG);
+	/* more than the disk holds: ENOSPC, nothing changed */
+	cr_expect_eq(tree_fallocate(T, "/h", ino, 0, 0, TREE_FILE_MAX, NULL),
+		     -ENOSPC);
+	cr_assert_eq(tree_lookup(T, "/h", &a), 0);
+	cr_expect_eq(a.size, 5 * bs + 5);
+	cr_expect_eq(a.blocks, 5);
+	free(data);
+	free(model);
+}
+
+Test(content, fallocate_random_against_model, .init = tu_setup,
+     .fini = tu_teardown, .timeout = 300)
+{
+	size_t bs = tree_block_size(T);
+	size_t cap = 8 * bs, len = 0;
+	char *model = calloc(1, cap + bs), *buf = malloc(cap);
+	bool alloc[9] = {0};
+	unsigned seed = 777;
+	uint64_t ino = mkf("/m");
+
+	for (int op = 0; op < 1500; op++) {
+		unsigned r = rand_r(&seed) % 100;
+		size_t off = rand_r(&seed) % 2 ? (rand_r(&seed) % 7) * bs +
+						      (rand_r(&seed) % 5) - 2
+					      : rand_r(&seed) % (6 * bs);
+		size_t n = rand_r(&seed) % 2 ? rand_r(&seed) % (2 * bs) + 1
+					     : rand_r(&seed) % 300u + 1;
+
+		if (off >= 6 * bs)
+			off = rand_r(&seed) % (6 * bs);
+		if (r < 40) {
+			for (size_t i = 0; i < n; i++)
+				buf[i] = (char)(rand_r(&seed) | 1);
+			wr("/m", ino, off, buf, n);
+			memcpy(model + off, buf, n);
+			for (size_t b = off / bs; b <= (off + n - 1) / bs; b++)
+				alloc[b] = true;
+			if (off + n > len)
+				len = off + n;
+		} else if (r < 50) {
+			size_t ns = rand_r(&seed) % cap;
+			trunc_to("/m", ino, ns);
+			if (ns < len)
+				memset(model + ns, 0, len - ns);
+			for (size_t b = (ns + bs - 1) / bs; b < 9 && ns < len;
+			     b++)
+				alloc[b] = false;
+			len = ns;
+		} else {
+			/* allocate, keep size, punch or zero [off, off+n) */
+			unsigned kind = rand_r(&seed) % 4, mode;
+			bool keep = kind == 1 || kind == 2 || rand_r(&seed) % 2;
+			size_t end = off + n, newsize, stop;
+
+			mode = kind == 0   ? 0
+			       : kind == 1 ? TREE_FALLOC_KEEP_SIZE
+			       : kind == 2 ? TREE_FALLOC_PUNCH_HOLE
+			       : TREE_FALLOC_ZERO_RANGE;
+			if (keep)
+				mode |= TREE_FALLOC_KEEP_SIZE;
+			falloc("/m", ino, mode, off, n);
+			newsize = keep || end <= len ? len : end;
+			stop = end < newsize ? end : newsize;
+			for (size_t b = off / bs; off < stop && b * bs < stop;
+			     b++) {
+				size_t bstart = b * bs;
+				size_t from = off > bstart ? off - bstart : 0;
+				size_t to = stop - bstart < bs ? stop - bstart
+							       : bs;
+				if (kind != 2)
+					alloc[b] = true;
+				else if (from == 0 &&
+					 (to == bs || bstart + to >= len))
+					alloc[b] = false;
+			}
+			if ((kind == 2 || kind == 3) && off < stop)
+				memset(model + off, 0, stop - off);
+			len = newsize;
+		}
+		{
+			uint64_t want = 0;
+			for (int b = 0; b < 9; b++)
+				want += alloc[b];
+			cr_assert_eq(blocks_of("/m"), want,
+				     "op %d (%u): count %llu, model %llu", op,
+				     r, (unsigned long long)blocks_of("/m"),
+				     (unsigned long long)want);
+			cr_assert_eq(count_blocks(ino), want, "op %d", op);
+		}
+		if (op % 100 == 0)
+			check_model("/m", ino, model, len, 10000);
+	}
+	check_model("/m", ino, model, len, 65536);
+	tu_reopen();
+	check_model("/m", ino, model, len, 77777);
+	free(model);
+	free(buf);
+}
