@@ -13,7 +13,9 @@
  * direct writes does. OFFSET and LENGTH should be multiples of 4096. Exit
  * status 0 when all was written.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/aio_abi.h>
