@@ -21,8 +21,8 @@
  * O_DIRECT write, synchronous or asynchronous, from any open) marks the inode
  * INODE_PAGES_STALE, so the next open answers without keep_cache and the
  * kernel drops the pages; the written range is also invalidated at once
- * for opens that stay open (not with -s: the invalidation may wait for a
- * read only another thread could serve). Buffered writes, truncates and
+ * for opens that stay open (the invalidation may wait for a READ: the
+ * request loop hands reading to another thread first, and -s skips it). Buffered writes, truncates and
  * fallocate go through (or are applied to) the page cache by the kernel
  * itself.
  *
@@ -1068,10 +1068,14 @@ static void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		reply_err(req, rc);
 	else
 		fuse_reply_write(req, size);
-	/* after it: the kernel may hold the pages' locks until it has it */
-	if (!rc && direct && fs->se && !fs->single)
+	/* after it: the kernel may hold the pages' locks until it has it;
+	 * the invalidation may wait for a READ, which another thread reads */
+	if (!rc && direct && fs->se && !fs->single) {
+		if (fs->blocking)
+			fs->blocking();
 		fuse_lowlevel_notify_inval_inode(fs->se, ino, off,
 						 (off_t)size);
+	}
 }
 
 static void fs_release_file(fuse_req_t req, fuse_ino_t ino,
