@@ -140,7 +140,7 @@ static int drive_secret(struct tree *t, uint8_t key[SECRET_LEN])
 			rc = -EIO;
 			goto out;
 		}
-		b = kv_batch_new();
+		b = kv_batch_new(t->store->kv);
 		kv_batch_put(b, k.buf, k.len, (const char *)key, SECRET_LEN);
 		rc = tree_commit(t, b);
 	}
@@ -686,7 +686,7 @@ static int rm_run(struct tree *t, const char *path, struct sbuf *cursor,
 	struct walk w;
 	struct sbuf p = {0}, xlo = {0}, xhi = {0};
 	struct kv_iter *xit = NULL;
-	struct kv_batch *b = kv_batch_new();
+	struct kv_batch *b = kv_batch_new(t->store->kv);
 	size_t n = 0, max_n = batch_limit(t);
 	int rc;
 
@@ -1099,7 +1099,7 @@ static int rm_fast(struct tree *t, const char *path, uint64_t budget,
 	if (rc)
 		goto out;
 	now = tree_now_ns();
-	b = kv_batch_new();
+	b = kv_batch_new(t->store->kv);
 	key_subtree_range(&lo, &hi, t->name, path);
 	kv_batch_delete_range(b, lo.buf, lo.len, hi.buf, hi.len);
 	rc = tree_batch_remove(t, b, path, &n, 0, NULL, now);
@@ -1606,7 +1606,7 @@ static int clone_run(struct clone *c, uint64_t budget, uint64_t *used,
 	int rc;
 
 	*done = false;
-	c->b = kv_batch_new();
+	c->b = kv_batch_new(c->dt->store->kv);
 	rc = walk_open(&w, c->t, c->src);
 	if (rc)
 		goto out;
@@ -1769,7 +1769,7 @@ static int clone_op(struct tree *t, const char *src, struct tree *dt,
 		sbuf_adds(&c.rec.dst, dst);
 		sbuf_adds(&c.rec.sdrive, t->name);
 		sbuf_nul(&c.rec.cursor);
-		b = kv_batch_new();
+		b = kv_batch_new(dt->store->kv);
 		journal_rec_put(dt, b, &c.rec);
 		rc = tree_commit(dt, b);
 		kv_batch_free(b);

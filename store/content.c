@@ -386,7 +386,7 @@ int tree_write(struct tree *t, const char *path, uint64_t ino, uint64_t off,
 		goto out;
 	end = off + len;
 	limit = old / bs + (old % bs != 0); /* no block at or past this */
-	b = kv_batch_new();
+	b = kv_batch_new(t->store->kv);
 	for (blk = off / bs; blk * bs < end; blk++) {
 		uint64_t bstart = blk * bs;
 		size_t from = off > bstart ? (size_t)(off - bstart) : 0;
@@ -668,7 +668,7 @@ int tree_fallocate(struct tree *t, const char *path, uint64_t ino,
 	now = tree_now_ns();
 	for (uint64_t cb = first, ce; cb < lastp1; cb = ce) {
 		ce = lastp1 - cb > FALLOC_CHUNK ? cb + FALLOC_CHUNK : lastp1;
-		b = kv_batch_new();
+		b = kv_batch_new(t->store->kv);
 		nextblk = UINT64_MAX;
 		if (cb < limit) {
 			sbuf_reset(&lo);

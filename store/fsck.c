@@ -364,7 +364,7 @@ static void fix_nlink(struct fsck *f, const char *path, uint64_t ino,
 {
 	struct tree *t = f->t;
 	struct attr_ref ref = {0};
-	struct kv_batch *b = kv_batch_new();
+	struct kv_batch *b = kv_batch_new(f->t->store->kv);
 	int rc;
 
 	pthread_mutex_lock(&t->ns_lock);
@@ -671,7 +671,7 @@ static void drop_inode(struct fsck *f, uint64_t ino, bool inode_rec,
 		       bool orphan_rec)
 {
 	struct tree *t = f->t;
-	struct kv_batch *b = kv_batch_new();
+	struct kv_batch *b = kv_batch_new(f->t->store->kv);
 	struct sbuf k = {0};
 	int rc;
 
@@ -754,7 +754,7 @@ static void on_content(struct fsck *f, uint64_t ino, size_t nkeys,
 		drop_note(f));
 	if (!may_drop(f))
 		return;
-	b = kv_batch_new();
+	b = kv_batch_new(f->t->store->kv);
 	if (!strcmp(kind, "DATA#"))
 		key_data_range(&lo, &hi, t->name, ino, 0);
 	else
@@ -798,7 +798,7 @@ static void on_xtmp(struct fsck *f, uint64_t seq, size_t nkeys, const char *val,
 		f->repair ? " (repaired)" : "");
 	if (!f->repair)
 		return;
-	b = kv_batch_new();
+	b = kv_batch_new(f->t->store->kv);
 	key_xtmp_range(&lo, &hi, f->t->name, seq);
 	/* the range covers XTMP#seq/ .. XTMP#seq0; also drop XTMP#seq#... */
 	rc = tree_batch_drop_range(f->t, b, lo.buf, lo.len, hi.buf, hi.len);
@@ -869,7 +869,7 @@ static int repair_block(struct fsck *f, const struct bad_block *d)
 	struct tree *t = f->t;
 	uint64_t bs = t->block_size;
 	struct attr_ref ref = {0};
-	struct kv_batch *b = kv_batch_new();
+	struct kv_batch *b = kv_batch_new(f->t->store->kv);
 	struct sbuf k = {0};
 	char *val = NULL;
 	size_t vlen;
@@ -918,7 +918,7 @@ static int recheck_count(struct fsck *f, struct bad_block *d, bool repair)
 {
 	struct tree *t = f->t;
 	struct attr_ref ref = {0};
-	struct kv_batch *b = kv_batch_new();
+	struct kv_batch *b = kv_batch_new(t->store->kv);
 	uint64_t n;
 	int rc;
 
@@ -1099,7 +1099,7 @@ static int check_counter(struct fsck *f)
 	if (m.ino_hwm < t->ino_limit)
 		m.ino_hwm = t->ino_limit;
 	meta_encode(&v, &m);
-	b = kv_batch_new();
+	b = kv_batch_new(t->store->kv);
 	kv_batch_put(b, k.buf, k.len, v.buf, v.len);
 	rc = tree_commit(t, b);
 	if (rc == 0) {

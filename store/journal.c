@@ -315,7 +315,7 @@ static int copy_range(struct tree *t, struct journal_rec *rec,
 	size_t max_b =
 	    t->store->opt.rename_bytes ? t->store->opt.rename_bytes : 4 << 20;
 	struct kv_iter *it = NULL;
-	struct kv_batch *b = kv_batch_new();
+	struct kv_batch *b = kv_batch_new(t->store->kv);
 	struct sbuf k = {0};
 	size_t n = 0, bytes = 0;
 	int rc;
@@ -382,7 +382,7 @@ static int next_phase(struct tree *t, struct journal_rec *rec,
 		      const struct sbuf *lo, const struct sbuf *hi,
 		      uint32_t phase, struct journal_hook *h)
 {
-	struct kv_batch *b = kv_batch_new();
+	struct kv_batch *b = kv_batch_new(t->store->kv);
 	int rc;
 
 	rc = tree_batch_drop_range(t, b, lo->buf, lo->len, hi->buf, hi->len);
@@ -431,7 +431,7 @@ static int finish_rename(struct tree *t, struct journal_rec *rec,
 	const char *src = rec->src.buf, *dst = rec->dst.buf;
 	char *ps = parent_of(src), *pd = parent_of(dst);
 	uint64_t ino_s = node_ino(t, ps), ino_d = node_ino(t, pd);
-	struct kv_batch *b = kv_batch_new();
+	struct kv_batch *b = kv_batch_new(t->store->kv);
 	struct sbuf k = {0}, lo = {0}, hi = {0};
 	struct node n = {0};
 	int64_t now = tree_now_ns();
@@ -483,7 +483,7 @@ static int finish_exchange(struct tree *t, struct journal_rec *rec,
 	char *qa = parent_of(pa), *qb = parent_of(pb);
 	uint64_t ino_qa = node_ino(t, qa), ino_qb = node_ino(t, qb);
 	uint64_t ino_a = node_ino(t, pa), ino_b = node_ino(t, pb);
-	struct kv_batch *b = kv_batch_new();
+	struct kv_batch *b = kv_batch_new(t->store->kv);
 	struct sbuf k = {0}, lo = {0}, hi = {0};
 	struct node na = {0}, nb = {0};
 	int64_t now = tree_now_ns();
@@ -593,7 +593,7 @@ done:
  */
 static int rollback(struct tree *t, struct journal_rec *rec)
 {
-	struct kv_batch *b = kv_batch_new();
+	struct kv_batch *b = kv_batch_new(t->store->kv);
 	struct sbuf lo = {0}, hi = {0}, k = {0};
 	int rc;
 
@@ -615,7 +615,7 @@ int journal_rename_dir(struct tree *t, const char *src, const char *dst,
 {
 	struct journal_rec rec = {0};
 	struct journal_hook h;
-	struct kv_batch *b = kv_batch_new();
+	struct kv_batch *b = kv_batch_new(t->store->kv);
 	struct node dn = {0};
 	char *pd = NULL;
 	uint64_t ino_pd = 0, ino_dn = 0;

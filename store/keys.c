@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "keys_i.h"
+#include "kv_i.h"
 #include "tree.h"
 
 /* ---- sbuf ---------------------------------------------------------------- */
@@ -332,4 +333,20 @@ void key_orphan(struct sbuf *b, const char *drive, uint64_t ino)
 void key_journal(struct sbuf *b, const char *drive, uint64_t seq)
 {
 	key_kind_ino(b, drive, "JOURNAL#", seq);
+}
+
+int key_family(const char *key, size_t len)
+{
+	const char *bar, *kind;
+
+	if (len < 6 || memcmp(key, "DRIVE#", 6) != 0)
+		return KV_ANY;
+	bar = memchr(key + 6, '|', len - 6);
+	if (!bar || bar + 1 == key + len)
+		return KV_ANY;
+	kind = bar + 1;
+	/* "DATA" and not "DATA#": the upper bound of all blocks is DATA$ */
+	if (key + len - kind >= 4 && memcmp(kind, "DATA", 4) == 0)
+		return KV_CONTENT;
+	return KV_TREE;
 }

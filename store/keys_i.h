@@ -93,6 +93,14 @@ void key_kind_range(struct sbuf *lo, struct sbuf *hi, const char *drive,
 int key_ino_decode(const char *key, size_t len, size_t plen, const char *kind,
 		   uint64_t *ino);
 
+/*
+ * The kv family (enum kv_family) of a key or range bound, for
+ * kv_options.family: content blocks (DATA#, and bounds of DATA# ranges) are
+ * KV_CONTENT, every other key of a drive KV_TREE, and a bound that names no
+ * kind (a whole drive, every drive) KV_ANY.
+ */
+int key_family(const char *key, size_t len);
+
 void key_inode(struct sbuf *b, const char *drive, uint64_t ino);
 void key_orphan(struct sbuf *b, const char *drive, uint64_t ino);
 void key_journal(struct sbuf *b, const char *drive, uint64_t seq);

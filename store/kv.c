@@ -69,13 +69,27 @@
 
 #define KV_RANGES_MAX	8	   /* delete-ranges a batch remembers */
 #define KV_SPACE_TTL_NS 50000000ll /* re-read free space every 50 ms */
+#define KV_TREE_BLOCK	4096	   /* data block size of the tree family */
+#define KV_CONTENT_COMPRESSION rocksdb_no_compression /* above the last level */
 
-struct kv {
-	rocksdb_t *db;
+/* One family: a RocksDB column family and the options it was opened with. */
+struct kv_fam {
 	rocksdb_options_t *opts;
 	rocksdb_block_based_table_options_t *topts;
 	rocksdb_cache_t *cache;
-	rocksdb_filterpolicy_t *filter; /* owned by topts once set */
+	rocksdb_column_family_handle_t *h; /* single_family: all share one */
+};
+
+/* RocksDB's name for each family; the tree keeps the default column family,
+ * where a format-1 store holds every key. */
+static const char *const kv_fam_names[KV_FAMILIES] = {"default", "content"};
+
+struct kv {
+	rocksdb_t *db;
+	rocksdb_options_t *opts; /* the database's own options */
+	struct kv_fam fam[KV_FAMILIES];
+	int nfam;		 /* distinct column families open: 1 or 2 */
+	int (*family)(const char *key, size_t klen);
 	rocksdb_readoptions_t *ropts;
 	rocksdb_writeoptions_t *wopts;
 	rocksdb_writeoptions_t *wopts_sync;
@@ -107,6 +121,7 @@ struct kv_iter {
 };
 
 struct kv_batch {
+	struct kv *kv;
 	rocksdb_writebatch_t *wb;
 	size_t bytes;
 	size_t put_bytes;
@@ -167,12 +182,106 @@ static int64_t mono_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* The family of a key (never KV_ANY: a key that names no kind is the tree's). */
+static int kv_key_fam(const struct kv *kv, const char *key, size_t klen)
+{
+	int f = kv->family ? kv->family(key, klen) : KV_TREE;
+
+	return f < 0 || f >= KV_FAMILIES ? KV_TREE : f;
+}
+
+/* The one family both bounds of [lo, hi) lie in, or KV_ANY. */
+static int kv_range_fam(const struct kv *kv, const char *lo, size_t lolen,
+			const char *hi, size_t hilen)
+{
+	int f, g;
+
+	if (!kv->family)
+		return KV_TREE;
+	f = kv->family(lo, lolen);
+	g = hi ? kv->family(hi, hilen) : KV_ANY;
+	return f == g ? f : KV_ANY;
+}
+
+/*
+ * Table options of family @f: see the overview for the numbers behind them.
+ * @cache_bytes is the whole budget of block caches.
+ */
+static void kv_fam_tune(struct kv_fam *fam, int f, size_t cache_bytes)
+{
+	rocksdb_block_based_table_options_t *t;
+	int levels[7];
+
+	fam->topts = t = rocksdb_block_based_options_create();
+	rocksdb_block_based_options_set_format_version(t, 5);
+	if (f == KV_TREE) {
+		fam->cache = rocksdb_cache_create_lru(cache_bytes / 4 * 3);
+		rocksdb_block_based_options_set_block_size(t, KV_TREE_BLOCK);
+		rocksdb_block_based_options_set_filter_policy(
+		    t, rocksdb_filterpolicy_create_bloom_full(10));
+		rocksdb_block_based_options_set_index_type(
+		    t, rocksdb_block_based_table_index_type_two_level_index_search);
+		rocksdb_block_based_options_set_partition_filters(t, 1);
+		rocksdb_block_based_options_set_metadata_block_size(t, 4096);
+		rocksdb_block_based_options_set_cache_index_and_filter_blocks(t,
+									      1);
+		rocksdb_block_based_options_set_cache_index_and_filter_blocks_with_high_priority(
+		    t, 1);
+		rocksdb_block_based_options_set_pin_top_level_index_and_filter(
+		    t, 1);
+		rocksdb_block_based_options_set_pin_l0_filter_and_index_blocks_in_cache(
+		    t, 1);
+	} else {
+		fam->cache = rocksdb_cache_create_lru(cache_bytes / 4);
+		rocksdb_block_based_options_set_block_size(t, 64 << 10);
+		/* a filter only pays for reads of holes; a full bloom is
+		 * 1.25 bytes a 64 KiB block, and skipped on the last level */
+		rocksdb_block_based_options_set_filter_policy(
+		    t, rocksdb_filterpolicy_create_bloom_full(10));
+		rocksdb_block_based_options_set_cache_index_and_filter_blocks(t,
+									      1);
+		rocksdb_block_based_options_set_cache_index_and_filter_blocks_with_high_priority(
+		    t, 1);
+		rocksdb_block_based_options_set_pin_l0_filter_and_index_blocks_in_cache(
+		    t, 1);
+		rocksdb_options_set_optimize_filters_for_hits(fam->opts, 1);
+	}
+	rocksdb_block_based_options_set_block_cache(t, fam->cache);
+	rocksdb_options_set_block_based_table_factory(fam->opts, t);
+	for (int i = 0; i < 7; i++)
+		levels[i] = f == KV_TREE ? rocksdb_lz4_compression
+					 : KV_CONTENT_COMPRESSION;
+	levels[6] = f == KV_TREE ? rocksdb_zstd_compression
+				 : rocksdb_lz4_compression;
+	rocksdb_options_set_compression_per_level(fam->opts, levels, 7);
+}
+
+/* 1 if the database in @dir has a column family we do not open in
+ * single-family mode, 0 if not (or no database yet), -errno. */
+static int kv_has_families(const rocksdb_options_t *o, const char *dir)
+{
+	char *err = NULL;
+	size_t n = 0;
+	char **names = rocksdb_list_column_families(o, dir, &n, &err);
+	int rc = n > 1;
+
+	if (err) {
+		free(err); /* no database yet: rocksdb_open decides */
+		return 0;
+	}
+	rocksdb_list_column_families_destroy(names, n);
+	return rc;
+}
+
 int kv_open(struct kv **out, const char *dir, const struct kv_options *opt)
 {
+	const char *names[KV_FAMILIES];
+	const rocksdb_options_t *fopts[KV_FAMILIES];
+	rocksdb_column_family_handle_t *hs[KV_FAMILIES];
 	struct kv *kv;
 	char *err = NULL;
-	int levels[7];
 	int rc = 0;
+	size_t cache_bytes = (opt->cache_mb ? opt->cache_mb : 64) << 20;
 
 	struct statvfs vfs;
 	uint64_t total = UINT64_MAX, wbs = 32 << 20;
@@ -197,25 +306,14 @@ int kv_open(struct kv **out, const char *dir, const struct kv_options *opt)
 	kv->dir = strdup(dir);
 	kv->read_only = opt->read_only;
 	kv->sync = opt->sync;
+	kv->family = opt->single_family ? NULL : opt->family;
+	kv->nfam = opt->single_family ? 1 : KV_FAMILIES;
 	pthread_mutex_init(&kv->space_lock, NULL);
 	pthread_mutex_init(&kv->compact_lock, NULL);
 
-	kv->cache = rocksdb_cache_create_lru(
-	    (opt->cache_mb ? opt->cache_mb : 64) << 20);
-	kv->topts = rocksdb_block_based_options_create();
-	rocksdb_block_based_options_set_block_cache(kv->topts, kv->cache);
-	rocksdb_block_based_options_set_block_size(kv->topts, 16 << 10);
-	kv->filter = rocksdb_filterpolicy_create_bloom_full(10);
-	rocksdb_block_based_options_set_filter_policy(kv->topts, kv->filter);
-	rocksdb_block_based_options_set_cache_index_and_filter_blocks(kv->topts,
-								      1);
-	rocksdb_block_based_options_set_pin_l0_filter_and_index_blocks_in_cache(
-	    kv->topts, 1);
-	rocksdb_block_based_options_set_format_version(kv->topts, 5);
-
 	kv->opts = rocksdb_options_create();
-	rocksdb_options_set_block_based_table_factory(kv->opts, kv->topts);
 	rocksdb_options_set_create_if_missing(kv->opts, opt->create);
+	rocksdb_options_set_create_missing_column_families(kv->opts, 1);
 	rocksdb_options_set_write_buffer_size(kv->opts, wbs);
 	rocksdb_options_set_max_write_buffer_number(kv->opts, 3);
 	/* a bloom filter over the memtable's whole keys: the lookups that miss
@@ -233,19 +331,38 @@ int kv_open(struct kv **out, const char *dir, const struct kv_options *opt)
 	rocksdb_options_set_keep_log_file_num(kv->opts, 3);
 	rocksdb_options_set_max_log_file_size(kv->opts, 4 << 20);
 	rocksdb_options_set_info_log_level(kv->opts, 2 /* WARN */);
-	for (int i = 0; i < 7; i++)
-		levels[i] = rocksdb_lz4_compression;
-	levels[6] = rocksdb_zstd_compression;
-	rocksdb_options_set_compression_per_level(kv->opts, levels, 7);
 
+	for (int f = 0; f < KV_FAMILIES; f++) {
+		kv->fam[f].opts = rocksdb_options_create_copy(kv->opts);
+		kv_fam_tune(&kv->fam[f], f, cache_bytes);
+		names[f] = kv_fam_names[f];
+		fopts[f] = kv->fam[f].opts;
+	}
+	if (opt->single_family) {
+		rc = kv_has_families(kv->opts, dir);
+		if (rc) {
+			if (rc > 0) {
+				plog(LOG_ERR,
+				     "%s: the database has column families "
+				     "(an upgrade was interrupted)",
+				     dir);
+				rc = -EUCLEAN;
+			}
+			goto out;
+		}
+	}
 	if (opt->read_only)
-		kv->db = rocksdb_open_for_read_only(kv->opts, dir, 0, &err);
+		kv->db = rocksdb_open_for_read_only_column_families(
+		    kv->opts, dir, kv->nfam, names, fopts, hs, 0, &err);
 	else
-		kv->db = rocksdb_open(kv->opts, dir, &err);
+		kv->db = rocksdb_open_column_families(kv->opts, dir, kv->nfam,
+						      names, fopts, hs, &err);
 	if (err) {
 		rc = kv_error(err, dir);
 		goto out;
 	}
+	for (int f = 0; f < KV_FAMILIES; f++)
+		kv->fam[f].h = hs[f < kv->nfam ? f : KV_TREE];
 
 	kv->ropts = rocksdb_readoptions_create();
 	kv->wopts = rocksdb_writeoptions_create();
@@ -270,6 +387,9 @@ void kv_close(struct kv *kv)
 		if (err)
 			kv_error(err, "flush wal at close");
 	}
+	for (int f = 0; f < kv->nfam; f++)
+		if (kv->fam[f].h)
+			rocksdb_column_family_handle_destroy(kv->fam[f].h);
 	if (kv->db)
 		rocksdb_close(kv->db);
 	if (kv->ropts)
@@ -278,12 +398,16 @@ void kv_close(struct kv *kv)
 		rocksdb_writeoptions_destroy(kv->wopts);
 	if (kv->wopts_sync)
 		rocksdb_writeoptions_destroy(kv->wopts_sync);
+	for (int f = 0; f < KV_FAMILIES; f++) {
+		if (kv->fam[f].opts)
+			rocksdb_options_destroy(kv->fam[f].opts);
+		if (kv->fam[f].topts)
+			rocksdb_block_based_options_destroy(kv->fam[f].topts);
+		if (kv->fam[f].cache)
+			rocksdb_cache_destroy(kv->fam[f].cache);
+	}
 	if (kv->opts)
 		rocksdb_options_destroy(kv->opts);
-	if (kv->topts)
-		rocksdb_block_based_options_destroy(kv->topts);
-	if (kv->cache)
-		rocksdb_cache_destroy(kv->cache);
 	pthread_mutex_destroy(&kv->space_lock);
 	pthread_mutex_destroy(&kv->compact_lock);
 	free(kv->dir);
@@ -308,7 +432,9 @@ int kv_get(struct kv *kv, const char *key, size_t klen, char **val,
 	kv_thread_init();
 	/* pinned: a value in the block cache is copied once, here, not first
 	 * into RocksDB's own malloc'd buffer */
-	ps = rocksdb_get_pinned(kv->db, kv->ropts, key, klen, &err);
+	ps = rocksdb_get_pinned_cf(kv->db, kv->ropts,
+				   kv->fam[kv_key_fam(kv, key, klen)].h, key,
+				   klen, &err);
 	if (err)
 		return kv_error(err, "get");
 	if (!ps)
@@ -332,6 +458,7 @@ int kv_iter_open(struct kv_iter **out, struct kv *kv, const char *lo,
 		 size_t lolen, const char *hi, size_t hilen)
 {
 	struct kv_iter *it = calloc(1, sizeof(*it));
+	int f = kv_range_fam(kv, lo, lolen, hi, hilen);
 
 	if (!it)
 		return -ENOMEM;
@@ -349,7 +476,8 @@ int kv_iter_open(struct kv_iter **out, struct kv *kv, const char *lo,
 		rocksdb_readoptions_set_iterate_upper_bound(it->ropts, it->hi,
 							    hilen);
 	}
-	it->it = rocksdb_create_iterator(kv->db, it->ropts);
+	it->it = rocksdb_create_iterator_cf(kv->db, it->ropts,
+					    kv->fam[f < 0 ? KV_TREE : f].h);
 	rocksdb_iter_seek(it->it, lo, lolen);
 	*out = it;
 	return 0;
@@ -406,12 +534,13 @@ void kv_iter_free(struct kv_iter *it)
 	free(it);
 }
 
-struct kv_batch *kv_batch_new(void)
+struct kv_batch *kv_batch_new(struct kv *kv)
 {
 	struct kv_batch *b = calloc(1, sizeof(*b));
 
 	if (!b)
 		abort();
+	b->kv = kv;
 	b->wb = rocksdb_writebatch_create();
 	return b;
 }
@@ -419,14 +548,16 @@ struct kv_batch *kv_batch_new(void)
 void kv_batch_put(struct kv_batch *b, const char *key, size_t klen,
 		  const char *val, size_t vlen)
 {
-	rocksdb_writebatch_put(b->wb, key, klen, val, vlen);
+	rocksdb_writebatch_put_cf(b->wb, b->kv->fam[kv_key_fam(b->kv, key, klen)].h,
+				  key, klen, val, vlen);
 	b->bytes += klen + vlen;
 	b->put_bytes += klen + vlen;
 }
 
 void kv_batch_delete(struct kv_batch *b, const char *key, size_t klen)
 {
-	rocksdb_writebatch_delete(b->wb, key, klen);
+	rocksdb_writebatch_delete_cf(
+	    b->wb, b->kv->fam[kv_key_fam(b->kv, key, klen)].h, key, klen);
 	b->bytes += klen;
 	b->deletes++;
 }
@@ -434,7 +565,14 @@ void kv_batch_delete(struct kv_batch *b, const char *key, size_t klen)
 void kv_batch_delete_range(struct kv_batch *b, const char *lo, size_t lolen,
 			   const char *hi, size_t hilen)
 {
-	rocksdb_writebatch_delete_range(b->wb, lo, lolen, hi, hilen);
+	struct kv *kv = b->kv;
+	int f = kv_range_fam(kv, lo, lolen, hi, hilen);
+
+	for (int i = 0; i < kv->nfam; i++)
+		if (f < 0 || f == i)
+			rocksdb_writebatch_delete_range_cf(
+			    b->wb, kv->fam[f < 0 ? i : f].h, lo, lolen, hi,
+			    hilen);
 	b->bytes += lolen + hilen;
 	b->deletes++;
 	if (b->nranges < KV_RANGES_MAX) {
@@ -514,7 +652,9 @@ static bool kv_reclaim(struct kv *kv)
 
 	pthread_mutex_lock(&kv->compact_lock);
 	if (atomic_exchange(&kv->deletes_pending, 0) > 0) {
-		rocksdb_compact_range(kv->db, NULL, 0, NULL, 0);
+		for (int f = 0; f < kv->nfam; f++)
+			rocksdb_compact_range_cf(kv->db, kv->fam[f].h, NULL, 0,
+						 NULL, 0);
 		pthread_mutex_lock(&kv->space_lock);
 		kv->space_at = 0;
 		pthread_mutex_unlock(&kv->space_lock);
@@ -530,6 +670,8 @@ int kv_batch_commit(struct kv *kv, struct kv_batch *b, bool sync)
 
 	if (kv->read_only)
 		return -EROFS;
+	if (b->kv != kv)
+		return -EINVAL;
 	kv_thread_init();
 	if (!kv_batch_shrinks(b)) {
 		uint64_t need = kv->reserve + b->put_bytes;
@@ -571,6 +713,90 @@ void kv_batch_free(struct kv_batch *b)
 	free(b);
 }
 
+int kv_upgrade(struct kv *kv, size_t max_keys,
+	       void (*hook)(void *ctx, uint64_t moved), void *ctx,
+	       uint64_t *moved)
+{
+	rocksdb_column_family_handle_t *tree = kv->fam[KV_TREE].h;
+	rocksdb_readoptions_t *ro = NULL;
+	rocksdb_iterator_t *it = NULL;
+	struct kv_batch *b = NULL;
+	uint64_t n = 0, pending = 0;
+	char *err = NULL;
+	int rc = 0;
+
+	if (kv->read_only)
+		return -EROFS;
+	if (!max_keys)
+		max_keys = 1024;
+	kv_thread_init();
+	/* one pass over a snapshot of the tree family, read ahead and kept
+	 * out of the block cache: every byte of it is read once */
+	ro = rocksdb_readoptions_create();
+	rocksdb_readoptions_set_fill_cache(ro, 0);
+	rocksdb_readoptions_set_readahead_size(ro, 2 << 20);
+	it = rocksdb_create_iterator_cf(kv->db, ro, tree);
+	b = kv_batch_new(kv);
+	for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it);
+	     rocksdb_iter_next(it)) {
+		size_t klen, vlen;
+		const char *k = rocksdb_iter_key(it, &klen);
+		const char *v;
+		int f = kv_key_fam(kv, k, klen);
+
+		if (f == KV_TREE)
+			continue;
+		v = rocksdb_iter_value(it, &vlen);
+		rocksdb_writebatch_put_cf(b->wb, kv->fam[f].h, k, klen, v,
+					  vlen);
+		rocksdb_writebatch_delete_cf(b->wb, tree, k, klen);
+		b->bytes += 2 * klen + vlen;
+		b->put_bytes += klen + vlen;
+		b->deletes++;
+		if (++pending < max_keys && b->bytes < (4 << 20))
+			continue;
+		rc = kv_batch_commit(kv, b, false);
+		if (rc)
+			goto out;
+		n += pending;
+		pending = 0;
+		kv_batch_clear(b);
+		if (hook)
+			hook(ctx, n);
+	}
+	rocksdb_iter_get_error(it, &err);
+	if (err) {
+		rc = kv_error(err, "upgrade: iterate");
+		goto out;
+	}
+	if (pending) {
+		rc = kv_batch_commit(kv, b, false);
+		if (rc)
+			goto out;
+		n += pending;
+		if (hook)
+			hook(ctx, n);
+	}
+	/* every move durable before the caller records the upgrade as done */
+	rocksdb_flush_wal(kv->db, 1, &err);
+	if (err) {
+		rc = kv_error(err, "upgrade: sync wal");
+		goto out;
+	}
+	/* the old copies leave the tree family's tables now, not at some
+	 * later compaction: that is what the split is for */
+	if (n)
+		rocksdb_compact_range_cf(kv->db, tree, NULL, 0, NULL, 0);
+out:
+	kv_batch_free(b);
+	if (it)
+		rocksdb_iter_destroy(it);
+	rocksdb_readoptions_destroy(ro);
+	if (moved)
+		*moved = n;
+	return rc;
+}
+
 int kv_sync(struct kv *kv)
 {
 	char *err = NULL;
@@ -603,9 +829,14 @@ int kv_sync(struct kv *kv)
 int kv_compact_range(struct kv *kv, const char *lo, size_t lolen,
 		     const char *hi, size_t hilen)
 {
+	int f = kv_range_fam(kv, lo, lolen, hi, hilen);
+
 	if (kv->read_only)
 		return 0;
-	rocksdb_compact_range(kv->db, lo, lolen, hi, hilen);
+	for (int i = 0; i < kv->nfam; i++)
+		if (f < 0 || f == i)
+			rocksdb_compact_range_cf(kv->db, kv->fam[i].h, lo,
+						 lolen, hi, hilen);
 	pthread_mutex_lock(&kv->space_lock);
 	kv->space_at = 0;
 	pthread_mutex_unlock(&kv->space_lock);
@@ -614,12 +845,15 @@ int kv_compact_range(struct kv *kv, const char *lo, size_t lolen,
 
 uint64_t kv_estimate_keys(struct kv *kv)
 {
-	char *v = rocksdb_property_value(kv->db, "rocksdb.estimate-num-keys");
 	uint64_t n = 0;
 
-	if (v) {
-		n = strtoull(v, NULL, 10);
-		free(v);
+	for (int f = 0; f < kv->nfam; f++) {
+		char *v = rocksdb_property_value_cf(kv->db, kv->fam[f].h,
+						    "rocksdb.estimate-num-keys");
+		if (v) {
+			n += strtoull(v, NULL, 10);
+			free(v);
+		}
 	}
 	return n;
 }

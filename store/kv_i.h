@@ -6,6 +6,14 @@
  * sync) so another ordered KV engine could sit behind it. RocksDB's errptr
  * strings never leave kv.c: they become a negative errno and a log line.
  *
+ * Families: keys of different kinds live apart (RocksDB column families), each
+ * tuned for its access pattern. Callers never name a family: kv asks the
+ * classifier given at open (kv_options.family) for the family of each key, so
+ * a point operation goes to its key's family, and a range to its bounds'
+ * family, or to every family when the bounds name none (a whole drive). An
+ * iterator reads one family, its lower bound's (the tree family when the
+ * bound names none). A batch spans families and still commits atomically.
+ *
  * Internal to store/.
  */
 #ifndef PATHFS_KV_I_H
@@ -19,17 +27,34 @@ struct kv;
 struct kv_iter;
 struct kv_batch;
 
+enum kv_family {
+	KV_ANY = -1,	/* a range bound that names no kind: every family */
+	KV_TREE = 0,	/* nodes, META, xattrs, inodes, orphans, journal */
+	KV_CONTENT = 1, /* file blocks */
+	KV_FAMILIES
+};
+
 struct kv_options {
 	bool create; /* create the directory/database if missing */
 	bool read_only;
 	bool sync;	 /* every commit syncs the WAL */
-	size_t cache_mb; /* block cache; 0 = 64 MiB */
+	size_t cache_mb; /* block caches, all families; 0 = 64 MiB */
+	/* the family of a key or range bound (a kv_family); NULL: KV_TREE */
+	int (*family)(const char *key, size_t klen);
+	/*
+	 * One family for every key, in RocksDB's default column family: the
+	 * layout of format-1 stores, for reading them before their upgrade
+	 * and for building one in tests. Such a database holding any other
+	 * column family (an interrupted kv_upgrade) is refused: -EUCLEAN.
+	 */
+	bool single_family;
 };
 
 /*
- * Opens the RocksDB database in @dir. Errors: -ENOENT (missing and !create),
- * -EBUSY (locked by another process or already open in this one), -EACCES,
- * -EIO. On success *out owns it; kv_close() frees.
+ * Opens the RocksDB database in @dir, creating missing families unless
+ * read-only. Errors: -ENOENT (missing and !create), -EBUSY (locked by another
+ * process or already open in this one), -EACCES, -EUCLEAN (see
+ * single_family), -EIO. On success *out owns it; kv_close() frees.
  */
 int kv_open(struct kv **out, const char *dir, const struct kv_options *opt);
 void kv_close(struct kv *kv);
@@ -64,12 +89,13 @@ int kv_iter_status(struct kv_iter *it);
 void kv_iter_free(struct kv_iter *it);
 
 /*
- * An atomic write batch. Operations are buffered; kv_batch_commit() applies all
- * or none. A batch can be committed once; kv_batch_free() is always safe
- * (also after commit, and on NULL). Adding to a batch cannot fail (allocation
- * failure aborts, as RocksDB itself does).
+ * An atomic write batch for @kv (its keys' families are resolved as they are
+ * added). Operations are buffered; kv_batch_commit() applies all or none. A
+ * batch can be committed once; kv_batch_free() is always safe (also after
+ * commit, and on NULL). Adding to a batch cannot fail (allocation failure
+ * aborts, as RocksDB itself does).
  */
-struct kv_batch *kv_batch_new(void);
+struct kv_batch *kv_batch_new(struct kv *kv);
 void kv_batch_put(struct kv_batch *b, const char *key, size_t klen,
 		  const char *val, size_t vlen);
 void kv_batch_delete(struct kv_batch *b, const char *key, size_t klen);
@@ -85,6 +111,21 @@ void kv_batch_clear(struct kv_batch *b);
  */
 int kv_batch_commit(struct kv *kv, struct kv_batch *b, bool sync);
 void kv_batch_free(struct kv_batch *b);
+
+/*
+ * Moves every key kept in the tree family that the classifier puts in another
+ * family over to it: the upgrade of a store whose keys all shared one family
+ * (format 1). Each batch of at most @max_keys keys (and ~4 MiB) puts the keys
+ * into their family and deletes them from the tree family atomically, so
+ * after a crash every key is in exactly one place and running it again
+ * continues; the last batch syncs the WAL. @hook, if not NULL, is called after
+ * each committed batch with the number of keys moved so far (tests kill the
+ * process there). *moved (may be NULL) is the number of keys moved.
+ * Errors: -EROFS, -ENOSPC, -EIO.
+ */
+int kv_upgrade(struct kv *kv, size_t max_keys,
+	       void (*hook)(void *ctx, uint64_t moved), void *ctx,
+	       uint64_t *moved);
 
 /* Syncs the WAL. Errors: -EIO. */
 int kv_sync(struct kv *kv);

@@ -87,10 +87,11 @@ static int dir_is_empty(const char *dir)
 
 /*
  * Checks and locks the marker of the store at @dir, creating the store
- * directory and marker when @opt allows. On success *fd is the locked marker.
+ * directory and marker (of format @opt->format, or this program's) when @opt
+ * allows. On success *fd is the locked marker and *fmt its format.
  */
 static int marker_open(const char *dir, const struct store_options *opt,
-		       int *fd)
+		       int *fd, int *fmt)
 {
 	char path[4200], buf[128];
 	struct stat st;
@@ -121,7 +122,7 @@ static int marker_open(const char *dir, const struct store_options *opt,
 		if (mfd < 0)
 			return -errno;
 		n = snprintf(buf, sizeof(buf), MARKER_TEXT,
-			     TREE_FORMAT_VERSION);
+			     opt->format ? opt->format : TREE_FORMAT_VERSION);
 		if (write(mfd, buf, (size_t)n) != n || fsync(mfd) < 0) {
 			rc = -errno;
 			close(mfd);
@@ -148,9 +149,61 @@ static int marker_open(const char *dir, const struct store_options *opt,
 		goto fail;
 	}
 	*fd = mfd;
+	*fmt = format;
 	return 0;
 fail:
 	close(mfd);
+	return rc;
+}
+
+/*
+ * Records format @format in the locked marker @fd, durably. The text keeps its
+ * length (one digit), so the one small pwrite leaves the old text or the new.
+ */
+static int marker_set_format(int fd, int format)
+{
+	char buf[128];
+	int n = snprintf(buf, sizeof(buf), MARKER_TEXT, format);
+
+	if (pwrite(fd, buf, (size_t)n, 0) != n || ftruncate(fd, n) < 0 ||
+	    fsync(fd) < 0)
+		return -EIO;
+	return 0;
+}
+
+/* The crash hook of the upgrade (PATHFS_CRASH_AFTER_BATCHES, tests). */
+static void upgrade_hook(void *ctx, uint64_t moved)
+{
+	(void)moved;
+	journal_hook_batch(ctx);
+}
+
+/*
+ * Upgrades a format-1 store (every key in one kv family) to format 2 (content
+ * blocks in their own family), before anything else reads it: kv_upgrade
+ * moves the blocks in atomic batches and syncs, then the marker says 2. A
+ * crash at any point leaves a store that the next open upgrades again from
+ * where it stopped (moved blocks are no longer in the tree family); a
+ * format-1 program refuses it meanwhile, as it does the upgraded store.
+ */
+static int store_upgrade(struct store *s, int fd)
+{
+	struct journal_hook h;
+	uint64_t moved = 0;
+	int rc;
+
+	journal_hook_init(&h);
+	plog(LOG_NOTICE, "store %s: upgrading from format 1 to %d", s->dir,
+	     TREE_FORMAT_VERSION);
+	rc = kv_upgrade(s->kv, s->opt.rename_batch, upgrade_hook, &h, &moved);
+	if (rc == 0)
+		rc = marker_set_format(fd, TREE_FORMAT_VERSION);
+	if (rc)
+		plog(LOG_ERR, "store %s: upgrade stopped: %s (opening it again "
+		     "continues it)", s->dir, strerror(-rc));
+	else
+		plog(LOG_NOTICE, "store %s: upgraded, %llu content blocks moved",
+		     s->dir, (unsigned long long)moved);
 	return rc;
 }
 
@@ -321,7 +374,7 @@ int store_drive_create(struct store *s, const char *name, uid_t uid, gid_t gid)
 	m.created_ns = tree_now_ns();
 	m.block_size = DEFAULT_BLOCK_SIZE;
 	m.ino_hwm = INO_RANGE; /* hands out 2 .. INO_RANGE-1 first */
-	b = kv_batch_new();
+	b = kv_batch_new(s->kv);
 	meta_encode(&val, &m);
 	kv_batch_put(b, key.buf, key.len, val.buf, val.len);
 
@@ -373,7 +426,7 @@ int store_drive_delete(struct store *s, const char *name)
 		goto out;
 	sbuf_reset(&lo);
 	key_drive_range(&lo, &hi, name);
-	b = kv_batch_new();
+	b = kv_batch_new(s->kv);
 	kv_batch_delete_range(b, lo.buf, lo.len, hi.buf, hi.len);
 	rc = kv_batch_commit(s->kv, b, true);
 	if (rc)
@@ -438,7 +491,7 @@ int store_open(struct store **out, const char *dir,
 	struct store_priv *p;
 	struct store *s;
 	struct kv_options ko = {0};
-	int rc;
+	int rc, format = 0;
 
 	p = calloc(1, sizeof(*p));
 	if (!p)
@@ -456,18 +509,34 @@ int store_open(struct store **out, const char *dir,
 		rc = -ENOMEM;
 		goto out;
 	}
-	rc = marker_open(dir, opt, &p->marker_fd);
+	if (opt->format > TREE_FORMAT_VERSION) {
+		rc = -EINVAL;
+		goto out;
+	}
+	rc = marker_open(dir, opt, &p->marker_fd, &format);
 	if (rc)
 		goto out;
+	if (opt->format && opt->format < format) {
+		rc = -EINVAL; /* no way back to an older format */
+		goto out;
+	}
 	ko.create = opt->create;
 	ko.read_only = opt->read_only;
 	ko.sync = opt->sync;
 	ko.cache_mb = opt->cache_mb;
+	ko.family = key_family;
+	/* format 1 is read as it is when it cannot or must not be upgraded */
+	ko.single_family = format == 1 && (opt->read_only || opt->format == 1);
 	rc = kv_open(&s->kv, dir, &ko);
 	if (rc == -ENOENT)
 		rc = -EMEDIUMTYPE; /* a marker but no database */
 	if (rc)
 		goto out;
+	if (format == 1 && !ko.single_family) {
+		rc = store_upgrade(s, p->marker_fd);
+		if (rc)
+			goto out;
+	}
 	if (!opt->read_only)
 		rc = store_recover(s);
 	else {
@@ -547,7 +616,7 @@ int tree_alloc_ino(struct tree *t, uint64_t *ino)
 	pthread_mutex_lock(&t->alloc_lock);
 	if (t->ino_next >= t->ino_limit) {
 		struct sbuf key = {0}, val = {0};
-		struct kv_batch *b = kv_batch_new();
+		struct kv_batch *b = kv_batch_new(t->store->kv);
 		struct meta m = {
 		    .format = TREE_FORMAT_VERSION,
 		    .created_ns = t->created_ns,

@@ -593,7 +593,7 @@ int tree_mknode(struct tree *t, const char *path, mode_t mode, uid_t uid,
 	a.nlink = S_ISDIR(type) ? 2 : 1;
 	a.rdev = (S_ISCHR(type) || S_ISBLK(type)) ? rdev : 0;
 	a.atime_ns = a.mtime_ns = a.ctime_ns = now;
-	b = kv_batch_new();
+	b = kv_batch_new(t->store->kv);
 	rc = dir_touch_node(t, b, parent, &pn, S_ISDIR(type) ? 1 : 0, now);
 	if (rc)
 		goto out;
@@ -673,7 +673,7 @@ static int link_common(struct tree *t, const char *oldpath, uint64_t ino,
 		goto out;
 	}
 	now = tree_now_ns();
-	b = kv_batch_new();
+	b = kv_batch_new(t->store->kv);
 	if (!(r.n.a.flags & TREE_F_LINKED)) {
 		/* first link: the attributes move to INODE#ino */
 		r.n.a.flags |= TREE_F_LINKED;
@@ -774,7 +774,7 @@ static int remove_node(struct tree *t, const char *path, bool dir,
 		}
 	}
 	now = tree_now_ns();
-	b = kv_batch_new();
+	b = kv_batch_new(t->store->kv);
 	rc = tree_batch_remove(t, b, path, &n, flags, orphan, now);
 	if (rc == 0)
 		rc = dir_touch_node(t, b, parent, &pn, dir ? -1 : 0, now);
@@ -818,7 +818,7 @@ int tree_reclaim(struct tree *t, uint64_t ino)
 	rc = kv_get(t->store->kv, k.buf, k.len, &val, &vlen);
 	if (rc)
 		goto out;
-	b = kv_batch_new();
+	b = kv_batch_new(t->store->kv);
 	kv_batch_delete(b, k.buf, k.len);
 	sbuf_reset(&k);
 	key_inode(&k, t->name, ino);
@@ -909,7 +909,7 @@ static int rename_simple(struct tree *t, const char *src, const char *dst,
 	sd = S_ISDIR(sn.a.mode);
 	dd = dn0 ? S_ISDIR(dn.a.mode) : 0;
 	now = tree_now_ns();
-	b = kv_batch_new();
+	b = kv_batch_new(t->store->kv);
 	if (flags & TREE_RENAME_EXCHANGE) {
 		rc = tree_batch_moved(t, b, src, &dn, now);
 		if (rc == 0)
@@ -1148,7 +1148,7 @@ int tree_setattr(struct tree *t, const char *path, uint64_t ino,
 	if (mask == 0)
 		goto done;
 	now = tree_now_ns();
-	b = kv_batch_new();
+	b = kv_batch_new(t->store->kv);
 	if (mask & TREE_SET_SIZE) {
 		if (S_ISDIR(a->mode)) {
 			rc = -EISDIR;

@@ -63,8 +63,12 @@
 #define TREE_SYMLINK_MAX 4095
 #define TREE_DRIVE_MAX 64
 #define TREE_ROOT_INO  1
-/* Store format version written in every drive's META record. */
-#define TREE_FORMAT_VERSION 1
+/*
+ * Store format version, in the store's marker and every drive's META record.
+ * 2: content blocks in their own kv family (1: all keys in one; a format-1
+ * store is upgraded when first opened read-write).
+ */
+#define TREE_FORMAT_VERSION 2
 
 struct store;
 struct tree;
@@ -78,17 +82,24 @@ struct store_options {
 	size_t cache_mb;     /* block cache size; 0 = default (64 MiB) */
 	size_t rename_batch; /* subtree rewrite: entries per batch; 0 = 1024 */
 	size_t rename_bytes; /* subtree rewrite: bytes per batch; 0 = 4 MiB */
+	/* 0: this program's format. 1: create a format-1 store, or open one
+	 * without upgrading it (tests of the upgrade build old stores so) */
+	int format;
 };
 
 /*
- * Opens the store in directory @dir and, unless read-only, replays every
- * unfinished journal record of every drive and reclaims every orphan inode
- * (unlinked while open before a crash), logging what it did.
+ * Opens the store in directory @dir and, unless read-only, upgrades a store
+ * of an older format (see TREE_FORMAT_VERSION; resumable, crash-safe), replays
+ * every unfinished journal record of every drive and reclaims every orphan
+ * inode (unlinked while open before a crash), logging what it did. A
+ * read-only open reads an older format as it is.
  *
  * Errors: -ENOENT (missing and !create, or its parent is missing), -EBUSY
  * (another process holds the store's lock), -EMEDIUMTYPE (the directory is not
  * empty and is not a pathfs store), -EPROTONOSUPPORT (a drive's format version
- * is newer than this program), -EACCES, -EIO.
+ * is newer than this program), -EUCLEAN (read-only, and an upgrade was
+ * interrupted: open read-write once), -EINVAL (bad @opt->format), -ENOSPC
+ * (no room to upgrade), -EACCES, -EIO.
  * On success *out owns the store; free it with store_close().
  */
 int store_open(struct store **out, const char *dir,

@@ -59,7 +59,7 @@ static int xattr_change(struct tree *t, const char *path, uint64_t ino,
 		rc = -ENODATA;
 		goto out;
 	}
-	b = kv_batch_new();
+	b = kv_batch_new(t->store->kv);
 	if (value)
 		kv_batch_put(b, k.buf, k.len, value, size);
 	else

@@ -866,7 +866,7 @@ Test(cascade, mv_keeps_the_source_when_a_node_cannot_be_copied,
 {
 	struct tree_op_result r;
 	struct sbuf k = {0};
-	struct kv_batch *b = kv_batch_new();
+	struct kv_batch *b = kv_batch_new(T->store->kv);
 	struct tree *o;
 	struct tree_attr a;
 

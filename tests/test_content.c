@@ -428,7 +428,7 @@ Test(content, corrupt_block_is_eio_for_that_file_only, .init = tu_setup,
 	wr("/good", good, 0, "abcdefghij", 10);
 	/* a block longer than the block size cannot be valid */
 	key_data(&k, T->name, bad, 0);
-	b = kv_batch_new();
+	b = kv_batch_new(tu_store->kv);
 	kv_batch_put(b, k.buf, k.len, big, bs + 1);
 	cr_assert_eq(kv_batch_commit(tu_store->kv, b, false), 0);
 	kv_batch_free(b);
@@ -618,7 +618,7 @@ Test(content, record_without_count_is_counted_at_its_next_change,
 	node_encode(&v, &n.a, NULL);
 	cr_assert_eq(v.buf[0], 1, "an unknown count encodes as version 1");
 	{
-		struct kv_batch *b = kv_batch_new();
+		struct kv_batch *b = kv_batch_new(T->store->kv);
 		kv_batch_put(b, k.buf, k.len, v.buf, v.len);
 		cr_assert_eq(tree_commit(T, b), 0);
 		kv_batch_free(b);

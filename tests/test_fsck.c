@@ -46,7 +46,7 @@ static struct found *fsck(bool repair)
 
 static void put_raw(const struct sbuf *k, const void *v, size_t vlen)
 {
-	struct kv_batch *b = kv_batch_new();
+	struct kv_batch *b = kv_batch_new(T->store->kv);
 
 	kv_batch_put(b, k->buf, k->len, v, vlen);
 	cr_assert_eq(tree_commit(T, b), 0);
@@ -149,7 +149,7 @@ Test(fsck, folder_nlink_repaired, .init = tu_setup, .fini = tu_teardown)
 	cr_assert_eq(tree_lookup(T, "/d", &a), 0);
 	cr_assert_eq(a.nlink, 4);
 	{
-		struct kv_batch *b = kv_batch_new();
+		struct kv_batch *b = kv_batch_new(T->store->kv);
 		a.nlink = 9;
 		tree_batch_put_node(T, b, "/d", &a, NULL);
 		cr_assert_eq(tree_commit(T, b), 0);
@@ -169,7 +169,7 @@ Test(fsck, folder_nlink_repaired, .init = tu_setup, .fini = tu_teardown)
 Test(fsck, hard_link_count_repaired, .init = tu_setup, .fini = tu_teardown)
 {
 	struct attr_ref r = {0};
-	struct kv_batch *b = kv_batch_new();
+	struct kv_batch *b = kv_batch_new(T->store->kv);
 	struct tree_attr a;
 	struct found *f;
 	char want[64];
@@ -341,7 +341,7 @@ Test(fsck, leftover_journal_replayed_by_repair, .init = tu_setup,
 	/* a record planted in an open store: fsck --repair replays it */
 	{
 		struct journal_rec rec = {0};
-		struct kv_batch *b = kv_batch_new();
+		struct kv_batch *b = kv_batch_new(T->store->kv);
 
 		cr_assert_eq(tree_alloc_ino(T, &rec.seq), 0);
 		rec.op = JOP_RENAME;
@@ -405,7 +405,7 @@ Test(fsck, paused_clone_keeps_its_file_in_progress, .init = tu_setup,
      .fini = tu_teardown)
 {
 	struct journal_rec rec = {0};
-	struct kv_batch *b = kv_batch_new();
+	struct kv_batch *b = kv_batch_new(T->store->kv);
 	struct sbuf k = {0};
 	struct found *f;
 

@@ -612,7 +612,7 @@ TestSuite(fuzz_tree, .init = tu_setup, .fini = tu_teardown);
 static void plant(const char *dir, const char *name, const struct sbuf *val)
 {
 	struct sbuf key = {0};
-	struct kv_batch *b = kv_batch_new();
+	struct kv_batch *b = kv_batch_new(tu_store->kv);
 
 	key_child(&key, tu_tree->name, dir, name, strlen(name));
 	kv_batch_put(b, key.buf, key.len, val->buf, val->len);

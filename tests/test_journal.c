@@ -257,12 +257,13 @@ Test(journal, exchange_folder_with_file_and_empty_folder, .init = tu_setup,
 Test(journal, failed_rename_is_undone, .init = tu_setup, .fini = tu_teardown)
 {
 	struct sbuf k = {0};
-	struct kv_batch *b = kv_batch_new();
+	struct kv_batch *b;
 	char *before, *after;
 
 	/* the source's parent does not decode: the final batch fails after
 	 * every copy was made, and the rename must leave no trace */
 	reopen_opts(4, 0);
+	b = kv_batch_new(T->store->kv);
 	tu_mkdir(T, "/p");
 	tu_mkdir(T, "/q");
 	build(T, "/p/src", 10);
@@ -615,7 +616,7 @@ Test(journal, replay_of_a_planted_record, .init = tu_setup, .fini = tu_teardown)
 	sbuf_adds(&rec.dst, "/dst");
 	sbuf_nul(&rec.cursor);
 	sbuf_nul(&rec.sdrive);
-	b = kv_batch_new();
+	b = kv_batch_new(T->store->kv);
 	journal_rec_put(T, b, &rec);
 	cr_assert_eq(tree_commit(T, b), 0);
 	kv_batch_free(b);
@@ -636,7 +637,7 @@ Test(journal, replay_of_a_planted_record, .init = tu_setup, .fini = tu_teardown)
 /* Writes a branch of @n files in folders of 1,000 straight into the store. */
 static void raw_branch(struct tree *t, const char *root, size_t n)
 {
-	struct kv_batch *b = kv_batch_new();
+	struct kv_batch *b = kv_batch_new(t->store->kv);
 	struct sbuf k = {0}, v = {0};
 	struct tree_attr a = {0};
 	size_t ndirs = (n + 999) / 1000;

@@ -48,7 +48,7 @@ static char *readall(const char *path, uint64_t ino, size_t *len)
 /* Writes @val at @key of the store, bypassing every check. */
 static void plant(const char *key, size_t klen, const char *val, size_t vlen)
 {
-	struct kv_batch *b = kv_batch_new();
+	struct kv_batch *b = kv_batch_new(tu_store->kv);
 
 	kv_batch_put(b, key, klen, val, vlen);
 	cr_assert_eq(kv_batch_commit(tu_store->kv, b, false), 0);

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "keys_i.h"
 #include "kv_i.h"
 
 static void print_key(const char *k, size_t len)
@@ -41,7 +42,7 @@ static void print_key(const char *k, size_t len)
 
 int main(int argc, char **argv)
 {
-	struct kv_options opt = {.read_only = true};
+	struct kv_options opt = {.read_only = true, .family = key_family};
 	struct kv *kv = NULL;
 	struct kv_iter *it = NULL;
 	const char *dir, *prefix;

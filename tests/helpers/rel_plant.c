@@ -8,7 +8,8 @@
  *   rel_plant meta STORE DRIVE FORMAT      META with format version FORMAT
  *   rel_plant journal STORE DRIVE          prints the number of JOURNAL keys
  *   rel_plant dump STORE                   prints every key (escaped) and a
- *                                          hash of its value, in key order
+ *                                          hash of its value, in key order,
+ *                                          each drive's blocks after the rest
  *
  * node, block and meta write with one batch through kv (no store_open, which
  * would validate or replay first; block looks the inode up with store_open
@@ -23,7 +24,7 @@
 
 static int open_kv(struct kv **kv, const char *dir, bool ro)
 {
-	struct kv_options o = {.read_only = ro};
+	struct kv_options o = {.read_only = ro, .family = key_family};
 	int rc = kv_open(kv, dir, &o);
 
 	if (rc)
@@ -39,7 +40,7 @@ static int put(const char *dir, struct sbuf *key, const char *val, size_t vlen)
 
 	if (rc)
 		goto out;
-	b = kv_batch_new();
+	b = kv_batch_new(kv);
 	kv_batch_put(b, key->buf, key->len, val, vlen);
 	rc = kv_batch_commit(kv, b, true);
 	if (rc)
@@ -167,15 +168,30 @@ out:
 	return rc;
 }
 
-static int dump(const char *dir)
+/* Adds the drive of key @k to @drives (names, each ended by '|') unless it is
+ * the last one there: keys come sorted, a drive's keys in one run. */
+static void note_drive(struct sbuf *drives, const char *k, size_t klen)
 {
-	struct kv *kv = NULL;
-	struct kv_iter *it = NULL;
-	int rc = open_kv(&kv, dir, true);
+	const char *bar = klen > 6 && memcmp(k, "DRIVE#", 6) == 0
+			      ? memchr(k + 6, '|', klen - 6)
+			      : NULL;
+	size_t dl = bar ? (size_t)(bar - k) - 5 : 0; /* name and its '|' */
 
-	if (rc)
-		goto out;
-	rc = kv_iter_open(&it, kv, "", 0, NULL, 0);
+	if (!bar || (drives->len >= dl &&
+		     memcmp(drives->buf + drives->len - dl, k + 6, dl) == 0 &&
+		     (drives->len == dl || drives->buf[drives->len - dl - 1] == '|')))
+		return;
+	sbuf_add(drives, k + 6, dl);
+}
+
+/* Prints every key of [lo, hi) (one kv family) as dump() does; adds the
+ * drives met to @drives (see note_drive) if not NULL. */
+static int dump_range(struct kv *kv, const char *lo, size_t lolen,
+		      const char *hi, size_t hilen, struct sbuf *drives)
+{
+	struct kv_iter *it = NULL;
+	int rc = kv_iter_open(&it, kv, lo, lolen, hi, hilen);
+
 	if (rc)
 		goto out;
 	for (; kv_iter_valid(it); kv_iter_next(it)) {
@@ -186,6 +202,8 @@ static int dump(const char *dir)
 
 		memcpy(kc, k, klen);
 		kc[klen] = '\0';
+		if (drives)
+			note_drive(drives, k, klen);
 		rel_escape(line, sizeof(line), kc);
 		printf("%s %zu %016llx\n", line, vlen,
 		       (unsigned long long)rel_fnv(REL_FNV_INIT, v, vlen));
@@ -194,6 +212,29 @@ static int dump(const char *dir)
 	rc = kv_iter_status(it);
 out:
 	kv_iter_free(it);
+	return rc;
+}
+
+static int dump(const char *dir)
+{
+	struct kv *kv = NULL;
+	struct sbuf drives = {0};
+	int rc = open_kv(&kv, dir, true);
+
+	if (rc == 0)
+		rc = dump_range(kv, "", 0, NULL, 0, &drives);
+	/* then each drive's blocks, kept in their own kv family */
+	for (char *d = drives.buf, *bar; rc == 0 && d && (bar = strchr(d, '|'));
+	     d = bar + 1) {
+		struct sbuf lo = {0}, hi = {0};
+
+		*bar = '\0';
+		key_kind_range(&lo, &hi, d, "DATA#");
+		rc = dump_range(kv, lo.buf, lo.len, hi.buf, hi.len, NULL);
+		sbuf_release(&lo);
+		sbuf_release(&hi);
+	}
+	sbuf_release(&drives);
 	kv_close(kv);
 	return rc;
 }
