@@ -1,0 +1,299 @@
+/*
+ * test_upgrade.c - a store of the previous format (1: every key in one kv
+ * family) opens with this one: read as it is when read-only, upgraded to
+ * format 2 (content blocks in their own family) on the first read-write open,
+ * also when that upgrade is killed midway, and nothing is lost.
+ *
+ * The format-1 stores are built here, not kept as binary fixtures: a store
+ * opened with store_options.format = 1 writes the previous layout (the marker
+ * says format 1, kv keeps one column family), which the test checks from the
+ * outside (marker text, RocksDB's OPTIONS file) before upgrading.
+ */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "branchutil.h"
+#include "testutil.h"
+
+#define T tu_tree
+#define BATCH 4 /* keys per upgrade batch in the kill tests */
+
+/* The format number in the store's marker file. */
+static int marker_format(void)
+{
+	char path[4200];
+	int format = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/PATHFS", tu_dir);
+	f = fopen(path, "r");
+	cr_assert_not_null(f);
+	cr_assert_eq(fscanf(f, "pathfs store\nformat %d", &format), 1);
+	fclose(f);
+	return format;
+}
+
+/* true if RocksDB's newest OPTIONS file lists a column family "content". */
+static bool has_content_family(void)
+{
+	char cmd[4400];
+	int rc;
+
+	snprintf(cmd, sizeof(cmd),
+		 "grep -q 'CFOptions \"content\"' \"$(ls -t '%s'/OPTIONS-* | "
+		 "head -n 1)\"",
+		 tu_dir);
+	rc = system(cmd);
+	cr_assert(WIFEXITED(rc));
+	return WEXITSTATUS(rc) == 0;
+}
+
+/* Content keys of drive "main" left in the tree family (the default column
+ * family, where format 1 kept them): an iterator over every key reads it. */
+static size_t data_keys_in_tree_family(void)
+{
+	struct kv_iter *it;
+	size_t n = 0;
+
+	cr_assert_eq(kv_iter_open(&it, tu_store->kv, "", 0, NULL, 0), 0);
+	for (; kv_iter_valid(it); kv_iter_next(it)) {
+		size_t klen;
+		const char *k = kv_iter_key(it, &klen);
+		if (memmem(k, klen, "|DATA#", 6))
+			n++;
+	}
+	cr_assert_eq(kv_iter_status(it), 0);
+	kv_iter_free(it);
+	return n;
+}
+
+static void open_with(const struct store_options *o)
+{
+	int rc;
+
+	store_close(tu_store);
+	tu_store = NULL;
+	tu_tree = NULL;
+	rc = store_open(&tu_store, tu_dir, o);
+	cr_assert_eq(rc, 0, "store_open: %s", strerror(-rc));
+	cr_assert_eq(store_drive(tu_store, "main", &tu_tree), 0);
+}
+
+/*
+ * Replaces the fixture's store by a format-1 store holding a branch of every
+ * kind of node (build()), files of many blocks, a sparse file and a second
+ * drive; returns the snapshot of both drives (caller frees).
+ */
+static char *make_format1_store(int files)
+{
+	struct store_options o = {.create = true, .format = 1};
+	struct tree *t2;
+	struct tree_attr a;
+	char p[64], *s1, *s2, *all;
+
+	store_close(tu_store);
+	tu_store = NULL;
+	tu_rmrf(tu_dir);
+	cr_assert_eq(store_open(&tu_store, tu_dir, &o), 0);
+	cr_assert_eq(store_drive_create(tu_store, "main", getuid(), getgid()),
+		     0);
+	cr_assert_eq(store_drive_create(tu_store, "main0", getuid(), getgid()),
+		     0);
+	cr_assert_eq(store_drive(tu_store, "main", &tu_tree), 0);
+	cr_assert_eq(store_drive(tu_store, "main0", &t2), 0);
+	build(T, "/b", 40);
+	tu_mkdir(T, "/many");
+	for (int i = 0; i < files; i++) {
+		snprintf(p, sizeof(p), "/many/f%02d", i);
+		mkfile_n(T, p, (size_t)(i + 1) * 70000, i);
+	}
+	/* sparse: one block at 10 MiB, nothing before it */
+	tu_mkfile(T, "/sparse", "", 0);
+	cr_assert_eq(tree_lookup(T, "/sparse", &a), 0);
+	cr_assert_eq(tree_write(T, "/sparse", a.ino, 10 << 20, "tail", 4,
+				false, NULL),
+		     0);
+	mkfile_n(t2, "/other", 300000, 9);
+	s1 = snap(T, "/", true);
+	s2 = snap(t2, "/", true);
+	cr_assert(asprintf(&all, "%s--\n%s", s1, s2) > 0);
+	free(s1);
+	free(s2);
+	return all;
+}
+
+static char *snap_both(void)
+{
+	struct tree *t2;
+	char *s1, *s2, *all;
+
+	cr_assert_eq(store_drive(tu_store, "main0", &t2), 0);
+	s1 = snap(T, "/", true);
+	s2 = snap(t2, "/", true);
+	cr_assert(asprintf(&all, "%s--\n%s", s1, s2) > 0);
+	free(s1);
+	free(s2);
+	return all;
+}
+
+static void assert_upgraded(const char *before)
+{
+	struct tree *t2;
+	char *after = snap_both();
+
+	cr_assert_eq(marker_format(), TREE_FORMAT_VERSION);
+	cr_assert(has_content_family());
+	cr_assert_eq(data_keys_in_tree_family(), 0,
+		     "content blocks left in the tree family");
+	cr_assert_str_eq(after, before, "the upgrade changed the drives");
+	assert_fsck_clean(T);
+	cr_assert_eq(store_drive(tu_store, "main0", &t2), 0);
+	assert_fsck_clean(t2);
+	free(after);
+}
+
+Test(upgrade, format1_store_opens_and_is_upgraded, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	struct store_options ro = {.read_only = true}, rw = {0};
+	char *before = make_format1_store(6), *now;
+
+	/* the previous layout: marker 1, one column family, blocks there */
+	store_close(tu_store);
+	tu_store = NULL;
+	cr_assert_eq(marker_format(), 1);
+	cr_assert(!has_content_family());
+	/* read-only: read as it is, nothing written */
+	open_with(&ro);
+	cr_assert(data_keys_in_tree_family() > 6 * 10);
+	now = snap_both();
+	cr_assert_str_eq(now, before);
+	free(now);
+	cr_assert_eq(marker_format(), 1);
+	cr_assert(!has_content_family());
+	/* read-write: upgraded */
+	open_with(&rw);
+	assert_upgraded(before);
+	/* and it stays so, also through a write and a reopen */
+	mkfile_n(T, "/many/new", 100000, 77);
+	free(before);
+	before = snap_both();
+	tu_reopen();
+	assert_upgraded(before);
+	free(before);
+}
+
+Test(upgrade, an_upgraded_store_refuses_format1, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	struct store_options o = {.format = 1};
+	struct store *s = NULL;
+
+	store_close(tu_store);
+	tu_store = NULL;
+	cr_assert_eq(store_open(&s, tu_dir, &o), -EINVAL,
+		     "no way back to format 1");
+	tu_store = tu_open(tu_dir);
+}
+
+/*
+ * The child of upgrade_killed_after(): a fresh process (exec'd, as a fork of
+ * a process with RocksDB's threads may deadlock) that opens the store in
+ * $UPGRADE_CHILD_STORE read-write, before Criterion starts, and exits 0 if
+ * the open succeeded, 1 if not.
+ */
+__attribute__((constructor)) static void upgrade_child(void)
+{
+	const char *dir = getenv("UPGRADE_CHILD_STORE");
+	struct store_options o = {.rename_batch = BATCH};
+	struct store *s = NULL;
+
+	if (!dir)
+		return;
+	_exit(store_open(&s, dir, &o) == 0 ? 0 : 1);
+}
+
+/*
+ * Opens the store read-write in a child with the crash hook set to kill it
+ * after @after batches; true if the child was killed (the upgrade was then
+ * midway), false if it finished.
+ */
+static bool upgrade_killed_after(int after)
+{
+	pid_t pid;
+	int status;
+
+	fflush(NULL);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		char v[16];
+
+		snprintf(v, sizeof(v), "%d", after);
+		setenv("PATHFS_CRASH_AFTER_BATCHES", v, 1);
+		setenv("UPGRADE_CHILD_STORE", tu_dir, 1);
+		execl("/proc/self/exe", "test_upgrade", (char *)NULL);
+		_exit(2);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	if (WIFSIGNALED(status)) {
+		cr_assert_eq(WTERMSIG(status), SIGKILL);
+		return true;
+	}
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		  "the upgrade failed (%d)", status);
+	return false;
+}
+
+Test(upgrade, killed_midway_resumes_and_loses_nothing, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	struct store_options ro = {.read_only = true}, rw = {0};
+	struct store *s = NULL;
+	char *before = make_format1_store(6);
+	int kills = 0;
+
+	store_close(tu_store);
+	tu_store = NULL;
+	/* BATCH keys a batch: kill it after 3 batches, then again 4 batches
+	 * into what is left, and so on, until an open finishes it */
+	for (int after = 2; upgrade_killed_after(after); after++) {
+		kills++;
+		cr_assert_eq(marker_format(), 1, "marked done while midway");
+		cr_assert(has_content_family());
+		/* midway a read-only open cannot see every block: refused */
+		cr_assert_eq(store_open(&s, tu_dir, &ro), -EUCLEAN);
+		cr_assert_null(s);
+		cr_assert_lt(kills, 100);
+	}
+	cr_assert_geq(kills, 3, "the upgrade was not killed midway");
+	open_with(&rw);
+	assert_upgraded(before);
+	free(before);
+}
+
+Test(upgrade, killed_after_the_last_batch, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	struct store_options ro = {.read_only = true}, rw = {0};
+	char *before = make_format1_store(2);
+	size_t keys;
+
+	/* every block moved, the marker not yet rewritten */
+	open_with(&ro);
+	keys = data_keys_in_tree_family();
+	store_close(tu_store);
+	tu_store = NULL;
+	cr_assert(upgrade_killed_after((int)((keys + BATCH - 1) / BATCH) - 1));
+	cr_assert_eq(marker_format(), 1);
+	open_with(&rw);
+	assert_upgraded(before);
+	free(before);
+}
