@@ -2,20 +2,30 @@
  * kv.c - the ordered key-value seam on RocksDB (see kv_i.h). The only file in
  * the project that includes rocksdb/c.h.
  *
- * Options, chosen for a path-keyed filesystem (small node values read in long
- * prefix scans, point lookups that often miss, 64 KiB content blocks):
- *  - block-based tables, 16 KiB blocks, in a shared LRU block cache (64 MiB by
- *    default), index and filter blocks cached and L0's pinned: scans and
- *    lookups stay in memory for a working set of a few million nodes;
- *  - a full bloom filter, 10 bits/key: a lookup of a missing path (negative
- *    dentry, O_CREAT, `git status`) answers from the filter without a disk
- *    read. No prefix extractor: our prefixes have no fixed length, and
+ * Two families (column families, see kv_i.h), because a drive's keys have two
+ * access patterns: the tree (nodes, META, xattrs, inodes, orphans, journal:
+ * values of ~40-100 bytes read in long prefix scans and point lookups that
+ * often miss) and content (64 KiB blocks read and written by inode and block
+ * number). In one family every SST mixed both, so every node lookup went
+ * through tables whose index had one entry per 64 KiB block (~60 bytes each:
+ * ~1 MB of index per GiB of content; issue 11 measured a 2.5 MB index block
+ * after a 2.5 GiB file, re-read and LZ4-decompressed on every kv_get, 86-88%
+ * of the daemon's CPU, metadata 10-20x slower). Apart, the tree's tables hold
+ * nodes only, whatever the content. The rest of the tree's kinds (xattrs,
+ * inodes, orphans, journal) are few and small next to the nodes and are read
+ * with them, so they earn no family of their own. A batch spans families
+ * and commits atomically (one WAL record), so journal, cascade and orphan
+ * invariants hold as with one family.
+ *
+ * Options common to both, chosen for a path-keyed filesystem:
+ *  - block-based tables (format 5) with a full bloom filter, 10 bits/key
+ *    (~1% false positives): a lookup of a missing path (negative dentry,
+ *    O_CREAT, `git status`) answers from the filter without a disk read. No
+ *    prefix extractor: our prefixes have no fixed length, and
  *    iterate_upper_bound bounds every scan instead;
- *  - LZ4 on all levels but the last, ZSTD on the last: paths share long
- *    prefixes and compress well; LZ4 is cheap enough for the write path;
- *  - 32 MiB memtables (up to 3; smaller on small disks, see below), two
- *    background jobs (the machines have two cores), dynamic level sizes,
- *    1 MiB bytes_per_sync so flushes don't stall;
+ *  - 32 MiB memtables per family (up to 3; smaller on small disks, see
+ *    below), two background jobs (the machines have two cores), dynamic
+ *    level sizes, 1 MiB bytes_per_sync so flushes don't stall;
  *  - a whole-key bloom filter on the memtable (lookups that miss it skip the
  *    skiplist), RocksDB's per-thread perf counters off (kv_thread_init);
  *  - the WAL is always on; commits sync it only when asked (fsync, -o sync),
@@ -31,6 +41,40 @@
  * WAL write with or to pipeline behind; unordered_write would give up the
  * order of two batches' visibility; a manual WAL flush would leave a
  * commit answered to the kernel in process memory, lost with the daemon.
+ *
+ * The tree family (RocksDB's default column family):
+ *  - 4 KiB data blocks (KV_TREE_BLOCK; were 16 KiB): ~40-60 nodes a block, so
+ *    a point lookup reads and decompresses a quarter of what it did, while a
+ *    readdir of 1,000 names still reads only ~20 contiguous blocks;
+ *  - a partitioned (two-level) index and partitioned filters, 4 KiB
+ *    partitions, the top level pinned in the cache: at 4 KiB blocks an index
+ *    has ~4x the entries, and a flat index of a large table is one block
+ *    that must be read whole on a miss; partitions are read one at a time,
+ *    and the pinned top level (one entry per partition, ~0.1% of the data)
+ *    never leaves memory;
+ *  - index and filter blocks cached with high priority (and L0's pinned):
+ *    they are what every lookup touches first, so a scan of cold data does
+ *    not push them out;
+ *  - 3/4 of the block cache budget (48 of 64 MiB by default), its own LRU;
+ *  - LZ4 on all levels but the last, ZSTD on the last: paths share long
+ *    prefixes and compress well; LZ4 is cheap enough for the write path.
+ *
+ * The content family:
+ *  - 64 KiB blocks, i.e. one value per block (a data block holds at least one
+ *    value): its index has one entry per file block either way;
+ *  - 1/4 of the block cache budget (16 of 64 MiB), its own LRU: a 1 GiB
+ *    sequential read cycles through it without evicting a single node (in one
+ *    shared cache it evicted all 64 MiB); the kernel's page cache keeps the
+ *    table files too;
+ *  - no compression above the last level, LZ4 on the last: content is often
+ *    incompressible (media, archives, random data), where every flush and
+ *    compaction tried LZ4 for nothing (LZ4 was 15% of the daemon's CPU in
+ *    issue 11's sqlite run, where it compressed 64 KiB blocks just written);
+ *    data that settles on the last level (~90% of it) is still compressed
+ *    once, and RocksDB keeps a block uncompressed when that saves < 1/8;
+ *  - optimize_filters_for_hits: reads of content almost always find their
+ *    block (a miss is a hole), so the last level has no filter (1.25 bytes
+ *    a block saved).
  *
  * Content blocks stay in the LSM tree, not in BlobDB blob files: measured
  * through the mount (1 GiB write + fsync, cold read), blob files cut the
@@ -51,7 +95,13 @@
  * once, and a write refused for space first compacts the store if anything
  * was deleted since the last time, so the space really comes back.
  *
- * Limits: one default column family; no transactions beyond atomic batches.
+ * Upgrade: a format-1 store kept every key in the default column family;
+ * kv_upgrade() moves the content keys to their family in atomic batches
+ * (see kv_i.h), and kv_open's single_family mode reads such a store as it is.
+ *
+ * Limits: a family is chosen per key by the classifier, so an iterator sees
+ * one family (a range spanning two must be read as two); no transactions
+ * beyond atomic batches.
  */
 #include <errno.h>
 #include <pthread.h>
