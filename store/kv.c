@@ -315,11 +315,12 @@ static int kv_has_families(const rocksdb_options_t *o, const char *dir)
 	char **names = rocksdb_list_column_families(o, dir, &n, &err);
 	int rc = n > 1;
 
+	if (names) /* also on an error: an empty array */
+		rocksdb_list_column_families_destroy(names, n);
 	if (err) {
 		free(err); /* no database yet: rocksdb_open decides */
 		return 0;
 	}
-	rocksdb_list_column_families_destroy(names, n);
 	return rc;
 }
 
