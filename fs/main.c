@@ -13,7 +13,12 @@
  * `pathfs` returns with the mount in place.
  *
  * Unmount (fusermount3 -u, umount, SIGTERM/SIGINT) ends the session loop; the
- * daemon then stops the control socket, syncs and closes the store.
+ * daemon then stops the control socket, syncs and closes the store. The
+ * kernel lets go of the mount before that, so a new mount may find the store
+ * still locked: from its mount until it closes the store the daemon holds
+ * the store's serving lock (store_serve), and a new mount that finds the
+ * store held by a serving daemon whose mount is gone waits for it (bounded,
+ * open_waiting); any other holder means the store is in use: refused at once.
  *
  * Works from /etc/fstab through mount.fuse3, which runs
  * `pathfs STORE MOUNTPOINT -o OPTIONS`: options unknown to pathfs go to
@@ -35,6 +40,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "control.h"
@@ -302,10 +308,131 @@ static int wait_child(pid_t pid, int fd)
 	return 1;
 }
 
+/* Undoes mountinfo's octal escapes (\040 for a space) of @s in place. */
+static void unescape_mountinfo(char *s)
+{
+	char *w = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' &&
+		    s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+			*w++ = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 |
+				      (s[3] - '0'));
+			s += 3;
+		} else {
+			*w++ = *s;
+		}
+	}
+	*w = '\0';
+}
+
+/*
+ * 1 if process @pid sees a FUSE mount of a drive of the store at @dir (source
+ * "DIR:DRIVE", as add_mount_opts names it), 0 if not, -errno if its mount
+ * table cannot be read (-ENOENT: the process is gone).
+ */
+static int serves_mount(pid_t pid, const char *dir)
+{
+	char path[64], *line = NULL;
+	size_t cap = 0, dlen = strlen(dir);
+	FILE *f;
+	int found = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/mountinfo", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (!found && getline(&line, &cap, f) > 0) {
+		/* "... - FSTYPE SOURCE OPTIONS" */
+		char *sep = strstr(line, " - "), *type, *src, *save = NULL;
+
+		if (!sep)
+			continue;
+		type = strtok_r(sep + 3, " \n", &save);
+		src = strtok_r(NULL, " \n", &save);
+		if (!type || !src || strncmp(type, "fuse", 4))
+			continue;
+		unescape_mountinfo(src);
+		found = !strncmp(src, dir, dlen) && src[dlen] == ':' &&
+			store_drive_name_check(src + dlen + 1) == 0;
+	}
+	free(line);
+	fclose(f);
+	return found;
+}
+
+/*
+ * How long a new mount waits for the daemon that served the store before and
+ * whose mount is gone (unmounted, still closing the store), and after how
+ * long it says that it waits.
+ */
+#define CLOSE_WAIT_SECONDS 60
+#define CLOSE_WAIT_NOTICE 1
+
+static double now_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/*
+ * store_open(), waiting while the only holder of the store is a daemon that
+ * is shutting down: `fusermount3 -u MNT` returns when the kernel lets go, a
+ * moment before the old daemon has closed the store. Any other holder (a
+ * mounted daemon, pathfsctl, a daemon still starting) gives -EBUSY at once.
+ * *waited_for is the pid waited for, if it took so long that we said so.
+ */
+static int open_waiting(const char *dir, const struct store_options *so,
+			struct store **out, pid_t *waited_for)
+{
+	double start = now_seconds(), t;
+	int rc, m, unserved = 0, said = 0;
+	pid_t pid;
+
+	*waited_for = 0;
+	for (;;) {
+		rc = store_open(out, dir, so);
+		if (rc != -EBUSY)
+			return rc;
+		if (store_server(dir, &pid) || pid <= 0) {
+			/*
+			 * No daemon serves it. The store lock is dropped
+			 * before the serving lock, so a daemon that closed
+			 * between our two looks has freed the store: one more
+			 * try tells.
+			 */
+			if (unserved++)
+				return rc;
+			continue;
+		}
+		unserved = 0;
+		m = serves_mount(pid, dir);
+		if (m > 0 || (m < 0 && m != -ENOENT))
+			return rc; /* still mounted, or cannot tell: in use */
+		t = now_seconds() - start;
+		if (t >= CLOSE_WAIT_SECONDS)
+			return -ETIMEDOUT;
+		if (m == -ENOENT)
+			continue; /* it has just exited */
+		if (t >= CLOSE_WAIT_NOTICE && !said) {
+			fprintf(stderr,
+				"pathfs: waiting for the daemon that served "
+				"%s before (pid %d, unmounted) to close it\n",
+				dir, (int)pid);
+			said = 1;
+			*waited_for = pid;
+		}
+		usleep(10000);
+	}
+}
+
 static int open_store(const char *dir, bool exists, const struct options *o,
 		      struct store **out)
 {
 	struct store_options so;
+	pid_t waited_for;
 	int rc;
 
 	memset(&so, 0, sizeof(so));
@@ -315,14 +442,22 @@ static int open_store(const char *dir, bool exists, const struct options *o,
 	so.rename_batch = o->rename_batch;
 	so.rename_bytes = o->rename_bytes;
 	so.cache_mb = o->cache_mb;
-	rc = store_open(out, dir, &so);
+	rc = open_waiting(dir, &so, out, &waited_for);
 	switch (rc) {
 	case 0:
 		if (!exists)
 			fprintf(stderr, "pathfs: created store %s\n", dir);
+		if (waited_for)
+			fprintf(stderr, "pathfs: store %s is free now\n",
+				dir);
 		break;
 	case -EBUSY:
 		fail("store %s is in use by another process (mounted?)", dir);
+		break;
+	case -ETIMEDOUT:
+		fail("store %s: the daemon that served it before (pid %d, "
+		     "unmounted) did not close it within %d seconds",
+		     dir, (int)waited_for, CLOSE_WAIT_SECONDS);
 		break;
 	case -EMEDIUMTYPE:
 		fail("%s is not a pathfs store", dir);
@@ -463,6 +598,14 @@ static int serve(struct options *o, struct fuse_args *args, const char *dir,
 	}
 	mounted = true;
 	fs.se = se;
+	/* from here until store_close(), a new mount that finds the store
+	 * busy and this mount gone waits for us instead of failing */
+	rc = store_serve(s);
+	if (rc)
+		plog(LOG_WARNING,
+		     "serving lock of %s: %s (a remount right after the "
+		     "unmount may find the store busy)",
+		     dir, strerror(-rc));
 
 	memset(&env, 0, sizeof(env));
 	env.store = s;

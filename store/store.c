@@ -8,6 +8,14 @@
  * anything, so a store held by another process, a directory that is not a
  * store, or a store of a newer format is refused without a byte written.
  *
+ * A second lock on the marker says who *serves* the store: a daemon takes a
+ * POSIX record lock on its first byte (store_serve) once its mount is in
+ * place and keeps it until store_close(), which drops the flock first. So
+ * whenever the flock is held and the record lock is not, the holder is not a
+ * daemon that got as far as mounting (pathfsctl, a daemon still starting);
+ * and a process that finds the store busy can learn the serving daemon's pid
+ * (F_GETLK) and look whether its mount is still there (store_server).
+ *
  * Drives are found without a registry: every key of drive d lies in
  * [DRIVE#d|, DRIVE#d}), so listing drives is one seek per drive, skipping
  * over each drive's range.
@@ -204,6 +212,49 @@ static int store_upgrade(struct store *s, int fd)
 	else
 		plog(LOG_NOTICE, "store %s: upgraded, %llu content blocks moved",
 		     s->dir, (unsigned long long)moved);
+	return rc;
+}
+
+/* The byte of the marker that the serving lock covers. */
+static void serve_range(struct flock *fl, short type)
+{
+	memset(fl, 0, sizeof(*fl));
+	fl->l_type = type;
+	fl->l_whence = SEEK_SET;
+	fl->l_start = 0;
+	fl->l_len = 1;
+}
+
+int store_serve(struct store *s)
+{
+	struct store_priv *p = (struct store_priv *)s;
+	struct flock fl;
+
+	serve_range(&fl, s->opt.read_only ? F_RDLCK : F_WRLCK);
+	if (fcntl(p->marker_fd, F_SETLK, &fl) < 0)
+		return -errno;
+	return 0;
+}
+
+int store_server(const char *dir, pid_t *pid)
+{
+	char path[4200];
+	struct flock fl;
+	int fd, rc = 0;
+
+	*pid = 0;
+	snprintf(path, sizeof(path), "%s/" MARKER_NAME, dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	serve_range(&fl, F_WRLCK); /* conflicts with any holder */
+	if (fcntl(fd, F_GETLK, &fl) < 0)
+		rc = -errno;
+	else if (fl.l_type == F_UNLCK)
+		rc = -ENOENT;
+	else
+		*pid = fl.l_pid;
+	close(fd); /* this process holds no record lock on the marker */
 	return rc;
 }
 
@@ -575,8 +626,11 @@ void store_close(struct store *s)
 		next = t->next;
 		tree_free(t);
 	}
-	if (p->marker_fd >= 0)
-		close(p->marker_fd); /* drops the flock */
+	if (p->marker_fd >= 0) {
+		/* the store lock first, then the serving lock (see the top) */
+		flock(p->marker_fd, LOCK_UN);
+		close(p->marker_fd);
+	}
 	pthread_mutex_destroy(&s->lock);
 	free(s->dir);
 	free(p);

@@ -108,6 +108,24 @@ int store_open(struct store **out, const char *dir,
 /* Flushes and closes. Safe on NULL. Handles from store_drive() die with it. */
 void store_close(struct store *s);
 
+/*
+ * Marks @s as served by this process (the daemon, once mounted) until
+ * store_close(), for store_server() in other processes.
+ * Errors: -errno of the lock (the store works on; others cannot tell who
+ * serves it).
+ */
+int store_serve(struct store *s);
+
+/*
+ * Who serves the store at @dir: 0 and *pid if a process that called
+ * store_serve() holds it (*pid is 0 if that process is in another pid
+ * namespace), -ENOENT if none does (the store is free, or held by a process
+ * that does not serve it: pathfsctl, a daemon still starting), -errno if the
+ * marker cannot be read. Call it only in a process that does not have the
+ * store open (closing the probe drops this process's record locks on it).
+ */
+int store_server(const char *dir, pid_t *pid);
+
 /* Syncs the write-ahead log: everything committed so far is durable. */
 int store_sync(struct store *s);
 

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# rel_remount.sh - unmount, then mount again at once, as scripts, fstab
+# remounts and service restarts do: `fusermount3 -u MNT && pathfs STORE MNT`
+# must succeed although the old daemon may still be closing the store, 50
+# times in a row with writes in between, and nothing written may be lost.
+# A daemon that takes long to close (stopped with SIGSTOP) is waited for, and
+# the new mount says so. A store that is really in use (mounted, or opened by
+# pathfsctl) is still refused at once.
+source "$(dirname "$0")/lib.sh"
+
+ROUNDS=${REL_REMOUNT_ROUNDS:-50}
+
+# quick DESCRIPTION COMMAND...: COMMAND must fail within 5 s with "in use" and
+# without waiting.
+refused_at_once() {
+	local what=$1 t0 t1 out rc=0
+	shift
+	t0=$(date +%s%N)
+	out=$("$@" 2>&1) || rc=$?
+	t1=$(date +%s%N)
+	CHECKS=$((CHECKS + 1))
+	if [ "$rc" -ne 0 ] && [[ "$out" == *"in use"* ]] &&
+		[[ "$out" != *waiting* ]] && [ $((t1 - t0)) -lt 5000000000 ]; then
+		echo "ok - $what ($(((t1 - t0) / 1000000)) ms)"
+	else
+		echo "FAIL - $what: exit $rc after $(((t1 - t0) / 1000000)) ms: $out" >&2
+		FAILS=$((FAILS + 1))
+	fi
+}
+
+pfs_mount 2>/dev/null
+ok=0
+for i in $(seq 1 "$ROUNDS"); do
+	# enough written that closing the store takes a moment
+	head -c $((1024 * 1024 + i)) /dev/urandom >"$MNT/big$i"
+	mkdir "$MNT/d$i"
+	for j in $(seq 1 20); do echo "$i.$j" >"$MNT/d$i/s$j"; done
+	(cd "$MNT" && sha256sum "big$i") >>"$T/sums"
+	if fusermount3 -u "$MNT" && "$PATHFS" "$STORE" "$MNT" 2>"$T/err"; then
+		ok=$((ok + 1))
+	else
+		echo "round $i: $(cat "$T/err")" >&2
+		pfs_reap
+		pfs_mount
+	fi
+	mountpoint -q "$MNT" || { sleep 0.1; mountpoint -q "$MNT"; } ||
+		{ echo "round $i: no mount" >&2; pfs_mount; }
+done
+check "$ok of $ROUNDS unmount+mount pairs succeeded at once" [ "$ok" -eq "$ROUNDS" ]
+check "every file written between the remounts is intact" \
+	bash -c "cd '$MNT' && sha256sum --quiet -c '$T/sums'"
+check "every small file is there with its content" bash -c "
+	for i in \$(seq 1 $ROUNDS); do for j in \$(seq 1 20); do
+		[ \"\$(cat '$MNT'/d\$i/s\$j)\" = \"\$i.\$j\" ] || exit 1
+	done; done"
+
+# really in use: mounted
+mkdir "$T/mnt2"
+refused_at_once "a second mount of a mounted store is refused at once" \
+	"$PATHFS" "$STORE" "$T/mnt2"
+
+# a daemon slow to close: stopped right after the unmount
+pid=$(pfs_pid)
+kill -STOP "$pid"
+fusermount3 -u "$MNT"
+"$PATHFS" "$STORE" "$MNT" 2>"$T/slow" &
+waiter=$!
+sleep 2.5
+check "the new mount waits for the stopped daemon" kill -0 "$waiter"
+check "and says so on stderr" grep -q "waiting for the daemon.*pid $pid" "$T/slow"
+kill -CONT "$pid"
+rc=0
+wait "$waiter" || rc=$?
+check "the new mount succeeds once the old daemon has closed the store" \
+	[ "$rc" -eq 0 ]
+check "mounted" mountpoint -q "$MNT"
+check "files intact after the slow remount" \
+	bash -c "cd '$MNT' && sha256sum --quiet -c '$T/sums'"
+pfs_umount
+
+# really in use: pathfsctl has the store open (its output blocks on a 4 KiB
+# pipe that we read only after trying to mount)
+python3 - "$PATHFSCTL" "$STORE" "$PATHFS" "$MNT" <<'EOF' >"$T/ctl" 2>&1 || true
+import fcntl, subprocess, sys, time
+ctl, store, pathfs, mnt = sys.argv[1:]
+p = subprocess.Popen([ctl, "-s", store, "tree", "/"], stdout=subprocess.PIPE)
+fcntl.fcntl(p.stdout.fileno(), fcntl.F_SETPIPE_SZ, 4096)
+first = p.stdout.read(1)          # pathfsctl has the store open now
+t0 = time.monotonic()
+r = subprocess.run([pathfs, store, mnt], capture_output=True, text=True)
+dt = time.monotonic() - t0
+rest = p.stdout.read()
+p.wait()
+print("exit", r.returncode, "seconds", round(dt, 2), "ctl", p.returncode,
+      "bytes", 1 + len(rest), "err", r.stderr.strip())
+EOF
+cat "$T/ctl"
+check "with pathfsctl holding the store, a mount is refused at once" \
+	grep -Eq '^exit [1-9][0-9]* seconds [0-4]\.[0-9]+ ctl 0 bytes [0-9]{5,} err .*in use' "$T/ctl"
+check "no mount appeared" bash -c "! mountpoint -q '$MNT'"
+check "fsck clean" pfs_fsck
+finish
