@@ -30,6 +30,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <paths.h>
 #include <libgen.h>
 #include <limits.h>
 #include <signal.h>
@@ -50,6 +51,7 @@
 
 struct options {
 	char *drive;
+	char *log; /* -o log=: syslog, stderr or a file (absolute once parsed) */
 	unsigned rename_batch, rename_bytes;
 	unsigned cache_mb;
 	double timeout;
@@ -78,6 +80,7 @@ enum {
 	}
 static const struct fuse_opt opt_spec[] = {
     OPT("drive=%s", drive, 0),
+    OPT("log=%s", log, 0),
     OPT("rename_batch=%u", rename_batch, 0),
     OPT("rename_bytes=%u", rename_bytes, 0),
     OPT("cache_mb=%u", cache_mb, 0),
@@ -166,6 +169,9 @@ static void usage(FILE *f)
 	    "  -o allow_other         let other users in (needs root or\n"
 	    "                         user_allow_other in /etc/fuse.conf)\n"
 	    "  -o noatime             never update access times\n"
+	    "  -o log=syslog|stderr|FILE  where the daemon logs (default:\n"
+	    "                         stderr with -f, else syslog if a syslog\n"
+	    "                         daemon listens, else STORE/pathfs.log)\n"
 	    "  -h, --help             this help\n"
 	    "  -V, --version          version\n");
 }
@@ -523,7 +529,8 @@ out:
 	return rc;
 }
 
-static void detach_stdio(void)
+/* Points stdin, stdout and, unless @keep_stderr, stderr at /dev/null. */
+static void detach_stdio(bool keep_stderr)
 {
 	int fd = open("/dev/null", O_RDWR);
 
@@ -531,9 +538,59 @@ static void detach_stdio(void)
 		return;
 	dup2(fd, 0);
 	dup2(fd, 1);
-	dup2(fd, 2);
+	if (!keep_stderr)
+		dup2(fd, 2);
 	if (fd > 2)
 		close(fd);
+}
+
+/*
+ * Sends the log where -o log= says (syslog, stderr or a file), or else to
+ * stderr in the foreground, to syslog when a syslog daemon listens, and to
+ * STORE/pathfs.log (rotated by size) when none does: without one, syslog(3)
+ * would drop every line, errors about damaged records included. *where
+ * names the place for the mount message ("syslog", "stderr" or the file;
+ * static or owned by @o). Errors: -errno, reported.
+ */
+static int start_log(struct options *o, const char *dir, const char **where)
+{
+	const char *want = o->log;
+	int rc;
+
+	if (!want)
+		want = o->foreground ? "stderr"
+		       : log_syslog_listening() ? "syslog"
+						: NULL;
+	if (want && !strcmp(want, "stderr")) {
+		*where = "stderr";
+		return 0;
+	}
+	if (want && !strcmp(want, "syslog")) {
+		if (!log_syslog_listening()) {
+			fail("-o log=syslog: no syslog daemon listens on %s "
+			     "(use -o log=FILE)",
+			     _PATH_LOG);
+			return -ENOTCONN;
+		}
+		log_to_syslog("pathfs");
+		*where = "syslog";
+		return 0;
+	}
+	if (!want) {
+		free(o->log);
+		if (asprintf(&o->log, "%s/pathfs.log", dir) < 0) {
+			o->log = NULL;
+			fail("out of memory");
+			return -ENOMEM;
+		}
+	}
+	rc = log_to_file(o->log, 0);
+	if (rc) {
+		fail("log file %s: %s", o->log, strerror(-rc));
+		return rc;
+	}
+	*where = o->log;
+	return 0;
 }
 
 /* Opens, mounts, serves, unmounts, closes. Runs in the serving process. */
@@ -546,6 +603,7 @@ static int serve(struct options *o, struct fuse_args *args, const char *dir,
 	struct fuse_lowlevel_ops ops;
 	struct control *ctl = NULL;
 	struct ctl_env env;
+	const char *log_where = NULL;
 	struct fs fs;
 	bool mounted = false, handlers = false, inited = false;
 	int rc;
@@ -567,6 +625,9 @@ static int serve(struct options *o, struct fuse_args *args, const char *dir,
 		goto out;
 	}
 	inited = true;
+	rc = start_log(o, dir, &log_where);
+	if (rc)
+		goto out;
 	/* branch deletes (pathfsctl rm -r, mv) keep only open files as orphans */
 	tree_set_open_check(t, itab_is_open, &fs);
 	fs.ro = o->ro;
@@ -624,7 +685,13 @@ static int serve(struct options *o, struct fuse_args *args, const char *dir,
 		ctl = NULL;
 	}
 
-	/* mounted: tell the parent, then leave the terminal */
+	/* mounted: say so and where the log goes, tell the parent, then
+	 * leave the terminal */
+	if (strcmp(log_where, "stderr"))
+		fprintf(stderr, "pathfs: mounted drive %s of %s on %s (log: %s)\n",
+			o->drive, dir, mnt, log_where);
+	plog(LOG_INFO, "mounted drive %s of %s on %s (log: %s)", o->drive, dir,
+	     mnt, log_where);
 	if (status_fd >= 0) {
 		if (write(status_fd, "0", 1) != 1)
 			rc = 0;
@@ -632,10 +699,8 @@ static int serve(struct options *o, struct fuse_args *args, const char *dir,
 		status_fd = -1;
 		if (chdir("/"))
 			rc = 0;
-		detach_stdio();
-		log_to_syslog("pathfs");
+		detach_stdio(!strcmp(log_where, "stderr"));
 	}
-	plog(LOG_INFO, "mounted drive %s of %s on %s", o->drive, dir, mnt);
 
 	if (o->single) {
 		rc = fuse_session_loop(se);
@@ -665,12 +730,38 @@ out:
 			tree_set_open_check(t, NULL, NULL);
 		store_close(s);
 	}
-	if (inited) {
+	if (inited)
 		fs_release(&fs);
+	if (mounted)
 		plog(LOG_INFO, "unmounted %s", mnt);
-	}
 	stats_signal_stop();
 	return rc;
+}
+
+/* -o log=FILE relative to where pathfs was started (the daemon leaves for
+ * "/"): made absolute. Errors: -1 with errno. */
+static int absolute_log(struct options *o)
+{
+	char *cwd, *abs;
+
+	if (!o->log || o->log[0] == '/' || !strcmp(o->log, "syslog") ||
+	    !strcmp(o->log, "stderr"))
+		return 0;
+	if (!o->log[0]) {
+		errno = EINVAL;
+		return -1;
+	}
+	cwd = getcwd(NULL, 0);
+	if (!cwd)
+		return -1;
+	if (asprintf(&abs, "%s/%s", cwd, o->log) < 0) {
+		free(cwd);
+		return -1;
+	}
+	free(cwd);
+	free(o->log);
+	o->log = abs;
+	return 0;
 }
 
 int main(int argc, char *argv[])
@@ -724,6 +815,11 @@ int main(int argc, char *argv[])
 	}
 	if (o.debug)
 		log_set_debug(true);
+	if (absolute_log(&o)) {
+		fprintf(stderr, "pathfs: -o log=%s: %s\n", o.log,
+			strerror(errno));
+		goto out;
+	}
 	if (resolve_store(o.store, &dir, &exists))
 		goto out;
 	if (check_mountpoint(o.mnt, &mnt))
@@ -759,6 +855,7 @@ out:
 		close(status_fd);
 	fuse_opt_free_args(&args);
 	free(o.drive);
+	free(o.log);
 	free(o.store);
 	free(o.mnt);
 	free(dir);

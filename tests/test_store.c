@@ -42,6 +42,74 @@ Test(store, refuses_a_second_open, .init = tu_setup, .fini = tu_teardown)
 	cr_assert_null(s2);
 }
 
+/* Child: opens the store at tu_dir, serves it if @serve, says 'o' on @up
+ * and closes it when @down is closed. */
+static pid_t holder(bool serve, int *down_w)
+{
+	int up[2], down[2];
+	char c;
+	pid_t pid;
+
+	cr_assert_eq(pipe(up), 0);
+	cr_assert_eq(pipe(down), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		struct store_options o = {0};
+		struct store *s = NULL;
+
+		close(up[0]);
+		close(down[1]);
+		if (store_open(&s, tu_dir, &o) || (serve && store_serve(s)))
+			_exit(1);
+		if (write(up[1], "o", 1) != 1)
+			_exit(1);
+		while (read(down[0], &c, 1) > 0)
+			;
+		store_close(s);
+		_exit(0);
+	}
+	close(up[1]);
+	close(down[0]);
+	cr_assert_eq(read(up[0], &c, 1), 1, "the holder could not open");
+	close(up[0]);
+	*down_w = down[1];
+	return pid;
+}
+
+Test(store, tells_who_serves_it, .init = tu_setup, .fini = tu_teardown)
+{
+	struct store_options o = {0};
+	struct store *s = NULL;
+	int down, status;
+	pid_t pid, who = -1;
+
+	store_close(tu_store);
+	tu_store = NULL;
+	tu_tree = NULL;
+	cr_assert_eq(store_server(tu_dir, &who), -ENOENT, "free: nobody");
+
+	/* held by a process that does not serve it (pathfsctl) */
+	pid = holder(false, &down);
+	cr_assert_eq(store_open(&s, tu_dir, &o), -EBUSY);
+	cr_assert_eq(store_server(tu_dir, &who), -ENOENT);
+	close(down);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert_eq(status, 0);
+
+	/* held by a serving daemon */
+	pid = holder(true, &down);
+	cr_assert_eq(store_open(&s, tu_dir, &o), -EBUSY);
+	cr_assert_eq(store_server(tu_dir, &who), 0);
+	cr_assert_eq(who, pid);
+	close(down);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert_eq(status, 0);
+	cr_assert_eq(store_server(tu_dir, &who), -ENOENT, "closed: nobody");
+	cr_assert_eq(store_open(&s, tu_dir, &o), 0);
+	store_close(s);
+}
+
 Test(store, refuses_a_foreign_directory, .init = tu_setup, .fini = tu_teardown)
 {
 	char dir[4200], file[4300];

@@ -71,6 +71,7 @@ check "and says so on stderr" grep -q "waiting for the daemon.*pid $pid" "$T/slo
 kill -CONT "$pid"
 rc=0
 wait "$waiter" || rc=$?
+cat "$T/slow"
 check "the new mount succeeds once the old daemon has closed the store" \
 	[ "$rc" -eq 0 ]
 check "mounted" mountpoint -q "$MNT"
