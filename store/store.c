@@ -229,10 +229,19 @@ int store_serve(struct store *s)
 {
 	struct store_priv *p = (struct store_priv *)s;
 	struct flock fl;
+	int tries = 0;
 
+	/*
+	 * The previous holder drops its serving lock a moment after its store
+	 * lock (store_close): a conflict here is that moment, and it passes.
+	 * Bounded (10 s) all the same, for a holder stopped in between.
+	 */
 	serve_range(&fl, s->opt.read_only ? F_RDLCK : F_WRLCK);
-	if (fcntl(p->marker_fd, F_SETLK, &fl) < 0)
-		return -errno;
+	while (fcntl(p->marker_fd, F_SETLK, &fl) < 0) {
+		if ((errno != EAGAIN && errno != EACCES) || ++tries > 10000)
+			return -errno;
+		usleep(1000);
+	}
 	return 0;
 }
 

@@ -110,7 +110,8 @@ void store_close(struct store *s);
 
 /*
  * Marks @s as served by this process (the daemon, once mounted) until
- * store_close(), for store_server() in other processes.
+ * store_close(), for store_server() in other processes. May wait a moment
+ * for the previous holder to finish closing (at most 10 s).
  * Errors: -errno of the lock (the store works on; others cannot tell who
  * serves it).
  */
