@@ -73,7 +73,9 @@ struct fs {
 	struct fuse_session *se; /* set once mounted; notify calls use it */
 	bool ro;
 	bool writeback; /* kernel writeback cache wanted */
-	bool noatime;
+	bool noatime;	  /* -o noatime: access times never change */
+	bool strictatime; /* -o strictatime: every read sets atime */
+	bool nodiratime;  /* -o nodiratime: listing keeps a folder's atime */
 	bool debug;
 	bool single;	/* single-threaded session loop (-s) */
 	double timeout; /* entry and attribute timeout, seconds */

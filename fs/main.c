@@ -21,8 +21,10 @@
  * open_waiting); any other holder means the store is in use: refused at once.
  *
  * Works from /etc/fstab through mount.fuse3, which runs
- * `pathfs STORE MOUNTPOINT -o OPTIONS`: options unknown to pathfs go to
- * libfuse (mount options such as allow_other, rw, dev, suid are accepted).
+ * `pathfs STORE MOUNTPOINT -o OPTIONS`: the atime options are the daemon's
+ * (atime_opt), options only mount(8) acts on are dropped (mount_opt), and the
+ * rest go to libfuse (allow_other, rw, nosuid, nodev, noexec, ...), which
+ * refuses what it does not know, by name.
  *
  * Limits: one drive per mount; the store cannot be opened by another process
  * while mounted (pathfsctl talks to the daemon over the control socket).
@@ -39,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -55,7 +58,7 @@ struct options {
 	unsigned rename_batch, rename_bytes;
 	unsigned cache_mb;
 	double timeout;
-	int ro, sync, writeback, noatime;
+	int ro, sync, writeback, noatime, strictatime, nodiratime;
 	int foreground, debug, single;
 	int help, version;
 	char *store, *mnt; /* the two arguments (malloc'd) */
@@ -65,7 +68,6 @@ struct options {
 enum {
 	KEY_RO,
 	KEY_SYNC,
-	KEY_NOATIME,
 	KEY_FG,
 	KEY_DEBUG,
 	KEY_SINGLE,
@@ -91,7 +93,6 @@ static const struct fuse_opt opt_spec[] = {
     OPT("no_writeback_cache", writeback, 0),
     FUSE_OPT_KEY("ro", KEY_RO),
     FUSE_OPT_KEY("sync", KEY_SYNC),
-    FUSE_OPT_KEY("noatime", KEY_NOATIME),
     FUSE_OPT_KEY("-f", KEY_FG),
     FUSE_OPT_KEY("-d", KEY_DEBUG),
     FUSE_OPT_KEY("debug", KEY_DEBUG),
@@ -101,6 +102,69 @@ static const struct fuse_opt opt_spec[] = {
     FUSE_OPT_KEY("-V", KEY_VERSION),
     FUSE_OPT_KEY("--version", KEY_VERSION),
     FUSE_OPT_END};
+
+/*
+ * Options of mount(8) and fstab that pathfs has nothing to do for: mount(8)'s
+ * own (which mount.fuse3 may pass on), and ones with no meaning for a FUSE
+ * drive (lazytime: every timestamp is written with its change anyway; mand:
+ * no mandatory locks, as on current kernels). Accepted and dropped, as are
+ * x-* and comment=. suid, dev, exec, ro, rw, sync, async, dirsync and noatime
+ * go to libfuse, which sets the kernel's mount flags.
+ */
+static const char *const dropped_opts[] = {
+    "defaults", "_netdev",    "nofail",	   "auto",  "noauto",
+    "user",	"nouser",     "users",	   "owner", "group",
+    "lazytime", "nolazytime", "iversion",  "noiversion",
+    "mand",	"nomand",     "silent",	   "loud",  NULL};
+
+/*
+ * Access times: the kernel leaves them to a FUSE filesystem, so the atime
+ * options are the daemon's to honour: relatime (the default, and atime,
+ * nostrictatime), strictatime (and norelatime: every read), noatime (goes
+ * to the kernel too, which shows it), nodiratime (folders keep theirs).
+ * Returns 0 (dropped), 1 (kept for libfuse) or -1 for another option.
+ */
+static int atime_opt(struct options *o, const char *arg)
+{
+	if (!strcmp(arg, "relatime") || !strcmp(arg, "atime") ||
+	    !strcmp(arg, "nostrictatime")) {
+		o->strictatime = 0;
+		o->noatime = 0;
+		return 0;
+	}
+	if (!strcmp(arg, "strictatime") || !strcmp(arg, "norelatime")) {
+		o->strictatime = 1;
+		o->noatime = 0;
+		return 0;
+	}
+	if (!strcmp(arg, "noatime")) {
+		o->noatime = 1;
+		return 1;
+	}
+	if (!strcmp(arg, "nodiratime") || !strcmp(arg, "diratime")) {
+		o->nodiratime = arg[0] == 'n';
+		return 0;
+	}
+	return -1;
+}
+
+/* An -o option not in opt_spec: dropped (0), or kept for libfuse (1), which
+ * refuses what it does not know, by name. */
+static int mount_opt(struct options *o, const char *arg)
+{
+	int rc = atime_opt(o, arg);
+
+	if (rc >= 0)
+		return rc;
+	if (!strncasecmp(arg, "x-", 2) || !strncmp(arg, "comment=", 8))
+		return 0;
+	for (size_t i = 0; dropped_opts[i]; i++)
+		if (!strcmp(arg, dropped_opts[i]))
+			return 0;
+	if (!strcmp(arg, "dirsync"))
+		o->sync = 1; /* every change durable: folder changes too */
+	return 1;
+}
 
 static int opt_proc(void *data, const char *arg, int key,
 		    struct fuse_args *outargs)
@@ -113,9 +177,6 @@ static int opt_proc(void *data, const char *arg, int key,
 		return 1; /* libfuse mounts read-only too */
 	case KEY_SYNC:
 		o->sync = 1;
-		return 1;
-	case KEY_NOATIME:
-		o->noatime = 1;
 		return 1;
 	case KEY_FG:
 		o->foreground = 1;
@@ -133,6 +194,8 @@ static int opt_proc(void *data, const char *arg, int key,
 	case KEY_VERSION:
 		o->version = 1;
 		return 0;
+	case FUSE_OPT_KEY_OPT:
+		return mount_opt(o, arg);
 	case FUSE_OPT_KEY_NONOPT:
 		if (o->nargs == 0)
 			o->store = strdup(arg);
@@ -168,7 +231,8 @@ static void usage(FILE *f)
 	    "  -o cache_mb=N          store block cache (MiB)\n"
 	    "  -o allow_other         let other users in (needs root or\n"
 	    "                         user_allow_other in /etc/fuse.conf)\n"
-	    "  -o noatime             never update access times\n"
+	    "  -o noatime             never update access times (default\n"
+	    "                         relatime; also strictatime, nodiratime)\n"
 	    "  -o log=syslog|stderr|FILE  where the daemon logs (default:\n"
 	    "                         stderr with -f, else syslog if a syslog\n"
 	    "                         daemon listens, else STORE/pathfs.log)\n"
@@ -634,6 +698,8 @@ static int serve(struct options *o, struct fuse_args *args, const char *dir,
 	/* -o sync: every write durable when it returns, not when flushed */
 	fs.writeback = o->writeback && !o->sync;
 	fs.noatime = o->noatime;
+	fs.strictatime = o->strictatime;
+	fs.nodiratime = o->nodiratime;
 	fs.debug = o->debug;
 	fs.single = o->single;
 	if (o->timeout > 0)

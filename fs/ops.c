@@ -882,8 +882,10 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	fi->fh = (uintptr_t)fh;
-	/* pages a direct write went past are dropped by this open */
-	fi->keep_cache = !itab_take_flag(fs, ino, INODE_PAGES_STALE);
+	/* pages a direct write went past are dropped by this open; with
+	 * strictatime every read must reach us to be an access */
+	fi->keep_cache = !itab_take_flag(fs, ino, INODE_PAGES_STALE) &&
+			 !fs->strictatime;
 	if (fuse_reply_open(req, fi) == -ENOENT) {
 		/* interrupted: the kernel will not release it */
 		reclaim(fs, itab_close(fs, ino));
@@ -941,8 +943,10 @@ reply:
 }
 
 /*
- * relatime: once per open, after the first read, atime is set to now if it is
- * not newer than mtime or ctime, or is a day old. Never a write per read.
+ * relatime: once per open, after the first read (for a folder: the listing
+ * from its start), atime is set to now if it is not newer than mtime or
+ * ctime, or is a day old. Never a write per read. With -o strictatime: every
+ * read, always.
  */
 static void touch_atime(struct fs *fs, uint64_t ino)
 {
@@ -955,8 +959,8 @@ static void touch_atime(struct fs *fs, uint64_t ino)
 	if (rc)
 		return;
 	now = tree_now_ns();
-	if (a.atime_ns > a.mtime_ns && a.atime_ns > a.ctime_ns &&
-	    now - a.atime_ns < ATIME_STALE_NS)
+	if (!fs->strictatime && a.atime_ns > a.mtime_ns &&
+	    a.atime_ns > a.ctime_ns && now - a.atime_ns < ATIME_STALE_NS)
 		return;
 	memset(&in, 0, sizeof(in));
 	in.atime_ns = now;
@@ -1011,7 +1015,7 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	rc = fs_do_read(fs, ino, size, off, buf, &n);
 	/* decided now: once replied to, the file may be released (fh freed) */
-	if (!rc && fh && !fh->atime_done) {
+	if (!rc && fh && (!fh->atime_done || fs->strictatime)) {
 		fh->atime_done = true;
 		atime = !fs->ro && !fs->noatime;
 	}
@@ -1310,6 +1314,7 @@ out_free:
 static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 			   off_t off, struct fuse_file_info *fi, bool plus)
 {
+	struct fs *fs = req_fs(req);
 	size_t used = 0;
 	char *buf = malloc(size ? size : 1);
 	int rc;
@@ -1319,12 +1324,16 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 		reply_err(req, -ENOMEM);
 		return;
 	}
-	rc = fs_do_readdir(req_fs(req), req, ino, size, off, plus, buf, &used);
+	rc = fs_do_readdir(fs, req, ino, size, off, plus, buf, &used);
 	if (rc)
 		reply_err(req, rc);
 	else
 		fuse_reply_buf(req, buf, used);
 	free(buf);
+	/* after the reply, as for reads: a listing from the start is an
+	 * access (the kernel answers the listings it keeps itself) */
+	if (!rc && off == 0 && !fs->ro && !fs->noatime && !fs->nodiratime)
+		touch_atime(fs, ino);
 }
 
 static void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
