@@ -26,7 +26,8 @@ for b in "${builds[@]}"; do
 		# long crash and stress loops, to stay within CI's time budget;
 		# the plain pass runs the full counts.
 		export RENAME_KILL_ROUNDS=10 REL_KILL9_ROUNDS=8 \
-			REL_STRESS_SECONDS=10 REL_READDIR_SECONDS=8
+			REL_STRESS_SECONDS=10 REL_READDIR_SECONDS=8 \
+			REL_REMOUNT_ROUNDS=15
 	fi
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

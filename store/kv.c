@@ -94,6 +94,13 @@
  * freed, and when space is short the ranges a batch deleted are compacted at
  * once, and a write refused for space first compacts the store if anything
  * was deleted since the last time, so the space really comes back.
+ * What "full" guarantees: a batch that puts N bytes (counted uncompressed)
+ * is refused while the free space is below reserve + N, read at most 50 ms
+ * before. The store's own housekeeping can raise the free space again (a
+ * flushed memtable gives its WAL back, and content that compresses well
+ * takes far less in the table files), so a store that refused one write may
+ * take the next; only free space held below the reserve makes every
+ * growing write fail (tests/mount/rel_enospc.sh tests exactly that).
  *
  * Upgrade: a format-1 store kept every key in the default column family;
  * kv_upgrade() moves the content keys to their family in atomic batches
