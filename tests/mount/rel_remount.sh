@@ -77,20 +77,28 @@ check "the new mount succeeds once the old daemon has closed the store" \
 check "mounted" mountpoint -q "$MNT"
 check "files intact after the slow remount" \
 	bash -c "cd '$MNT' && sha256sum --quiet -c '$T/sums'"
+# enough names that pathfsctl's listing fills the pipe below many times
+mkdir "$MNT/many"
+for i in $(seq 1 200); do
+	: >"$MNT/many/$(printf 'n%0200d' "$i")"
+done
 pfs_umount
 
 # really in use: pathfsctl has the store open (its output blocks on a 4 KiB
 # pipe that we read only after trying to mount)
 python3 - "$PATHFSCTL" "$STORE" "$PATHFS" "$MNT" <<'EOF' >"$T/ctl" 2>&1 || true
-import fcntl, subprocess, sys, time
+import fcntl, os, subprocess, sys, time
 ctl, store, pathfs, mnt = sys.argv[1:]
-p = subprocess.Popen([ctl, "-s", store, "tree", "/"], stdout=subprocess.PIPE)
-fcntl.fcntl(p.stdout.fileno(), fcntl.F_SETPIPE_SZ, 4096)
-first = p.stdout.read(1)          # pathfsctl has the store open now
+rd, wr = os.pipe()
+fcntl.fcntl(wr, fcntl.F_SETPIPE_SZ, 4096)
+p = subprocess.Popen([ctl, "-s", store, "tree", "/"], stdout=wr)
+os.close(wr)
+out = os.fdopen(rd, "rb")
+first = out.read(1)               # pathfsctl has the store open now
 t0 = time.monotonic()
 r = subprocess.run([pathfs, store, mnt], capture_output=True, text=True)
 dt = time.monotonic() - t0
-rest = p.stdout.read()
+rest = out.read()
 p.wait()
 print("exit", r.returncode, "seconds", round(dt, 2), "ctl", p.returncode,
       "bytes", 1 + len(rest), "err", r.stderr.strip())
