@@ -22,14 +22,14 @@
  * INODE_PAGES_STALE, so the next open answers without keep_cache and the
  * kernel drops the pages; the written range is also invalidated at once
  * for opens that stay open (the invalidation may wait for a READ: the
- * request loop hands reading to another thread first, and -s skips it). Buffered writes, truncates and
- * fallocate go through (or are applied to) the page cache by the kernel
- * itself.
+ * request loop hands reading to another thread first, and -s skips it).
+ * Buffered writes, truncates and fallocate go through (or are applied to)
+ * the page cache by the kernel itself.
  *
- * A change of content (write, truncate, fallocate) by an unprivileged caller
- * clears set-user-ID and set-group-ID as ext4 does (privs_to_clear()); the
- * kernel clears them before it sends the request only by FUSE's older rule
- * (set-group-ID only with group execute).
+ * A change of content (write, truncate, open(O_TRUNC), fallocate) by an
+ * unprivileged caller clears set-user-ID and set-group-ID as ext4 does
+ * (privs_to_clear()); the kernel clears them before it sends the request
+ * only by FUSE's older rule (set-group-ID only with group execute).
  *
  * Races with unlink and rename: an inode the kernel has open is never freed
  * under it (open and unlink/rename-over are ordered on fs->open_stripe[], and
@@ -880,6 +880,15 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (rc) {
 		reply_err(req, rc);
 		return;
+	}
+	if ((fi->flags & O_TRUNC) && !fs->ro) {
+		/* a truncate by open(O_TRUNC): a change of content too */
+		struct tree_attr a;
+		mode_t kill;
+
+		if (!fs_do_getattr(fs, ino, &a) &&
+		    (kill = privs_to_clear(req, &a)))
+			clear_privs(fs, ino, kill, &a);
 	}
 	fi->fh = (uintptr_t)fh;
 	/* pages a direct write went past are dropped by this open; with

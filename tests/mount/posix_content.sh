@@ -5,8 +5,8 @@
 # pathfsctl du --json); fallocate's modes (allocate, keep size, punch hole,
 # zero range) with SEEK_DATA/SEEK_HOLE seeing the holes and st_blocks the
 # freed blocks; lseek with a negative offset is ENXIO; set-user-ID and
-# set-group-ID are cleared by an unprivileged writer's write, truncate and
-# fallocate; no stale pages after direct writes (also with -o writeback,
+# set-group-ID are cleared by an unprivileged writer's write, truncate,
+# open(O_TRUNC) and fallocate; no stale pages after direct writes (also with -o writeback,
 # where a reader racing an asynchronous O_DIRECT write used to leave old
 # bytes cached for the next open); fallocate of more than the free space
 # fails with ENOSPC and changes nothing.
@@ -163,6 +163,9 @@ check "truncate by a non-owner outside the group clears set-group-ID" \
 chmod 02666 "$MNT/f/s"
 check "a write by a non-owner outside the group clears set-group-ID" \
 	bash -c "setpriv --reuid=nobody --regid=nogroup --clear-groups sh -c 'echo x >>\"$MNT/f/s\"' && [ \"\$(stat -c %a '$MNT/f/s')\" = 666 ]"
+chmod 02666 "$MNT/f/s"
+check "open(O_TRUNC) by a non-owner outside the group clears set-group-ID" \
+	bash -c "setpriv --reuid=nobody --regid=nogroup --clear-groups sh -c ': >\"$MNT/f/s\"' && [ \"\$(stat -c %a '$MNT/f/s')\" = 666 ]"
 chgrp nogroup "$MNT/f/s"
 chmod 02666 "$MNT/f/s"
 check "  but not by a member of the file's group (as ext4)" \
