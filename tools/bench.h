@@ -38,6 +38,10 @@ struct bench_opts {
 	const char *pathfsctl;	/* --pathfsctl: admin tool binary */
 	uint64_t write_mb;	/* --write-mb: sequential write/read size */
 	uint64_t churn;		/* --churn: create/stat/unlink count */
+	uint64_t big_mb;	/* --big-mb: content: the full drive's file */
+	uint64_t content_files; /* --content-files: content churn count */
+	uint64_t pwrites;	/* --pwrites: content: 4 KiB pwrites */
+	uint64_t sqlite_rows;	/* --sqlite-rows: content: rows inserted */
 	uint64_t *sizes;	/* --sizes: rename branch sizes (malloc'd) */
 	size_t nsizes;
 	uint64_t host_max; /* --host-max: largest rename branch on host */
@@ -193,6 +197,7 @@ void kvc_get(struct kv_counts *c);
 int bench_subtree(const struct bench_opts *o);
 int bench_mount(const struct bench_opts *o);
 int bench_rename(const struct bench_opts *o);
+int bench_content(const struct bench_opts *o);
 
 /* Builds the generated tree under @root (created) of drive @t through the
  * store API; *secs (may be NULL) gets the time. Used by subtree and rename. */

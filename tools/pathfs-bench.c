@@ -6,6 +6,8 @@
  *   pathfs-bench subtree [--files N --fanout F --depth D --size B --runs R]
  *   pathfs-bench mount   [--host DIR] [--vs-passthrough] [--files N] ...
  *   pathfs-bench rename  [--sizes 1000,10000,100000,1000000] ...
+ *   pathfs-bench content [--big-mb M] [--content-files N] [--pwrites N]
+ *                        [--sqlite-rows N] [--host DIR] [--tmpfs DIR]
  *   pathfs-bench all     (the three in turn)
  *
  * Every variant runs --runs times (default 3), the targets in alternation
@@ -35,7 +37,8 @@ static void usage(FILE *f)
 {
 	fprintf(
 	    f,
-	    "usage: pathfs-bench subtree|mount|rename|all [options]\n"
+	    "usage: pathfs-bench subtree|mount|rename|content|all "
+	    "[options]\n"
 	    "\n"
 	    "  --runs R            repetitions, medians reported (3)\n"
 	    "  --csv FILE          one row per median: "
@@ -71,6 +74,14 @@ static void usage(FILE *f)
 	    "                      (/usr/include)\n"
 	    "  --workloads LIST    only these (CSV metric names; the tree\n"
 	    "                      is always created)\n"
+	    "\n"
+	    "content (all is without it):\n"
+	    "  --big-mb M          random file on the full drive (4096)\n"
+	    "  --content-files N   create+stat+unlink count (5000)\n"
+	    "  --pwrites N         4 KiB pwrites per run (2000; a tenth "
+	    "with fsync)\n"
+	    "  --sqlite-rows N     sqlite3 rows, 1000 a transaction "
+	    "(200000)\n"
 	    "\n"
 	    "rename:\n"
 	    "  --sizes N,N,...     branch sizes (1000,10000,100000,1000000)\n"
@@ -148,6 +159,10 @@ enum {
 	OPT_COPY_SRC,
 	OPT_TAR_SRC,
 	OPT_WORKLOADS,
+	OPT_BIG_MB,
+	OPT_CONTENT_FILES,
+	OPT_PWRITES,
+	OPT_SQLITE_ROWS,
 };
 
 static const struct option longopts[] = {
@@ -163,6 +178,10 @@ static const struct option longopts[] = {
     {"pathfsctl", required_argument, NULL, OPT_PATHFSCTL},
     {"write-mb", required_argument, NULL, OPT_WRITE_MB},
     {"churn", required_argument, NULL, OPT_CHURN},
+    {"big-mb", required_argument, NULL, OPT_BIG_MB},
+    {"content-files", required_argument, NULL, OPT_CONTENT_FILES},
+    {"pwrites", required_argument, NULL, OPT_PWRITES},
+    {"sqlite-rows", required_argument, NULL, OPT_SQLITE_ROWS},
     {"sizes", required_argument, NULL, OPT_SIZES},
     {"host-max", required_argument, NULL, OPT_HOST_MAX},
     {"keep", no_argument, NULL, OPT_KEEP},
@@ -248,6 +267,10 @@ int main(int argc, char **argv)
 		case OPT_WRITE_MB:
 		case OPT_CHURN:
 		case OPT_HOST_MAX:
+		case OPT_BIG_MB:
+		case OPT_CONTENT_FILES:
+		case OPT_PWRITES:
+		case OPT_SQLITE_ROWS:
 			if (parse_u64(optarg, &v)) {
 				fprintf(stderr,
 					"pathfs-bench: bad number: "
@@ -321,6 +344,18 @@ int main(int argc, char **argv)
 		case OPT_CHURN:
 			o.churn = v;
 			break;
+		case OPT_BIG_MB:
+			o.big_mb = v;
+			break;
+		case OPT_CONTENT_FILES:
+			o.content_files = v;
+			break;
+		case OPT_PWRITES:
+			o.pwrites = v;
+			break;
+		case OPT_SQLITE_ROWS:
+			o.sqlite_rows = v;
+			break;
 		case OPT_SIZES:
 			if (parse_sizes(optarg, &o)) {
 				fprintf(stderr,
@@ -392,6 +427,8 @@ int main(int argc, char **argv)
 		rc = run_one("mount", bench_mount, &o);
 	} else if (!strcmp(cmd, "rename")) {
 		rc = run_one("rename", bench_rename, &o);
+	} else if (!strcmp(cmd, "content")) {
+		rc = run_one("content", bench_content, &o);
 	} else if (!strcmp(cmd, "all")) {
 		rc = run_one("subtree", bench_subtree, &o);
 		c = run_one("mount", bench_mount, &o);
