@@ -8,9 +8,9 @@
  * to {parent inode, name}, and a path is rebuilt by walking up. A rename
  * changes one table entry.
  *
- * Hard-linked inodes (TREE_F_LINKED) and orphans (unlinked while open) are
- * addressed by number alone (path NULL): their attributes live in their
- * INODE record.
+ * Hard-linked inodes (TREE_F_LINKED) and orphans (last name removed while
+ * the kernel still knew the inode or had it open) are addressed by number
+ * alone (path NULL): their attributes live in their INODE record.
  *
  * Locking, in order (never take an earlier one while holding a later one):
  *   1. fs->sublock (rwlock, writer-preferring): every request that works on
@@ -42,7 +42,7 @@
 
 /* Flags of an inode table entry. */
 #define INODE_LINKED	0x1 /* attributes in the INODE record: use path NULL */
-#define INODE_ORPHAN	0x2 /* unlinked while open: reclaim at last release */
+#define INODE_ORPHAN	0x2 /* last name gone while in use: reclaim when unused */
 #define INODE_STALE	0x4 /* its path is gone: requests get ENOENT */
 #define INODE_RECLAIMED 0x8 /* orphan already reclaimed */
 /* content changed behind the kernel's page cache (a direct write): the next
@@ -147,9 +147,9 @@ void fs_release(struct fs *fs);
 int itab_lookup(struct fs *fs, uint64_t ino, uint64_t parent, const char *name,
 		uint32_t attr_flags);
 
-/* Drops @n kernel lookups of @ino. If the entry is then unused it is freed;
- * if it was an orphan not yet reclaimed, returns its number (the caller
- * reclaims it, outside every lock), else 0. */
+/* Drops @n kernel lookups of @ino. If the entry is then unused (no lookup,
+ * not open) it is freed and, if it was an orphan not yet reclaimed, its
+ * number returned (the caller reclaims it, outside every lock), else 0. */
 uint64_t itab_forget(struct fs *fs, uint64_t ino, uint64_t n);
 
 /* Counts one open of @ino (0 if the entry exists, else -ENOENT). */
@@ -164,6 +164,20 @@ uint32_t itab_nopen(struct fs *fs, uint64_t ino);
  * own locks held.
  */
 bool itab_is_open(void *fs, uint64_t ino);
+
+/*
+ * Whether the kernel still holds a lookup of @ino or has it open: if its
+ * last name goes now, it must stay as an orphan (the kernel may still send
+ * OPEN, GETATTR, ... for the node id until it FORGETs it).
+ */
+bool itab_in_use(struct fs *fs, uint64_t ino);
+
+/*
+ * The store made @ino an orphan: marks it INODE_ORPHAN. Returns @ino if it
+ * is due for reclaim at once (the kernel let go of it meanwhile, or it is
+ * not in the table), else 0 (it is reclaimed at its last FORGET or release).
+ */
+uint64_t itab_orphaned(struct fs *fs, uint64_t ino);
 
 /* Sets and clears INODE_* flags of @ino if it is in the table. */
 void itab_flags(struct fs *fs, uint64_t ino, unsigned set, unsigned clear);
@@ -192,11 +206,12 @@ void itab_replace_place(struct fs *fs, uint64_t ino, uint64_t parent,
 void itab_orphan_open_below(struct fs *fs, uint64_t top);
 
 /*
- * The hard-linked inodes in the table (INODE_LINKED), as a malloc'd array
- * in *out (caller frees) of *n numbers: a branch command may have changed
- * their link count through a name the kernel never saw. Errors: -ENOMEM.
+ * The inodes in the table with INODE_* flag @flag, as a malloc'd array in
+ * *out (caller frees) of *n numbers: the hard-linked ones (INODE_LINKED),
+ * whose link count a branch command may have changed through a name the
+ * kernel never saw; the orphans (INODE_ORPHAN) at unmount. Errors: -ENOMEM.
  */
-int itab_linked(struct fs *fs, uint64_t **out, size_t *n);
+int itab_flagged(struct fs *fs, unsigned flag, uint64_t **out, size_t *n);
 
 /*
  * Makes sure every folder of @path ("/" or absolute) has a table entry,

@@ -6,6 +6,11 @@
  * under fs->lock. An entry lives while the kernel holds lookups on it, while
  * it is open, or while it is the parent of another entry.
  *
+ * A node id is valid until the kernel FORGETs it: an inode whose last name
+ * goes while the kernel still knows it or has it open (itab_in_use()) is
+ * kept by the store as an orphan (INODE_ORPHAN, addressed by number, nlink
+ * 0) and reclaimed once it is neither (unused()).
+ *
  * The subtree lock keeps requests out of a branch whose keys a folder rename
  * (or a pathfsctl command) is rewriting, without stopping the rest of the
  * drive: a writer-preferring rwlock that every path request holds for read,
@@ -264,23 +269,23 @@ out:
 }
 
 /*
- * After @e lost a lookup or an open: once it is not open, an orphan is due
- * for reclaim (its number is returned, once: nothing can open it again,
- * whatever lookups the kernel still holds), and once it has no lookup either
- * an entry no child needs leaves the table. Returns 0 if nothing is due.
- * Caller holds fs->lock.
+ * After @e lost a lookup or an open: once it is neither open nor known to
+ * the kernel, an orphan is due for reclaim (its number is returned, once:
+ * the kernel may send OPEN or GETATTR for a node id until it FORGETs it, so
+ * not before), and an entry no child needs leaves the table. Returns 0 if
+ * nothing is due. Caller holds fs->lock.
  */
 static uint64_t unused(struct fs *fs, struct inode *e)
 {
 	uint64_t reclaim = 0;
 
-	if (e->nopen)
+	if (e->nopen || e->nlookup)
 		return 0;
 	if ((e->flags & (INODE_ORPHAN | INODE_RECLAIMED)) == INODE_ORPHAN) {
 		e->flags |= INODE_RECLAIMED;
 		reclaim = e->ino;
 	}
-	if (!e->nlookup && !e->nchildren) {
+	if (!e->nchildren) {
 		detach(fs, e);
 		gc(fs, e);
 	}
@@ -350,6 +355,34 @@ uint32_t itab_nopen(struct fs *fs, uint64_t ino)
 bool itab_is_open(void *fs, uint64_t ino)
 {
 	return itab_nopen(fs, ino) > 0;
+}
+
+bool itab_in_use(struct fs *fs, uint64_t ino)
+{
+	struct inode *e;
+	bool used;
+
+	pthread_mutex_lock(&fs->lock);
+	e = find(fs, ino);
+	used = e && (e->nopen || e->nlookup);
+	pthread_mutex_unlock(&fs->lock);
+	return used;
+}
+
+uint64_t itab_orphaned(struct fs *fs, uint64_t ino)
+{
+	struct inode *e;
+	uint64_t reclaim = ino;
+
+	pthread_mutex_lock(&fs->lock);
+	e = find(fs, ino);
+	if (e) {
+		e->flags |= INODE_ORPHAN;
+		fs->ns_gen++;
+		reclaim = unused(fs, e);
+	}
+	pthread_mutex_unlock(&fs->lock);
+	return reclaim;
 }
 
 void itab_flags(struct fs *fs, uint64_t ino, unsigned set, unsigned clear)
@@ -513,7 +546,7 @@ void itab_orphan_open_below(struct fs *fs, uint64_t top)
 	pthread_mutex_unlock(&fs->lock);
 }
 
-int itab_linked(struct fs *fs, uint64_t **out, size_t *n)
+int itab_flagged(struct fs *fs, unsigned flag, uint64_t **out, size_t *n)
 {
 	struct inode *e;
 	uint64_t *v = NULL, *nv;
@@ -523,7 +556,7 @@ int itab_linked(struct fs *fs, uint64_t **out, size_t *n)
 	pthread_mutex_lock(&fs->lock);
 	for (i = 0; i < fs->nbuckets && !rc; i++) {
 		for (e = fs->buckets[i]; e && !rc; e = e->next) {
-			if (!(e->flags & INODE_LINKED))
+			if (!(e->flags & flag))
 				continue;
 			if (cnt == cap) {
 				cap = cap ? cap * 2 : 64;

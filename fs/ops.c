@@ -31,9 +31,11 @@
  * (privs_to_clear()); the kernel clears them before it sends the request
  * only by FUSE's older rule (set-group-ID only with group execute).
  *
- * Races with unlink and rename: an inode the kernel has open is never freed
- * under it (open and unlink/rename-over are ordered on fs->open_stripe[], and
- * an open inode losing its last name becomes an orphan, addressed by number);
+ * Races with unlink and rename: a node id is valid until the kernel FORGETs
+ * it, so an inode the kernel still knows or has open is never freed under it:
+ * losing its last name (unlink, rmdir, rename over it) it becomes an orphan,
+ * addressed by number with nlink 0, reclaimed at its last FORGET and release
+ * (open and unlink/rename-over are ordered on fs->open_stripe[]);
  * a request that fails with ENOENT because a rename or unlink moved its node
  * waits for the table update and retries with the new path (fs_retry).
  *
@@ -602,14 +604,18 @@ static void fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 
 /* ---- removing and renaming ---------------------------------------------- */
 
-/* After the node @a (before the change) lost its name @name in @parent
- * without becoming an orphan: a hard-linked inode with links left lives on
- * by number (and under its other names); otherwise its entry is stale. */
+/*
+ * After the node @a (before the change) lost its name @name in @parent: the
+ * store kept it as orphan @orphan (it was in use), or a hard-linked inode
+ * with links left lives on by number (and under its other names), or it is
+ * gone and its entry is stale. An orphan the kernel let go of meanwhile is
+ * reclaimed here.
+ */
 static void lost_name(struct fs *fs, const struct tree_attr *a, uint64_t parent,
 		      const char *name, uint64_t orphan)
 {
 	if (orphan) {
-		itab_flags(fs, orphan, INODE_ORPHAN, 0);
+		reclaim(fs, itab_orphaned(fs, orphan));
 	} else if ((a->flags & TREE_F_LINKED) && a->nlink > 1 &&
 		   !S_ISDIR(a->mode)) {
 		itab_flags(fs, a->ino, INODE_LINKED, 0);
@@ -619,12 +625,19 @@ static void lost_name(struct fs *fs, const struct tree_attr *a, uint64_t parent,
 	}
 }
 
-static int fs_do_unlink(struct fs *fs, uint64_t parent, const char *name)
+/*
+ * unlink (@dir false) and rmdir (@dir true) of @name in @parent. A node the
+ * kernel still knows or has open becomes an orphan: it keeps answering by
+ * number until its last FORGET and release (a node id lives until FORGET).
+ */
+static int fs_do_remove(struct fs *fs, uint64_t parent, const char *name,
+			bool dir)
 {
 	uint64_t orphan = 0;
 	struct tree_attr a;
 	struct fs_path p = {0};
 	pthread_mutex_t *m;
+	unsigned flags;
 	int rc;
 
 	if (fs->ro)
@@ -634,11 +647,12 @@ static int fs_do_unlink(struct fs *fs, uint64_t parent, const char *name)
 		goto out;
 	m = open_stripe(fs, a.ino);
 	pthread_mutex_lock(m);
-	/* a write on the inode that fails meanwhile waits to see it orphaned
+	/* a request on the inode that fails meanwhile waits to see it orphaned
 	 * (fs_retry); it is marked before an open waiting on the stripe looks */
 	fs_rename_start(fs);
-	rc = tree_unlink(fs->tree, p.path,
-			 itab_nopen(fs, a.ino) ? TREE_KEEP_ORPHAN : 0, &orphan);
+	flags = itab_in_use(fs, a.ino) ? TREE_KEEP_ORPHAN : 0;
+	rc = dir ? tree_rmdir_flags(fs->tree, p.path, flags, &orphan)
+		 : tree_unlink(fs->tree, p.path, flags, &orphan);
 	if (!rc)
 		lost_name(fs, &a, parent, name, orphan);
 	fs_rename_done(fs);
@@ -651,34 +665,12 @@ out:
 
 static void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	fuse_reply_err(req, -fs_do_unlink(req_fs(req), parent, name));
-}
-
-static int fs_do_rmdir(struct fs *fs, uint64_t parent, const char *name)
-{
-	struct tree_attr a;
-	struct fs_path p = {0};
-	int rc;
-
-	if (fs->ro)
-		return -EROFS;
-	rc = enter_child(fs, parent, name, &p, &a);
-	if (rc)
-		goto out;
-	rc = tree_rmdir(fs->tree, p.path);
-	if (!rc)
-		itab_flags(fs, a.ino, INODE_STALE, 0);
-	fs_leave(fs);
-out:
-	fs_path_release(&p);
-	return rc;
+	fuse_reply_err(req, -fs_do_remove(req_fs(req), parent, name, false));
 }
 
 static void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	int rc = fs_do_rmdir(req_fs(req), parent, name);
-
-	fuse_reply_err(req, rc < 0 ? -rc : 0);
+	fuse_reply_err(req, -fs_do_remove(req_fs(req), parent, name, true));
 }
 
 /* Moves the table's name of @a from parent/name to newparent/newname. */
@@ -776,9 +768,8 @@ static int fs_do_rename(struct fs *fs, uint64_t parent, const char *name,
 			}
 		}
 		if (!rc) {
-			if (da.ino && !S_ISDIR(da.mode) &&
-			    !(tflags & TREE_RENAME_EXCHANGE) &&
-			    itab_nopen(fs, da.ino))
+			if (da.ino && !(tflags & TREE_RENAME_EXCHANGE) &&
+			    itab_in_use(fs, da.ino))
 				tflags |= TREE_KEEP_ORPHAN;
 			rc = tree_rename(fs->tree, p1->path, p2->path, tflags,
 					 &orphan);
@@ -794,7 +785,7 @@ static int fs_do_rename(struct fs *fs, uint64_t parent, const char *name,
 	if (da.ino && !(tflags & TREE_RENAME_EXCHANGE)) {
 		m = open_stripe(fs, da.ino);
 		pthread_mutex_lock(m);
-		if (itab_nopen(fs, da.ino))
+		if (itab_in_use(fs, da.ino))
 			tflags |= TREE_KEEP_ORPHAN;
 	}
 	fs_rename_start(fs);
@@ -1533,7 +1524,7 @@ static void inval_linked(struct fs *fs)
 	uint64_t *v = NULL;
 	size_t i, n = 0;
 
-	if (!fs->se || itab_linked(fs, &v, &n))
+	if (!fs->se || itab_flagged(fs, INODE_LINKED, &v, &n))
 		return;
 	for (i = 0; i < n; i++)
 		fuse_lowlevel_notify_inval_inode(fs->se, v[i], -1, 0);
@@ -1605,6 +1596,23 @@ inval:
 
 /* ---- session ------------------------------------------------------------ */
 
+/*
+ * The session ends (unmount): the kernel holds nothing any more, so the
+ * orphans it still knew are reclaimed now rather than at the next mount.
+ */
+static void fs_destroy(void *userdata)
+{
+	struct fs *fs = userdata;
+	uint64_t *v = NULL;
+	size_t i, n = 0;
+
+	if (fs->ro || itab_flagged(fs, INODE_ORPHAN, &v, &n))
+		return;
+	for (i = 0; i < n; i++)
+		reclaim(fs, v[i]);
+	free(v);
+}
+
 static void fs_init_conn(void *userdata, struct fuse_conn_info *conn)
 {
 	struct fs *fs = userdata;
@@ -1635,6 +1643,7 @@ static void fs_init_conn(void *userdata, struct fuse_conn_info *conn)
 
 const struct fuse_lowlevel_ops fs_ops = {
     .init = fs_init_conn,
+    .destroy = fs_destroy,
     .lookup = fs_lookup,
     .forget = fs_forget,
     .forget_multi = fs_forget_multi,

@@ -51,6 +51,11 @@
  * also the two phase-change batches, in order), k+1 the final batch. N past
  * the end means no crash. The budgeted cascade operations (cascade.c) count
  * their batches the same way. Replay never crashes, so a store always opens.
+ * PATHFS_CRASH_AFTER_COMMITS=N is the same for every commit of the process
+ * (tree_commit(): creates, writes, unlinks, renames, reclaims, every batch
+ * of every operation; store_open()'s recovery counts too): the process
+ * dies right after its Nth commit, so a test that picks N at random under
+ * load stops the daemon between any two commits of any operation.
  *
  * Errors in the middle: a rename that replaced nothing is undone (the copies
  * and the record are dropped in one batch of deletes) and the error returned,
@@ -224,6 +229,37 @@ void journal_hook_batch(struct journal_hook *h)
 		kill(getpid(), SIGKILL);
 	}
 	h->done++;
+}
+
+static long commit_limit = -2; /* -2: not read yet; -1: off */
+static long commits_done;      /* atomic */
+static pthread_once_t commit_once = PTHREAD_ONCE_INIT;
+
+static void commit_hook_read(void)
+{
+	const char *e = getenv("PATHFS_CRASH_AFTER_COMMITS");
+	char *end;
+	long v;
+
+	commit_limit = -1;
+	if (!e || !*e)
+		return;
+	v = strtol(e, &end, 10);
+	if (*end == '\0' && v > 0)
+		commit_limit = v;
+}
+
+void journal_hook_commit(void)
+{
+	pthread_once(&commit_once, commit_hook_read);
+	if (commit_limit < 0)
+		return;
+	if (__atomic_add_fetch(&commits_done, 1, __ATOMIC_SEQ_CST) ==
+	    commit_limit) {
+		plog(LOG_WARNING, "PATHFS_CRASH_AFTER_COMMITS=%ld: crashing",
+		     commit_limit);
+		kill(getpid(), SIGKILL);
+	}
 }
 
 /* ---- records being run in this process ---------------------------------- */
@@ -648,7 +684,9 @@ int journal_rename_dir(struct tree *t, const char *src, const char *dst,
 			ino_pd = node_ino(t, pd);
 			ino_dn = dn.a.ino;
 			tree_lock_inodes(t, ino_pd, ino_dn, 0, 0);
-			rc = tree_batch_remove(t, b, dst, &dn, 0, NULL, now);
+			rc = tree_batch_remove(t, b, dst, &dn,
+					       flags & TREE_KEEP_ORPHAN, orphan,
+					       now);
 			if (rc == 0)
 				rc = tree_batch_dir_touch(t, b, pd, -1, now);
 		} else if (rc == -ENOENT) {
@@ -659,6 +697,8 @@ int journal_rename_dir(struct tree *t, const char *src, const char *dst,
 	}
 	journal_rec_put(t, b, &rec);
 	rc = commit(t, b, &h);
+	if (rc && orphan)
+		*orphan = 0;
 unlock:
 	if (ino_pd || ino_dn)
 		tree_unlock_inodes(t, ino_pd, ino_dn, 0, 0);

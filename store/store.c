@@ -753,7 +753,11 @@ void tree_unlock_inodes(struct tree *t, uint64_t a, uint64_t b, uint64_t c,
 
 int tree_commit(struct tree *t, struct kv_batch *b)
 {
-	return kv_batch_commit(t->store->kv, b, false);
+	int rc = kv_batch_commit(t->store->kv, b, false);
+
+	if (rc == 0)
+		journal_hook_commit();
+	return rc;
 }
 
 /* Reads and decodes one value at @key; logs a value that does not decode. */

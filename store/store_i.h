@@ -187,6 +187,9 @@ struct journal_hook {
 };
 void journal_hook_init(struct journal_hook *h);
 void journal_hook_batch(struct journal_hook *h);
+/* The process-wide crash hook (PATHFS_CRASH_AFTER_COMMITS, see journal.c):
+ * tree_commit() calls it right after each successful commit. */
+void journal_hook_commit(void);
 
 /* ---- tree.c / content.c helpers shared with journal.c and cascade.c ----
  * Batch builders: each adds operations to a caller's batch and commits

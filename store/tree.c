@@ -5,8 +5,11 @@
  * A node's value holds its attributes, so a lookup is one point read. A
  * hard-linked inode keeps its attributes in INODE#ino and its path nodes are
  * stubs (flags, ino, mode); once linked it stays linked, which keeps the
- * record where it is for open handles. An unlinked-but-open file (orphan) is
- * the same INODE record with nlink 0 plus an ORPHAN#ino marker.
+ * record where it is for open handles. A node whose last name was removed
+ * while still in use (TREE_KEEP_ORPHAN: open, or known to the kernel; a file
+ * or a folder) is an orphan: the same INODE record with nlink 0 plus an
+ * ORPHAN#ino marker, written in the batch that removes the name, until
+ * tree_reclaim() or the next store_open().
  *
  * Every change is one atomic batch: the node(s), the parent folders' mtime,
  * ctime and nlink, the INODE record and content drops together. Namespace
@@ -319,11 +322,8 @@ int tree_batch_remove(struct tree *t, struct kv_batch *b, const char *path,
 		*orphan = 0;
 	key_node(&k, t->name, path);
 	kv_batch_delete(b, k.buf, k.len);
-	if (S_ISDIR(n->a.mode)) {
-		rc = tree_drop_inode_content(t, b, n->a.ino);
-		goto out;
-	}
 	a = n->a;
+	/* (a folder is never hard-linked: its one name is its last) */
 	if (n->a.flags & TREE_F_LINKED) {
 		rc = load_inode(t, n->a.ino, &in);
 		if (rc == -ENOENT) {
@@ -347,7 +347,9 @@ int tree_batch_remove(struct tree *t, struct kv_batch *b, const char *path,
 			goto out;
 		}
 	}
-	/* the last link */
+	/* the last link: an orphan keeps its attributes (folders too: a
+	 * removed folder still answers fstat) and content, in the same batch
+	 * as the name goes, so no crash can leave one without the other */
 	sbuf_reset(&k);
 	key_inode(&k, t->name, a.ino);
 	if (flags & TREE_KEEP_ORPHAN) {
@@ -803,6 +805,12 @@ int tree_unlink(struct tree *t, const char *path, unsigned flags,
 int tree_rmdir(struct tree *t, const char *path)
 {
 	return remove_node(t, path, true, 0, NULL);
+}
+
+int tree_rmdir_flags(struct tree *t, const char *path, unsigned flags,
+		     uint64_t *orphan)
+{
+	return remove_node(t, path, true, flags, orphan);
 }
 
 int tree_reclaim(struct tree *t, uint64_t ino)

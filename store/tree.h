@@ -91,7 +91,7 @@ struct store_options {
  * Opens the store in directory @dir and, unless read-only, upgrades a store
  * of an older format (see TREE_FORMAT_VERSION; resumable, crash-safe), replays
  * every unfinished journal record of every drive and reclaims every orphan
- * inode (unlinked while open before a crash), logging what it did. A
+ * inode (removed while still in use before a crash), logging what it did. A
  * read-only open reads an older format as it is.
  *
  * Errors: -ENOENT (missing and !create, or its parent is missing), -EBUSY
@@ -269,8 +269,9 @@ int tree_link_ino(struct tree *t, uint64_t ino, const char *newpath,
 
 /* Flags of tree_unlink()/tree_rename(). */
 #define TREE_KEEP_ORPHAN                                                       \
-	0x1 /* the inode is open: if its last link goes,
-				keep it as an orphan instead of freeing it */
+	0x1 /* the inode is in use (open, or known to the
+				kernel): if its last link goes, keep it as an
+				orphan instead of freeing it */
 
 /*
  * Removes the non-folder at @path. If that was the last link: with
@@ -287,6 +288,15 @@ int tree_unlink(struct tree *t, const char *path, unsigned flags,
  * Errors: -ENOENT, -ENOTDIR, -ENOTEMPTY, -EBUSY, -EIO. */
 int tree_rmdir(struct tree *t, const char *path);
 
+/*
+ * As tree_rmdir(); with TREE_KEEP_ORPHAN the folder becomes an orphan as in
+ * tree_unlink() (attributes and xattrs kept by number, nlink 0, *orphan set)
+ * for a caller that still answers requests on it (a FUSE node id lives until
+ * the kernel forgets it).
+ */
+int tree_rmdir_flags(struct tree *t, const char *path, unsigned flags,
+		     uint64_t *orphan);
+
 /* Frees orphan inode @ino: its attributes, content and xattrs.
  * Errors: -ENOENT (not an orphan), -EIO. */
 int tree_reclaim(struct tree *t, uint64_t ino);
@@ -300,7 +310,8 @@ int tree_reclaim(struct tree *t, uint64_t ino);
  * A file, symlink or empty folder moves in one atomic batch; a non-empty
  * folder goes through the journaled subtree rewrite (journal.c), which a crash
  * at any point cannot leave half done: the next store_open() completes it.
- * A replaced file's last link is handled as in tree_unlink() (*orphan).
+ * A replaced node's last link (a file, or an empty folder) is handled as in
+ * tree_unlink() (*orphan).
  * Errors: -ENOENT, -EEXIST (NOREPLACE), -ENOTEMPTY, -EISDIR, -ENOTDIR,
  * -EINVAL (@dst inside @src, or "/"), -EBUSY, -ENOSPC, -EIO.
  */

@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# rel_replace.sh - a node id lives until the kernel FORGETs it (issue 10.1,
+# issue 15.3). The save pattern of editors and package managers (write f.tmp,
+# fsync, rename over f) while readers keep opening f: the kernel resolved f
+# to the old inode just before the rename and then sends OPEN (or GETATTR)
+# for it, so an inode that lost its last name but is still known to the
+# kernel must answer as an orphan with nlink 0, never ENOENT. Covers the
+# shell loop of the issue, os.replace saves (plain, onto a hard-linked inode,
+# by RENAME_EXCHANGE + unlink), fstat of an open folder after rmdir and after
+# a rename over it, and that every orphan is reclaimed once the kernel lets go
+# (no ORPHAN# key left after unmount, fsck clean mounted and unmounted).
+#
+# REL_REPLACE_SAVES (default 2000) saves per pattern.
+source "$(dirname "$0")/rel_lib.sh"
+
+SAVES=${REL_REPLACE_SAVES:-2000}
+rel_mount_fg
+
+# ---- the shell loop of issue 10.1 --------------------------------------------
+shell_loop() {
+	local n=0 i
+	cd "$MNT"
+	echo 0 >f
+	(for i in $(seq "$SAVES"); do echo "$i" >f.tmp; mv -f f.tmp f; done) &
+	local w=$!
+	for i in $(seq $((SAVES / 2))); do
+		cat f >/dev/null 2>>"$T/cat.err" || n=$((n + 1))
+	done
+	wait "$w"
+	cd /
+	echo "$n"
+}
+n=$(shell_loop)
+check "shell loop: cat of a file replaced by mv never fails ($n of $((SAVES / 2)) failed)" \
+	[ "$n" -eq 0 ]
+head -n 3 "$T/cat.err" >&2 || true
+
+# ---- os.replace saves with fsync, a reader reading the whole file ------------
+# saver.py MODE DIR SAVES: one writer process saving SAVES versions of DIR/f
+# and one reader opening and reading DIR/f until the writer is done; prints
+# "reads missing partial". MODE: plain (os.replace), hardlink (the replaced
+# inode is a hard-linked one: attributes in its INODE record), exchange
+# (renameat2(RENAME_EXCHANGE) then unlink of the old version).
+cat >"$T/saver.py" <<'EOF'
+import ctypes, os, sys
+
+mode, d, saves = sys.argv[1], sys.argv[2], int(sys.argv[3])
+f, tmp, lnk = d + "/f", d + "/f.tmp", d + "/f.lnk"
+libc = ctypes.CDLL(None, use_errno=True)
+AT_FDCWD, RENAME_EXCHANGE = -100, 2
+
+def body(i):
+    # a length that changes with i: a partial read cannot look whole
+    return ("%d:" % i + "x" * (1 + (i * 7919) % 9000) + ":%d\n" % i).encode()
+
+def whole(b):
+    try:
+        head, _, tail = b.partition(b":")
+        i = int(head)
+        return b == body(i)
+    except ValueError:
+        return False
+
+def save(i):
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.write(fd, body(i))
+    os.fsync(fd)
+    os.close(fd)
+    if mode == "plain":
+        os.replace(tmp, f)
+    elif mode == "hardlink":
+        os.link(tmp, lnk)        # the new version has two names...
+        os.replace(tmp, f)       # ...the old one (once linked) its last
+        os.unlink(lnk)
+    else:
+        if libc.renameat2(AT_FDCWD, tmp.encode(), AT_FDCWD, f.encode(),
+                          RENAME_EXCHANGE):
+            e = ctypes.get_errno()
+            raise OSError(e, os.strerror(e))
+        os.unlink(tmp)           # the old version's last name
+
+with open(f, "wb") as fh:
+    fh.write(body(0))
+if mode == "hardlink":
+    os.link(f, lnk)
+    os.unlink(lnk)
+pid = os.fork()
+if pid == 0:
+    try:
+        for i in range(1, saves + 1):
+            save(i)
+    except BaseException as e:
+        print("writer:", e, file=sys.stderr)
+        os._exit(1)
+    os._exit(0)
+reads = missing = partial = 0
+while True:
+    done, status = os.waitpid(pid, os.WNOHANG)
+    try:
+        with open(f, "rb") as fh:
+            b = fh.read()
+            os.fstat(fh.fileno())
+        reads += 1
+        if not whole(b):
+            partial += 1
+    except FileNotFoundError:
+        missing += 1
+    if done:
+        break
+print(reads, missing, partial)
+sys.exit(0 if os.waitstatus_to_exitcode(status) == 0 else 1)
+EOF
+
+for mode in plain hardlink exchange; do
+	mkdir "$MNT/$mode"
+	out=$(python3 "$T/saver.py" "$mode" "$MNT/$mode" "$SAVES" 2>>"$T/saver.err") ||
+		out="writer failed: $(tail -n 2 "$T/saver.err")"
+	read -r reads missing partial <<<"$out" || true
+	check "$mode saves: reader saw 0 missing and 0 partial reads ($out)" \
+		[ "${missing:-x}" = 0 ] && [ "${partial:-x}" = 0 ] && [ "${reads:-0}" -gt 0 ]
+	check "$mode saves: f holds the last version" \
+		grep -q "^$SAVES:" "$MNT/$mode/f"
+done
+
+# ---- fstat of an open folder after rmdir and rename over it (issue 15.3) ----
+cat >"$T/dirs.py" <<'EOF'
+import os, sys, stat
+d = sys.argv[1]
+bad = []
+def gone(fd, what):
+    try:
+        st = os.fstat(fd)
+    except OSError as e:
+        bad.append("%s: fstat: %s" % (what, e))
+        return
+    if not stat.S_ISDIR(st.st_mode) or st.st_nlink != 0:
+        bad.append("%s: mode %o nlink %d, want a folder with nlink 0"
+                   % (what, st.st_mode, st.st_nlink))
+    try:
+        os.fchmod(fd, 0o700)
+        if stat.S_IMODE(os.fstat(fd).st_mode) != 0o700:
+            bad.append("%s: fchmod did not stick" % what)
+    except OSError as e:
+        bad.append("%s: fchmod: %s" % (what, e))
+    if os.listdir(fd) != []:
+        bad.append("%s: a removed folder lists entries" % what)
+os.mkdir(d + "/a")
+fd = os.open(d + "/a", os.O_RDONLY | os.O_DIRECTORY)
+os.rmdir(d + "/a")
+gone(fd, "rmdir")
+os.close(fd)
+os.mkdir(d + "/b")
+os.mkdir(d + "/c")
+fd = os.open(d + "/c", os.O_RDONLY | os.O_DIRECTORY)
+os.rename(d + "/b", d + "/c")
+gone(fd, "rename over")
+os.close(fd)
+# a file: the same through an open descriptor
+with open(d + "/f", "w") as fh:
+    fh.write("x")
+    os.unlink(d + "/f")
+    st = os.fstat(fh.fileno())
+    if st.st_nlink != 0:
+        bad.append("unlinked file: nlink %d" % st.st_nlink)
+print("\n".join(bad))
+sys.exit(1 if bad else 0)
+EOF
+mkdir "$MNT/dirs"
+check "fstat of an open folder after rmdir and after rename over it: nlink 0" \
+	python3 "$T/dirs.py" "$MNT/dirs"
+
+check "fsck clean while mounted" rel_fsck
+check "daemon alive" rel_alive
+rel_umount_fg
+check "every orphan reclaimed by the time of unmount (no ORPHAN# key left)" \
+	[ "$(kv_count 'DRIVE#main|ORPHAN#')" = 0 ]
+check "fsck clean unmounted" rel_fsck
+rel_finish
