@@ -106,28 +106,47 @@ Test(fs_inodes, stale_and_hard_linked_inodes)
 	fs_path_release(&p);
 }
 
-Test(fs_inodes, an_orphan_is_reclaimed_once_at_its_last_close)
+Test(fs_inodes, an_orphan_lives_until_its_last_forget_and_close)
 {
 	itab_lookup(&fs, 10, 1, "f", 0);
 	cr_assert_eq(itab_open(&fs, 10), 0);
 	cr_assert_eq(itab_open(&fs, 10), 0);
 	cr_expect_eq(itab_nopen(&fs, 10), 2);
-	itab_flags(&fs, 10, INODE_ORPHAN, 0);
+	cr_expect(itab_in_use(&fs, 10));
+	cr_expect_eq(itab_orphaned(&fs, 10), 0); /* in use: kept */
 	cr_expect_str_eq(path_of(10, NULL), "BYNUM");
 	cr_expect_eq(itab_close(&fs, 10), 0);
-	cr_expect_eq(itab_close(&fs, 10), 10);
-	cr_expect_eq(itab_forget(&fs, 10, 1), 0); /* already reclaimed */
+	cr_expect_eq(itab_close(&fs, 10), 0); /* the kernel still knows it */
+	/* a node id is valid until FORGET: it may be opened again */
+	cr_expect_eq(itab_open(&fs, 10), 0);
+	cr_expect_eq(itab_close(&fs, 10), 0);
+	cr_expect_eq(itab_forget(&fs, 10, 1), 10);
+	cr_expect_eq(itab_forget(&fs, 10, 1), 0); /* once */
 	cr_expect_eq(itab_open(&fs, 99), -ENOENT);
 }
 
-Test(fs_inodes, an_orphan_forgotten_last_is_reclaimed_by_forget)
+Test(fs_inodes, an_orphan_forgotten_first_is_reclaimed_at_its_last_close)
 {
 	itab_lookup(&fs, 10, 1, "f", 0);
 	itab_open(&fs, 10);
-	itab_flags(&fs, 10, INODE_ORPHAN, 0);
 	itab_lookup(&fs, 10, 1, "f", 0);
+	cr_expect_eq(itab_orphaned(&fs, 10), 0);
 	cr_expect_eq(itab_forget(&fs, 10, 2), 0); /* still open */
+	cr_expect(itab_in_use(&fs, 10));
 	cr_expect_eq(itab_close(&fs, 10), 10);
+	cr_expect(!itab_in_use(&fs, 10));
+}
+
+Test(fs_inodes, an_orphan_the_kernel_let_go_of_is_reclaimed_at_once)
+{
+	itab_lookup(&fs, 10, 1, "f", 0);
+	cr_expect_eq(itab_forget(&fs, 10, 1), 0); /* not an orphan: freed */
+	cr_expect(!itab_in_use(&fs, 10));
+	cr_expect_eq(itab_orphaned(&fs, 10), 10); /* not in the table */
+	itab_lookup(&fs, 11, 1, "d", 0);
+	itab_lookup(&fs, 12, 11, "child", 0); /* keeps 11 in the table */
+	cr_expect_eq(itab_forget(&fs, 11, 1), 0);
+	cr_expect_eq(itab_orphaned(&fs, 11), 11);
 }
 
 Test(fs_inodes, attach_path_reads_the_store)

@@ -406,6 +406,67 @@ Test(tree, hard_links, .init = tu_setup, .fini = tu_teardown)
 	fsck_clean();
 }
 
+/* A removed folder still in use (rmdir, or an empty folder renamed over,
+ * also by a journaled rename of a non-empty folder) is an orphan as a file
+ * is: stat-able and changeable by number with nlink 0, reclaimed whole. */
+Test(tree, folder_orphans, .init = tu_setup, .fini = tu_teardown)
+{
+	struct tree_attr a, in = {0}, out;
+	uint64_t orphan = 0;
+	char *v = NULL;
+	size_t n;
+
+	tu_mkdir(T, "/p");
+	tu_mkdir(T, "/p/d");
+	a = st("/p/d");
+	cr_assert_eq(tree_setxattr(T, "/p/d", a.ino, "user.x", "1", 1, 0), 0);
+	cr_assert_eq(tree_rmdir_flags(T, "/p/d", TREE_KEEP_ORPHAN, &orphan),
+		     0);
+	cr_expect_eq(orphan, a.ino);
+	cr_expect_eq(lk("/p/d"), -ENOENT);
+	cr_expect_eq(st("/p").nlink, 2);
+	cr_assert_eq(tree_getattr(T, NULL, a.ino, &out), 0);
+	cr_expect(S_ISDIR(out.mode));
+	cr_expect_eq(out.nlink, 0);
+	in.mode = 0700;
+	cr_assert_eq(tree_setattr(T, NULL, a.ino, &in, TREE_SET_MODE, &out),
+		     0);
+	cr_expect_eq(out.mode, S_IFDIR | 0700);
+	cr_assert_eq(tree_getxattr(T, a.ino, "user.x", (void **)&v, &n), 0);
+	free(v);
+	fsck_clean();
+	cr_assert_eq(tree_reclaim(T, a.ino), 0);
+	cr_expect_eq(tree_getattr(T, NULL, a.ino, &out), -ENOENT);
+	cr_expect_eq(tree_getxattr(T, a.ino, "user.x", (void **)&v, &n),
+		     -ENODATA);
+	fsck_clean();
+
+	/* renamed over, by an empty folder and by a non-empty one */
+	tu_mkdir(T, "/e");
+	tu_mkdir(T, "/t1");
+	a = st("/t1");
+	cr_assert_eq(tree_rename(T, "/e", "/t1", TREE_KEEP_ORPHAN, &orphan),
+		     0);
+	cr_expect_eq(orphan, a.ino);
+	cr_assert_eq(tree_getattr(T, NULL, a.ino, &out), 0);
+	cr_expect_eq(out.nlink, 0);
+	tu_mkdir(T, "/full");
+	tu_mkfile(T, "/full/f", "x", 1);
+	tu_mkdir(T, "/t2");
+	a = st("/t2");
+	cr_assert_eq(tree_rename(T, "/full", "/t2", TREE_KEEP_ORPHAN, &orphan),
+		     0);
+	cr_expect_eq(orphan, a.ino);
+	cr_assert_eq(tree_getattr(T, NULL, a.ino, &out), 0);
+	cr_expect_eq(out.nlink, 0);
+	fsck_clean();
+	/* the next open of the store reclaims what was left */
+	tu_reopen();
+	cr_expect_eq(tree_getattr(T, NULL, a.ino, &out), -ENOENT);
+	cr_expect_eq(tree_getattr(T, NULL, orphan, &out), -ENOENT);
+	fsck_clean();
+}
+
 Test(tree, orphans, .init = tu_setup, .fini = tu_teardown)
 {
 	struct tree_attr a, out;
