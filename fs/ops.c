@@ -833,7 +833,7 @@ static int fs_do_open(struct fs *fs, uint64_t ino, int flags, struct fh **out)
 		return -ENOMEM;
 	fh->ino = ino;
 	fh->append = (flags & O_APPEND) && !fs->writeback;
-	/* counted open before any unlink can look: see fs_do_unlink() */
+	/* counted open before any unlink can look: see fs_do_remove() */
 	pthread_mutex_lock(m);
 	rc = itab_open(fs, ino);
 	pthread_mutex_unlock(m);

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# rel_orphan_kill.sh - crashes between any two commits of the operations that
+# make, keep and reclaim orphans (issue 10.6): an inode's last name and its
+# INODE record or orphan mark must go in one batch, or a crash between two
+# leaks an INODE record ("no link points to it and it is not an orphan").
+# Each round mounts with the store's fault hook PATHFS_CRASH_AFTER_COMMITS=N
+# (N random: the daemon kills itself with SIGKILL right after its Nth commit,
+# whatever operation it belongs to) under three orphan_load.py loads (saves
+# over open and hard-linked files, RENAME_EXCHANGE, open+unlink+write+close,
+# links, rmdir and rename over open folders, setattr and xattrs by node id)
+# and a pathfsctl cp -r / rm -r loop on the mounted drive; if N was not
+# reached in time it is kill -9. Then: remount (which reclaims the orphans),
+# fsck clean mounted and unmounted, and no ORPHAN# key left after a clean
+# unmount.
+#
+# REL_ORPHAN_KILL_ROUNDS (default 10) rounds; REL_ORPHAN_KILL_SECONDS (3)
+# of load per round; REL_ORPHAN_KILL_MAXC (4000): N is drawn from 20..MAXC.
+source "$(dirname "$0")/rel_lib.sh"
+
+ROUNDS=${REL_ORPHAN_KILL_ROUNDS:-10}
+SECS=${REL_ORPHAN_KILL_SECONDS:-3}
+MAXC=${REL_ORPHAN_KILL_MAXC:-4000}
+LOAD=$TESTS_DIR/helpers/orphan_load.py
+C() { "$PATHFSCTL" -s "$STORE" "$@"; }
+
+rel_mount_fg
+mkdir "$MNT/w1" "$MNT/w2" "$MNT/w3" "$MNT/src"
+for i in $(seq 1 20); do echo "$i" >"$MNT/src/f$i"; done
+ln "$MNT/src/f1" "$MNT/src/h1"
+rel_umount_fg
+
+hooked=0
+for r in $(seq 1 "$ROUNDS"); do
+	N=$((20 + (RANDOM * 32768 + RANDOM) % (MAXC - 19)))
+	PATHFS_CRASH_AFTER_COMMITS=$N rel_mount_fg
+	pids=()
+	for w in 1 2 3; do
+		python3 "$LOAD" "$MNT/w$w" "$SECS" "$r$w" >/dev/null 2>>"$T/load.err" &
+		pids+=($!)
+	done
+	(
+		end=$((SECONDS + SECS))
+		while [ $SECONDS -lt $end ]; do
+			C cp -r /src /c >/dev/null 2>&1 || true
+			# a file of the branch open while it goes
+			(sleep 0.2 <"$MNT/c/f2") 2>/dev/null &
+			C rm -r /c >/dev/null 2>&1 || true
+			wait $! 2>/dev/null || true
+		done
+	) &
+	pids+=($!)
+	ok=1
+	for p in "${pids[@]}"; do
+		wait "$p" || ok=0
+	done
+	check "round $r: the loads ran (N=$N)" [ $ok -eq 1 ]
+	grep -q "PATHFS_CRASH_AFTER_COMMITS=$N: crashing" "$DLOG" && hooked=$((hooked + 1))
+	rel_kill9 # harmless if the hook was first
+
+	rel_mount_fg
+	check "round $r: fsck clean after the crash (N=$N)" rel_fsck
+	check "round $r: daemon alive" rel_alive
+	rel_umount_fg
+	check "round $r: no ORPHAN# key left after a clean unmount" \
+		[ "$(kv_count 'DRIVE#main|ORPHAN#')" = 0 ]
+	check "round $r: fsck clean unmounted" rel_fsck
+	: >"$DLOG"
+done
+grep -v "^$" "$T/load.err" | head -n 5 >&2 || true
+echo "rounds stopped by the commit hook: $hooked of $ROUNDS (the rest by kill -9)"
+rel_finish
