@@ -8,7 +8,7 @@
 # shell loop of the issue, os.replace saves (plain, onto a hard-linked inode,
 # by RENAME_EXCHANGE + unlink), fstat of an open folder after rmdir and after
 # a rename over it, and that every orphan is reclaimed once the kernel lets go
-# (no ORPHAN# key left after unmount, fsck clean mounted and unmounted).
+# (no ORPHAN# key left, mounted and after unmount; fsck clean both ways).
 #
 # REL_REPLACE_SAVES (default 2000) saves per pattern.
 source "$(dirname "$0")/rel_lib.sh"
@@ -169,6 +169,18 @@ mkdir "$MNT/dirs"
 check "fstat of an open folder after rmdir and after rename over it: nlink 0" \
 	python3 "$T/dirs.py" "$MNT/dirs"
 
+# reclaimed at FORGET and release, while mounted (not only at unmount):
+# every replaced version is gone from the store once the kernel let go of it
+orphans_gone() {
+	local i
+	for i in $(seq 1 100); do
+		[ "$(kv_count 'DRIVE#main|ORPHAN#')" = 0 ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+check "while mounted, every orphan is reclaimed once the kernel forgot it" \
+	orphans_gone
 check "fsck clean while mounted" rel_fsck
 check "daemon alive" rel_alive
 rel_umount_fg
