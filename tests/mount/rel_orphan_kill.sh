@@ -8,10 +8,10 @@
 # whatever operation it belongs to) under three orphan_load.py loads (saves
 # over open and hard-linked files, RENAME_EXCHANGE, open+unlink+write+close,
 # links, rmdir and rename over open folders, setattr and xattrs by node id)
-# and a pathfsctl cp -r / rm -r loop on the mounted drive; if N was not
-# reached in time it is kill -9. Then: remount (which reclaims the orphans),
-# fsck clean mounted and unmounted, and no ORPHAN# key left after a clean
-# unmount.
+# and a loop of cp -a and pathfsctl rm -r (with a file of the branch open) on
+# the mounted drive; if N was not reached in time it is kill -9. Then:
+# remount (which reclaims the orphans), fsck clean mounted and unmounted, and
+# no ORPHAN# key left after a clean unmount.
 #
 # REL_ORPHAN_KILL_ROUNDS (default 10) rounds; REL_ORPHAN_KILL_SECONDS (3)
 # of load per round; REL_ORPHAN_KILL_MAXC (4000): N is drawn from 20..MAXC.
@@ -41,7 +41,9 @@ for r in $(seq 1 "$ROUNDS"); do
 	(
 		end=$((SECONDS + SECS))
 		while [ $SECONDS -lt $end ]; do
-			C cp -r /src /c >/dev/null 2>&1 || true
+			# (not pathfsctl cp -r: a clone the crash stops waits for
+			# its token, which died with pathfsctl, and fsck lists it)
+			cp -a "$MNT/src" "$MNT/c" 2>/dev/null || true
 			# a file of the branch open while it goes
 			(sleep 0.2 <"$MNT/c/f2") 2>/dev/null &
 			C rm -r /c >/dev/null 2>&1 || true
