@@ -817,6 +817,7 @@ int tree_reclaim(struct tree *t, uint64_t ino)
 {
 	struct sbuf k = {0};
 	struct kv_batch *b = NULL;
+	struct node n = {0};
 	char *val = NULL;
 	size_t vlen;
 	int rc;
@@ -831,12 +832,19 @@ int tree_reclaim(struct tree *t, uint64_t ino)
 	sbuf_reset(&k);
 	key_inode(&k, t->name, ino);
 	kv_batch_delete(b, k.buf, k.len);
-	rc = tree_drop_inode_content(t, b, ino);
+	/* a file's blocks are known from its size (as when an unlink frees
+	 * it at once): point deletes, no scan; anything else is scanned */
+	rc = load_key(t, &k, &n, false);
+	if (rc == 0 && S_ISREG(n.a.mode))
+		rc = tree_drop_file_content(t, b, ino, n.a.size);
+	else if (rc == 0 || rc == -ENOENT || rc == -EIO)
+		rc = tree_drop_inode_content(t, b, ino);
 	if (rc == 0)
 		rc = tree_commit(t, b);
 out:
 	tree_unlock_inodes(t, ino, 0, 0, 0);
 	kv_batch_free(b);
+	node_release(&n);
 	free(val);
 	sbuf_release(&k);
 	return rc;

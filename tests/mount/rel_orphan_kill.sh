@@ -7,9 +7,11 @@
 # (N random: the daemon kills itself with SIGKILL right after its Nth commit,
 # whatever operation it belongs to) under three orphan_load.py loads (saves
 # over open and hard-linked files, RENAME_EXCHANGE, open+unlink+write+close,
-# links, rmdir and rename over open folders, setattr and xattrs by node id)
-# and a loop of cp -a and pathfsctl rm -r (with a file of the branch open) on
-# the mounted drive; if N was not reached in time it is kill -9. Then:
+# links, rmdir and rename over open folders, setattr and xattrs by node id),
+# rel_kill9's load (rel_stress --shared-only, a 100-entry folder holding a
+# hard link renamed back and forth in batches of 8), and a loop of cp -a and
+# pathfsctl rm -r (with a file of the branch open) on the mounted drive; if
+# N was not reached in time it is kill -9. Then:
 # remount (which reclaims the orphans), fsck clean mounted and unmounted, and
 # no ORPHAN# key left after a clean unmount.
 #
@@ -23,21 +25,40 @@ MAXC=${REL_ORPHAN_KILL_MAXC:-4000}
 LOAD=$TESTS_DIR/helpers/orphan_load.py
 C() { "$PATHFSCTL" -s "$STORE" "$@"; }
 
-rel_mount_fg
-mkdir "$MNT/w1" "$MNT/w2" "$MNT/w3" "$MNT/src"
+OPTS=(-o rename_batch=8)
+rel_mount_fg "${OPTS[@]}"
+mkdir "$MNT/w1" "$MNT/w2" "$MNT/w3" "$MNT/src" "$MNT/mixed" "$MNT/big"
 for i in $(seq 1 20); do echo "$i" >"$MNT/src/f$i"; done
 ln "$MNT/src/f1" "$MNT/src/h1"
+for i in $(seq 1 10); do
+	mkdir "$MNT/big/d$i"
+	for j in $(seq 1 9); do echo "$i.$j" >"$MNT/big/d$i/f$j"; done
+done
+ln "$MNT/big/d1/f1" "$MNT/src/h2" # a hard link into the renamed branch
 rel_umount_fg
 
 hooked=0
 for r in $(seq 1 "$ROUNDS"); do
 	N=$((20 + (RANDOM * 32768 + RANDOM) % (MAXC - 19)))
-	PATHFS_CRASH_AFTER_COMMITS=$N rel_mount_fg
+	PATHFS_CRASH_AFTER_COMMITS=$N rel_mount_fg "${OPTS[@]}"
 	pids=()
 	for w in 1 2 3; do
 		python3 "$LOAD" "$MNT/w$w" "$SECS" "$r$w" >/dev/null 2>>"$T/load.err" &
 		pids+=($!)
 	done
+	# rel_kill9's racing namespace calls, and a folder renamed back and
+	# forth in small batches (by-number requests go on meanwhile)
+	"$REL_STRESS" --shared-only --disconnect-ok -n 2 -t "$SECS" -S "$r" \
+		"$MNT/mixed" >/dev/null 2>>"$T/load.err" &
+	pids+=($!)
+	(
+		cd "$MNT" || exit 0
+		end=$((SECONDS + SECS))
+		while [ $SECONDS -lt $end ]; do
+			if [ -d big ]; then mv big big2 || exit 0; else mv big2 big || exit 0; fi
+		done
+	) 2>/dev/null &
+	pids+=($!)
 	(
 		end=$((SECONDS + SECS))
 		while [ $SECONDS -lt $end ]; do
@@ -59,7 +80,7 @@ for r in $(seq 1 "$ROUNDS"); do
 	grep -q "PATHFS_CRASH_AFTER_COMMITS=$N: crashing" "$DLOG" && hooked=$((hooked + 1))
 	rel_kill9 # harmless if the hook was first
 
-	rel_mount_fg
+	rel_mount_fg "${OPTS[@]}"
 	check "round $r: fsck clean after the crash (N=$N)" rel_fsck
 	check "round $r: daemon alive" rel_alive
 	rel_umount_fg
