@@ -391,18 +391,16 @@ static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 }
 
 /*
- * Builds into @p the path of @ino, an inode with one name (the table's
- * place), and checks that it still leads there. Caller is inside fs_enter().
- * Errors: -ENOENT, and those of tree_lookup().
+ * Checks that @p, the path of @ino built from the table's place (an inode
+ * with one name), still leads to @ino. Errors: -ENOENT, and those of
+ * tree_lookup().
  */
-static int place_path(struct fs *fs, uint64_t ino, struct fs_path *p)
+static int place_check(struct fs *fs, uint64_t ino, const struct fs_path *p)
 {
 	struct tree_attr a;
 	int rc;
 
-	rc = itab_path(fs, ino, NULL, true, p);
-	if (!rc)
-		rc = tree_lookup(fs->tree, p->path, &a);
+	rc = tree_lookup(fs->tree, p->path, &a);
 	if (!rc && a.ino != ino)
 		rc = -ENOENT;
 	return rc == -ENOTDIR ? -ENOENT : rc;
@@ -575,10 +573,18 @@ static int fs_do_link(struct fs *fs, uint64_t ino, uint64_t newparent,
 	/*
 	 * An inode linked already is found by number, whichever of its names
 	 * remain; one with a single name (-ENOENT: no INODE record) by that.
+	 * That name must not be inside a branch a folder rename is copying:
+	 * a copy made before the link would keep the node as it was (not a
+	 * hard-link stub) while the INODE record counts it as a link. So the
+	 * subtree lock is taken again for both paths.
 	 */
 	rc = tree_link_ino(fs->tree, ino, p2->path, a);
 	if (rc == -ENOENT) {
-		rc = place_path(fs, ino, p1);
+		fs_leave(fs);
+		rc = fs_enter2(fs, ino, NULL, p1, newparent, newname, p2);
+		if (rc)
+			goto out;
+		rc = place_check(fs, ino, p1);
 		if (!rc)
 			rc = tree_link(fs->tree, p1->path, p2->path, a);
 	}

@@ -37,6 +37,19 @@ done
 ln "$MNT/big/d1/f1" "$MNT/src/h2" # a hard link into the renamed branch
 rel_umount_fg
 
+# abort_conn: aborts the FUSE connection of $MNT through fusectl, which ends
+# every request still waiting on it. Needed when the daemon was killed while
+# one of its threads sat in a kernel notify (fs_ctl_end's invalidation waits
+# for a folder's lock that a request to the dead daemon holds): that thread
+# cannot die, so /dev/fuse stays open and the mount hangs instead of failing.
+abort_conn() {
+	local dev c=/sys/fs/fuse/connections
+	dev=$(mountpoint -d "$MNT" 2>/dev/null) || return 0
+	mountpoint -q "$c" || mount -t fusectl none "$c" 2>/dev/null || return 0
+	echo 1 >"$c/${dev#*:}/abort" 2>/dev/null || true
+	echo "aborted" >>"$T/aborted"
+}
+
 hooked=0
 for r in $(seq 1 "$ROUNDS"); do
 	N=$((20 + (RANDOM * 32768 + RANDOM) % (MAXC - 19)))
@@ -72,10 +85,17 @@ for r in $(seq 1 "$ROUNDS"); do
 		done
 	) &
 	pids+=($!)
+	(
+		sleep $((SECS + 60))
+		abort_conn
+	) &
+	wd=$!
 	ok=1
 	for p in "${pids[@]}"; do
 		wait "$p" || ok=0
 	done
+	kill "$wd" 2>/dev/null || true
+	wait "$wd" 2>/dev/null || true
 	check "round $r: the loads ran (N=$N)" [ $ok -eq 1 ]
 	grep -q "PATHFS_CRASH_AFTER_COMMITS=$N: crashing" "$DLOG" && hooked=$((hooked + 1))
 	rel_kill9 # harmless if the hook was first
@@ -91,4 +111,5 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 grep -v "^$" "$T/load.err" | head -n 5 >&2 || true
 echo "rounds stopped by the commit hook: $hooked of $ROUNDS (the rest by kill -9)"
+echo "rounds whose dead mount hung and was aborted: $(cat "$T/aborted" 2>/dev/null | wc -l)"
 rel_finish
