@@ -61,8 +61,9 @@ for r in $(seq 1 "$ROUNDS"); do
 	done
 	# rel_kill9's racing namespace calls, and a folder renamed back and
 	# forth in small batches (by-number requests go on meanwhile)
-	"$REL_STRESS" --shared-only --disconnect-ok -n 2 -t "$SECS" -S "$r" \
-		"$MNT/mixed" >/dev/null 2>>"$T/load.err" &
+	# (its model checks are rel_kill9's business: only its hangs count here)
+	("$REL_STRESS" --shared-only --disconnect-ok -n 2 -t "$SECS" -S "$r" \
+		"$MNT/mixed" >/dev/null 2>>"$T/stress.err" || true) &
 	pids+=($!)
 	(
 		cd "$MNT" || exit 0
@@ -96,7 +97,7 @@ for r in $(seq 1 "$ROUNDS"); do
 	done
 	kill "$wd" 2>/dev/null || true
 	wait "$wd" 2>/dev/null || true
-	check "round $r: the loads ran (N=$N)" [ $ok -eq 1 ]
+	check "round $r: the orphan loads ran (N=$N)" [ $ok -eq 1 ]
 	grep -q "PATHFS_CRASH_AFTER_COMMITS=$N: crashing" "$DLOG" && hooked=$((hooked + 1))
 	rel_kill9 # harmless if the hook was first
 
