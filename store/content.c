@@ -346,6 +346,20 @@ out:
 	return rc;
 }
 
+/* tree_attr_lock() of a regular file: a folder is -EISDIR, any other type
+ * @notreg. On an error nothing is held (@r is still the caller's to
+ * release). */
+static int lock_file(struct tree *t, const char *path, uint64_t *ino,
+		     struct attr_ref *r, int notreg)
+{
+	int rc = tree_attr_lock(t, path, ino, r);
+
+	if (rc || S_ISREG(r->n.a.mode))
+		return rc;
+	tree_unlock_inodes(t, *ino, 0, 0, 0);
+	return S_ISDIR(r->n.a.mode) ? -EISDIR : notreg;
+}
+
 int tree_write(struct tree *t, const char *path, uint64_t ino, uint64_t off,
 	       const char *buf, size_t len, bool append, struct tree_attr *out)
 {
@@ -360,18 +374,10 @@ int tree_write(struct tree *t, const char *path, uint64_t ino, uint64_t off,
 	int64_t now;
 	int rc;
 
-	rc = tree_attr_lock(t, path, &ino, &r);
+	rc = lock_file(t, path, &ino, &r, -EINVAL);
 	if (rc)
 		goto out;
 	st = true;
-	if (S_ISDIR(a->mode)) {
-		rc = -EISDIR;
-		goto out;
-	}
-	if (!S_ISREG(a->mode)) {
-		rc = -EINVAL;
-		goto out;
-	}
 	old = a->size;
 	if (append)
 		off = old;
@@ -620,18 +626,10 @@ int tree_fallocate(struct tree *t, const char *path, uint64_t ino,
 		return -EINVAL;
 	if (off > TREE_FILE_MAX || len > TREE_FILE_MAX - off)
 		return -EFBIG;
-	rc = tree_attr_lock(t, path, &ino, &r);
+	rc = lock_file(t, path, &ino, &r, -ENODEV);
 	if (rc)
 		goto out;
 	st = true;
-	if (S_ISDIR(a->mode)) {
-		rc = -EISDIR;
-		goto out;
-	}
-	if (!S_ISREG(a->mode)) {
-		rc = -ENODEV;
-		goto out;
-	}
 	rc = blocks_known(t, a);
 	if (rc)
 		goto out;
