@@ -1,10 +1,20 @@
 /*
- * kv_i.h - the ordered key-value seam: the only interface to RocksDB.
+ * kv_i.h - the ordered key-value seam: the only interface the store has to
+ * its engine.
  *
- * kv.c is the only file that includes rocksdb/c.h. The seam is deliberately
- * narrow (point get, bounded iterators, atomic batches with delete-range, WAL
- * sync) so another ordered KV engine could sit behind it. RocksDB's errptr
- * strings never leave kv.c: they become a negative errno and a log line.
+ * The seam is deliberately narrow (point get, bounded iterators, atomic
+ * batches with delete-range, sync) so that more than one ordered KV engine
+ * sits behind it: kv.c dispatches to the backend chosen at open by the
+ * location (kv_backend_i.h). kv_rocksdb.c is the only file that includes
+ * rocksdb/c.h; RocksDB's errptr strings never leave it: they become a
+ * negative errno and a log line.
+ *
+ * Limits: an engine may bound what one batch holds (kv_limits(): operations,
+ * bytes, the largest value). The store sizes its batches by them; a batch
+ * that exceeds them is refused at commit with -E2BIG, never split (splitting
+ * would give up its atomicity). The embedded RocksDB store has no limits
+ * unless opened strict (kv_options.strict), which enforces etcd's defaults so
+ * that the unit suites catch a batch that would not fit on etcd.
  *
  * Families: keys of different kinds live apart (RocksDB column families), each
  * tuned for its access pattern. Callers never name a family: kv asks the
@@ -34,6 +44,19 @@ enum kv_family {
 	KV_FAMILIES
 };
 
+/* What one batch may hold; SIZE_MAX where the engine sets no bound. */
+struct kv_limits {
+	size_t batch_ops;   /* operations (put, delete, delete-range) */
+	size_t batch_bytes; /* kv_batch_bytes() */
+	size_t value_bytes; /* one value */
+};
+
+/* etcd's defaults (--max-txn-ops 128, --max-request-bytes 1.5 MiB), less
+ * room for the request's own framing: what strict mode enforces */
+#define KV_ETCD_TXN_OPS	      128
+#define KV_ETCD_REQUEST_BYTES (1536u << 10)
+#define KV_ETCD_BATCH_BYTES   (KV_ETCD_REQUEST_BYTES - (64u << 10))
+
 struct kv_options {
 	bool create; /* create the directory/database if missing */
 	bool read_only;
@@ -48,19 +71,26 @@ struct kv_options {
 	 * column family (an interrupted kv_upgrade) is refused: -EUCLEAN.
 	 */
 	bool single_family;
+	/* RocksDB: enforce etcd's default limits (kv_limits) on every batch */
+	bool strict;
 };
 
 /*
- * Opens the RocksDB database in @dir, creating missing families unless
- * read-only. Errors: -ENOENT (missing and !create), -EBUSY (locked by another
- * process or already open in this one), -EACCES, -EUCLEAN (see
- * single_family), -EIO. On success *out owns it; kv_close() frees.
+ * Opens the store at @where: a directory holds an embedded RocksDB database,
+ * opened creating missing families unless read-only. The environment
+ * variable PATHFS_KV_STRICT=1 turns kv_options.strict on (tests).
+ * Errors: -ENOENT (missing and !create), -EBUSY (locked by another process or
+ * already open in this one), -EACCES, -EUCLEAN (see single_family), -EIO. On
+ * success *out owns it; kv_close() frees.
  */
-int kv_open(struct kv **out, const char *dir, const struct kv_options *opt);
+int kv_open(struct kv **out, const char *where, const struct kv_options *opt);
 void kv_close(struct kv *kv);
 
 /* true if opened read-only */
 bool kv_read_only(const struct kv *kv);
+
+/* The engine's limits on one batch, valid until kv_close(). */
+const struct kv_limits *kv_limits(const struct kv *kv);
 
 /*
  * Point read. On success *val is a malloc'd copy (caller frees; NUL-terminated
@@ -102,12 +132,18 @@ void kv_batch_delete(struct kv_batch *b, const char *key, size_t klen);
 /* Deletes every key in [lo, hi). */
 void kv_batch_delete_range(struct kv_batch *b, const char *lo, size_t lolen,
 			   const char *hi, size_t hilen);
+/* Operations added (a delete-range counts one). */
 size_t kv_batch_count(const struct kv_batch *b);
+/* Bytes added: keys and values of puts, keys of deletes, both bounds of a
+ * delete-range. */
 size_t kv_batch_bytes(const struct kv_batch *b);
+/* true if one more put of @klen + @vlen bytes still fits the limits */
+bool kv_batch_fits(const struct kv_batch *b, size_t klen, size_t vlen);
 void kv_batch_clear(struct kv_batch *b);
 /*
  * Commits @b atomically (synced if @sync or the store's sync option).
- * Errors: -ENOSPC, -EROFS, -EIO.
+ * Errors: -E2BIG (exceeds kv_limits(), nothing written), -ENOSPC, -EROFS,
+ * -EIO.
  */
 int kv_batch_commit(struct kv *kv, struct kv_batch *b, bool sync);
 void kv_batch_free(struct kv_batch *b);

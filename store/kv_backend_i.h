@@ -1,0 +1,81 @@
+/*
+ * kv_backend_i.h - what a kv backend provides (see kv_i.h for the interface
+ * the store uses, kv.c for the dispatch).
+ *
+ * A backend embeds struct kv, struct kv_iter and struct kv_batch as the first
+ * member of its own handles and fills in a const struct kv_ops. kv.c keeps
+ * the bookkeeping common to every engine (a batch's operation and byte
+ * counts, the engine's limits, refusing a batch that exceeds them), so a
+ * backend sees only batches that fit. Backends: kv_rocksdb.c (embedded
+ * RocksDB, the only file that includes rocksdb/c.h) and kv_etcd.c (an etcd
+ * cluster over its v3 JSON gateway).
+ *
+ * Internal to store/.
+ */
+#ifndef PATHFS_KV_BACKEND_I_H
+#define PATHFS_KV_BACKEND_I_H
+
+#include "kv_i.h"
+
+struct kv_ops {
+	const char *name; /* for log lines: "rocksdb", "etcd" */
+	void (*close)(struct kv *kv);
+	int (*get)(struct kv *kv, const char *key, size_t klen, char **val,
+		   size_t *vlen);
+	int (*iter_open)(struct kv_iter **out, struct kv *kv, const char *lo,
+			 size_t lolen, const char *hi, size_t hilen);
+	void (*iter_seek)(struct kv_iter *it, const char *key, size_t klen);
+	bool (*iter_valid)(struct kv_iter *it);
+	const char *(*iter_key)(struct kv_iter *it, size_t *len);
+	const char *(*iter_value)(struct kv_iter *it, size_t *len);
+	void (*iter_next)(struct kv_iter *it);
+	int (*iter_status)(struct kv_iter *it);
+	void (*iter_free)(struct kv_iter *it);
+	/* a zeroed batch with base.kv set; kv.c counts, the backend records */
+	struct kv_batch *(*batch_new)(struct kv *kv);
+	void (*batch_put)(struct kv_batch *b, const char *key, size_t klen,
+			  const char *val, size_t vlen);
+	void (*batch_delete)(struct kv_batch *b, const char *key, size_t klen);
+	void (*batch_delete_range)(struct kv_batch *b, const char *lo,
+				   size_t lolen, const char *hi, size_t hilen);
+	void (*batch_clear)(struct kv_batch *b);
+	/* called only with a batch within kv->limits */
+	int (*batch_commit)(struct kv *kv, struct kv_batch *b, bool sync);
+	void (*batch_free)(struct kv_batch *b);
+	int (*upgrade)(struct kv *kv, size_t max_keys,
+		       void (*hook)(void *ctx, uint64_t moved), void *ctx,
+		       uint64_t *moved);
+	int (*sync)(struct kv *kv);
+	uint64_t (*estimate_keys)(struct kv *kv);
+	int (*compact_range)(struct kv *kv, const char *lo, size_t lolen,
+			     const char *hi, size_t hilen);
+	uint64_t (*reserve_bytes)(struct kv *kv);
+};
+
+/* The head of every backend's store handle. */
+struct kv {
+	const struct kv_ops *ops;
+	struct kv_limits limits; /* set by the backend's open; kv.c may lower */
+	bool read_only;
+};
+
+/* The head of every backend's iterator. */
+struct kv_iter {
+	const struct kv_ops *ops;
+};
+
+/* The head of every backend's batch: kv.c keeps these counts. */
+struct kv_batch {
+	struct kv *kv;
+	size_t ops;	  /* operations added */
+	size_t bytes;	  /* keys and values added (see kv_batch_bytes) */
+	size_t put_bytes; /* keys and values put */
+	size_t deletes;	  /* point and range deletes */
+	size_t value_max; /* the largest value put */
+};
+
+/* The backends' opens: as kv_open() for their kind of location. */
+int kv_rocksdb_open(struct kv **out, const char *dir,
+		    const struct kv_options *opt);
+
+#endif
