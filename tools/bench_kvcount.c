@@ -5,7 +5,7 @@
  *
  * The bench is linked with -Wl,--wrap=kv_get,... (tools/meson.build): every
  * call to kv_get() from store/ lands in __wrap_kv_get(), which counts and
- * forwards to the real one. store/ itself is unchanged; calls that kv.c makes
+ * forwards to the real one. store/ itself is unchanged; calls that the kv backends make
  * to its own functions are not counted (none are round trips). This file
  * never looks inside a key or value: it only counts.
  *
