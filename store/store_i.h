@@ -149,7 +149,7 @@ int tree_reclaim_orphans(struct tree *t, size_t *count);
 int journal_rename_dir(struct tree *t, const char *src, const char *dst,
 		       unsigned flags, uint64_t *orphan);
 
-/* ---- journal records (journal.c), shared with cascade.c and fsck.c ------
+/* ---- journal records (journal.c), shared with clone.c and fsck.c --------
  * JOURNAL#<seq> values: version byte 1, then varints op, flags, phase, then
  * put_bytes src, dst, cursor, sdrive, then varints ino, blk, aux.
  * Temporary keys of record seq live in [XTMP#<seq:016x>/, XTMP#<seq:016x>0),
@@ -191,7 +191,7 @@ void journal_hook_batch(struct journal_hook *h);
  * tree_commit() calls it right after each successful commit. */
 void journal_hook_commit(void);
 
-/* ---- tree.c / content.c helpers shared with journal.c and cascade.c ----
+/* ---- tree.c / content.c helpers shared with journal.c and branch ops -
  * Batch builders: each adds operations to a caller's batch and commits
  * nothing. Unless a comment says otherwise the caller holds t->ns_lock (for
  * namespace changes) and the stripe of every inode whose record is read and

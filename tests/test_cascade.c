@@ -1,6 +1,6 @@
 /*
- * test_cascade.c - whole-branch operations (store/cascade.c): rm -r, cp -r
- * and mv, in one go and in budgeted slices (which must end equal to one go),
+ * test_cascade.c - whole-branch operations (store/branch_i.h: token.c,
+ * walk.c, rm.c, rm_batch.c, clone.c, move.c): rm -r, cp -r and mv, in one go and in budgeted slices (which must end equal to one go),
  * across drives, after a crash in the middle (fork + PATHFS_CRASH_AFTER_BATCHES
  * then resume), and resume tokens that are truncated, forged or meant for
  * another operation, path or drive (rejected, nothing changed).

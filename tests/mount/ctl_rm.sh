@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ctl_rm.sh - pathfsctl rm -r of a branch large enough to go in one scan and
-# one batch (store/cascade.c, issue 6), mounted and unmounted: files held open
+# one batch (store/rm_batch.c, issue 6), mounted and unmounted: files held open
 # in the removed branch stay readable and writable until closed, then are
 # freed; files outside whose inode numbers lie between the branch's keep their
 # content and xattrs; a move across drives keeps open source files readable

@@ -1,0 +1,366 @@
+/*
+ * rm.c - rm -r: tree_rm_r() and the delete half of a cross-drive tree_mv().
+ *
+ * A folder whose branch fits the budget and holds between 64 and 1M nodes
+ * goes in one atomic batch (rm_batch.c). Otherwise rm -r walks the branch in
+ * post-order (walk.c: children before their folder). Non-folders are removed
+ * in batches (rm_plain(): content, xattrs; the one-by-one tree_unlink() for
+ * hard links and orphans with TREE_KEEP_ORPHAN); a folder is removed by
+ * tree_rmdir() after the batch holding its children is committed, so it
+ * goes only once its children range is empty. A crash at any point leaves
+ * no node without its parent. The walk needs nothing but the last path
+ * handled: that is what the token holds, and resuming from it (even from an
+ * older token after a crash that went further) just finds the removed nodes
+ * gone.
+ *
+ * The open checks (tree_set_open_check()) are kept in a table of 16 slots
+ * for the whole process, by handle.
+ *
+ * Limits: in-branch folders keep their mtime while their files are removed
+ * (they are removed next). An undecodable node is left in place and
+ * reported, and so are its ancestors (not empty).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "branch_i.h"
+
+/* ---- the open check ----------------------------------------------------- */
+
+/* The open checks of this process's drives, by handle. */
+struct open_check_slot {
+	struct tree *t;
+	struct open_check c;
+};
+#define OPEN_CHECKS 16
+static pthread_mutex_t open_checks_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct open_check_slot open_checks[OPEN_CHECKS]; /* open_checks_lock */
+
+void tree_set_open_check(struct tree *t, bool (*is_open)(void *, uint64_t),
+			 void *ctx)
+{
+	int i, free_slot = -1;
+
+	pthread_mutex_lock(&open_checks_lock);
+	for (i = 0; i < OPEN_CHECKS; i++) {
+		if (open_checks[i].t == t)
+			break;
+		if (!open_checks[i].t && free_slot < 0)
+			free_slot = i;
+	}
+	if (i == OPEN_CHECKS)
+		i = free_slot;
+	if (i >= 0) {
+		open_checks[i].t = is_open ? t : NULL;
+		open_checks[i].c.is_open = is_open;
+		open_checks[i].c.ctx = ctx;
+	} else {
+		plog(LOG_WARNING, "drive %s: no room for an open check",
+		     t->name);
+	}
+	pthread_mutex_unlock(&open_checks_lock);
+}
+
+struct open_check open_check_of(struct tree *t)
+{
+	struct open_check c = {0};
+
+	pthread_mutex_lock(&open_checks_lock);
+	for (int i = 0; i < OPEN_CHECKS; i++)
+		if (open_checks[i].t == t)
+			c = open_checks[i].c;
+	pthread_mutex_unlock(&open_checks_lock);
+	return c;
+}
+
+bool keep_orphan(const struct open_check *oc, unsigned flags, uint64_t ino)
+{
+	if (!(flags & TREE_KEEP_ORPHAN))
+		return false;
+	return !oc->is_open || oc->is_open(oc->ctx, ino);
+}
+
+/* ---- rm -r by the walk ---------------------------------------------------- */
+
+
+/* Commits the pending removals of rm -r under ns_lock. */
+static int rm_flush(struct tree *t, struct kv_batch *b, size_t *n,
+		    struct journal_hook *h)
+{
+	int rc;
+
+	if (!*n)
+		return 0;
+	rc = tree_commit(t, b);
+	pthread_mutex_unlock(&t->ns_lock);
+	kv_batch_clear(b);
+	*n = 0;
+	if (rc == 0)
+		journal_hook_batch(h);
+	return rc;
+}
+
+int rm_counted(int rc, struct tree_op_result *r, uint64_t *used,
+	       struct journal_hook *h)
+{
+	if (rc == 0) {
+		r->processed++;
+		(*used)++;
+		journal_hook_batch(h);
+	} else if (rc == -ENOENT) {
+		r->skipped++;
+		rc = 0;
+	}
+	return rc;
+}
+
+/*
+ * Adds to @b the removal of plain file or symlink/FIFO node @np at @path
+ * whose inode has no other link: the node, its blocks
+ * (tree_batch_drop_blocks()) and its xattrs (found with
+ * @xit, a snapshot iterator over the drive's XATTR# keys). This is
+ * tree_batch_remove()'s last-link case without its two iterators per file,
+ * which dominate an rm -r of many small files; only for a branch no one
+ * writes to meanwhile (the offline tool, or the daemon's files that are not
+ * open: open ones become orphans through tree_unlink()).
+ */
+static void rm_plain(struct tree *t, struct kv_batch *b, const char *path,
+		     const struct node *np, struct kv_iter *xit)
+{
+	struct sbuf k = {0};
+	uint64_t ino = np->a.ino;
+
+	key_node(&k, t->name, path);
+	kv_batch_delete(b, k.buf, k.len);
+	if (S_ISREG(np->a.mode))
+		tree_batch_drop_blocks(t, b, ino, np->a.size);
+	sbuf_reset(&k);
+	key_xattr(&k, t->name, ino, "");
+	for (kv_iter_seek(xit, k.buf, k.len); kv_iter_valid(xit);
+	     kv_iter_next(xit)) {
+		size_t klen;
+		const char *key = kv_iter_key(xit, &klen);
+
+		if (klen < k.len || memcmp(key, k.buf, k.len))
+			break;
+		kv_batch_delete(b, key, klen);
+	}
+	sbuf_release(&k);
+}
+
+/*
+ * Removes the branch at @path in post-order, starting after @cursor (a path
+ * relative to @path; NULL: from the start), at most @budget nodes (0: no
+ * limit; *used counts them). On return *done tells whether the branch is
+ * finished; if not, @cursor holds where to go on.
+ */
+static int rm_run(struct tree *t, const char *path, struct sbuf *cursor,
+		  bool *started, uint64_t budget, uint64_t *used,
+		  unsigned flags, struct tree_op_result *r,
+		  struct journal_hook *h, bool *done)
+{
+	struct open_check oc = open_check_of(t);
+	struct walk w;
+	struct sbuf p = {0}, xlo = {0}, xhi = {0};
+	struct kv_iter *xit = NULL;
+	struct kv_batch *b = kv_batch_new(t->store->kv);
+	size_t n = 0, max_n = branch_batch_limit(t);
+	int rc;
+
+	*done = false;
+	rc = walk_open(&w, t, path);
+	if (rc)
+		goto out;
+	key_kind_range(&xlo, &xhi, t->name, "XATTR#");
+	rc = kv_iter_open(&xit, t->store->kv, xlo.buf, xlo.len, xhi.buf,
+			  xhi.len);
+	if (rc)
+		goto out;
+	if (*started) {
+		branch_join(&p, path, cursor->buf ? cursor->buf : "");
+		rc = walk_post_next(&w, &p);
+		if (rc == 0) {
+			*done = true;
+			goto out;
+		}
+	} else {
+		sbuf_adds(&p, path);
+		rc = walk_post_descend(&w, &p);
+	}
+	if (rc < 0)
+		goto out;
+	for (;;) {
+		struct node nd = {0};
+		const struct node *np = &nd;
+		bool last = strcmp(p.buf, path) == 0, keep = false;
+
+		if (budget && *used >= budget) {
+			rc = rm_flush(t, b, &n, h);
+			goto out; /* the cursor names the last node handled */
+		}
+		if (w.have) { /* read by the walk */
+			np = &w.n;
+			rc = w.bad ? -EIO : 0;
+		} else {
+			rc = tree_get_node(t, p.buf, &nd, false);
+		}
+		if (rc == -ENOENT) {
+			r->skipped++; /* removed by an earlier call */
+			rc = 0;
+		} else if (rc == -EIO) {
+			op_fail(r, p.buf, "value does not decode; left in place");
+			rc = 0;
+		} else if (rc) {
+			goto out_node;
+		} else if (S_ISDIR(np->a.mode) ||
+			   (np->a.flags & TREE_F_LINKED) ||
+			   (keep = keep_orphan(&oc, flags, np->a.ino))) {
+			/* alone, after the batch holding its children, or of
+			 * the other links of its inode, is committed; and
+			 * an inode that may be open (KEEP_ORPHAN: the daemon;
+			 * it may be written) under its stripe, by tree.c */
+			rc = rm_flush(t, b, &n, h);
+			if (rc)
+				goto out_node;
+			if (!S_ISDIR(np->a.mode) && !keep)
+				keep = keep_orphan(&oc, flags, np->a.ino);
+			rc = S_ISDIR(np->a.mode)
+				 ? tree_rmdir(t, p.buf)
+				 : tree_unlink(t, p.buf,
+					       keep ? TREE_KEEP_ORPHAN : 0,
+					       NULL);
+			rc = rm_counted(rc, r, used, h);
+			if (rc == -ENOTEMPTY || rc == -EIO)
+				op_fail(r, p.buf, "%s", strerror(-rc));
+			else if (rc)
+				goto out_node;
+			rc = 0;
+		} else if (last) {
+			rc = rm_flush(t, b, &n, h);
+			if (rc == 0)
+				rc = tree_unlink(
+				    t, p.buf,
+				    keep_orphan(&oc, flags, np->a.ino)
+					? TREE_KEEP_ORPHAN
+					: 0,
+				    NULL);
+			if (rc)
+				goto out_node;
+			r->processed++;
+			(*used)++;
+			journal_hook_batch(h);
+		} else {
+			if (!n)
+				pthread_mutex_lock(&t->ns_lock);
+			n++;
+			rm_plain(t, b, p.buf, np, xit);
+			r->processed++;
+			(*used)++;
+			/* the batch's own size: keys of nodes, blocks and
+			 * xattrs alike */
+			if (n >= max_n || kv_batch_bytes(b) >= branch_bytes_limit(t))
+				rc = rm_flush(t, b, &n, h);
+		}
+	out_node:
+		node_release(&nd);
+		if (rc)
+			goto out;
+		sbuf_reset(cursor);
+		sbuf_adds(cursor, branch_rel(path, p.buf));
+		*started = true;
+		if (last) {
+			*done = true;
+			break;
+		}
+		rc = walk_post_next(&w, &p);
+		if (rc < 0)
+			goto out;
+	}
+	rc = rm_flush(t, b, &n, h);
+out:
+	if (n) { /* an error with removals pending: drop them */
+		pthread_mutex_unlock(&t->ns_lock);
+		n = 0;
+	}
+	walk_close(&w);
+	kv_iter_free(xit);
+	kv_batch_free(b);
+	sbuf_release(&p);
+	sbuf_release(&xlo);
+	sbuf_release(&xhi);
+	return rc < 0 ? rc : 0;
+}
+
+int rm_branch(struct tree *t, const char *path, const struct node *nd,
+	      struct sbuf *cursor, bool *started, uint64_t budget,
+	      uint64_t *used, unsigned flags, struct tree_op_result *r,
+	      struct journal_hook *h, bool *done)
+{
+	int rc = 0;
+
+	*done = false;
+	if (S_ISDIR(nd->a.mode))
+		rc = rm_batch(t, path, budget, used, flags, r, h, done);
+	if (rc || *done)
+		return rc;
+	return rm_run(t, path, cursor, started, budget, used, flags, r, h,
+		      done);
+}
+
+int tree_rm_r(struct tree *t, const char *path, uint64_t max_items,
+	      const char *resume, unsigned flags, struct tree_op_result *r)
+{
+	struct token k = {0};
+	struct journal_hook h;
+	struct node nd = {0};
+	uint64_t used = 0;
+	bool done = false, started;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	journal_hook_init(&h);
+	rc = path_check(path);
+	if (rc)
+		goto out;
+	if (strcmp(path, "/") == 0) {
+		rc = -EINVAL;
+		goto out;
+	}
+	if (resume) {
+		rc = token_check(t, resume, OP_RM, path, NULL, NULL, &k);
+		if (rc)
+			goto out;
+	}
+	rc = tree_get_node(t, path, &nd, false);
+	if (rc == -ENOENT && resume) {
+		rc = 0; /* finished by the call that crashed */
+		goto out;
+	}
+	if (rc && rc != -EIO)
+		goto out;
+	if (rc == -EIO) {
+		op_fail(r, path, "value does not decode");
+		rc = 0;
+		goto out;
+	}
+	k.op = OP_RM;
+	started = k.flags & TOKEN_RM_STARTED;
+	rc = rm_branch(t, path, &nd, &k.cursor, &started, max_items, &used,
+		       flags & TREE_KEEP_ORPHAN, r, &h, &done);
+	if (rc || done)
+		goto out;
+	sbuf_reset(&k.sdrive);
+	sbuf_adds(&k.sdrive, t->name);
+	sbuf_reset(&k.src);
+	sbuf_adds(&k.src, path);
+	sbuf_nul(&k.ddrive);
+	sbuf_nul(&k.dst);
+	k.phase = 1;
+	k.flags = started ? TOKEN_RM_STARTED : 0;
+	rc = token_issue(t, &k, r);
+out:
+	node_release(&nd);
+	token_release(&k);
+	return rc;
+}
