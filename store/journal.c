@@ -267,54 +267,42 @@ void journal_hook_commit(void)
 /*
  * A record is run by one thread at a time: tree_journal_replay() (pathfsctl
  * recover on a mounted store) skips the records a rename of this process is
- * still running, or it would apply their final batch twice.
+ * still running, or it would apply their final batch twice. The records
+ * being run are listed in the drive's struct tree (t->running, run_lock).
  */
-static pthread_mutex_t running_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct running {
-	const struct tree *t;
-	uint64_t seq;
-} * running;			    /* protected by running_lock */
-static size_t nrunning, caprunning; /* protected by running_lock */
 
 /* Marks @seq of @t as being run; false if it already is. */
-static bool run_claim(const struct tree *t, uint64_t seq)
+static bool run_claim(struct tree *t, uint64_t seq)
 {
 	bool ok = true;
 
-	pthread_mutex_lock(&running_lock);
-	for (size_t i = 0; i < nrunning; i++)
-		if (running[i].t == t && running[i].seq == seq)
+	pthread_mutex_lock(&t->run_lock);
+	for (size_t i = 0; i < t->nrunning; i++)
+		if (t->running[i] == seq)
 			ok = false;
 	if (ok) {
-		if (nrunning == caprunning) {
-			caprunning = caprunning ? 2 * caprunning : 16;
-			running =
-			    realloc(running, caprunning * sizeof(*running));
-			if (!running)
+		if (t->nrunning == t->caprunning) {
+			t->caprunning = t->caprunning ? 2 * t->caprunning : 16;
+			t->running = realloc(
+			    t->running, t->caprunning * sizeof(*t->running));
+			if (!t->running)
 				abort();
 		}
-		running[nrunning].t = t;
-		running[nrunning].seq = seq;
-		nrunning++;
+		t->running[t->nrunning++] = seq;
 	}
-	pthread_mutex_unlock(&running_lock);
+	pthread_mutex_unlock(&t->run_lock);
 	return ok;
 }
 
-static void run_release(const struct tree *t, uint64_t seq)
+static void run_release(struct tree *t, uint64_t seq)
 {
-	pthread_mutex_lock(&running_lock);
-	for (size_t i = 0; i < nrunning; i++)
-		if (running[i].t == t && running[i].seq == seq) {
-			running[i] = running[--nrunning];
+	pthread_mutex_lock(&t->run_lock);
+	for (size_t i = 0; i < t->nrunning; i++)
+		if (t->running[i] == seq) {
+			t->running[i] = t->running[--t->nrunning];
 			break;
 		}
-	if (!nrunning) {
-		free(running);
-		running = NULL;
-		caprunning = 0;
-	}
-	pthread_mutex_unlock(&running_lock);
+	pthread_mutex_unlock(&t->run_lock);
 }
 
 /* ---- the rewrite -------------------------------------------------------- */

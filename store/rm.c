@@ -13,8 +13,8 @@
  * older token after a crash that went further) just finds the removed nodes
  * gone.
  *
- * The open checks (tree_set_open_check()) are kept in a table of 16 slots
- * for the whole process, by handle.
+ * The open check (tree_set_open_check()) is kept in the drive's struct tree
+ * under its check_lock.
  *
  * Limits: in-branch folders keep their mtime while their files are removed
  * (they are removed next). An undecodable node is left in place and
@@ -28,49 +28,23 @@
 
 /* ---- the open check ----------------------------------------------------- */
 
-/* The open checks of this process's drives, by handle. */
-struct open_check_slot {
-	struct tree *t;
-	struct open_check c;
-};
-#define OPEN_CHECKS 16
-static pthread_mutex_t open_checks_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct open_check_slot open_checks[OPEN_CHECKS]; /* open_checks_lock */
-
 void tree_set_open_check(struct tree *t, bool (*is_open)(void *, uint64_t),
 			 void *ctx)
 {
-	int i, free_slot = -1;
-
-	pthread_mutex_lock(&open_checks_lock);
-	for (i = 0; i < OPEN_CHECKS; i++) {
-		if (open_checks[i].t == t)
-			break;
-		if (!open_checks[i].t && free_slot < 0)
-			free_slot = i;
-	}
-	if (i == OPEN_CHECKS)
-		i = free_slot;
-	if (i >= 0) {
-		open_checks[i].t = is_open ? t : NULL;
-		open_checks[i].c.is_open = is_open;
-		open_checks[i].c.ctx = ctx;
-	} else {
-		plog(LOG_WARNING, "drive %s: no room for an open check",
-		     t->name);
-	}
-	pthread_mutex_unlock(&open_checks_lock);
+	pthread_mutex_lock(&t->check_lock);
+	t->is_open = is_open;
+	t->is_open_ctx = ctx;
+	pthread_mutex_unlock(&t->check_lock);
 }
 
 struct open_check open_check_of(struct tree *t)
 {
-	struct open_check c = {0};
+	struct open_check c;
 
-	pthread_mutex_lock(&open_checks_lock);
-	for (int i = 0; i < OPEN_CHECKS; i++)
-		if (open_checks[i].t == t)
-			c = open_checks[i].c;
-	pthread_mutex_unlock(&open_checks_lock);
+	pthread_mutex_lock(&t->check_lock);
+	c.is_open = t->is_open;
+	c.ctx = t->is_open_ctx;
+	pthread_mutex_unlock(&t->check_lock);
 	return c;
 }
 

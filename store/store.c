@@ -273,6 +273,10 @@ static void tree_free(struct tree *t)
 	pthread_mutex_destroy(&t->ns_lock);
 	for (int i = 0; i < TREE_STRIPES; i++)
 		pthread_mutex_destroy(&t->stripe[i]);
+	pthread_mutex_destroy(&t->check_lock);
+	pthread_mutex_destroy(&t->secret_lock);
+	pthread_mutex_destroy(&t->run_lock);
+	free(t->running);
 	free(t);
 }
 
@@ -314,6 +318,9 @@ static int tree_load(struct store *s, const char *name, struct tree **out)
 	pthread_mutex_init(&t->ns_lock, NULL);
 	for (int i = 0; i < TREE_STRIPES; i++)
 		pthread_mutex_init(&t->stripe[i], NULL);
+	pthread_mutex_init(&t->check_lock, NULL);
+	pthread_mutex_init(&t->secret_lock, NULL);
+	pthread_mutex_init(&t->run_lock, NULL);
 	t->next = s->drives;
 	s->drives = t;
 	*out = t;

@@ -42,6 +42,19 @@ struct tree {
 	pthread_mutex_t ns_lock;
 	pthread_mutex_t stripe[TREE_STRIPES];
 
+	/* rm.c: the open check of tree_set_open_check() */
+	pthread_mutex_t check_lock;
+	bool (*is_open)(void *ctx, uint64_t ino); /* protected by check_lock */
+	void *is_open_ctx;			  /* protected by check_lock */
+
+	/* token.c: serialises the creation of the drive's token secret */
+	pthread_mutex_t secret_lock;
+
+	/* journal.c: the records a thread of this process is running */
+	pthread_mutex_t run_lock;
+	uint64_t *running;	     /* protected by run_lock: their seqs */
+	size_t nrunning, caprunning; /* protected by run_lock */
+
 	struct tree *next; /* protected by store->lock */
 };
 

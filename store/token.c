@@ -5,7 +5,8 @@
  * Tokens: base64url (A-Z a-z 0-9 - _) of {version, op, phase, seq, source
  * drive, source path, destination drive, destination path, cursor, flags}
  * followed by a SipHash-2-4 tag keyed by a 128-bit secret kept in the source
- * drive (DRIVE#<d>|SECRET, created on first use). A token that is truncated, edited, forged, or issued for
+ * drive (DRIVE#<d>|SECRET, created on first use under the drive's
+ * secret_lock). A token that is truncated, edited, forged, or issued for
  * another operation, path or drive is -EINVAL before anything changes.
  *
  * Limits: a token holds two paths and a cursor, at most ~88 KiB of base64
@@ -60,7 +61,6 @@ void op_fail(struct tree_op_result *r, const char *path, const char *fmt, ...)
 /* The drive's token secret, created on first use. */
 static int drive_secret(struct tree *t, uint8_t key[SECRET_LEN])
 {
-	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	struct sbuf k = {0};
 	struct kv_batch *b = NULL;
 	char *val = NULL;
@@ -69,7 +69,7 @@ static int drive_secret(struct tree *t, uint8_t key[SECRET_LEN])
 
 	key_drive_prefix(&k, t->name);
 	sbuf_adds(&k, "SECRET");
-	pthread_mutex_lock(&lock);
+	pthread_mutex_lock(&t->secret_lock);
 	rc = kv_get(t->store->kv, k.buf, k.len, &val, &vlen);
 	if (rc == 0 && vlen == SECRET_LEN) {
 		memcpy(key, val, SECRET_LEN);
@@ -88,7 +88,7 @@ static int drive_secret(struct tree *t, uint8_t key[SECRET_LEN])
 		rc = tree_commit(t, b);
 	}
 out:
-	pthread_mutex_unlock(&lock);
+	pthread_mutex_unlock(&t->secret_lock);
 	kv_batch_free(b);
 	free(val);
 	sbuf_release(&k);

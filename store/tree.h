@@ -496,8 +496,7 @@ int tree_rm_r(struct tree *t, const char *path, uint64_t max_items,
  * branch go in one batch. Without a check every removed last link becomes
  * an orphan. @is_open is called from the thread running the operation,
  * possibly with store locks held: it must not call into the store. NULL
- * removes the check; remove it before store_close() (the check is kept by
- * the handle's address). At most 16 drives of a process have one.
+ * removes the check. The check is kept in @t and goes with it.
  */
 void tree_set_open_check(struct tree *t,
 			 bool (*is_open)(void *ctx, uint64_t ino), void *ctx);

@@ -604,6 +604,48 @@ Test(cascade, rm_r_keep_orphan_frees_unopened_files_with_an_open_check,
 	}
 }
 
+/*
+ * Every drive of a process keeps its own open check (it lives in the drive's
+ * handle): the 20th drive with one frees its unopened files just as the
+ * first does (a table of 16 slots once left it without a check, so every
+ * removed file became an orphan).
+ */
+Test(cascade, open_check_of_each_of_many_drives, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	struct tree *d[20];
+	struct tree_op_result r;
+	struct tree_attr a, b;
+	char name[16];
+
+	for (int i = 0; i < 20; i++) {
+		snprintf(name, sizeof(name), "d%02d", i);
+		cr_assert_eq(store_drive_create(tu_store, name, 0, 0), 0);
+		cr_assert_eq(store_drive(tu_store, name, &d[i]), 0);
+		tree_set_open_check(d[i], test_is_open, &open_ino);
+	}
+	for (int i = 0; i < 20; i += 19) {
+		tu_mkdir(d[i], "/docs");
+		tu_mkfile(d[i], "/docs/open", "held", 4);
+		tu_mkfile(d[i], "/docs/shut", "free", 4);
+		cr_assert_eq(tree_lookup(d[i], "/docs/open", &a), 0);
+		cr_assert_eq(tree_lookup(d[i], "/docs/shut", &b), 0);
+		open_ino = a.ino;
+		cr_assert_eq(tree_rm_r(d[i], "/docs", 0, NULL,
+				       TREE_KEEP_ORPHAN, &r),
+			     0);
+		cr_assert_eq(r.failed, 0);
+		release(&r);
+		assert_gone(d[i], "/docs");
+		cr_assert_eq(kind_keys(d[i], "ORPHAN#"), 1, "drive %d", i);
+		cr_assert_eq(tree_getattr(d[i], NULL, a.ino, &a), 0);
+		cr_assert_eq(tree_getattr(d[i], NULL, b.ino, &b), -ENOENT,
+			     "drive %d", i);
+	}
+	for (int i = 0; i < 20; i++)
+		tree_set_open_check(d[i], NULL, NULL);
+}
+
 /* The delete half of a move across drives keeps open files as orphans too
  * (it used to free their content while they were open). */
 Test(cascade, mv_across_drives_keeps_open_files_of_the_source, .init = tu_setup,
