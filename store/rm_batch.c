@@ -9,7 +9,7 @@
  * run of at least RM_RUN_MIN consecutive numbers all freed by this batch
  * gets one range delete for its DATA# keys and one for its XATTR# keys (no
  * number inside the run belongs to anything that stays); the others get
- * point deletes of their blocks (from their size, as tree_batch_remove) and
+ * deletes of their blocks (tree_batch_drop_blocks(), from their size) and
  * of the xattrs found by one forward pass over the XATTR# keys.
  *
  * Nodes that need more than a delete are removed one by one first, each in
@@ -174,22 +174,9 @@ static int rm_batch_content(struct tree *t, struct kv_batch *b,
 		}
 		for (; i < j; i++) {
 			const struct rm_ent *e = &s->ents[i];
-			uint64_t nblk =
-			    (e->size + t->block_size - 1) / t->block_size;
 
-			if (nblk > 16) {
-				sbuf_reset(&k);
-				sbuf_reset(&hi);
-				key_data_range(&k, &hi, t->name, e->ino, 0);
-				kv_batch_delete_range(b, k.buf, k.len, hi.buf,
-						      hi.len);
-			} else {
-				for (uint64_t blk = 0; blk < nblk; blk++) {
-					sbuf_reset(&k);
-					key_data(&k, t->name, e->ino, blk);
-					kv_batch_delete(b, k.buf, k.len);
-				}
-			}
+			/* size 0 for all but regular files: no blocks */
+			tree_batch_drop_blocks(t, b, e->ino, e->size);
 			/* xattrs: inodes come in ascending order, so the
 			 * iterator only moves forward, and seeks only when it
 			 * is still before this inode's keys */

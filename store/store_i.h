@@ -140,13 +140,16 @@ int tree_commit(struct tree *t, struct kv_batch *b);
 
 /* Adds to @b the deletes of every DATA and XATTR key of @ino. */
 int tree_drop_inode_content(struct tree *t, struct kv_batch *b, uint64_t ino);
-/* The same for a regular file of @size bytes, without reading its DATA keys:
- * by content.c's invariant its blocks are 0 .. ceil(size / block size) - 1
- * (point deletes, or one range delete for many). A block that breaks the
- * invariant (past the end) is left behind; fsck reports and drops it. */
-/* Only the blocks of that: the DATA keys of a regular file of @size bytes. */
+/*
+ * content.c: adds to @b the deletes of the DATA keys of a regular file of
+ * @size bytes, without reading them: by content.c's invariant its blocks are
+ * 0 .. ceil(size / block size) - 1. Point deletes, or one range delete for
+ * many: the one place that chooses. A block that breaks the invariant (past
+ * the end) is left behind; fsck reports and drops it.
+ */
 void tree_batch_drop_blocks(struct tree *t, struct kv_batch *b, uint64_t ino,
 			    uint64_t size);
+/* The same, and the deletes of the file's xattrs. Errors: -EIO. */
 int tree_drop_file_content(struct tree *t, struct kv_batch *b, uint64_t ino,
 			   uint64_t size);
 
