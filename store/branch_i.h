@@ -48,14 +48,14 @@ void token_release(struct token *k);
  * are kept). */
 void token_fill(struct token *k, uint32_t op, struct tree *t, const char *src,
 		struct tree *dt, const char *dst);
-/* Makes r->token for @k, keyed by the secret of @t (the source drive).
- * Errors: -EIO, -ENOSPC (the secret could not be made). */
+/* Makes r->token for @k, keyed by the secret of @t (the source drive; made
+ * on its first token). Errors: -EIO, -ENOSPC, -EROFS (no secret to make). */
 int token_issue(struct tree *t, const struct token *k,
 		struct tree_op_result *r);
 /*
  * Checks token @s against the secret of @t and decodes it into @k, which must
  * then match @op, the source drive/path and the destination drive/path
- * (@ddrive/@dst NULL for rm). Errors: -EINVAL, and those of the secret.
+ * (@ddrive/@dst NULL for rm). Writes nothing. Errors: -EINVAL, -EIO.
  */
 int token_check(struct tree *t, const char *s, uint32_t op, const char *src,
 		const char *ddrive, const char *dst, struct token *k);

@@ -5,9 +5,10 @@
  * Tokens: base64url (A-Z a-z 0-9 - _) of {version, op, phase, seq, source
  * drive, source path, destination drive, destination path, cursor, flags}
  * followed by a SipHash-2-4 tag keyed by a 128-bit secret kept in the source
- * drive (DRIVE#<d>|SECRET, created on first use under the drive's
- * secret_lock). A token that is truncated, edited, forged, or issued for
- * another operation, path or drive is -EINVAL before anything changes.
+ * drive (DRIVE#<d>|SECRET, created when the drive issues its first token,
+ * under the drive's secret_lock). A token that is truncated, edited, forged,
+ * or issued for another operation, path or drive is -EINVAL before anything
+ * changes (checking one writes nothing, not even a secret).
  *
  * Limits: a token holds two paths and a cursor, at most ~88 KiB of base64
  * (see TREE_PATH_MAX in tree.h).
@@ -58,8 +59,12 @@ void op_fail(struct tree_op_result *r, const char *path, const char *fmt, ...)
 
 /* ---- tokens ------------------------------------------------------------- */
 
-/* The drive's token secret, created on first use. */
-static int drive_secret(struct tree *t, uint8_t key[SECRET_LEN])
+/*
+ * The drive's token secret, created on first use when @create. Without
+ * @create a drive with no (good) secret has issued no token that is still
+ * valid: -EINVAL, and nothing is written. Errors: -EIO, -ENOSPC, -EROFS.
+ */
+static int drive_secret(struct tree *t, uint8_t key[SECRET_LEN], bool create)
 {
 	struct sbuf k = {0};
 	struct kv_batch *b = NULL;
@@ -73,6 +78,10 @@ static int drive_secret(struct tree *t, uint8_t key[SECRET_LEN])
 	rc = kv_get(t->store->kv, k.buf, k.len, &val, &vlen);
 	if (rc == 0 && vlen == SECRET_LEN) {
 		memcpy(key, val, SECRET_LEN);
+		goto out;
+	}
+	if ((rc == 0 || rc == -ENOENT) && !create) {
+		rc = -EINVAL;
 		goto out;
 	}
 	if (rc == 0 || rc == -ENOENT) {
@@ -171,7 +180,7 @@ int token_issue(struct tree *t, const struct token *k,
 	uint64_t mac;
 	int rc;
 
-	rc = drive_secret(t, key);
+	rc = drive_secret(t, key, true);
 	if (rc)
 		goto out;
 	token_payload(&p, k);
@@ -212,7 +221,7 @@ int token_check(struct tree *t, const char *s, uint32_t op, const char *src,
 	uint64_t mac = 0, v[4];
 	int rc;
 
-	rc = drive_secret(t, key);
+	rc = drive_secret(t, key, false);
 	if (rc)
 		goto out;
 	rc = -EINVAL;

@@ -931,6 +931,41 @@ Test(cascade, mv_keeps_the_source_when_a_node_cannot_be_copied,
 
 /* ---- tokens ------------------------------------------------------------- */
 
+/*
+ * Checking a token writes nothing: a token given to a drive that never
+ * issued one is refused without making the drive a secret (pathfsctl's
+ * refusals leave the store byte for byte as it was).
+ */
+Test(cascade, token_check_on_a_drive_without_a_secret_writes_nothing,
+     .init = tu_setup, .fini = tu_teardown)
+{
+	struct tree_op_result r;
+	struct tree *o;
+	char *tok;
+
+	setup_branch(4, 0, 20);
+	cr_assert_eq(tree_cp_r(T, "/docs-archive", T, "/dest2", 1, NULL, &r),
+		     0);
+	cr_assert_not_null(r.token);
+	tok = strdup(r.token);
+	release(&r);
+	cr_assert_eq(store_drive_create(tu_store, "other", 0, 0), 0);
+	cr_assert_eq(store_drive(tu_store, "other", &o), 0);
+	build(o, "/docs", 3);
+	cr_assert_eq(kind_keys(o, "SECRET"), 0);
+	cr_assert_eq(tree_cp_r(o, "/docs", o, "/dest", 0, tok, &r), -EINVAL);
+	release(&r);
+	cr_assert_eq(tree_rm_r(o, "/docs", 0, tok, 0, &r), -EINVAL);
+	release(&r);
+	cr_assert_eq(kind_keys(o, "SECRET"), 0, "checking made a secret");
+	/* issuing one makes it */
+	cr_assert_eq(tree_rm_r(o, "/docs", 1, NULL, 0, &r), 0);
+	cr_assert_not_null(r.token);
+	release(&r);
+	cr_assert_eq(kind_keys(o, "SECRET"), 1);
+	free(tok);
+}
+
 Test(cascade, tokens_truncated_forged_or_foreign_are_rejected, .init = tu_setup,
      .fini = tu_teardown)
 {

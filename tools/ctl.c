@@ -9,11 +9,9 @@
  * Paths are "/..." on the -d drive, or "DRIVE:/..." on another drive of the
  * store. A trailing "/" is dropped; empty, "." and ".." names are refused.
  *
- * Resume tokens: the store's token (cascade.c) is wrapped as
- * "p1.<op>.<hash>.<payload>", where hash is a 64-bit FNV-1a over the
- * operation, both drives, both paths and the payload. A token that is
- * truncated, edited, or given to another operation or other paths is refused
- * here (exit 2) before the store sees it; the store checks its own part too.
+ * Resume tokens are the store's own (store/token.c: base64url, MAC'd with a
+ * secret of the drive and bound to the operation, drives and paths), printed
+ * and taken as they are. One the store refuses is exit 2, nothing changed.
  *
  * Limits:
  *  - names are printed with bytes below 0x20, 0x7f and "\" escaped (\xNN,
@@ -442,159 +440,6 @@ static void progress_end(struct progress *p)
 	}
 }
 
-/* ---- resume tokens ----------------------------------------------------- */
-
-static uint64_t fnv(uint64_t h, const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s;
-
-	do {
-		h ^= *p;
-		h *= 0x100000001b3ULL;
-	} while (*p++);
-	return h;
-}
-
-static uint64_t token_hash(const char *op, struct tree *t, const char *src,
-			   struct tree *dt, const char *dst,
-			   const char *payload)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	h = fnv(h, "pathfsctl-token-1");
-	h = fnv(h, op);
-	h = fnv(h, tree_drive_name(t));
-	h = fnv(h, src);
-	h = fnv(h, dt ? tree_drive_name(dt) : "");
-	h = fnv(h, dst ? dst : "");
-	return fnv(h, payload);
-}
-
-static bool token_char_ok(unsigned char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-	       (c >= '0' && c <= '9') || strchr("._~+/=:-,", c);
-}
-
-/* Wraps the store token @st into a malloc'd printable token (NULL: ENOMEM). */
-static char *token_wrap(const char *op, struct tree *t, const char *src,
-			struct tree *dt, const char *dst, const char *st)
-{
-	size_t n = strlen(st), i;
-	bool raw = n > 0;
-	char *payload, *out;
-	uint64_t h;
-
-	for (i = 0; i < n && raw; i++)
-		raw = token_char_ok((unsigned char)st[i]);
-	payload = malloc(2 * n + 2);
-	if (!payload)
-		return NULL;
-	if (raw) {
-		payload[0] = 'r';
-		memcpy(payload + 1, st, n + 1);
-	} else {
-		payload[0] = 'x';
-		for (i = 0; i < n; i++)
-			sprintf(payload + 1 + 2 * i, "%02x",
-				(unsigned char)st[i]);
-		payload[1 + 2 * n] = '\0';
-	}
-	h = token_hash(op, t, src, dt, dst, payload);
-	if (asprintf(&out, "p1.%s.%016" PRIx64 ".%s", op, h, payload) < 0)
-		out = NULL;
-	free(payload);
-	return out;
-}
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
-
-/*
- * Unwraps token @tok for operation @op on these arguments into a malloc'd
- * store token *st. Returns 0 or CTL_USAGE (message printed).
- */
-static int token_unwrap(struct ctx *x, const char *op, struct tree *t,
-			const char *src, struct tree *dt, const char *dst,
-			const char *tok, char **st)
-{
-	const char *p, *q, *payload;
-	char opbuf[16], *end;
-	uint64_t h;
-	size_t n, i;
-
-	*st = NULL;
-	if (strncmp(tok, "p1.", 3))
-		goto bad;
-	p = tok + 3;
-	q = strchr(p, '.');
-	if (!q || (size_t)(q - p) >= sizeof(opbuf))
-		goto bad;
-	memcpy(opbuf, p, (size_t)(q - p));
-	opbuf[q - p] = '\0';
-	if (strcmp(opbuf, op)) {
-		fprintf(x->err,
-			"pathfsctl: %s: this resume token is for '%s', not "
-			"'%s'; nothing changed\n",
-			x->cmd->name, opbuf, op);
-		return CTL_USAGE;
-	}
-	p = q + 1;
-	if (strlen(p) < 18 || p[16] != '.')
-		goto bad;
-	errno = 0;
-	h = strtoull(p, &end, 16);
-	if (errno || end != p + 16)
-		goto bad;
-	payload = p + 17;
-	if (token_hash(op, t, src, dt, dst, payload) != h) {
-		fprintf(x->err,
-			"pathfsctl: %s: the resume token does not match these "
-			"arguments (truncated, altered, or for other paths); "
-			"nothing changed\n",
-			x->cmd->name);
-		return CTL_USAGE;
-	}
-	n = strlen(payload + 1);
-	if (payload[0] == 'r' && n > 0) {
-		*st = strdup(payload + 1);
-	} else if (payload[0] == 'x' && n > 0 && n % 2 == 0) {
-		*st = malloc(n / 2 + 1);
-		for (i = 0; *st && i < n / 2; i++) {
-			int hi = hexval(payload[1 + 2 * i]);
-			int lo = hexval(payload[2 + 2 * i]);
-
-			if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
-				free(*st);
-				*st = NULL;
-				goto bad;
-			}
-			(*st)[i] = (char)(hi << 4 | lo);
-		}
-		if (*st)
-			(*st)[n / 2] = '\0';
-	} else {
-		goto bad;
-	}
-	if (!*st) {
-		fail(x, "resume token", -ENOMEM);
-		return CTL_FAILED;
-	}
-	return 0;
-bad:
-	fprintf(x->err,
-		"pathfsctl: %s: malformed resume token (give it exactly as "
-		"printed after 'resume:'); nothing changed\n",
-		x->cmd->name);
-	return CTL_USAGE;
-}
-
 /* ---- budgeted branch operations ---------------------------------------- */
 
 struct branch_op {
@@ -662,7 +507,7 @@ static int run_branch(struct ctx *x, struct branch_op *b, const char *label)
 {
 	struct tree_op_result acc, r;
 	struct progress pg;
-	char *resume = NULL, *tok = NULL;
+	char *resume = NULL, *tok;
 	uint64_t budget = x->o.have_max ? x->o.max_items : 0;
 	int64_t t0 = now_ns();
 	uint64_t total;
@@ -672,10 +517,11 @@ static int run_branch(struct ctx *x, struct branch_op *b, const char *label)
 
 	memset(&acc, 0, sizeof(acc));
 	if (x->o.resume) {
-		status = token_unwrap(x, b->op, b->t, b->src, b->dt, b->dst,
-				      x->o.resume, &resume);
-		if (status)
-			return status;
+		resume = strdup(x->o.resume);
+		if (!resume) {
+			fail(x, "resume token", -ENOMEM);
+			return CTL_FAILED;
+		}
 	}
 	/* A move inside one drive is one journaled rename: nothing to slice. */
 	sliced = x->env->progress && !(!strcmp(b->op, "mv") && b->t == b->dt);
@@ -725,7 +571,9 @@ static int run_branch(struct ctx *x, struct branch_op *b, const char *label)
 		if (rc == -EINVAL && x->o.resume)
 			fprintf(x->err,
 				"pathfsctl: %s: the store refused the resume "
-				"token (stale or for another operation)\n",
+				"token (truncated, altered, stale, or for "
+				"another operation, paths or drive); nothing "
+				"changed\n",
 				x->cmd->name);
 		else if (rc == -EEXIST && b->dst)
 			fail(x, b->dst, rc);
@@ -737,11 +585,8 @@ static int run_branch(struct ctx *x, struct branch_op *b, const char *label)
 		else
 			fail(x, why, rc);
 	}
-	if (resume) {
-		tok = token_wrap(b->op, b->t, b->src, b->dt, b->dst, resume);
-		if (!tok)
-			fail(x, "resume token", -ENOMEM);
-	}
+	tok = resume; /* the store's token, MAC'd and bound to the op */
+	resume = NULL;
 
 	if (x->o.json) {
 		fprintf(x->out,
@@ -760,7 +605,7 @@ static int run_branch(struct ctx *x, struct branch_op *b, const char *label)
 			fputs("null", x->out);
 		fprintf(x->out,
 			", \"done\": %s, \"seconds\": %.3f, \"resume\": ",
-			!rc && !resume ? "true" : "false",
+			!rc && !tok ? "true" : "false",
 			(double)(now_ns() - t0) / 1e9);
 		put_json(x->out, tok);
 		fputs("}\n", x->out);

@@ -68,7 +68,7 @@ C cp -r --max-items 10 --json /data /j >"$T/j.json" || true
 check "unmounted: --json summary of a stopped slice" python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert d["processed"] == 10 and d["done"] is False and d["resume"].startswith("p1.cp."), d' "$T/j.json"
+assert d["processed"] == 10 and d["done"] is False and len(d["resume"]) > 40, d' "$T/j.json"
 RC=0; C cp -r --resume "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["resume"])' "$T/j.json")" /data /j >"$T/j.out" || RC=$?
 check "unmounted: resuming it without a budget finishes (exit 0)" test "$RC" = 0
 check "unmounted: ... and prints the summary" grep -q "^processed: $((N - 10))$" "$T/j.out"
@@ -87,7 +87,7 @@ manifest "$MNT/mcopy" "$T/mcopy.m" --no-dir-mtime
 same_file "mounted: the sliced clone equals the original" "$T/data.m" "$T/mcopy.m"
 C rm -r --max-items 100 /mcopy >"$T/part.out" || true
 check "mounted: a stopped rm -r slice prints resume: last" \
-	bash -c "tail -n1 '$T/part.out' | grep -q '^resume: p1.rm.'"
+	bash -c "tail -n1 '$T/part.out' | grep -Eq '^resume: [A-Za-z0-9_-]{40,}$'"
 check "mounted: ... and the mount shows the branch partly removed" \
 	test "$(find "$MNT/mcopy" | wc -l)" -eq $((N - 100))
 RC=0; sliced 150 "rm -r" /mcopy || RC=$?
