@@ -135,6 +135,24 @@ void kv_batch_put(struct kv_batch *b, const char *key, size_t klen,
 	b->kv->ops->batch_put(b, key, klen, val, vlen);
 }
 
+bool kv_can_patch(const struct kv *kv)
+{
+	return kv->ops->batch_patch != NULL;
+}
+
+void kv_batch_patch(struct kv_batch *b, const char *key, size_t klen,
+		    uint32_t off, const char *data, size_t len)
+{
+	/* counted as a put of the bytes it carries (the engine's operand adds
+	 * a few bytes of header) */
+	b->ops++;
+	b->bytes += klen + len;
+	b->put_bytes += klen + len;
+	if (len > b->value_max)
+		b->value_max = len;
+	b->kv->ops->batch_patch(b, key, klen, off, data, len);
+}
+
 void kv_batch_delete(struct kv_batch *b, const char *key, size_t klen)
 {
 	b->ops++;

@@ -35,6 +35,9 @@ struct kv_ops {
 	struct kv_batch *(*batch_new)(struct kv *kv);
 	void (*batch_put)(struct kv_batch *b, const char *key, size_t klen,
 			  const char *val, size_t vlen);
+	/* optional (NULL: no patches, see kv_can_patch) */
+	void (*batch_patch)(struct kv_batch *b, const char *key, size_t klen,
+			    uint32_t off, const char *data, size_t len);
 	void (*batch_delete)(struct kv_batch *b, const char *key, size_t klen);
 	void (*batch_delete_range)(struct kv_batch *b, const char *lo,
 				   size_t lolen, const char *hi, size_t hilen);

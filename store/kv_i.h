@@ -128,6 +128,18 @@ void kv_iter_free(struct kv_iter *it);
 struct kv_batch *kv_batch_new(struct kv *kv);
 void kv_batch_put(struct kv_batch *b, const char *key, size_t klen,
 		  const char *val, size_t vlen);
+/*
+ * Patches are an optional capability (kv_can_patch()): a backend that has
+ * none makes its callers read, modify and put the value. A patch writes
+ * @len bytes of @data at offset @off of @key's value without reading it:
+ * the value grows to @off + @len if shorter, zero-filled up to @off; a key
+ * that did not exist becomes such a value (zeros, then @data). The patch is
+ * folded into the value when read (kv_get, iterators) and by compaction.
+ * @off + @len is at most 16 MiB.
+ */
+bool kv_can_patch(const struct kv *kv);
+void kv_batch_patch(struct kv_batch *b, const char *key, size_t klen,
+		    uint32_t off, const char *data, size_t len);
 void kv_batch_delete(struct kv_batch *b, const char *key, size_t klen);
 /* Deletes every key in [lo, hi). */
 void kv_batch_delete_range(struct kv_batch *b, const char *lo, size_t lolen,
