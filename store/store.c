@@ -187,25 +187,30 @@ static void upgrade_hook(void *ctx, uint64_t moved)
 }
 
 /*
- * Upgrades a format-1 store (every key in one kv family) to format 2 (content
- * blocks in their own family), before anything else reads it: kv_upgrade
- * moves the blocks in atomic batches and syncs, then the marker says 2. A
- * crash at any point leaves a store that the next open upgrades again from
- * where it stopped (moved blocks are no longer in the tree family); a
- * format-1 program refuses it meanwhile, as it does the upgraded store.
+ * Upgrades the store from format @from to @to, before anything else reads it.
+ * From 1 (every key in one kv family): kv_upgrade moves the content blocks to
+ * their family in atomic batches and syncs. From 2, there is nothing to
+ * convert: format 3 only adds patched blocks (content.c), which a format-2
+ * program cannot read, so the marker must say 3 before the first patch is
+ * written. The marker is rewritten last, in one small write: a crash at any
+ * point leaves a store that the next open upgrades again from where it
+ * stopped (moved blocks are no longer in the tree family), and that an older
+ * program refuses meanwhile, as it refuses the upgraded store.
  */
-static int store_upgrade(struct store *s, int fd)
+static int store_upgrade(struct store *s, int fd, int from, int to)
 {
 	struct journal_hook h;
 	uint64_t moved = 0;
-	int rc;
+	int rc = 0;
 
 	journal_hook_init(&h);
-	plog(LOG_NOTICE, "store %s: upgrading from format 1 to %d", s->dir,
-	     TREE_FORMAT_VERSION);
-	rc = kv_upgrade(s->kv, s->opt.rename_batch, upgrade_hook, &h, &moved);
+	plog(LOG_NOTICE, "store %s: upgrading from format %d to %d", s->dir,
+	     from, to);
+	if (from == 1)
+		rc = kv_upgrade(s->kv, s->opt.rename_batch, upgrade_hook, &h,
+				&moved);
 	if (rc == 0)
-		rc = marker_set_format(fd, TREE_FORMAT_VERSION);
+		rc = marker_set_format(fd, to);
 	if (rc)
 		plog(LOG_ERR, "store %s: upgrade stopped: %s (opening it again "
 		     "continues it)", s->dir, strerror(-rc));
@@ -558,7 +563,7 @@ int store_open(struct store **out, const char *dir,
 	struct store_priv *p;
 	struct store *s;
 	struct kv_options ko = {0};
-	int rc, format = 0;
+	int rc, format = 0, target;
 
 	p = calloc(1, sizeof(*p));
 	if (!p)
@@ -599,11 +604,14 @@ int store_open(struct store **out, const char *dir,
 		rc = -EMEDIUMTYPE; /* a marker but no database */
 	if (rc)
 		goto out;
-	if (format == 1 && !ko.single_family) {
-		rc = store_upgrade(s, p->marker_fd);
+	target = opt->format ? opt->format : TREE_FORMAT_VERSION;
+	if (!opt->read_only && format < target) {
+		rc = store_upgrade(s, p->marker_fd, format, target);
 		if (rc)
 			goto out;
+		format = target;
 	}
+	s->patch = format >= 3 && kv_can_patch(s->kv);
 	if (!opt->read_only)
 		rc = store_recover(s);
 	else {

@@ -64,6 +64,9 @@ struct store {
 	struct store_options opt;
 	pthread_mutex_t lock;
 	struct tree *drives; /* protected by lock */
+	/* partial block writes patch blocks in place (kv_batch_patch): the
+	 * store is of format 3 or newer and the kv backend can patch */
+	bool patch;
 };
 
 /* ---- node values -------------------------------------------------------

@@ -65,10 +65,12 @@
 #define TREE_ROOT_INO  1
 /*
  * Store format version, in the store's marker and every drive's META record.
- * 2: content blocks in their own kv family (1: all keys in one; a format-1
- * store is upgraded when first opened read-write).
+ * 2: content blocks in their own kv family (1: all keys in one).
+ * 3: a content block may hold patches (partial writes folded when read,
+ * content.c), which a format-2 program cannot read.
+ * An older store is upgraded when first opened read-write.
  */
-#define TREE_FORMAT_VERSION 2
+#define TREE_FORMAT_VERSION 3
 
 struct store;
 struct tree;
@@ -82,8 +84,9 @@ struct store_options {
 	size_t cache_mb;     /* block cache size; 0 = default (64 MiB) */
 	size_t rename_batch; /* subtree rewrite: entries per batch; 0 = 1024 */
 	size_t rename_bytes; /* subtree rewrite: bytes per batch; 0 = 4 MiB */
-	/* 0: this program's format. 1: create a format-1 store, or open one
-	 * without upgrading it (tests of the upgrade build old stores so) */
+	/* 0: this program's format. 1 or 2: create a store of that format,
+	 * or open one without upgrading it past that (tests of the upgrade
+	 * build old stores so) */
 	int format;
 };
 

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "branchutil.h"
 #include "store_i.h"
 #include "testutil.h"
 
@@ -433,7 +434,11 @@ Test(content, corrupt_block_is_eio_for_that_file_only, .init = tu_setup,
 	cr_assert_eq(kv_batch_commit(tu_store->kv, b, false), 0);
 	kv_batch_free(b);
 	cr_expect_eq(tree_read(T, "/bad", bad, 0, sizeof(buf), buf, &n), -EIO);
-	cr_expect_eq(tree_write(T, "/bad", bad, 3, "x", 1, false, NULL), -EIO);
+	/* a write patches the block without reading it: it succeeds (with
+	 * patches) or finds the corruption, and the block stays unreadable */
+	n = (size_t)tree_write(T, "/bad", bad, 3, "x", 1, false, NULL);
+	cr_expect((int)n == (tu_store->patch ? 0 : -EIO));
+	cr_expect_eq(tree_read(T, "/bad", bad, 0, sizeof(buf), buf, &n), -EIO);
 	cr_assert_eq(tree_read(T, "/good", good, 0, sizeof(buf), buf, &n), 0);
 	cr_expect(n == 10 && memcmp(buf, "abcdefghij", 10) == 0);
 	/* and the bad file can still be truncated away and rewritten */
@@ -807,4 +812,238 @@ Test(content, fallocate_random_against_model, .init = tu_setup,
 	check_model("/m", ino, model, len, 77777);
 	free(model);
 	free(buf);
+}
+
+/* ---- patches (format 3): partial writes without reading the block ------ */
+
+/* kv_get calls on DATA keys, counted by the link-time wrapper below
+ * (tests/meson.build links this suite with --wrap=kv_get). */
+static int data_gets;
+int __real_kv_get(struct kv *kv, const char *key, size_t klen, char **val,
+		  size_t *vlen);
+int __wrap_kv_get(struct kv *kv, const char *key, size_t klen, char **val,
+		  size_t *vlen);
+int __wrap_kv_get(struct kv *kv, const char *key, size_t klen, char **val,
+		  size_t *vlen)
+{
+	if (memmem(key, klen, "|DATA#", 6))
+		__atomic_fetch_add(&data_gets, 1, __ATOMIC_RELAXED);
+	return __real_kv_get(kv, key, klen, val, vlen);
+}
+
+/* Compacts @ino's blocks (flush and full merges of their patches). */
+static void compact_blocks(uint64_t ino)
+{
+	struct sbuf lo = {0}, hi = {0};
+
+	key_data_range(&lo, &hi, T->name, ino, 0);
+	cr_assert_eq(kv_compact_range(tu_store->kv, lo.buf, lo.len, hi.buf,
+				      hi.len),
+		     0);
+	sbuf_release(&lo);
+	sbuf_release(&hi);
+}
+
+Test(content, partial_write_of_a_file_without_holes_reads_no_block,
+     .init = tu_setup, .fini = tu_teardown)
+{
+	size_t bs = tree_block_size(T);
+	uint64_t ino = mkf("/f"), sp = mkf("/sparse");
+	char *data = malloc(4 * bs), *model = malloc(4 * bs);
+
+	cr_assert(tu_store->patch, "a new store patches blocks");
+	for (size_t i = 0; i < 4 * bs; i++)
+		data[i] = (char)(i * 13 + i / 509);
+	wr("/f", ino, 0, data, 3 * bs + 100);
+	memcpy(model, data, 3 * bs + 100);
+	data_gets = 0;
+	/* inside a block, straddling two, into the last (partial) block and
+	 * past the end, and an append */
+	wr("/f", ino, 4096, "abcd", 4);
+	memcpy(model + 4096, "abcd", 4);
+	wr("/f", ino, bs - 2, "0123", 4);
+	memcpy(model + bs - 2, "0123", 4);
+	wr("/f", ino, 3 * bs + 95, "tail-grows", 10);
+	memcpy(model + 3 * bs + 95, "tail-grows", 10);
+	cr_assert_eq(tree_write(T, "/f", ino, 0, "app", 3, true, NULL), 0);
+	memcpy(model + 3 * bs + 105, "app", 3);
+	cr_expect_eq(data_gets, 0, "%d block reads for partial writes",
+		     data_gets);
+	check_model("/f", ino, model, 3 * bs + 108, 1000);
+	cr_expect_eq(blocks_of("/f"), 4);
+	cr_expect_eq(count_blocks(ino), 4);
+	/* a file with a hole reads the block it writes into (it may not
+	 * exist, and the count must stay exact) */
+	wr("/sparse", sp, 2 * bs, "x", 1);
+	data_gets = 0;
+	wr("/sparse", sp, 2, "y", 1);
+	cr_expect_eq(data_gets, 1);
+	cr_expect_eq(blocks_of("/sparse"), 2);
+	assert_fsck_clean(T);
+	free(data);
+	free(model);
+}
+
+Test(content, patched_blocks_against_model, .init = tu_setup,
+     .fini = tu_teardown, .timeout = 300)
+{
+	size_t bs = tree_block_size(T);
+	size_t cap = 6 * bs, len = 4 * bs + 333;
+	char *model = malloc(cap), *buf = malloc(cap);
+	unsigned seed = 777;
+	uint64_t ino = mkf("/p"), res;
+
+	for (size_t i = 0; i < len; i++)
+		model[i] = (char)rand_r(&seed);
+	wr("/p", ino, 0, model, len);
+	for (int op = 0; op < 2000; op++) {
+		unsigned r = rand_r(&seed) % 100;
+
+		if (r < 80) {
+			/* small writes, mostly inside the file */
+			size_t off = rand_r(&seed) % (len + 100), n;
+
+			n = 1 + rand_r(&seed) % (rand_r(&seed) % 8 ? 5000 : bs);
+			if (off + n > cap)
+				n = cap - off;
+			for (size_t i = 0; i < n; i++)
+				buf[i] = (char)rand_r(&seed);
+			wr("/p", ino, off, buf, n);
+			if (off > len)
+				memset(model + len, 0, off - len);
+			memcpy(model + off, buf, n);
+			if (off + n > len)
+				len = off + n;
+		} else if (r < 84) {
+			/* zero a range: stays dense */
+			size_t off = rand_r(&seed) % len;
+			size_t n = 1 + rand_r(&seed) % (len - off);
+			cr_assert_eq(tree_fallocate(T, "/p", ino,
+						    TREE_FALLOC_ZERO_RANGE, off,
+						    n, NULL),
+				     0);
+			memset(model + off, 0, n);
+		} else if (r < 87) {
+			/* truncate down and up again: a hole, then no patch
+			 * until the file is dense again */
+			size_t ns = rand_r(&seed) % len;
+			trunc_to("/p", ino, ns);
+			memset(model + ns, 0, len - ns);
+			len = ns;
+		} else if (r < 89) {
+			/* punch a hole inside: no longer dense */
+			size_t off = rand_r(&seed) % len;
+			size_t n = 1 + rand_r(&seed) % (len - off);
+			cr_assert_eq(
+			    tree_fallocate(T, "/p", ino,
+					   TREE_FALLOC_PUNCH_HOLE |
+					       TREE_FALLOC_KEEP_SIZE,
+					   off, n, NULL),
+			    0);
+			memset(model + off, 0, n);
+		} else if (r < 91) {
+			/* fill it again from 0: dense */
+			wr("/p", ino, 0, model, len);
+		} else if (r < 93) {
+			compact_blocks(ino);
+		} else if (r < 95 && len) {
+			/* SEEK_DATA finds the first block with bytes */
+			size_t off = rand_r(&seed) % len;
+			int rc = tree_seek(T, ino, len, off, SEEK_DATA, &res);
+			cr_assert(rc == 0 || rc == -ENXIO);
+			if (rc == 0)
+				cr_assert(res >= off && res < len);
+		} else {
+			size_t off = rand_r(&seed) % (len + 10), got, n;
+			size_t want = rand_r(&seed) % (2 * bs);
+			cr_assert_eq(
+			    tree_read(T, "/p", ino, off, want, buf, &got), 0);
+			n = off >= len ? 0
+				       : (len - off < want ? len - off : want);
+			cr_assert_eq(got, n);
+			cr_assert(got == 0 || memcmp(buf, model + off, got) == 0,
+				  "op %d: read at %zu", op, off);
+		}
+		cr_assert_eq(blocks_of("/p"), count_blocks(ino), "op %d", op);
+		if (op % 400 == 0) {
+			check_model("/p", ino, model, len, 9999);
+			assert_fsck_clean(T);
+		}
+	}
+	check_model("/p", ino, model, len, bs);
+	assert_fsck_clean(T);
+	tu_reopen();
+	check_model("/p", ino, model, len, 3 * bs);
+	compact_blocks(ino);
+	check_model("/p", ino, model, len, 77777);
+	assert_fsck_clean(T);
+	free(model);
+	free(buf);
+}
+
+/* The kv seam's patches alone: folded when read, in a flush (the partial
+ * merge of patches with no value under them in the memtable) and in a
+ * compaction (the full merge), also past the value's end and on a key that
+ * did not exist. */
+Test(content, kv_patches_fold_in_flush_and_compaction, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	struct sbuf k = {0}, k2 = {0}, lo = {0}, hi = {0};
+	char model[200], *v;
+	size_t vlen;
+	struct kv_batch *b;
+
+	cr_assert(kv_can_patch(tu_store->kv));
+	key_data(&k, T->name, 999, 0);
+	key_data(&k2, T->name, 999, 1);
+	key_data_range(&lo, &hi, T->name, 999, 0);
+	memset(model, 'b', 50);
+	b = kv_batch_new(tu_store->kv);
+	kv_batch_put(b, k.buf, k.len, model, 50);
+	cr_assert_eq(kv_batch_commit(tu_store->kv, b, false), 0);
+	kv_batch_free(b);
+	cr_assert_eq(kv_compact_range(tu_store->kv, lo.buf, lo.len, hi.buf, hi.len), 0);
+	for (int round = 0; round < 3; round++) {
+		/* overlapping patches, one past the end with a gap */
+		b = kv_batch_new(tu_store->kv);
+		kv_batch_patch(b, k.buf, k.len, 10, "0123456789", 10);
+		kv_batch_patch(b, k.buf, k.len, 15, "abc", 3);
+		kv_batch_patch(b, k2.buf, k2.len, 5, "new", 3);
+		cr_assert_eq(kv_batch_commit(tu_store->kv, b, false), 0);
+		kv_batch_free(b);
+		b = kv_batch_new(tu_store->kv);
+		kv_batch_patch(b, k.buf, k.len, 60 + round * 20, "far", 3);
+		cr_assert_eq(kv_batch_commit(tu_store->kv, b, false), 0);
+		kv_batch_free(b);
+		memcpy(model + 10, "01234abc89", 10);
+		memset(model + 50 + round * 20, 0, 10);
+		memcpy(model + 60 + round * 20, "far", 3);
+		memset(model + 63 + round * 20, 0, 7);
+		cr_assert_eq(kv_get(tu_store->kv, k.buf, k.len, &v, &vlen), 0);
+		cr_assert_eq(vlen, 63 + (size_t)round * 20);
+		cr_assert(memcmp(v, model, vlen) == 0, "round %d", round);
+		free(v);
+		cr_assert_eq(kv_get(tu_store->kv, k2.buf, k2.len, &v, &vlen), 0);
+		cr_assert(vlen == 8 && memcmp(v, "\0\0\0\0\0new", 8) == 0);
+		free(v);
+		/* round 0: compacted (full merge); 1: folded in a flush of
+		 * the memtable only; 2: read from the memtable */
+		if (round == 0)
+			cr_assert_eq(kv_compact_range(tu_store->kv, lo.buf, lo.len,
+						      hi.buf, hi.len),
+				     0);
+		else if (round == 1)
+			tu_reopen();
+	}
+	tu_reopen();
+	cr_assert_eq(kv_compact_range(tu_store->kv, lo.buf, lo.len, hi.buf,
+				      hi.len),
+		     0);
+	cr_assert_eq(kv_get(tu_store->kv, k.buf, k.len, &v, &vlen), 0);
+	cr_assert(vlen == 103 && memcmp(v, model, vlen) == 0);
+	free(v);
+	sbuf_release(&k);
+	sbuf_release(&k2);
+	sbuf_release(&lo);
+	sbuf_release(&hi);
 }

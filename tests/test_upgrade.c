@@ -1,13 +1,16 @@
 /*
- * test_upgrade.c - a store of the previous format (1: every key in one kv
- * family) opens with this one: read as it is when read-only, upgraded to
- * format 2 (content blocks in their own family) on the first read-write open,
- * also when that upgrade is killed midway, and nothing is lost.
+ * test_upgrade.c - a store of a previous format (1: every key in one kv
+ * family; 2: no patched blocks) opens with this one: read as it is when
+ * read-only, upgraded to format 3 on the first read-write open (1: content
+ * blocks moved to their own family; 2: the marker only, after which partial
+ * writes patch blocks), also when that upgrade is killed midway, and nothing
+ * is lost.
  *
- * The format-1 stores are built here, not kept as binary fixtures: a store
- * opened with store_options.format = 1 writes the previous layout (the marker
+ * The old stores are built here, not kept as binary fixtures: a store
+ * opened with store_options.format = 1 writes the format-1 layout (the marker
  * says format 1, kv keeps one column family), which the test checks from the
- * outside (marker text, RocksDB's OPTIONS file) before upgrading.
+ * outside (marker text, RocksDB's OPTIONS file) before upgrading; with
+ * format = 2 the marker says 2 and no block is ever patched.
  */
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -87,13 +90,13 @@ static void open_with(const struct store_options *o)
 }
 
 /*
- * Replaces the fixture's store by a format-1 store holding a branch of every
+ * Replaces the fixture's store by a store of @format holding a branch of every
  * kind of node (build()), files of many blocks, a sparse file and a second
  * drive; returns the snapshot of both drives (caller frees).
  */
-static char *make_format1_store(int files)
+static char *make_old_store(int format, int files)
 {
-	struct store_options o = {.create = true, .format = 1};
+	struct store_options o = {.create = true, .format = format};
 	struct tree *t2;
 	struct tree_attr a;
 	char p[64], *s1, *s2, *all;
@@ -163,7 +166,7 @@ Test(upgrade, format1_store_opens_and_is_upgraded, .init = tu_setup,
      .fini = tu_teardown)
 {
 	struct store_options ro = {.read_only = true}, rw = {0};
-	char *before = make_format1_store(6), *now;
+	char *before = make_old_store(1, 6), *now;
 
 	/* the previous layout: marker 1, one column family, blocks there */
 	store_close(tu_store);
@@ -257,7 +260,7 @@ Test(upgrade, killed_midway_resumes_and_loses_nothing, .init = tu_setup,
 {
 	struct store_options ro = {.read_only = true}, rw = {0};
 	struct store *s = NULL;
-	char *before = make_format1_store(6);
+	char *before = make_old_store(1, 6);
 	int kills = 0;
 
 	store_close(tu_store);
@@ -283,7 +286,7 @@ Test(upgrade, killed_after_the_last_batch, .init = tu_setup,
      .fini = tu_teardown)
 {
 	struct store_options ro = {.read_only = true}, rw = {0};
-	char *before = make_format1_store(2);
+	char *before = make_old_store(1, 2);
 	size_t keys;
 
 	/* every block moved, the marker not yet rewritten */
@@ -295,5 +298,67 @@ Test(upgrade, killed_after_the_last_batch, .init = tu_setup,
 	cr_assert_eq(marker_format(), 1);
 	open_with(&rw);
 	assert_upgraded(before);
+	free(before);
+}
+
+/* A partial write into every file of /many (they have no holes). */
+static void scribble(const char *tag)
+{
+	for (int i = 0; i < 4; i++) {
+		char p[64];
+		struct tree_attr a;
+
+		snprintf(p, sizeof(p), "/many/f%02d", i);
+		cr_assert_eq(tree_lookup(T, p, &a), 0);
+		cr_assert_eq(tree_write(T, p, a.ino, 1000 + (uint64_t)i * 3,
+					tag, strlen(tag), false, NULL),
+			     0);
+	}
+}
+
+Test(upgrade, format2_store_opens_and_is_upgraded, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	struct store_options ro = {.read_only = true}, rw = {0};
+	struct store_options o2 = {.format = 2};
+	char *before = make_old_store(2, 4), *now;
+
+	/* a format-2 store never patches, also when written */
+	cr_assert(!tu_store->patch);
+	scribble("format-2 write");
+	free(before);
+	before = snap_both();
+	store_close(tu_store);
+	tu_store = NULL;
+	cr_assert_eq(marker_format(), 2);
+	cr_assert(has_content_family());
+	/* opened as format 2 again, or read-only: left as it is */
+	open_with(&o2);
+	cr_assert(!tu_store->patch);
+	open_with(&ro);
+	now = snap_both();
+	cr_assert_str_eq(now, before);
+	free(now);
+	store_close(tu_store);
+	tu_store = NULL;
+	cr_assert_eq(marker_format(), 2);
+	/* read-write: format 3, and partial writes patch from now on */
+	open_with(&rw);
+	assert_upgraded(before);
+	cr_assert(tu_store->patch);
+	scribble("format-3 patch");
+	free(before);
+	before = snap_both();
+	assert_fsck_clean(T);
+	tu_reopen();
+	assert_upgraded(before);
+	/* and no way back to format 2 */
+	store_close(tu_store);
+	tu_store = NULL;
+	{
+		struct store *s = NULL;
+		cr_assert_eq(store_open(&s, tu_dir, &o2), -EINVAL);
+	}
+	tu_store = tu_open(tu_dir);
 	free(before);
 }
