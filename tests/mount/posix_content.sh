@@ -173,9 +173,44 @@ check "  but not by a member of the file's group (as ext4)" \
 chmod 06666 "$MNT/f/s"
 check "  nor by root" bash -c \
 	"fallocate -l 200000 '$MNT/f/s' && [ \"\$(stat -c %a '$MNT/f/s')\" = 6666 ]"
+
+# ---- small writes patch blocks (issue 11, format 3) --------------------------
+# random pwrites of 1 B..10 KiB into a file without holes (each patches the
+# blocks it touches instead of reading them), some past the end, then a
+# punched hole, a zeroed range and a cut: the same bytes as a model on /tmp
+head -c $((8 << 20)) /dev/urandom >"$T/pw.model"
+cp "$T/pw.model" "$MNT/pw"
+pwrites() {
+	python3 - "$@" <<'PY'
+import os, random, sys
+r = random.Random(11)
+fds = [os.open(p, os.O_WRONLY) for p in sys.argv[1:]]
+for i in range(600):
+    off = r.randrange(8 << 20) + (r.randrange(60000) if i % 50 == 0 else 0)
+    data = r.randbytes(r.choice([1, 7, 4096, 5000, 10000]))
+    for fd in fds:
+        os.pwrite(fd, data, off)
+PY
+}
+check "600 random small pwrites" pwrites "$MNT/pw" "$T/pw.model"
+check "  read back as written" cmp "$MNT/pw" "$T/pw.model"
+size=$(stat -c %s "$T/pw.model")
+check "  st_blocks is every block (no holes)" \
+	test "$(blocks "$MNT/pw")" = $(( (size + 65535) / 65536 * 128 ))
+check "  then a punched hole, a zeroed range and a cut" bash -c "
+	fallocate -p -o 100000 -l 300000 '$MNT/pw' &&
+	fallocate -p -o 100000 -l 300000 '$T/pw.model' &&
+	fallocate -z -o 2000000 -l 70000 '$MNT/pw' &&
+	fallocate -z -o 2000000 -l 70000 '$T/pw.model' &&
+	truncate -s 5000000 '$MNT/pw' '$T/pw.model'"
+check "  SEEK_HOLE finds the punched hole" \
+	test "$(seekpos "$MNT/pw" 0 hole)" = 131072
+check "  and more pwrites (into the holes too)" pwrites "$MNT/pw" "$T/pw.model"
+check "  read back as written" cmp "$MNT/pw" "$T/pw.model"
 pfs_umount
 
 pfs_mount
+check "after a remount: the patched file reads the same" cmp "$MNT/pw" "$T/pw.model"
 check "after a remount: the same blocks" \
 	test "$(blocks "$MNT/b/trunc") $(blocks "$MNT/b/sparse") $(blocks "$MNT/b/dense") $(blocks "$MNT/f/p")" = "0 128 2048 1792"
 check "  and the same content" cmp "$MNT/f/p" "$T/p.model"
