@@ -1,16 +1,8 @@
 /*
- * control.c - the daemon's control socket: pathfsctl runs its commands on a
- * mounted store through it (only one process may open a RocksDB store).
- *
- * Protocol (one command per connection, both directions little-endian):
- *
- *   request:  "PFSCTL1\n", u32 flags (CONTROL_F_*), u32 n, then n strings,
- *             each u32 length + bytes: the drive ("" = the daemon's default)
- *             and then argv[0..n-2] of the command.
- *   response: frames of u8 type, u32 length, payload:
- *             'o' bytes for stdout, 'e' bytes for stderr, then one final
- *             'x' frame carrying the exit status as a u32, or 'r' (refused:
- *             the peer is not root nor the mounting user; payload a message).
+ * control.c - the server half of the daemon's control socket: pathfsctl runs
+ * its commands on a mounted store through it (only one process may open a
+ * RocksDB store). The protocol, and its client half, are in the ctl library
+ * (tools/ctl/proto.h).
  *
  * The server accepts on <store>/pathfs.sock (mode 0600) in a thread of its own
  * and runs each connection in a detached worker thread (at most
@@ -21,7 +13,7 @@
  *
  * Limits:
  *  - a request holds at most CONTROL_MAX_ARGS strings of CONTROL_MAX_ARG
- *    bytes each;
+ *    bytes each (proto.h);
  *  - interrupting pathfsctl does not stop a command the daemon runs: it goes
  *    on to its end (or its --max-items budget); only its output is lost;
  *  - control_stop() waits for running commands to finish.
@@ -45,14 +37,8 @@
 
 #include "control.h"
 #include "log.h"
+#include "proto.h"
 
-#define CONTROL_MAGIC	   "PFSCTL1\n"
-#define CONTROL_MAGIC_LEN  8
-#define CONTROL_F_PROGRESS 0x1 /* the client's stderr is a terminal */
-#define CONTROL_MAX_ARGS   256
-/* MAX_ARG_STRLEN: no command-line argument is longer (a DRIVE:/PATH of
- * TREE_PATH_MAX bytes, a resume token) */
-#define CONTROL_MAX_ARG (128 * 1024)
 #define CONTROL_MAX_CONN   16
 #define CONTROL_TIMEOUT_S  10 /* for reading a request / a stalled client */
 
@@ -73,102 +59,6 @@ struct control {
 	pthread_cond_t idle;
 	unsigned running; /* protected by lock: live worker threads */
 };
-
-/* ---- addresses -------------------------------------------------------- */
-
-/*
- * Fills @sa with the socket path of the store whose directory is open as
- * @dirfd (@dir its name): the plain path when it fits, else through
- * /proc/self/fd/N. Errors: -ENAMETOOLONG.
- */
-static int sock_addr(struct sockaddr_un *sa, const char *dir, int dirfd)
-{
-	int n;
-
-	memset(sa, 0, sizeof(*sa));
-	sa->sun_family = AF_UNIX;
-	n = snprintf(sa->sun_path, sizeof(sa->sun_path), "%s/%s", dir,
-		     CONTROL_SOCKET_NAME);
-	if (n > 0 && (size_t)n < sizeof(sa->sun_path))
-		return 0;
-	if (dirfd < 0)
-		return -ENAMETOOLONG;
-	n = snprintf(sa->sun_path, sizeof(sa->sun_path), "/proc/self/fd/%d/%s",
-		     dirfd, CONTROL_SOCKET_NAME);
-	if (n < 0 || (size_t)n >= sizeof(sa->sun_path))
-		return -ENAMETOOLONG;
-	return 0;
-}
-
-/* ---- framing ---------------------------------------------------------- */
-
-static void put_u32(unsigned char *p, uint32_t v)
-{
-	p[0] = v & 0xff;
-	p[1] = (v >> 8) & 0xff;
-	p[2] = (v >> 16) & 0xff;
-	p[3] = (v >> 24) & 0xff;
-}
-
-static uint32_t get_u32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-
-/* Sends all of @len bytes. Errors: -errno (-EPIPE when the peer is gone). */
-static int send_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len > 0) {
-		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-/* Reads exactly @len bytes. Errors: -ECONNRESET on EOF, -errno. */
-static int recv_all(int fd, void *buf, size_t len)
-{
-	char *p = buf;
-
-	while (len > 0) {
-		ssize_t n = recv(fd, p, len, 0);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -ECONNRESET;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-static int send_frame(int fd, char type, const void *buf, size_t len)
-{
-	unsigned char hdr[5];
-	int rc;
-
-	hdr[0] = (unsigned char)type;
-	put_u32(hdr + 1, (uint32_t)len);
-	rc = send_all(fd, hdr, sizeof(hdr));
-	if (!rc && len)
-		rc = send_all(fd, buf, len);
-	return rc;
-}
-
 /* ---- server ----------------------------------------------------------- */
 
 /* A FILE* stream that sends what is written as frames of one type. */
@@ -187,9 +77,9 @@ static ssize_t stream_write(void *cookie, const char *buf, size_t len)
 	size_t left = len;
 
 	while (left > 0 && !*cs->broken) {
-		size_t n = left > (1u << 20) ? (1u << 20) : left;
+		size_t n = left > CONTROL_MAX_FRAME ? CONTROL_MAX_FRAME : left;
 
-		if (send_frame(cs->fd, cs->type, buf, n))
+		if (proto_send_frame(cs->fd, cs->type, buf, n))
 			*cs->broken = true;
 		buf += n;
 		left -= n;
@@ -223,16 +113,16 @@ static int recv_string(int fd, char **out)
 	char *s;
 	int rc;
 
-	rc = recv_all(fd, len, sizeof(len));
+	rc = proto_recv_all(fd, len, sizeof(len));
 	if (rc)
 		return rc;
-	n = get_u32(len);
+	n = proto_get_u32(len);
 	if (n > CONTROL_MAX_ARG)
 		return -E2BIG;
 	s = malloc(n + 1);
 	if (!s)
 		return -ENOMEM;
-	rc = recv_all(fd, s, n);
+	rc = proto_recv_all(fd, s, n);
 	if (rc) {
 		free(s);
 		return rc;
@@ -254,15 +144,15 @@ static int recv_request(int fd, struct request *r)
 	int rc;
 
 	memset(r, 0, sizeof(*r));
-	rc = recv_all(fd, hdr, sizeof(hdr));
+	rc = proto_recv_all(fd, hdr, sizeof(hdr));
 	if (rc)
 		goto out;
 	if (memcmp(hdr, CONTROL_MAGIC, CONTROL_MAGIC_LEN)) {
 		rc = -EPROTO;
 		goto out;
 	}
-	r->flags = get_u32(hdr + CONTROL_MAGIC_LEN);
-	n = get_u32(hdr + CONTROL_MAGIC_LEN + 4);
+	r->flags = proto_get_u32(hdr + CONTROL_MAGIC_LEN);
+	n = proto_get_u32(hdr + CONTROL_MAGIC_LEN + 4);
 	if (n < 2 || n > CONTROL_MAX_ARGS) {
 		rc = -E2BIG;
 		goto out;
@@ -296,7 +186,8 @@ static void serve(struct control *c, int fd)
 	socklen_t clen = sizeof(cred);
 	struct request req;
 	struct ctl_env env;
-	struct conn_stream os = {fd, 'o', NULL}, es = {fd, 'e', NULL};
+	struct conn_stream os = {fd, CONTROL_FRAME_OUT, NULL};
+	struct conn_stream es = {fd, CONTROL_FRAME_ERR, NULL};
 	cookie_io_functions_t io = {.write = stream_write};
 	struct timeval tv = {CONTROL_TIMEOUT_S, 0};
 	bool broken = false;
@@ -319,7 +210,7 @@ static void serve(struct control *c, int fd)
 		snprintf(msg, sizeof(msg),
 			 "only root and uid %u may control this mount",
 			 (unsigned)c->owner);
-		send_frame(fd, 'r', msg, strlen(msg));
+		proto_send_frame(fd, CONTROL_FRAME_REFUSED, msg, strlen(msg));
 		goto out;
 	}
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
@@ -352,8 +243,8 @@ static void serve(struct control *c, int fd)
 	fflush(env.out);
 	fflush(env.err);
 	if (!broken) {
-		put_u32(st, (uint32_t)status);
-		send_frame(fd, 'x', st, sizeof(st));
+		proto_put_u32(st, (uint32_t)status);
+		proto_send_frame(fd, CONTROL_FRAME_EXIT, st, sizeof(st));
 	}
 out:
 	if (env.out)
@@ -449,7 +340,7 @@ static int bind_socket(struct control *c, int fd, const char *dir)
 	struct stat st;
 	int rc, probe;
 
-	rc = sock_addr(&sa, dir, c->dirfd);
+	rc = proto_sock_addr(&sa, dir, c->dirfd);
 	if (rc)
 		goto out;
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
@@ -594,149 +485,4 @@ void control_stop(struct control *c)
 	free(c->default_drive);
 	free(c->mounted_drive);
 	free(c);
-}
-
-/* ---- client ----------------------------------------------------------- */
-
-static int write_fd(int fd, const char *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
-static int send_string(int fd, const char *s)
-{
-	unsigned char len[4];
-	size_t n = strlen(s);
-	int rc;
-
-	if (n > CONTROL_MAX_ARG)
-		return -E2BIG;
-	put_u32(len, (uint32_t)n);
-	rc = send_all(fd, len, sizeof(len));
-	if (!rc)
-		rc = send_all(fd, s, n);
-	return rc;
-}
-
-int control_call(const char *store_dir, const char *drive, int argc,
-		 char **argv)
-{
-	struct sockaddr_un sa;
-	unsigned char hdr[CONTROL_MAGIC_LEN + 8];
-	char *buf = NULL;
-	int fd = -1, dirfd = -1, rc, i;
-
-	if (argc < 1 || argc + 1 > CONTROL_MAX_ARGS)
-		return -E2BIG;
-	rc = sock_addr(&sa, store_dir, -1);
-	if (rc == -ENAMETOOLONG) {
-		dirfd = open(store_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (dirfd < 0) {
-			rc = errno == ENOENT ? -ENOENT : -errno;
-			goto out;
-		}
-		rc = sock_addr(&sa, store_dir, dirfd);
-	}
-	if (rc)
-		goto out;
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		rc = -errno;
-		goto out;
-	}
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		/* No socket, or a stale one nobody listens on: no daemon. */
-		if (errno == ENOENT || errno == ECONNREFUSED ||
-		    errno == ENOTDIR)
-			rc = -ENOENT;
-		else
-			rc = -errno;
-		goto out;
-	}
-
-	memcpy(hdr, CONTROL_MAGIC, CONTROL_MAGIC_LEN);
-	put_u32(hdr + CONTROL_MAGIC_LEN, isatty(2) ? CONTROL_F_PROGRESS : 0);
-	put_u32(hdr + CONTROL_MAGIC_LEN + 4, (uint32_t)argc + 1);
-	rc = send_all(fd, hdr, sizeof(hdr));
-	if (!rc)
-		rc = send_string(fd, drive ? drive : "");
-	for (i = 0; !rc && i < argc; i++)
-		rc = send_string(fd, argv[i]);
-	/* A refusal is sent before the request is read: look for it. */
-	if (rc && rc != -EPIPE && rc != -ECONNRESET)
-		goto out;
-
-	for (;;) {
-		unsigned char fh[5];
-		uint32_t len;
-
-		rc = recv_all(fd, fh, sizeof(fh));
-		if (rc) {
-			if (rc == -ECONNRESET)
-				rc = -EPIPE; /* closed without a status */
-			goto out;
-		}
-		len = get_u32(fh + 1);
-		if (len > (1u << 20)) {
-			rc = -EPROTO;
-			goto out;
-		}
-		free(buf);
-		buf = malloc(len + 1);
-		if (!buf) {
-			rc = -ENOMEM;
-			goto out;
-		}
-		rc = recv_all(fd, buf, len);
-		if (rc) {
-			if (rc == -ECONNRESET)
-				rc = -EPIPE;
-			goto out;
-		}
-		buf[len] = '\0';
-		switch (fh[0]) {
-		case 'o':
-			if (write_fd(1, buf, len) == -EPIPE) {
-				rc = -EPIPE;
-				goto out;
-			}
-			break;
-		case 'e':
-			write_fd(2, buf, len);
-			break;
-		case 'x':
-			if (len != 4) {
-				rc = -EPROTO;
-				goto out;
-			}
-			rc = (int)(get_u32((unsigned char *)buf) & 0xff);
-			goto out;
-		case 'r':
-			fprintf(stderr, "pathfsctl: the daemon refused: %s\n",
-				buf);
-			rc = -EACCES;
-			goto out;
-		default:
-			rc = -EPROTO;
-			goto out;
-		}
-	}
-out:
-	free(buf);
-	if (fd >= 0)
-		close(fd);
-	if (dirfd >= 0)
-		close(dirfd);
-	return rc;
 }

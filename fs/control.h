@@ -1,6 +1,7 @@
 /*
- * control.h - the daemon's control socket, through which pathfsctl runs its
- * commands on a mounted store (see tools/ctl.h).
+ * control.h - the server half of the daemon's control socket, through which
+ * pathfsctl runs its commands on a mounted store (the engine: tools/ctl/ctl.h;
+ * the protocol and the client half: tools/ctl/proto.h).
  *
  * The socket is <store dir>/pathfs.sock, mode 0600. Each connection's peer
  * credentials are checked (SO_PEERCRED): only root and the user who mounted
@@ -13,9 +14,6 @@
 
 struct control;
 
-/* Name of the socket file inside the store directory. */
-#define CONTROL_SOCKET_NAME "pathfs.sock"
-
 /*
  * Starts serving on the store's socket in a thread of its own. @tmpl gives the
  * store, mounted drive and daemon hooks for each command (out/err are set per
@@ -26,14 +24,5 @@ int control_start(struct control **out, const struct ctl_env *tmpl,
 		  uid_t owner);
 /* Stops serving and removes the socket. Safe on NULL. */
 void control_stop(struct control *c);
-
-/*
- * Client side, used by pathfsctl: if a daemon serves @store_dir, runs argv
- * there, copying its output to stdout/stderr, and returns the exit status
- * (>= 0). Returns -ENOENT if no daemon serves the store (caller opens it
- * itself), or another negative errno.
- */
-int control_call(const char *store_dir, const char *drive, int argc,
-		 char **argv);
 
 #endif

@@ -1,7 +1,8 @@
 /*
  * pathfsctl.c - the admin tool's main: global options, then the command runs
- * either in the daemon that has the store mounted (over its control socket,
- * fs/control.c) or here on the store opened directly (tools/ctl.c).
+ * either in the daemon that has the store mounted (over its control socket:
+ * ctl/client.c to fs/control.c) or here on the store opened directly (the
+ * ctl library, ctl/ctl.h).
  *
  *   pathfsctl [-s STORE] [-d DRIVE] [-v] [-b N] COMMAND [ARGS]
  *
@@ -19,9 +20,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "control.h"
 #include "ctl.h"
 #include "log.h"
+#include "proto.h"
 
 static void usage(FILE *f)
 {

@@ -1,0 +1,163 @@
+/*
+ * client.c - the client half of the control socket (proto.h): pathfsctl
+ * sends its command line to the daemon serving the store and copies the
+ * response frames to its stdout and stderr.
+ *
+ * Limits: interrupting pathfsctl does not stop a command the daemon runs: it
+ * goes on to its end (or its --max-items budget); only its output is lost.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "proto.h"
+
+static int write_fd(int fd, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static int send_string(int fd, const char *s)
+{
+	unsigned char len[4];
+	size_t n = strlen(s);
+	int rc;
+
+	if (n > CONTROL_MAX_ARG)
+		return -E2BIG;
+	proto_put_u32(len, (uint32_t)n);
+	rc = proto_send_all(fd, len, sizeof(len));
+	if (!rc)
+		rc = proto_send_all(fd, s, n);
+	return rc;
+}
+
+int control_call(const char *store_dir, const char *drive, int argc,
+		 char **argv)
+{
+	struct sockaddr_un sa;
+	unsigned char hdr[CONTROL_MAGIC_LEN + 8];
+	char *buf = NULL;
+	int fd = -1, dirfd = -1, rc, i;
+
+	if (argc < 1 || argc + 1 > CONTROL_MAX_ARGS)
+		return -E2BIG;
+	rc = proto_sock_addr(&sa, store_dir, -1);
+	if (rc == -ENAMETOOLONG) {
+		dirfd = open(store_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (dirfd < 0) {
+			rc = errno == ENOENT ? -ENOENT : -errno;
+			goto out;
+		}
+		rc = proto_sock_addr(&sa, store_dir, dirfd);
+	}
+	if (rc)
+		goto out;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		rc = -errno;
+		goto out;
+	}
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		/* No socket, or a stale one nobody listens on: no daemon. */
+		if (errno == ENOENT || errno == ECONNREFUSED ||
+		    errno == ENOTDIR)
+			rc = -ENOENT;
+		else
+			rc = -errno;
+		goto out;
+	}
+
+	memcpy(hdr, CONTROL_MAGIC, CONTROL_MAGIC_LEN);
+	proto_put_u32(hdr + CONTROL_MAGIC_LEN,
+		      isatty(2) ? CONTROL_F_PROGRESS : 0);
+	proto_put_u32(hdr + CONTROL_MAGIC_LEN + 4, (uint32_t)argc + 1);
+	rc = proto_send_all(fd, hdr, sizeof(hdr));
+	if (!rc)
+		rc = send_string(fd, drive ? drive : "");
+	for (i = 0; !rc && i < argc; i++)
+		rc = send_string(fd, argv[i]);
+	/* A refusal is sent before the request is read: look for it. */
+	if (rc && rc != -EPIPE && rc != -ECONNRESET)
+		goto out;
+
+	for (;;) {
+		unsigned char fh[5];
+		uint32_t len;
+
+		rc = proto_recv_all(fd, fh, sizeof(fh));
+		if (rc) {
+			if (rc == -ECONNRESET)
+				rc = -EPIPE; /* closed without a status */
+			goto out;
+		}
+		len = proto_get_u32(fh + 1);
+		if (len > CONTROL_MAX_FRAME) {
+			rc = -EPROTO;
+			goto out;
+		}
+		free(buf);
+		buf = malloc(len + 1);
+		if (!buf) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		rc = proto_recv_all(fd, buf, len);
+		if (rc) {
+			if (rc == -ECONNRESET)
+				rc = -EPIPE;
+			goto out;
+		}
+		buf[len] = '\0';
+		switch (fh[0]) {
+		case CONTROL_FRAME_OUT:
+			if (write_fd(1, buf, len) == -EPIPE) {
+				rc = -EPIPE;
+				goto out;
+			}
+			break;
+		case CONTROL_FRAME_ERR:
+			write_fd(2, buf, len);
+			break;
+		case CONTROL_FRAME_EXIT:
+			if (len != 4) {
+				rc = -EPROTO;
+				goto out;
+			}
+			rc = (int)(proto_get_u32((unsigned char *)buf) & 0xff);
+			goto out;
+		case CONTROL_FRAME_REFUSED:
+			fprintf(stderr, "pathfsctl: the daemon refused: %s\n",
+				buf);
+			rc = -EACCES;
+			goto out;
+		default:
+			rc = -EPROTO;
+			goto out;
+		}
+	}
+out:
+	free(buf);
+	if (fd >= 0)
+		close(fd);
+	if (dirfd >= 0)
+		close(dirfd);
+	return rc;
+}

@@ -1,0 +1,179 @@
+/*
+ * fsck.c - the fsck and recover commands.
+ *
+ * Limits: on a mounted drive, fsck and recover hold every request of the
+ * drive while they run (the daemon's begin/end hooks on "/").
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ctl_i.h"
+
+struct fsck_ctx {
+	struct ctx *x;
+	bool first;
+};
+
+static void fsck_report(void *arg, const char *msg)
+{
+	struct fsck_ctx *f = arg;
+	struct ctx *x = f->x;
+
+	if (x->o.json) {
+		fputs(f->first ? "" : ", ", x->out);
+		ctl_put_json(x->out, msg);
+	} else {
+		fputs("  ", x->out);
+		ctl_put_name(x->out, msg);
+		fputc('\n', x->out);
+	}
+	f->first = false;
+}
+
+static int fsck_one(struct ctx *x, struct tree *t, bool first_drive,
+		    size_t *total)
+{
+	struct fsck_ctx f = {x, true};
+	size_t findings = 0;
+	int rc;
+
+	if (x->o.json) {
+		fprintf(x->out, "%s{\"drive\": ", first_drive ? "" : ",\n ");
+		ctl_put_json(x->out, tree_drive_name(t));
+		fputs(", \"findings\": [", x->out);
+	} else {
+		fprintf(x->out, "drive %s:\n", tree_drive_name(t));
+	}
+	/* A live drive must hold still while it is checked. */
+	ctl_hold(x, t, "/", NULL);
+	rc = tree_fsck(t, x->o.repair, fsck_report, &f, &findings);
+	ctl_release(x, t, "/", NULL);
+	*total += findings;
+	if (x->o.json)
+		fprintf(x->out, "], \"count\": %zu, \"error\": %s}", findings,
+			rc ? "true" : "false");
+	else
+		fprintf(x->out, "%zu finding%s%s\n", findings,
+			findings == 1 ? "" : "s",
+			findings && x->o.repair ? " (repaired what was safe)"
+						: "");
+	if (rc)
+		ctl_fail(x, tree_drive_name(t), rc);
+	return rc;
+}
+
+int ctl_cmd_fsck(struct ctx *x)
+{
+	char **names = NULL;
+	size_t n = 0, i, total = 0;
+	struct tree *t;
+	int rc = 0, status = 0;
+
+	if (x->o.all) {
+		rc = store_drive_list(x->env->store, &names, &n);
+		if (rc) {
+			ctl_fail(x, store_dir(x->env->store), rc);
+			return CTL_FAILED;
+		}
+	}
+	if (x->o.json)
+		fputc('[', x->out);
+	if (!x->o.all) {
+		status = ctl_open_drive(
+		    x, x->env->default_drive ? x->env->default_drive : "main",
+		    &t);
+		if (!status && fsck_one(x, t, true, &total))
+			status = CTL_FAILED;
+	}
+	for (i = 0; i < n; i++) {
+		rc = store_drive(x->env->store, names[i], &t);
+		if (rc) {
+			ctl_fail(x, names[i], rc);
+			status = CTL_FAILED;
+			continue;
+		}
+		if (fsck_one(x, t, i == 0, &total))
+			status = CTL_FAILED;
+	}
+	if (x->o.json)
+		fputs("]\n", x->out);
+	store_drive_list_free(names, n);
+	if (status)
+		return status;
+	return total ? CTL_FAILED : CTL_OK;
+}
+
+static void print_journal(struct ctx *x, const char *what,
+			  const struct tree_journal_entry *e)
+{
+	fprintf(x->out, "%s: #%" PRIu64 " %s ", what, e->seq, e->op);
+	ctl_put_name(x->out, e->src);
+	fputs(" -> ", x->out);
+	ctl_put_name(x->out, e->dst);
+	fputs(" at ", x->out);
+	ctl_put_name(x->out, e->cursor[0] ? e->cursor : "(start)");
+	fputc('\n', x->out);
+}
+
+/*
+ * Replays the drive's unfinished renames. A clone record (a cp -r or
+ * cross-drive mv stopped at its budget or by a crash) is not replayed: it
+ * waits for its resume token, and is reported as such.
+ */
+int ctl_cmd_recover(struct ctx *x)
+{
+	struct tree_journal_entry *e = NULL, *after = NULL;
+	size_t n = 0, m = 0, i, replayed = 0, left = 0, waiting = 0;
+	struct tree *t;
+	int rc, status;
+
+	status = ctl_open_drive(
+	    x, x->env->default_drive ? x->env->default_drive : "main", &t);
+	if (status)
+		return status;
+	/* In the daemon a listed rename is one in flight: holding the whole
+	 * drive waits for it to end. */
+	ctl_hold(x, t, "/", NULL);
+	rc = tree_journal_list(t, &e, &n);
+	if (rc)
+		goto out;
+	for (i = 0; i < n; i++)
+		if (strcmp(e[i].op, "clone"))
+			print_journal(x, "unfinished", &e[i]);
+	rc = tree_journal_replay(t, &replayed);
+	if (rc)
+		goto out;
+	rc = tree_journal_list(t, &after, &m);
+	if (rc)
+		goto out;
+	for (i = 0; i < m; i++) {
+		if (!strcmp(after[i].op, "clone")) {
+			print_journal(x, "waiting for its resume token",
+				      &after[i]);
+			waiting++;
+		} else {
+			print_journal(x, "left", &after[i]);
+			left++;
+		}
+	}
+out:
+	ctl_release(x, t, "/", NULL);
+	tree_journal_list_free(e, n);
+	tree_journal_list_free(after, m);
+	if (rc) {
+		ctl_fail(x, tree_drive_name(t), rc);
+		return CTL_FAILED;
+	}
+	fprintf(x->out,
+		"drive %s: %zu journal record%s replayed now, %zu left, %zu "
+		"stopped clone%s waiting\n",
+		tree_drive_name(t), replayed, replayed == 1 ? "" : "s", left,
+		waiting, waiting == 1 ? "" : "s");
+	return left ? CTL_FAILED : CTL_OK;
+}

@@ -1,0 +1,71 @@
+/*
+ * proto.h - the control socket's protocol, shared by its two halves: the
+ * server in the daemon (fs/control.c) and the client in pathfsctl
+ * (client.c). One command per connection, both directions little-endian:
+ *
+ *   request:  "PFSCTL1\n", u32 flags (CONTROL_F_*), u32 n, then n strings,
+ *             each u32 length + bytes: the drive ("" = the daemon's default)
+ *             and then argv[0..n-2] of the command.
+ *   response: frames of u8 type, u32 length, payload:
+ *             'o' bytes for stdout, 'e' bytes for stderr, then one final
+ *             'x' frame carrying the exit status as a u32, or 'r' (refused:
+ *             the peer is not root nor the mounting user; payload a message).
+ *
+ * The socket is <store dir>/pathfs.sock, mode 0600.
+ *
+ * Limits: a request holds at most CONTROL_MAX_ARGS strings of
+ * CONTROL_MAX_ARG bytes each; a frame at most CONTROL_MAX_FRAME bytes. A
+ * store path longer than sun_path is reached through /proc/self/fd.
+ */
+#ifndef PATHFS_PROTO_H
+#define PATHFS_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/un.h>
+
+/* Name of the socket file inside the store directory. */
+#define CONTROL_SOCKET_NAME "pathfs.sock"
+
+#define CONTROL_MAGIC	   "PFSCTL1\n"
+#define CONTROL_MAGIC_LEN  8
+#define CONTROL_F_PROGRESS 0x1 /* the client's stderr is a terminal */
+#define CONTROL_MAX_ARGS   256
+/* MAX_ARG_STRLEN: no command-line argument is longer (a DRIVE:/PATH of
+ * TREE_PATH_MAX bytes, a resume token) */
+#define CONTROL_MAX_ARG	  (128 * 1024)
+#define CONTROL_MAX_FRAME (1u << 20)
+
+/* Frame types of the response. */
+#define CONTROL_FRAME_OUT     'o'
+#define CONTROL_FRAME_ERR     'e'
+#define CONTROL_FRAME_EXIT    'x'
+#define CONTROL_FRAME_REFUSED 'r'
+
+/*
+ * Fills @sa with the socket path of the store whose directory is @dir, open
+ * as @dirfd (-1: not open): the plain path when it fits, else through
+ * /proc/self/fd/N. Errors: -ENAMETOOLONG.
+ */
+int proto_sock_addr(struct sockaddr_un *sa, const char *dir, int dirfd);
+
+void proto_put_u32(unsigned char *p, uint32_t v);
+uint32_t proto_get_u32(const unsigned char *p);
+/* Sends all of @len bytes. Errors: -errno (-EPIPE when the peer is gone). */
+int proto_send_all(int fd, const void *buf, size_t len);
+/* Reads exactly @len bytes. Errors: -ECONNRESET on EOF, -errno. */
+int proto_recv_all(int fd, void *buf, size_t len);
+/* Sends one response frame. Errors: as proto_send_all(). */
+int proto_send_frame(int fd, char type, const void *buf, size_t len);
+
+/*
+ * The client half (client.c), used by pathfsctl: if a daemon serves
+ * @store_dir, runs argv there, copying its output to stdout/stderr, and
+ * returns the exit status (>= 0). Returns -ENOENT if no daemon serves the
+ * store (caller opens it itself), -EACCES if it refused us (said on
+ * stderr), or another negative errno.
+ */
+int control_call(const char *store_dir, const char *drive, int argc,
+		 char **argv);
+
+#endif
