@@ -41,7 +41,58 @@ struct clone {
 	struct walk *w;	     /* the walk over the source branch */
 	struct kv_iter *dit, *xit; /* the source's DATA# and XATTR# keys */
 	struct sbuf dlb, xlb;	   /* where dit and xit are (fwd_seek) */
+	/* the folders copied above the node being copied (destination path
+	 * and new inode), outermost first: a node's PARENT record needs its
+	 * parent's new number, which may still be in the pending batch */
+	struct clone_dir {
+		char *path;
+		uint64_t ino;
+	} *dirs;
+	size_t ndirs, capdirs;
 };
+
+/* The new inode of the folder above @dpath, or 0 if it is not known. */
+static uint64_t clone_parent_ino(struct clone *c, const char *dpath)
+{
+	size_t pl = path_parent_len(dpath);
+	struct node pn = {0};
+	uint64_t ino = 0;
+	char *parent;
+
+	/* pre-order: the folders on the stack that are not above @dpath are
+	 * done with */
+	while (c->ndirs &&
+	       !(path_is_within(dpath, c->dirs[c->ndirs - 1].path) &&
+		 strcmp(dpath, c->dirs[c->ndirs - 1].path))) {
+		free(c->dirs[c->ndirs - 1].path);
+		c->ndirs--;
+	}
+	if (c->ndirs && strlen(c->dirs[c->ndirs - 1].path) == (pl ? pl : 1))
+		return c->dirs[c->ndirs - 1].ino;
+	/* copied by an earlier call, or the clone's root: committed */
+	parent = pl ? strndup(dpath, pl) : strdup("/");
+	if (parent && tree_get_node(c->dt, parent, &pn, false) == 0 &&
+	    S_ISDIR(pn.a.mode))
+		ino = pn.a.ino;
+	node_release(&pn);
+	free(parent);
+	return ino;
+}
+
+/* Remembers folder @dpath, new inode @ino, for its children. */
+static void clone_push_dir(struct clone *c, const char *dpath, uint64_t ino)
+{
+	if (c->ndirs == c->capdirs) {
+		c->capdirs = c->capdirs ? 2 * c->capdirs : 16;
+		c->dirs = realloc(c->dirs, c->capdirs * sizeof(*c->dirs));
+		if (!c->dirs)
+			abort();
+	}
+	c->dirs[c->ndirs].path = strdup(dpath);
+	if (!c->dirs[c->ndirs].path)
+		abort();
+	c->dirs[c->ndirs++].ino = ino;
+}
 
 static int clone_commit(struct clone *c)
 {
@@ -363,7 +414,13 @@ static int clone_node(struct clone *c, const char *spath, const char *dpath,
 		key_node(&k, c->dt->name, dpath);
 		clone_add(c, k.buf, k.len, v.buf, v.len);
 	} else {
+		uint64_t pino = clone_parent_ino(c, dpath);
+
 		tree_batch_put_node(c->dt, c->b, dpath, &a, n.target);
+		if (pino)
+			parent_batch_put(c->dt, c->b, y, pino, dpath);
+		if (S_ISDIR(a.mode))
+			clone_push_dir(c, dpath, y);
 		c->n++;
 		c->bytes += strlen(dpath) + 64;
 	}
@@ -595,6 +652,9 @@ int clone_op(struct tree *t, const char *src, struct tree *dt,
 out:
 	node_release(&n);
 	journal_rec_release(&c.rec);
+	for (size_t i = 0; i < c.ndirs; i++)
+		free(c.dirs[i].path);
+	free(c.dirs);
 	return rc;
 }
 

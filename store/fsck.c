@@ -12,6 +12,9 @@
  *    to it; 0 only for an orphan (ORPHAN key); every stub has its INODE
  *    record; every ORPHAN key has its INODE record;
  *  - no DATA, XATTR or INODE key of an inode nothing points to;
+ *  - the reverse index (parent.c, stores of format 4): every node with one
+ *    name but the root has its PARENT record naming its parent's inode and
+ *    its name, and every PARENT record belongs to such a node;
  *  - the inode counter (META's high-water mark) is above every inode number
  *    and journal sequence number in use;
  *  - unfinished journal records, and temporary keys (XTMP#) left without
@@ -27,6 +30,7 @@
  * so the checks then see the finished tree); unreferenced DATA/XATTR/INODE
  * keys and stray ORPHAN keys are deleted; wrong nlink values are set to what
  * the tree says; the counter is raised; leftover temporary keys are deleted;
+ * PARENT records are rewritten from the tree, and stray ones deleted;
  * blocks wholly past the end of their file are deleted and a last block is
  * cut at the end of file (what a truncate to the file's size does: no reader
  * can see those bytes, and an extension must read zeros there), each after
@@ -384,10 +388,11 @@ static void fix_nlink(struct fsck *f, const char *path, uint64_t ino,
 	kv_batch_free(b);
 }
 
-/* Checks that the parent of @path exists and is a folder; the last answer is
- * cached since siblings come together in key order. */
+/* Checks that the parent of @path exists and is a folder; the last answer
+ * (and the parent's inode, *last_ino) is cached since siblings come together
+ * in key order. */
 static void check_parent(struct fsck *f, const char *path, struct sbuf *last,
-			 int *last_rc)
+			 int *last_rc, uint64_t *last_ino)
 {
 	size_t pl = path_parent_len(path);
 	char *parent = pl ? strndup(path, pl) : strdup("/");
@@ -400,6 +405,7 @@ static void check_parent(struct fsck *f, const char *path, struct sbuf *last,
 
 		if (rc == 0 && !S_ISDIR(pn.a.mode))
 			rc = -ENOTDIR;
+		*last_ino = rc ? 0 : pn.a.ino;
 		node_release(&pn);
 		sbuf_reset(last);
 		sbuf_adds(last, parent);
@@ -418,6 +424,56 @@ static void check_parent(struct fsck *f, const char *path, struct sbuf *last,
 	free(parent);
 }
 
+/* Whether the drive has the reverse index (PARENT#, parent.c) to check. */
+static bool has_index(const struct fsck *f)
+{
+	return f->t->store->format >= PARENT_FORMAT;
+}
+
+/* Checks the PARENT record of node @ino at @path, a child of folder inode
+ * @pino, and with repair writes it right. */
+static void check_parent_record(struct fsck *f, const char *path,
+				uint64_t ino, uint64_t pino)
+{
+	struct tree *t = f->t;
+	struct sbuf name = {0};
+	uint64_t rp = 0;
+	int rc = parent_get(t, ino, &rp, &name);
+	char *ep;
+
+	if (rc == 0 && rp == pino && !strcmp(name.buf, path_name(path)))
+		goto out;
+	ep = esc(path, strlen(path));
+	if (rc == 0) {
+		char *en = esc(name.buf, name.len);
+
+		finding(f, "%s: PARENT#%016llx names %llu/%s%s", ep,
+			(unsigned long long)ino, (unsigned long long)rp, en,
+			f->repair ? " (repaired)" : "");
+		free(en);
+	} else {
+		finding(f, "%s: PARENT#%016llx %s (the inode cannot be found "
+			"by number)%s", ep, (unsigned long long)ino,
+			rc == -ENOENT ? "is missing" : "does not decode",
+			f->repair ? " (repaired)" : "");
+	}
+	free(ep);
+	if (f->repair) {
+		struct kv_batch *b = kv_batch_new(t->store->kv);
+
+		pthread_mutex_lock(&t->ns_lock);
+		parent_batch_put(t, b, ino, pino, path);
+		rc = repair_commit(f, b);
+		pthread_mutex_unlock(&t->ns_lock);
+		kv_batch_free(b);
+		if (rc)
+			finding(f, "repair of inode %llu failed: %s",
+				(unsigned long long)ino, strerror(-rc));
+	}
+out:
+	sbuf_release(&name);
+}
+
 static int check_nodes(struct fsck *f)
 {
 	struct tree *t = f->t;
@@ -425,6 +481,7 @@ static int check_nodes(struct fsck *f)
 	struct kv_iter *it = NULL, *cit = NULL;
 	bool root = false;
 	int last_rc = 0, rc;
+	uint64_t last_ino = 0;
 
 	key_kind_range(&lo, &hi, t->name, "PATH#");
 	rc = kv_iter_open(&it, t->store->kv, lo.buf, lo.len, hi.buf, hi.len);
@@ -453,7 +510,7 @@ static int check_nodes(struct fsck *f)
 		if (strcmp(path.buf, "/") == 0)
 			root = true;
 		else if (!busy)
-			check_parent(f, path.buf, &last, &last_rc);
+			check_parent(f, path.buf, &last, &last_rc, &last_ino);
 		ep = esc(path.buf, path.len);
 		if (node_decode(val, vlen, &n, false)) {
 			finding(f, "%s: value does not decode (%zu bytes)", ep,
@@ -469,6 +526,10 @@ static int check_nodes(struct fsck *f)
 			vec_push(&f->stubs, n.a.ino);
 		} else {
 			vec_push(&f->nodes, n.a.ino);
+			if (!busy && last_ino && has_index(f) &&
+			    strcmp(path.buf, "/") && !last_rc)
+				check_parent_record(f, path.buf, n.a.ino,
+						    last_ino);
 			if (S_ISREG(n.a.mode))
 				size_push(&f->sizes, n.a.ino, n.a.size,
 					  n.a.blocks);
@@ -780,6 +841,32 @@ static void on_xattr(struct fsck *f, uint64_t ino, size_t nkeys,
 		     const char *val, size_t vlen)
 {
 	on_content(f, ino, nkeys, "XATTR#");
+}
+
+/* A PARENT record must belong to a node with one name (f->nodes): a
+ * hard-linked inode, an orphan or a removed node has none. */
+static void on_parent(struct fsck *f, uint64_t ino, size_t nkeys,
+		      const char *val, size_t vlen)
+{
+	struct kv_batch *b;
+	int rc;
+
+	/* while a node does not decode, it may be the one this is of */
+	if (f->bad_nodes || (ino != TREE_ROOT_INO && vec_count(&f->nodes, ino)))
+		return;
+	finding(f, "PARENT#%016llx: no node with one name has this inode%s",
+		(unsigned long long)ino, f->repair ? " (repaired)" : "");
+	if (!f->repair)
+		return;
+	b = kv_batch_new(f->t->store->kv);
+	pthread_mutex_lock(&f->t->ns_lock);
+	parent_batch_delete(f->t, b, ino);
+	rc = repair_commit(f, b);
+	pthread_mutex_unlock(&f->t->ns_lock);
+	kv_batch_free(b);
+	if (rc)
+		finding(f, "repair of inode %llu failed: %s",
+			(unsigned long long)ino, strerror(-rc));
 }
 
 static void on_xtmp(struct fsck *f, uint64_t seq, size_t nkeys, const char *val,
@@ -1160,6 +1247,8 @@ int tree_fsck(struct tree *t, bool repair,
 		rc = scan_kind(&f, "XATTR#", on_xattr);
 	if (rc == 0)
 		rc = scan_kind(&f, "XTMP#", on_xtmp);
+	if (rc == 0 && has_index(&f) && !f.skip_refs && !f.nbusy)
+		rc = scan_kind(&f, "PARENT#", on_parent);
 	if (rc == 0)
 		rc = check_counter(&f);
 	if (findings)

@@ -470,7 +470,7 @@ static int finish_rename(struct tree *t, struct journal_rec *rec,
 		     t->name, (unsigned long long)rec->seq, src, strerror(-rc));
 		goto unlock;
 	}
-	rc = tree_batch_moved(t, b, dst, &n, now);
+	rc = tree_batch_moved(t, b, dst, ino_d, &n, now);
 	if (rc)
 		goto unlock;
 	key_node(&k, t->name, src);
@@ -527,9 +527,9 @@ static int finish_exchange(struct tree *t, struct journal_rec *rec,
 	rc = tree_batch_drop_range(t, b, lo.buf, lo.len, hi.buf, hi.len);
 	if (rc)
 		goto unlock;
-	rc = tree_batch_moved(t, b, pa, &nb, now);
+	rc = tree_batch_moved(t, b, pa, ino_qa, &nb, now);
 	if (rc == 0)
-		rc = tree_batch_moved(t, b, pb, &na, now);
+		rc = tree_batch_moved(t, b, pb, ino_qb, &na, now);
 	if (rc)
 		goto unlock;
 	/* a's parent now holds b's node and the other way round */

@@ -330,6 +330,11 @@ void key_orphan(struct sbuf *b, const char *drive, uint64_t ino)
 	key_kind_ino(b, drive, "ORPHAN#", ino);
 }
 
+void key_parent(struct sbuf *b, const char *drive, uint64_t ino)
+{
+	key_kind_ino(b, drive, "PARENT#", ino);
+}
+
 void key_journal(struct sbuf *b, const char *drive, uint64_t seq)
 {
 	key_kind_ino(b, drive, "JOURNAL#", seq);

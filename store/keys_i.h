@@ -7,6 +7,7 @@
  *   DRIVE#<d>|XATTR#<ino:016x>#<name>      extended attribute
  *   DRIVE#<d>|INODE#<ino:016x>             attributes of a hard-linked inode
  *   DRIVE#<d>|ORPHAN#<ino:016x>            unlinked while open
+ *   DRIVE#<d>|PARENT#<ino:016x>            parent inode and name (parent.c)
  *   DRIVE#<d>|JOURNAL#<seq:016x>           unfinished subtree operation
  *
  * Children of folder P are the keys starting PATH#P// (PATH#// for the root):
@@ -103,6 +104,7 @@ int key_family(const char *key, size_t len);
 
 void key_inode(struct sbuf *b, const char *drive, uint64_t ino);
 void key_orphan(struct sbuf *b, const char *drive, uint64_t ino);
+void key_parent(struct sbuf *b, const char *drive, uint64_t ino);
 void key_journal(struct sbuf *b, const char *drive, uint64_t seq);
 
 #endif

@@ -107,6 +107,7 @@ static void rm_plain(struct tree *t, struct kv_batch *b, const char *path,
 
 	key_node(&k, t->name, path);
 	kv_batch_delete(b, k.buf, k.len);
+	parent_batch_delete(t, b, ino);
 	if (S_ISREG(np->a.mode))
 		tree_batch_drop_blocks(t, b, ino, np->a.size);
 	sbuf_reset(&k);

@@ -4,7 +4,8 @@
  * atomic batch
  * deletes the range [PATH#P/, PATH#P0) with one range delete, the node P
  * itself (its parent's nlink and times in the same batch, as tree_rmdir
- * does), and the content and xattrs of every inode freed. Content keys are
+ * does), and the content, xattrs and PARENT records (parent.c) of every
+ * inode freed. Content keys are
  * keyed by inode, and inodes created together have consecutive numbers: a
  * run of at least RM_RUN_MIN consecutive numbers all freed by this batch
  * gets one range delete for its DATA# keys and one for its XATTR# keys (no
@@ -129,8 +130,8 @@ out:
 	return rc;
 }
 
-/* Adds to @b the deletes of the content and xattrs of the inodes s->ents
- * (sorted; all freed by @b): range deletes for long runs of consecutive
+/* Adds to @b the deletes of the content, xattrs and PARENT records of the
+ * inodes s->ents (sorted; all freed by @b): range deletes for long runs of consecutive
  * numbers, point deletes for the rest. Errors: -EIO. */
 static int rm_batch_content(struct tree *t, struct kv_batch *b,
 			   const struct rm_scan *s)
@@ -169,6 +170,11 @@ static int rm_batch_content(struct tree *t, struct kv_batch *b,
 			sbuf_reset(&hi);
 			key_xattr_range(&tmp, &hi, t->name, last);
 			kv_batch_delete_range(b, k.buf, k.len, hi.buf, hi.len);
+			sbuf_reset(&k);
+			sbuf_reset(&hi);
+			key_parent(&k, t->name, first);
+			key_parent(&hi, t->name, last + 1);
+			kv_batch_delete_range(b, k.buf, k.len, hi.buf, hi.len);
 			i = j;
 			continue;
 		}
@@ -177,6 +183,7 @@ static int rm_batch_content(struct tree *t, struct kv_batch *b,
 
 			/* size 0 for all but regular files: no blocks */
 			tree_batch_drop_blocks(t, b, e->ino, e->size);
+			parent_batch_delete(t, b, e->ino);
 			/* xattrs: inodes come in ascending order, so the
 			 * iterator only moves forward, and seeks only when it
 			 * is still before this inode's keys */

@@ -25,6 +25,13 @@
  * range is handed out, and a reopened store starts at the mark, so a number
  * is never reused, even after a crash (a crash only skips the rest of a
  * range). The WAL keeps META's write before any node written with it.
+ *
+ * Formats (the marker's number): 1 kept content blocks with the tree; 2 has
+ * them in their own kv family (store_upgrade moves them); 3 may hold patched
+ * blocks (content.c); 4 has the reverse index PARENT# (parent.c;
+ * store_upgrade_index builds it). A read-write open upgrades a store step by
+ * step, each step resumable; a read-only open reads an older store as it
+ * is.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -217,6 +224,44 @@ static int store_upgrade(struct store *s, int fd, int from, int to)
 	else
 		plog(LOG_NOTICE, "store %s: upgraded, %llu content blocks moved",
 		     s->dir, (unsigned long long)moved);
+	return rc;
+}
+
+/*
+ * Upgrades a format-3 store to format 4 (the reverse index PARENT#, see
+ * parent.c): builds every drive's index, syncs, then the marker says 4. A
+ * crash midway leaves the marker at 3, and the next open builds the index
+ * from scratch again; a format-3 program may use the store meanwhile (it
+ * ignores the records, and the next build replaces them).
+ */
+static int store_upgrade_index(struct store *s, int fd, int from)
+{
+	char **names = NULL;
+	size_t n = 0;
+	uint64_t total = 0;
+	int rc;
+
+	plog(LOG_NOTICE, "store %s: upgrading from format %d to %d", s->dir,
+	     from, PARENT_FORMAT);
+	rc = store_drive_list(s, &names, &n);
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		struct tree *t;
+		uint64_t count = 0;
+
+		rc = store_drive(s, names[i], &t);
+		if (rc == 0)
+			rc = parent_index_build(t, &count);
+		total += count;
+	}
+	store_drive_list_free(names, n);
+	if (rc == 0)
+		rc = marker_set_format(fd, PARENT_FORMAT);
+	if (rc)
+		plog(LOG_ERR, "store %s: upgrade stopped: %s (opening it again "
+		     "continues it)", s->dir, strerror(-rc));
+	else
+		plog(LOG_NOTICE, "store %s: upgraded, %llu nodes indexed",
+		     s->dir, (unsigned long long)total);
 	return rc;
 }
 
@@ -605,16 +650,26 @@ int store_open(struct store **out, const char *dir,
 	if (rc)
 		goto out;
 	target = opt->format ? opt->format : TREE_FORMAT_VERSION;
-	if (!opt->read_only && format < target) {
-		rc = store_upgrade(s, p->marker_fd, format, target);
+	/* up to format 3 before anything is read; the index (4) once the
+	 * journals are replayed, of the finished tree */
+	if (!opt->read_only && format < target && format < PARENT_FORMAT - 1) {
+		int to = target < PARENT_FORMAT ? target : PARENT_FORMAT - 1;
+
+		rc = store_upgrade(s, p->marker_fd, format, to);
 		if (rc)
 			goto out;
-		format = target;
+		format = to;
 	}
 	s->patch = format >= 3 && kv_can_patch(s->kv);
-	if (!opt->read_only)
+	s->format = format;
+	if (!opt->read_only) {
 		rc = store_recover(s);
-	else {
+		if (rc == 0 && format < PARENT_FORMAT && target >= PARENT_FORMAT) {
+			rc = store_upgrade_index(s, p->marker_fd, format);
+			if (rc == 0)
+				s->format = PARENT_FORMAT;
+		}
+	} else {
 		/* still refuse drives of a newer format */
 		char **names = NULL;
 		size_t n = 0;

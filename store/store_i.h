@@ -61,6 +61,7 @@ struct tree {
 struct store {
 	struct kv *kv;
 	char *dir;
+	int format; /* of the marker, once open (upgraded or not) */
 	struct store_options opt;
 	pthread_mutex_t lock;
 	struct tree *drives; /* protected by lock */
@@ -167,6 +168,26 @@ int tree_reclaim_orphans(struct tree *t, size_t *count);
  * empty folder, which it replaces). */
 int journal_rename_dir(struct tree *t, const char *src, const char *dst,
 		       unsigned flags, uint64_t *orphan);
+
+/* ---- the reverse index (parent.c) -------------------------------------
+ * PARENT#<ino> = parent inode + name of every singly-named node but the
+ * root; kept in the batches of every namespace change (see parent.c). */
+#define PARENT_FORMAT 4 /* the store format that has the index */
+/* Adds the put of @ino's record: child of folder inode @parent, named as
+ * the last name of @path. */
+void parent_batch_put(struct tree *t, struct kv_batch *b, uint64_t ino,
+		      uint64_t parent, const char *path);
+void parent_batch_delete(struct tree *t, struct kv_batch *b, uint64_t ino);
+/* Decodes a record's value (*name NUL-terminated). Errors: -EIO. */
+int parent_decode(const char *val, size_t vlen, uint64_t *parent,
+		  struct sbuf *name);
+/* Reads @ino's record. Errors: -ENOENT, -EIO. */
+int parent_get(struct tree *t, uint64_t ino, uint64_t *parent,
+	       struct sbuf *name);
+/* Builds drive @t's index from scratch (format 3 -> 4: store.c), in atomic
+ * batches, the last synced; *count gets the records written. Caller holds
+ * the store alone. Errors: -EIO, -ENOSPC. */
+int parent_index_build(struct tree *t, uint64_t *count);
 
 /* ---- journal records (journal.c), shared with clone.c and fsck.c --------
  * JOURNAL#<seq> values: version byte 1, then varints op, flags, phase, then
@@ -275,7 +296,8 @@ int tree_batch_dir_touch(struct tree *t, struct kv_batch *b, const char *dir,
  *  - a link of a hard-linked inode: INODE nlink - 1 and ctime = @now_ns;
  *  - a last link: with TREE_KEEP_ORPHAN in @flags the inode becomes an orphan
  *    (INODE#ino with nlink 0 + ORPHAN#ino) and *orphan (may be NULL) = ino;
- *    otherwise its content, xattrs and INODE record are deleted, *orphan = 0.
+ *    otherwise its content, xattrs and INODE record are deleted, *orphan = 0;
+ *  - a node not hard-linked: its PARENT record is deleted.
  * The parent folder is NOT touched (tree_batch_dir_touch). Caller holds
  * ns_lock and the stripe of n->a.ino. Errors: -EIO.
  */
@@ -284,14 +306,16 @@ int tree_batch_remove(struct tree *t, struct kv_batch *b, const char *path,
 		      int64_t now_ns);
 
 /*
- * Adds to @b the put of node @n, moved to @path by a rename or exchange, with
- * ctime @now_ns: a plain node is rewritten there (n->a.ctime_ns is set); a
- * hard-link stub is copied as is and its INODE record gets the new ctime.
+ * Adds to @b the put of node @n, moved to @path (in folder inode
+ * @parent_ino) by a rename or exchange, with ctime @now_ns: a plain node is
+ * rewritten there (n->a.ctime_ns is set) and its PARENT record names the new
+ * place; a hard-link stub is copied as is and its INODE record gets the new
+ * ctime.
  * The caller deletes the old key. Caller holds ns_lock and the stripe of
  * n->a.ino. Errors: -EIO (also a stub without its INODE record).
  */
 int tree_batch_moved(struct tree *t, struct kv_batch *b, const char *path,
-		     struct node *n, int64_t now_ns);
+		     uint64_t parent_ino, struct node *n, int64_t now_ns);
 
 /* 1 if folder @dir has no children, 0 if it has, or -EIO. */
 int tree_dir_is_empty(struct tree *t, const char *dir);

@@ -322,6 +322,8 @@ int tree_batch_remove(struct tree *t, struct kv_batch *b, const char *path,
 		*orphan = 0;
 	key_node(&k, t->name, path);
 	kv_batch_delete(b, k.buf, k.len);
+	if (!(n->a.flags & TREE_F_LINKED))
+		parent_batch_delete(t, b, n->a.ino); /* its one name goes */
 	a = n->a;
 	/* (a folder is never hard-linked: its one name is its last) */
 	if (n->a.flags & TREE_F_LINKED) {
@@ -400,7 +402,7 @@ out:
 }
 
 int tree_batch_moved(struct tree *t, struct kv_batch *b, const char *path,
-		     struct node *n, int64_t now_ns)
+		     uint64_t parent_ino, struct node *n, int64_t now_ns)
 {
 	struct attr_ref r = {0};
 	int rc = 0;
@@ -415,6 +417,7 @@ int tree_batch_moved(struct tree *t, struct kv_batch *b, const char *path,
 		tree_attr_store(t, b, &r);
 	} else {
 		n->a.ctime_ns = now_ns;
+		parent_batch_put(t, b, n->a.ino, parent_ino, path);
 	}
 	tree_batch_put_node(t, b, path, &n->a, n->target);
 out:
@@ -600,6 +603,7 @@ int tree_mknode(struct tree *t, const char *path, mode_t mode, uid_t uid,
 	if (rc)
 		goto out;
 	tree_batch_put_node(t, b, path, &a, target);
+	parent_batch_put(t, b, a.ino, pn.a.ino, path);
 	rc = tree_commit(t, b);
 	if (rc == 0 && out)
 		*out = a;
@@ -677,7 +681,9 @@ static int link_common(struct tree *t, const char *oldpath, uint64_t ino,
 	now = tree_now_ns();
 	b = kv_batch_new(t->store->kv);
 	if (!(r.n.a.flags & TREE_F_LINKED)) {
-		/* first link: the attributes move to INODE#ino */
+		/* first link: the attributes move to INODE#ino, which finds
+		 * the inode by number from now on */
+		parent_batch_delete(t, b, r.n.a.ino);
 		r.n.a.flags |= TREE_F_LINKED;
 		r.n.a.nlink = 2;
 		sbuf_reset(&r.key);
@@ -927,9 +933,9 @@ static int rename_simple(struct tree *t, const char *src, const char *dst,
 	now = tree_now_ns();
 	b = kv_batch_new(t->store->kv);
 	if (flags & TREE_RENAME_EXCHANGE) {
-		rc = tree_batch_moved(t, b, src, &dn, now);
+		rc = tree_batch_moved(t, b, src, spn.a.ino, &dn, now);
 		if (rc == 0)
-			rc = tree_batch_moved(t, b, dst, &sn, now);
+			rc = tree_batch_moved(t, b, dst, dpn.a.ino, &sn, now);
 		sdelta = dd - sd;
 		ddelta = sd - dd;
 	} else {
@@ -942,7 +948,7 @@ static int rename_simple(struct tree *t, const char *src, const char *dst,
 		}
 		key_node(&k, t->name, src);
 		kv_batch_delete(b, k.buf, k.len);
-		rc = tree_batch_moved(t, b, dst, &sn, now);
+		rc = tree_batch_moved(t, b, dst, dpn.a.ino, &sn, now);
 		sdelta = -sd;
 		ddelta = sd - dd;
 	}

@@ -68,9 +68,10 @@
  * 2: content blocks in their own kv family (1: all keys in one).
  * 3: a content block may hold patches (partial writes folded when read,
  * content.c), which a format-2 program cannot read.
+ * 4: the reverse index PARENT# (tree_find_ino, parent.c).
  * An older store is upgraded when first opened read-write.
  */
-#define TREE_FORMAT_VERSION 3
+#define TREE_FORMAT_VERSION 4
 
 struct store;
 struct tree;
@@ -84,7 +85,7 @@ struct store_options {
 	size_t cache_mb;     /* block cache size; 0 = default (64 MiB) */
 	size_t rename_batch; /* subtree rewrite: entries per batch; 0 = 1024 */
 	size_t rename_bytes; /* subtree rewrite: bytes per batch; 0 = 4 MiB */
-	/* 0: this program's format. 1 or 2: create a store of that format,
+	/* 0: this program's format. 1 to 3: create a store of that format,
 	 * or open one without upgrading it past that (tests of the upgrade
 	 * build old stores so) */
 	int format;
@@ -93,9 +94,10 @@ struct store_options {
 /*
  * Opens the store in directory @dir and, unless read-only, upgrades a store
  * of an older format (see TREE_FORMAT_VERSION; resumable, crash-safe), replays
- * every unfinished journal record of every drive and reclaims every orphan
- * inode (removed while still in use before a crash), logging what it did. A
- * read-only open reads an older format as it is.
+ * every unfinished journal record of every drive, reclaims every orphan
+ * inode (removed while still in use before a crash) and builds the reverse
+ * index of an older store, logging what it did. A read-only open reads an
+ * older format as it is.
  *
  * Errors: -ENOENT (missing and !create, or its parent is missing), -EBUSY
  * (another process holds the store's lock), -EMEDIUMTYPE (the directory is not
@@ -222,6 +224,26 @@ int64_t tree_now_ns(void);
  * reported when cheap, -ENOENT otherwise), -EINVAL, -ENAMETOOLONG, -EIO.
  */
 int tree_lookup(struct tree *t, const char *path, struct tree_attr *out);
+
+/*
+ * Finds inode @ino by its number (file handles: the kernel asks for a node
+ * id it no longer caches). *path gets a malloc'd path of it (caller frees),
+ * or NULL for a hard-linked inode (addressed by number: its INODE record),
+ * and @out its attributes. Errors: -ENOENT (no node has that number: never
+ * used, removed, or an orphan; also a rename of an ancestor in the same
+ * moment, so a caller may retry once), -EOPNOTSUPP (a store of a format
+ * before 4 opened read-only: no index), -EIO.
+ */
+int tree_find_ino(struct tree *t, uint64_t ino, char **path,
+		  struct tree_attr *out);
+
+/*
+ * The generation of every inode number of drive @t for file handles: inode
+ * numbers are never reused within a drive, so one value per drive suffices;
+ * it differs between drives created at different times (a drive deleted and
+ * created again under its name starts its numbers over). Never 0.
+ */
+uint32_t tree_generation(const struct tree *t);
 
 /*
  * Reads a symlink's target into a malloc'd NUL-terminated string *target

@@ -645,16 +645,22 @@ static void raw_branch(struct tree *t, const char *root, size_t n)
 
 	a.mode = S_IFDIR | 0755;
 	a.nlink = 2 + (uint32_t)ndirs;
+	uint64_t rino, dino = 0;
+
 	cr_assert_eq(tree_alloc_ino(t, &a.ino), 0);
+	rino = a.ino;
 	tree_batch_put_node(t, b, root, &a, NULL);
+	parent_batch_put(t, b, a.ino, TREE_ROOT_INO, root);
 	cr_assert_eq(tree_batch_dir_touch(t, b, "/", 1, tree_now_ns()), 0);
 	for (size_t i = 0; i < n; i++) {
 		if (i % 1000 == 0) {
 			a.mode = S_IFDIR | 0755;
 			a.nlink = 2;
 			cr_assert_eq(tree_alloc_ino(t, &a.ino), 0);
+			dino = a.ino;
 			snprintf(p, sizeof(p), "%s/d%04zu", root, i / 1000);
 			tree_batch_put_node(t, b, p, &a, NULL);
+			parent_batch_put(t, b, a.ino, rino, p);
 		}
 		a.mode = S_IFREG | 0644;
 		a.nlink = 1;
@@ -663,6 +669,7 @@ static void raw_branch(struct tree *t, const char *root, size_t n)
 		snprintf(p, sizeof(p), "%s/d%04zu/file-%07zu", root, i / 1000,
 			 i);
 		tree_batch_put_node(t, b, p, &a, NULL);
+		parent_batch_put(t, b, a.ino, dino, p);
 		if (kv_batch_count(b) >= 10000) {
 			cr_assert_eq(tree_commit(t, b), 0);
 			kv_batch_clear(b);

@@ -1,10 +1,10 @@
 /*
  * test_upgrade.c - a store of a previous format (1: every key in one kv
- * family; 2: no patched blocks) opens with this one: read as it is when
- * read-only, upgraded to format 3 on the first read-write open (1: content
- * blocks moved to their own family; 2: the marker only, after which partial
- * writes patch blocks), also when that upgrade is killed midway, and nothing
- * is lost.
+ * family; 2: no patched blocks; 3: no reverse index PARENT#) opens with
+ * this one: read as it is when read-only, upgraded on the first read-write
+ * open (1: content blocks moved to their own family; 2: the marker only,
+ * after which partial writes patch blocks; 3: the index built), also when
+ * an upgrade is killed midway, and nothing is lost.
  *
  * The old stores are built here, not kept as binary fixtures: a store
  * opened with store_options.format = 1 writes the format-1 layout (the marker
@@ -268,12 +268,23 @@ Test(upgrade, killed_midway_resumes_and_loses_nothing, .init = tu_setup,
 	/* BATCH keys a batch: kill it after 3 batches, then again 4 batches
 	 * into what is left, and so on, until an open finishes it */
 	for (int after = 2; upgrade_killed_after(after); after++) {
+		int format = marker_format();
+
 		kills++;
-		cr_assert_eq(marker_format(), 1, "marked done while midway");
+		cr_assert(format == 1 || format == 3,
+			  "marked done while midway (%d)", format);
 		cr_assert(has_content_family());
-		/* midway a read-only open cannot see every block: refused */
-		cr_assert_eq(store_open(&s, tu_dir, &ro), -EUCLEAN);
-		cr_assert_null(s);
+		/* midway a read-only open cannot see every block: refused;
+		 * once they moved (format 3, the index not yet built) it
+		 * reads them */
+		if (format == 1) {
+			cr_assert_eq(store_open(&s, tu_dir, &ro), -EUCLEAN);
+			cr_assert_null(s);
+		} else {
+			cr_assert_eq(store_open(&s, tu_dir, &ro), 0);
+			store_close(s);
+			s = NULL;
+		}
 		cr_assert_lt(kills, 100);
 	}
 	cr_assert_geq(kills, 3, "the upgrade was not killed midway");
@@ -360,5 +371,123 @@ Test(upgrade, format2_store_opens_and_is_upgraded, .init = tu_setup,
 		cr_assert_eq(store_open(&s, tu_dir, &o2), -EINVAL);
 	}
 	tu_store = tu_open(tu_dir);
+	free(before);
+}
+
+/*
+ * Replaces the fixture's store by a format-3 store as a format-3 program
+ * left it: a branch of every kind of node and no PARENT# key (this program
+ * writes them in any format: they are deleted), plus a stray PARENT record
+ * naming the wrong place (what an interrupted build followed by a format-3
+ * program's changes could leave). Returns the snapshot of "main".
+ */
+static char *make_format3_store(void)
+{
+	struct store_options o = {.create = true, .format = 3};
+	struct sbuf lo = {0}, hi = {0};
+	struct kv_batch *b;
+	struct tree_attr a;
+
+	store_close(tu_store);
+	tu_store = NULL;
+	tu_rmrf(tu_dir);
+	cr_assert_eq(store_open(&tu_store, tu_dir, &o), 0);
+	cr_assert_eq(store_drive_create(tu_store, "main", getuid(), getgid()),
+		     0);
+	cr_assert_eq(store_drive(tu_store, "main", &tu_tree), 0);
+	build(T, "/b", 40);
+	tu_mkdir(T, "/b/deep");
+	tu_mkdir(T, "/b/deep/er");
+	tu_mkfile(T, "/b/deep/er/f", "x", 1);
+	cr_assert_gt(kind_keys(T, "PARENT#"), 40);
+	b = kv_batch_new(tu_store->kv);
+	key_kind_range(&lo, &hi, "main", "PARENT#");
+	kv_batch_delete_range(b, lo.buf, lo.len, hi.buf, hi.len);
+	cr_assert_eq(tree_lookup(T, "/b/deep/er/f", &a), 0);
+	parent_batch_put(T, b, a.ino, TREE_ROOT_INO, "/elsewhere");
+	cr_assert_eq(kv_batch_commit(tu_store->kv, b, true), 0);
+	kv_batch_free(b);
+	sbuf_release(&lo);
+	sbuf_release(&hi);
+	cr_assert_eq(kind_keys(T, "PARENT#"), 1);
+	return snap(T, "/", true);
+}
+
+/* Every node below @dir is found by its number at its path. */
+static void assert_found_by_number(struct tree *t, const char *dir)
+{
+	struct tree_scan *sc;
+	struct tree_attr a, fa;
+	const char *p;
+	size_t n = 0;
+	int rc;
+
+	cr_assert_eq(tree_scan_open(&sc, t, dir), 0);
+	while ((rc = tree_scan_next(sc, &p, &a)) == 1) {
+		char *found = NULL;
+
+		cr_assert_eq(tree_find_ino(t, a.ino, &found, &fa), 0, "%s", p);
+		if (a.flags & TREE_F_LINKED)
+			cr_assert_null(found, "%s", p);
+		else
+			cr_assert_str_eq(found, p);
+		cr_assert_eq(fa.ino, a.ino);
+		free(found);
+		n++;
+	}
+	cr_assert_eq(rc, 0);
+	tree_scan_free(sc);
+	cr_assert_gt(n, 0);
+}
+
+Test(upgrade, format3_store_gets_its_index, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	struct store_options ro = {.read_only = true}, rw = {0};
+	struct tree_attr a;
+	char *before = make_format3_store(), *now, *path = NULL;
+
+	store_close(tu_store);
+	tu_store = NULL;
+	cr_assert_eq(marker_format(), 3);
+	/* read-only: read as it is; no index, so no finding by number */
+	open_with(&ro);
+	cr_assert_eq(tree_lookup(T, "/b/deep/er/f", &a), 0);
+	cr_assert_eq(tree_find_ino(T, a.ino, &path, &a), -EOPNOTSUPP);
+	assert_fsck_clean(T);
+	cr_assert_eq(marker_format(), 3);
+	/* read-write: the index is built, the stray record replaced */
+	open_with(&rw);
+	cr_assert_eq(marker_format(), 4);
+	now = snap(T, "/", true);
+	cr_assert_str_eq(now, before);
+	assert_fsck_clean(T);
+	assert_found_by_number(T, "/");
+	free(now);
+	free(before);
+}
+
+Test(upgrade, format3_index_build_killed_midway, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	struct store_options rw = {0};
+	char *before = make_format3_store(), *now;
+	int kills = 0;
+
+	store_close(tu_store);
+	tu_store = NULL;
+	for (int after = 1; upgrade_killed_after(after); after += 3) {
+		kills++;
+		cr_assert_eq(marker_format(), 3, "marked done while midway");
+		cr_assert_lt(kills, 100);
+	}
+	cr_assert_geq(kills, 3, "the build was not killed midway");
+	cr_assert_eq(marker_format(), 4);
+	open_with(&rw);
+	now = snap(T, "/", true);
+	cr_assert_str_eq(now, before);
+	assert_fsck_clean(T);
+	assert_found_by_number(T, "/");
+	free(now);
 	free(before);
 }
