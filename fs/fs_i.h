@@ -219,6 +219,15 @@ int itab_flagged(struct fs *fs, unsigned flag, uint64_t **out, size_t *n);
  * Errors: those of tree_lookup(), -ENOMEM.
  */
 int itab_attach_path(struct fs *fs, const char *path, uint64_t *ino);
+/*
+ * As itab_attach_path(), and records one more kernel lookup of the inode at
+ * @path (not for "/": the root's count is not kept). For a node the kernel
+ * asks for by number (file handles). Errors: as itab_attach_path().
+ */
+int itab_lookup_path(struct fs *fs, const char *path, uint64_t *ino);
+/* One more kernel lookup of @ino if the table knows it (and it is neither
+ * stale nor reclaimed); else -ENOENT. */
+int itab_ref(struct fs *fs, uint64_t ino);
 
 /*
  * Builds the path of @ino, with "/" and @name appended when @name is not

@@ -462,7 +462,11 @@ void itab_replace_place(struct fs *fs, uint64_t ino, uint64_t parent,
 	pthread_mutex_unlock(&fs->lock);
 }
 
-int itab_attach_path(struct fs *fs, const char *path, uint64_t *ino)
+/* itab_attach_path(), and with @ref one more kernel lookup of the inode at
+ * @path (a node found by number: fs_do_lookup of "." and ".."), counted in
+ * the same hold of fs->lock as its entry is made. */
+static int attach_path(struct fs *fs, const char *path, bool ref,
+		       uint64_t *ino)
 {
 	char *prefix = strdup(path);
 	struct tree_attr a;
@@ -509,15 +513,46 @@ int itab_attach_path(struct fs *fs, const char *path, uint64_t *ino)
 		} else if (!p) {
 			rc = -ENOENT;
 		}
+		s = slash ? slash + 1 : s + nlen;
+		if (rc == 0 && ref && !*s) {
+			e->nlookup++;
+			if (a.flags & TREE_F_LINKED)
+				e->flags |= INODE_LINKED;
+		}
 		pthread_mutex_unlock(&fs->lock);
 		if (rc)
 			goto out;
 		cur = a.ino;
-		s = slash ? slash + 1 : s + nlen;
 	}
 	*ino = cur;
 out:
 	free(prefix);
+	return rc;
+}
+
+int itab_attach_path(struct fs *fs, const char *path, uint64_t *ino)
+{
+	return attach_path(fs, path, false, ino);
+}
+
+int itab_lookup_path(struct fs *fs, const char *path, uint64_t *ino)
+{
+	return attach_path(fs, path, true, ino);
+}
+
+int itab_ref(struct fs *fs, uint64_t ino)
+{
+	struct inode *e;
+	int rc = -ENOENT;
+
+	pthread_mutex_lock(&fs->lock);
+	e = find(fs, ino);
+	if (e && !(e->flags & (INODE_STALE | INODE_RECLAIMED))) {
+		if (ino != TREE_ROOT_INO)
+			e->nlookup++;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&fs->lock);
 	return rc;
 }
 

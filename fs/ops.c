@@ -94,7 +94,8 @@ static void fill_entry(struct fs *fs, const struct tree_attr *a,
 {
 	memset(e, 0, sizeof(*e));
 	e->ino = a->ino;
-	e->generation = 1;
+	/* file handles carry it; the kernel wants 0 for the root */
+	e->generation = a->ino == TREE_ROOT_INO ? 0 : tree_generation(fs->tree);
 	tree_attr_to_stat(fs->tree, a, &e->attr);
 	e->attr.st_ino = a->ino;
 	e->attr_timeout = fs->timeout;
@@ -154,6 +155,88 @@ static int enter_child(struct fs *fs, uint64_t parent, const char *name,
 	return rc;
 }
 
+/*
+ * LOOKUP of "." in node @ino: the kernel asks for a node id it holds no
+ * inode for (a file handle: open_by_handle_at, an NFS export), so the table
+ * may not know it either: the store finds it by number (tree_find_ino) and
+ * the table learns its path (itab_lookup_path; a hard-linked inode is
+ * addressed by number). Counts one lookup. A number that leads nowhere (the
+ * node was removed) is -ESTALE, never another node.
+ */
+static int lookup_dot(struct fs *fs, uint64_t ino, struct tree_attr *a)
+{
+	struct fs_path p = {0};
+	char *path = NULL;
+	uint64_t got = 0;
+	int rc, tries = 0;
+
+	rc = fs_do_getattr(fs, ino, a);
+	if (rc == 0 && itab_ref(fs, ino) == 0)
+		return 0; /* known: counted where it is */
+	do {
+		free(path);
+		path = NULL;
+		rc = fs_enter(fs, TREE_ROOT_INO, NULL, &p);
+		if (rc)
+			break;
+		rc = tree_find_ino(fs->tree, ino, &path, a);
+		if (rc == 0 && path) {
+			rc = itab_lookup_path(fs, path, &got);
+			if (rc == 0 && got != ino) {
+				/* renamed over meanwhile: not ours to count */
+				uint64_t r = itab_forget(fs, got, 1);
+
+				if (r)
+					plog(LOG_WARNING, "lookup by number: "
+					     "inode %llu left an orphan",
+					     (unsigned long long)r);
+				rc = -ENOENT;
+			}
+		} else if (rc == 0) {
+			rc = itab_lookup(fs, ino, 0, "", a->flags);
+		}
+		fs_leave(fs);
+		/* an ancestor renamed in the same moment: once more */
+	} while (rc == -ENOENT && ++tries < 2);
+	free(path);
+	fs_path_release(&p);
+	return rc == -ENOENT || rc == -EOPNOTSUPP ? -ESTALE : rc;
+}
+
+/*
+ * LOOKUP of ".." in folder @ino: its parent folder (file handles: the
+ * kernel reconnects a folder found by number to the tree). Counts one
+ * lookup of the parent.
+ */
+static int lookup_dotdot(struct fs *fs, uint64_t ino, struct tree_attr *a)
+{
+	struct fs_path p = {0};
+	uint64_t got;
+	char *slash;
+	int rc;
+
+	rc = fs_enter_path(fs, ino, &p);
+	if (rc)
+		goto out;
+	slash = strrchr(p.buf, '/');
+	if (slash == p.buf)
+		slash[1] = '\0'; /* a folder of the root, or the root itself */
+	else
+		*slash = '\0';
+	rc = tree_lookup(fs->tree, p.buf, a);
+	if (rc == 0 && a->ino != TREE_ROOT_INO) {
+		rc = itab_lookup_path(fs, p.buf, &got);
+		if (rc == 0 && got != a->ino) {
+			itab_forget(fs, got, 1);
+			rc = -ENOENT;
+		}
+	}
+	fs_leave(fs);
+out:
+	fs_path_release(&p);
+	return rc == -ENOENT ? -ESTALE : rc;
+}
+
 static int fs_do_lookup(struct fs *fs, uint64_t parent, const char *name,
 			struct fuse_entry_param *e)
 {
@@ -161,6 +244,13 @@ static int fs_do_lookup(struct fs *fs, uint64_t parent, const char *name,
 	struct fs_path p = {0};
 	int rc;
 
+	if (!strcmp(name, ".") || !strcmp(name, "..")) {
+		rc = name[1] ? lookup_dotdot(fs, parent, &a)
+			     : lookup_dot(fs, parent, &a);
+		if (rc == 0)
+			fill_entry(fs, &a, e);
+		return rc;
+	}
 	if (strlen(name) > TREE_NAME_MAX)
 		return -ENAMETOOLONG;
 	rc = enter_child(fs, parent, name, &p, &a);
@@ -1631,6 +1721,10 @@ static void fs_init_conn(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
 	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
 		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+	/* file handles (open_by_handle_at, NFS export): the kernel asks for
+	 * nodes it no longer caches by LOOKUP of "." and ".." (lookup_dot) */
+	if (conn->capable & FUSE_CAP_EXPORT_SUPPORT)
+		conn->want |= FUSE_CAP_EXPORT_SUPPORT;
 	/* we do not clear set-user-ID bits ourselves: let the kernel do it */
 	conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV;
 #ifdef FUSE_CAP_HANDLE_KILLPRIV_V2
