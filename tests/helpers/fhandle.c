@@ -53,6 +53,7 @@ static int save(const char *path)
 	h->handle_bytes = MAX_BYTES;
 	if (name_to_handle_at(AT_FDCWD, path, h, &mount_id, 0) < 0) {
 		printf("%s\n", errname(errno));
+		free(h);
 		return 0;
 	}
 	printf("%08x%08x", h->handle_bytes, (unsigned)h->handle_type);
@@ -65,7 +66,12 @@ static int save(const char *path)
 
 static int open_handle(const char *mount, const char *hex)
 {
-	struct file_handle *h = malloc(sizeof(*h) + MAX_BYTES);
+	/* one call per process: what it allocates lives until exit */
+	static union {
+		struct file_handle h;
+		char space[sizeof(struct file_handle) + MAX_BYTES];
+	} hu;
+	struct file_handle *h = &hu.h;
 	unsigned bytes, type;
 	char link[64], buf[4200];
 	struct stat st;
@@ -110,9 +116,14 @@ static int open_handle(const char *mount, const char *hex)
 			v[cnt++] = strdup(e->d_name);
 		}
 		qsort(v, cnt, sizeof(*v), cmp);
-		for (size_t i = 0; i < cnt; i++)
+		for (size_t i = 0; i < cnt; i++) {
 			printf(" %s", v[i]);
+			free(v[i]);
+		}
 		printf("\n");
+		free(v);
+		if (d)
+			closedir(d);
 		return 0;
 	}
 	n = read(fd, buf, 256);
