@@ -691,16 +691,6 @@ int itab_path(struct fs *fs, uint64_t ino, const char *name, bool need_path,
 	return rc;
 }
 
-/* Is @path @top or inside it? */
-static bool inside(const char *path, const char *top)
-{
-	size_t n = strlen(top);
-
-	if (n == 1 && top[0] == '/')
-		return true;
-	return !strncmp(path, top, n) && (path[n] == '\0' || path[n] == '/');
-}
-
 /* Caller holds fs->sublock. */
 static bool busy_hit(struct fs *fs, const char *path)
 {
@@ -709,7 +699,8 @@ static bool busy_hit(struct fs *fs, const char *path)
 	if (!path)
 		return false;
 	for (b = fs->busy; b; b = b->next)
-		if (inside(path, b->src) || (b->dst && inside(path, b->dst)))
+		if (tree_path_is_within(path, b->src) ||
+		    (b->dst && tree_path_is_within(path, b->dst)))
 			return true;
 	return false;
 }
@@ -720,9 +711,11 @@ static bool busy_overlap(struct fs *fs, const char *path)
 	struct busy *b;
 
 	for (b = fs->busy; b; b = b->next) {
-		if (inside(path, b->src) || inside(b->src, path))
+		if (tree_path_is_within(path, b->src) ||
+		    tree_path_is_within(b->src, path))
 			return true;
-		if (b->dst && (inside(path, b->dst) || inside(b->dst, path)))
+		if (b->dst && (tree_path_is_within(path, b->dst) ||
+			       tree_path_is_within(b->dst, path)))
 			return true;
 	}
 	return false;

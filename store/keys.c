@@ -74,7 +74,7 @@ void sbuf_release(struct sbuf *b)
 
 /* ---- paths --------------------------------------------------------------- */
 
-int path_check(const char *path)
+int tree_path_check(const char *path)
 {
 	size_t total = 0;
 	const char *p = path;
@@ -114,7 +114,7 @@ const char *path_name(const char *path)
 	return strrchr(path, '/') + 1;
 }
 
-bool path_is_within(const char *path, const char *dir)
+bool tree_path_is_within(const char *path, const char *dir)
 {
 	size_t n = strlen(dir);
 

@@ -25,6 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tree.h"
+
 /* A growable byte buffer. Zero-initialised is empty; sbuf_release frees. */
 struct sbuf {
 	char *buf;
@@ -38,14 +40,20 @@ void sbuf_addc(struct sbuf *b, char c);
 void sbuf_nul(struct sbuf *b);
 void sbuf_release(struct sbuf *b);
 
-/* 0 if @path is well formed (see tree.h), else -EINVAL / -ENAMETOOLONG. */
-int path_check(const char *path);
+/* store/'s short names for tree.h's path rules (tree_path_check(),
+ * tree_path_is_within()), which live in keys.c. */
+static inline int path_check(const char *path)
+{
+	return tree_path_check(path);
+}
+static inline bool path_is_within(const char *path, const char *dir)
+{
+	return tree_path_is_within(path, dir);
+}
 /* Length of the parent part of a checked non-root path ("/a/b" -> 2, "/a" -> 0)
  * and the name after it. */
 size_t path_parent_len(const char *path);
 const char *path_name(const char *path);
-/* true if @path is @dir itself or anything below it ("/a" is not below "/ab"). */
-bool path_is_within(const char *path, const char *dir);
 
 /* Appends "DRIVE#<d>|" — the prefix every key of drive @d starts with. */
 void key_drive_prefix(struct sbuf *b, const char *drive);

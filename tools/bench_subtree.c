@@ -1,6 +1,6 @@
 /*
  * bench_subtree.c - `pathfs-bench subtree`: reading one branch three ways,
- * in-process on a fresh store, through store/tree.h only.
+ * in-process on a fresh store, through store/include/tree.h only.
  *
  *  (a) scan:   one subtree range read (tree_scan_open/next);
  *  (b) walk:   one children scan per folder (tree_dir_open/next), the way an

@@ -21,7 +21,7 @@
 source "$(dirname "$0")/rel_lib.sh"
 
 DEPTH=40
-LIMIT=32767 # TREE_PATH_MAX (store/tree.h)
+LIMIT=32767 # TREE_PATH_MAX (store/include/tree.h)
 J='DRIVE#main|JOURNAL#'
 # level names: 255 bytes each, different per level ("001xxx...", "002xxx...")
 PAD=$(printf 'x%.0s' $(seq 252))

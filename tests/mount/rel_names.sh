@@ -80,7 +80,7 @@ ok(sorted(os.listdir(d)) == sorted([b"r" * 255, b"D" * 255, u[:254] + b"z"]),
    "the folder holds exactly what succeeded")
 
 # ---- path length: drive paths of LIMIT and LIMIT + 1 bytes -----------------
-LIMIT = 32767  # TREE_PATH_MAX (store/tree.h)
+LIMIT = 32767  # TREE_PATH_MAX (store/include/tree.h)
 # drive path of folder at depth k = "/plen" + "/" + 200-byte names...
 top = b"/plen"
 os.mkdir(mnt + top)

@@ -21,7 +21,7 @@
 int ctl_check_path(struct ctx *x, const char *in, char *buf)
 {
 	size_t len = strlen(in);
-	const char *p, *name;
+	int rc;
 
 	if (in[0] != '/')
 		return ctl_usage_error(
@@ -36,26 +36,14 @@ int ctl_check_path(struct ctx *x, const char *in, char *buf)
 				       "over " CTL_STR(TREE_PATH_MAX) " bytes");
 	memcpy(buf, in, len);
 	buf[len] = '\0';
-	if (len == 1)
-		return 0;
-	for (name = buf + 1;; name = p + 1) {
-		size_t n;
-
-		p = strchr(name, '/');
-		n = p ? (size_t)(p - name) : strlen(name);
-		if (n == 0)
-			return ctl_usage_error(x, "'%s': empty name in path",
-					       in);
-		if ((n == 1 && name[0] == '.') ||
-		    (n == 2 && name[0] == '.' && name[1] == '.'))
-			return ctl_usage_error(
-			    x, "'%s': '.' and '..' are not names here", in);
-		if (n > TREE_NAME_MAX)
-			return ctl_usage_error(
-			    x, "'%s': a name is over 255 bytes", in);
-		if (!p)
-			break;
-	}
+	/* the store's rule (tree.h): -ENAMETOOLONG is a name over 255 bytes,
+	 * the length was checked above */
+	rc = tree_path_check(buf);
+	if (rc == -ENAMETOOLONG)
+		return ctl_usage_error(x, "'%s': a name is over 255 bytes", in);
+	if (rc)
+		return ctl_usage_error(
+		    x, "'%s': empty, '.' or '..' name in path", in);
 	return 0;
 }
 

@@ -252,16 +252,6 @@ int ctl_cmd_rm(struct ctx *x)
 	return status;
 }
 
-/* Checks that @dst is not @src or inside it (same drive). */
-static bool inside(const char *src, const char *dst)
-{
-	size_t n = strlen(src);
-
-	if (!strcmp(src, "/"))
-		return true;
-	return !strncmp(src, dst, n) && (dst[n] == '\0' || dst[n] == '/');
-}
-
 static int cmd_cp_mv(struct ctx *x, const char *op)
 {
 	char *src = x->pathbuf[0], *dst = x->pathbuf[1];
@@ -283,7 +273,7 @@ static int cmd_cp_mv(struct ctx *x, const char *op)
 				       "%s'/' cannot be copied or moved, nor "
 				       "replaced",
 				       NULL);
-	if (b.t == b.dt && inside(src, dst))
+	if (b.t == b.dt && tree_path_is_within(dst, src))
 		return ctl_usage_error(x, "%scannot put a branch inside itself",
 				       NULL);
 	/*

@@ -2,8 +2,9 @@
  * tree.h - the public API of store/: drives of files and folders kept in one
  * embedded RocksDB store, one key per node, keyed by full path.
  *
- * This is the only header fs/ and tools/ include from store/. They never build
- * a key or call RocksDB; everything goes through the calls below.
+ * This is store/'s API: fs/ and tools/ see only the headers of store/include/
+ * (this one, log.h and siphash.h), so they never build a key or call the kv
+ * engine; everything goes through the calls below.
  *
  * Conventions, for every function here unless its comment says otherwise:
  *  - returns 0 on success or a negative errno;
@@ -140,6 +141,18 @@ const char *store_dir(const struct store *s);
 
 /* 0 if @name is a valid drive id ([A-Za-z0-9_.-]{1,64}), else -EINVAL. */
 int store_drive_name_check(const char *name);
+
+/* ---- Paths --------------------------------------------------------------- */
+
+/* 0 if @path is well formed (the rules above), else -EINVAL or
+ * -ENAMETOOLONG. */
+int tree_path_check(const char *path);
+/*
+ * Whether @path is @dir itself or anything below it, both well formed: "/a"
+ * holds "/a/b" but not "/ab" (a plain prefix test would, and a subtree
+ * rewrite or delete would then take a sibling). "/" holds everything.
+ */
+bool tree_path_is_within(const char *path, const char *dir);
 
 /*
  * Creates drive @name with its META record and its root folder "/" (inode 1,
