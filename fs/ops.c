@@ -540,10 +540,7 @@ static int fs_do_mknode(struct fs *fs, const struct fuse_ctx *ctx,
 			uint64_t parent, const char *name, mode_t mode,
 			uint64_t rdev, const char *target, struct tree_attr *a)
 {
-	struct tree_attr pa;
 	struct fs_path p = {0};
-	gid_t gid = ctx->gid;
-	char *dir = NULL, *slash;
 	int rc;
 
 	if (fs->ro)
@@ -553,35 +550,15 @@ static int fs_do_mknode(struct fs *fs, const struct fuse_ctx *ctx,
 	rc = fs_enter(fs, parent, name, &p);
 	if (rc)
 		goto out;
-	for (;;) {
-		free(dir);
-		dir = strdup(p.path);
-		if (!dir) {
-			rc = -ENOMEM;
-			break;
-		}
-		slash = strrchr(dir, '/');
-		if (slash == dir)
-			slash[1] = '\0';
-		else
-			*slash = '\0';
-		rc = tree_lookup(fs->tree, dir, &pa);
-		if (!rc && (pa.mode & S_ISGID)) {
-			gid = pa.gid;
-			if (S_ISDIR(mode))
-				mode |= S_ISGID;
-		}
-		if (!rc)
-			rc = tree_mknode(fs->tree, p.path, mode, ctx->uid, gid,
-					 rdev, target, a);
-		if (!fs_retry(fs, rc, parent, name, &p))
-			break;
-	}
+	/* tree_mknode gives a set-group-ID folder's group (and bit) */
+	do
+		rc = tree_mknode(fs->tree, p.path, mode, ctx->uid, ctx->gid,
+				 rdev, target, a);
+	while (fs_retry(fs, rc, parent, name, &p));
 	if (!rc)
 		rc = itab_lookup(fs, a->ino, parent, name, a->flags);
 	fs_leave(fs);
 out:
-	free(dir);
 	fs_path_release(&p);
 	return rc;
 }

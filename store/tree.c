@@ -594,6 +594,13 @@ int tree_mknode(struct tree *t, const char *path, mode_t mode, uid_t uid,
 	a.mode = type == S_IFLNK ? (S_IFLNK | 0777) : (type | (mode & 07777));
 	a.uid = uid;
 	a.gid = gid;
+	if (pn.a.mode & S_ISGID) {
+		/* a set-group-ID folder gives its group to what is made in
+		 * it, and its bit to a new folder (as ext4 does) */
+		a.gid = pn.a.gid;
+		if (S_ISDIR(type))
+			a.mode |= S_ISGID;
+	}
 	a.size = target ? strlen(target) : 0;
 	a.nlink = S_ISDIR(type) ? 2 : 1;
 	a.rdev = (S_ISCHR(type) || S_ISBLK(type)) ? rdev : 0;

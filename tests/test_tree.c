@@ -129,6 +129,34 @@ Test(tree, mknode_kinds_and_attrs, .init = tu_setup, .fini = tu_teardown)
 	cr_expect_neq(st("/fifo").ino, st("/sock").ino);
 }
 
+Test(tree, setgid_folder_gives_its_group, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	struct tree_attr a;
+
+	cr_assert_eq(tree_mknode(T, "/g", S_IFDIR | S_ISGID | 0775, 1, 1234, 0,
+				 NULL, NULL),
+		     0);
+	cr_assert_eq(tree_mknode(T, "/g/f", S_IFREG | 0644, 7, 99, 0, NULL,
+				 &a),
+		     0);
+	cr_expect(a.gid == 1234 && a.uid == 7 && !(a.mode & S_ISGID));
+	cr_assert_eq(tree_mknode(T, "/g/d", S_IFDIR | 0755, 7, 99, 0, NULL,
+				 &a),
+		     0);
+	cr_expect(a.gid == 1234 && (a.mode & S_ISGID));
+	cr_assert_eq(tree_mknode(T, "/g/d/l", S_IFLNK | 0777, 7, 99, 0, "t",
+				 &a),
+		     0);
+	cr_expect_eq(a.gid, 1234);
+	/* stored so, and not outside */
+	cr_assert_eq(tree_lookup(T, "/g/d", &a), 0);
+	cr_expect(a.gid == 1234 && (a.mode & S_ISGID));
+	cr_assert_eq(tree_mknode(T, "/h", S_IFREG | 0644, 7, 99, 0, NULL, &a),
+		     0);
+	cr_expect_eq(a.gid, 99);
+}
+
 Test(tree, errnos, .init = tu_setup, .fini = tu_teardown)
 {
 	char name[300];

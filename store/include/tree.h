@@ -275,7 +275,9 @@ int tree_readlink_ino(struct tree *t, uint64_t ino, char **target);
 /*
  * Creates a node at @path: a folder, regular file, symlink (@target != NULL,
  * mode S_IFLNK|0777), FIFO, socket or device (@rdev). Allocates a new inode
- * number; times are now; folders get nlink 2, others 1. Updates the parent's
+ * number; times are now; folders get nlink 2, others 1. In a folder with
+ * set-group-ID, the node gets the folder's group instead of @gid, and a new
+ * folder the set-group-ID bit too (BSD semantics, as ext4). Updates the parent's
  * mtime/ctime (and nlink for a folder) in the same atomic batch.
  * @out (may be NULL) receives the new attributes.
  * Errors: -EEXIST, -ENOENT (no parent), -ENOTDIR (parent not a folder),

@@ -93,6 +93,15 @@ chmod 06777 "$MNT/suid"
 check "truncate by a non-owner clears them too" \
 	bash -c "setpriv --reuid=nobody --regid=nogroup --clear-groups truncate -s 1 '$MNT/suid' && [ \"\$(stat -c %a '$MNT/suid')\" = 777 ]"
 
+mkdir "$MNT/sg" && chgrp nogroup "$MNT/sg" && chmod 2777 "$MNT/sg"
+nb sh -c "echo x >'$MNT/sg/f'; mkdir '$MNT/sg/d'; ln -s f '$MNT/sg/l'"
+check "a set-group-ID folder gives its group to what is made in it" \
+	[ "$(stat -c %G "$MNT/sg/f" "$MNT/sg/d")" = "$(printf 'nogroup\nnogroup')" ]
+check "  and its bit to a new folder ($(stat -c %a "$MNT/sg/d"))" \
+	[ "$(stat -c %a "$MNT/sg/d")" = 2755 ]
+touch "$MNT/pub/plain"
+check "  not outside it" [ "$(stat -c %G "$MNT/pub/plain")" = root ]
+
 # ---- control socket ---------------------------------------------------------
 SOCK=$STORE/pathfs.sock
 check "control socket exists" [ -S "$SOCK" ]
