@@ -4,7 +4,8 @@
 set -euo pipefail
 pkgs=(fuse3 libfuse3-dev librocksdb-dev libcriterion-dev meson ninja-build
       pkg-config gcc libc6-dev rsync attr acl git gnuplot-nox util-linux
-      coreutils findutils tar xxd procps psmisc python3 sqlite3)
+      coreutils findutils tar xxd procps psmisc python3 sqlite3
+      etcd-server etcd-client libcurl4-openssl-dev libjson-c-dev)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||

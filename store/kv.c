@@ -6,7 +6,7 @@
  * the backend sees it, the same way on every engine.
  *
  * Backends (kv_backend_i.h): kv_rocksdb.c, the embedded RocksDB store (a
- * directory). Each call costs one indirect call on top of the engine's.
+ * directory), and kv_etcd.c, a store on an etcd cluster (etcd://...). Each call costs one indirect call on top of the engine's.
  *
  * Limits: the counts are of operations as added: a key put twice counts
  * twice, though an engine may collapse them.
@@ -18,6 +18,11 @@
 
 #include "kv_backend_i.h"
 #include "log.h"
+
+bool kv_is_etcd(const char *where)
+{
+	return strncmp(where, "etcd://", 7) == 0;
+}
 
 static bool kv_env_strict(void)
 {
@@ -34,7 +39,10 @@ int kv_open(struct kv **out, const char *where, const struct kv_options *opt)
 
 	if (kv_env_strict())
 		o.strict = true;
-	rc = kv_rocksdb_open(&kv, where, &o);
+	if (kv_is_etcd(where))
+		rc = kv_etcd_open(&kv, where, &o);
+	else
+		rc = kv_rocksdb_open(&kv, where, &o);
 	if (rc)
 		return rc;
 	if (o.strict) {

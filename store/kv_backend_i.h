@@ -80,5 +80,7 @@ struct kv_batch {
 /* The backends' opens: as kv_open() for their kind of location. */
 int kv_rocksdb_open(struct kv **out, const char *dir,
 		    const struct kv_options *opt);
+int kv_etcd_open(struct kv **out, const char *url,
+		 const struct kv_options *opt);
 
 #endif

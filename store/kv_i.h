@@ -75,12 +75,19 @@ struct kv_options {
 	bool strict;
 };
 
+/* true if @where names a store on etcd: etcd://HOST:PORT[,...]/NAME */
+bool kv_is_etcd(const char *where);
+
 /*
  * Opens the store at @where: a directory holds an embedded RocksDB database,
- * opened creating missing families unless read-only. The environment
+ * opened creating missing families unless read-only; an etcd URL
+ * (kv_etcd.c says its form) a store on an etcd cluster, whose keys all
+ * share one prefix space (families are ignored there) and whose limits are
+ * the cluster's. The environment
  * variable PATHFS_KV_STRICT=1 turns kv_options.strict on (tests).
  * Errors: -ENOENT (missing and !create), -EBUSY (locked by another process or
- * already open in this one), -EACCES, -EUCLEAN (see single_family), -EIO. On
+ * already open in this one), -EACCES, -EUCLEAN (see single_family), -EINVAL
+ * (a malformed etcd URL), -EHOSTUNREACH (no etcd member answered), -EIO. On
  * success *out owns it; kv_close() frees.
  */
 int kv_open(struct kv **out, const char *where, const struct kv_options *opt);

@@ -1,0 +1,1005 @@
+/*
+ * kv_etcd.c - the kv backend on an etcd cluster (see kv_i.h,
+ * kv_backend_i.h), through the JSON gateway transport of etcd.c.
+ *
+ * Location: etcd://HOST:PORT[,HOST:PORT...]/NAME[?max-txn-ops=N&
+ * max-request-bytes=N]. NAME ([A-Za-z0-9._-], at most 64) is the store's key
+ * prefix, so several stores share one cluster: the store's keys live under
+ * "NAME/k/", this backend's own under "NAME/m/". The two numbers are the
+ * cluster's --max-txn-ops and --max-request-bytes when not etcd's defaults
+ * (128, 1.5 MiB); the limits reported (kv_limits) follow from them.
+ *
+ * Families are one prefix space here: a range is a range of keys, whatever
+ * the classifier says.
+ *
+ * Reads: kv_get is a linearizable Range. An iterator reads pages of keys at
+ * one revision, pinned by its first page, so it sees a consistent snapshot
+ * as RocksDB's do; pages grow from KVE_PAGE_MIN to KVE_PAGE_MAX keys (a Range
+ * with a limit costs time in proportion to the keys left after it, etcd
+ * #11057, so no page reads further than needed) and shrink when a page's
+ * values pass 4 MiB. If etcd compacted that revision meanwhile, the iterator
+ * stops with -ESTALE: the caller opens a new one at the last key it saw.
+ *
+ * Batches become one Txn, normalised first, since etcd refuses two
+ * operations on one key in a Txn and a put inside a delete-range of the same
+ * Txn: of the operations on one key only the last stays, a point delete
+ * inside a delete-range goes, a put that follows a delete-range covering it
+ * splits the range around the key, a put or delete that a later delete-range
+ * covers goes. A batch that still exceeds the limits is refused with -E2BIG
+ * (never split: that would lose its atomicity).
+ *
+ * Commits are exactly once though the transport retries (etcd_i.h): each
+ * open holds a few commit slots, keys under NAME/m/txn/; a Txn that puts
+ * anything compares its slot's mod revision with the one its last commit
+ * left and puts its own id there. If an answer is lost and the Txn is sent
+ * again after it was applied, the compare fails, the failure branch reads the
+ * slot, and finding its own id there the commit knows it was applied. Such
+ * slots cost one operation of a Txn (kv_limits says one less). A batch that
+ * only deletes puts no slot (etcd refuses a Txn holding a put when its quota
+ * is full; deletes must pass then); deleting again is harmless unless this
+ * process recreated a key meanwhile, in a window of a lost answer.
+ *
+ * Durability: etcd answers a commit once a quorum has fsync'd it, so
+ * kv_sync has nothing to do; there is no space reserve (etcd's quota answers
+ * NOSPACE: -ENOSPC) and no compaction to ask for.
+ *
+ * Limits: no watch, no lease, no owner key yet: nothing stops two read-write
+ * opens of one store on different machines (store.c's lock is per machine).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "etcd_i.h"
+#include "kv_backend_i.h"
+#include "log.h"
+
+#define KVE_SLOTS      8
+#define KVE_PAGE_MIN   256
+#define KVE_PAGE_MAX   4096
+#define KVE_PAGE_BYTES (4u << 20)
+#define KVE_NAME_MAX   64
+
+struct kve_slot {
+	bool busy;
+	long long rev; /* mod revision its last commit left; -1: unknown */
+};
+
+struct kve {
+	struct kv base;
+	struct etcd *e;
+	char *pfx; /* NAME/k/ */
+	size_t plen;
+	char *meta; /* NAME/m/ */
+	size_t mlen;
+	uint64_t client; /* this open's id, in its slot keys and txn ids */
+	size_t txn_ops;	 /* the cluster's --max-txn-ops */
+	pthread_mutex_t lock;
+	pthread_cond_t slot_free;
+	struct kve_slot slots[KVE_SLOTS]; /* protected by lock */
+	uint64_t seq;			  /* protected by lock */
+};
+
+enum { KVE_PUT, KVE_DEL, KVE_RANGE };
+
+struct kve_op {
+	int type;
+	char *k, *v; /* v: value (put) or range end (delete-range) */
+	size_t klen, vlen;
+	bool dead;   /* normalised away */
+	char **cuts; /* delete-range: keys of later puts inside it */
+	size_t *cutlens;
+	size_t ncuts;
+};
+
+struct kve_batch {
+	struct kv_batch base;
+	struct kve_op *ops;
+	size_t n, cap;
+};
+
+struct kve_ent {
+	const char *k, *v; /* k past the prefix */
+	size_t klen, vlen;
+};
+
+struct kve_iter {
+	struct kv_iter base;
+	struct kve *kv;
+	char *lo, *hi; /* full etcd keys */
+	size_t lolen, hilen;
+	long long rev; /* pinned by the first page; 0 before it */
+	struct json_object *page;
+	struct kve_ent *ents;
+	size_t n, pos;
+	bool more;
+	size_t limit;
+	int status;
+};
+
+static const struct kv_ops kve_ops;
+
+/* ---- keys ---------------------------------------------------------------- */
+
+/* The etcd key of store key @key: a malloc'd prefix + key. */
+static char *kve_key(const struct kve *kv, const char *key, size_t klen,
+		     size_t *len)
+{
+	char *k = malloc(kv->plen + klen + 1);
+
+	if (!k)
+		abort();
+	memcpy(k, kv->pfx, kv->plen);
+	memcpy(k + kv->plen, key, klen);
+	k[kv->plen + klen] = '\0';
+	*len = kv->plen + klen;
+	return k;
+}
+
+static int kve_cmp(const char *a, size_t alen, const char *b, size_t blen)
+{
+	int c = memcmp(a, b, alen < blen ? alen : blen);
+
+	return c ? c : (alen > blen) - (alen < blen);
+}
+
+/* Adds the base64 of @s to @o as @name. */
+static void kve_add_b64(struct json_object *o, const char *name, const char *s,
+			size_t len)
+{
+	char *b = etcd_b64(s, len);
+
+	if (!b)
+		abort();
+	json_object_object_add(o, name, json_object_new_string(b));
+	free(b);
+}
+
+static void kve_add_int(struct json_object *o, const char *name, long long v)
+{
+	json_object_object_add(o, name, json_object_new_int64(v));
+}
+
+/* The bytes of base64 field @name of @o, malloc'd; empty if absent. */
+static char *kve_get_b64(struct json_object *o, const char *name, size_t *len)
+{
+	struct json_object *f;
+	char *s;
+
+	if (!json_object_object_get_ex(o, name, &f)) {
+		s = calloc(1, 1);
+		*len = 0;
+		return s;
+	}
+	return etcd_unb64(json_object_get_string(f), len);
+}
+
+/* ---- open ---------------------------------------------------------------- */
+
+static void kve_close(struct kv *kv_)
+{
+	struct kve *kv = (struct kve *)kv_;
+
+	if (kv->e && !kv->base.read_only && kv->meta) {
+		/* this open's slots go; a crashed open leaves 8 small keys */
+		struct json_object *req = json_object_new_object(),
+				   *resp = NULL;
+		char k[KVE_NAME_MAX + 64];
+		int n = snprintf(k, sizeof(k), "%stxn/%016llx/", kv->meta,
+				 (unsigned long long)kv->client);
+		kve_add_b64(req, "key", k, (size_t)n);
+		k[n - 1]++;
+		kve_add_b64(req, "range_end", k, (size_t)n);
+		if (etcd_call(kv->e, "/v3/kv/deleterange", req, &resp) == 0)
+			json_object_put(resp);
+		json_object_put(req);
+	}
+	etcd_close(kv->e);
+	pthread_mutex_destroy(&kv->lock);
+	pthread_cond_destroy(&kv->slot_free);
+	free(kv->pfx);
+	free(kv->meta);
+	free(kv);
+}
+
+/* Parses etcd://EPS/NAME[?opts] into its parts (malloc'd). */
+static int kve_parse(const char *url, char **eps, char **name, size_t *txn_ops,
+		     size_t *req_bytes)
+{
+	const char *s = url + strlen("etcd://");
+	const char *slash = strchr(s, '/'), *q;
+	size_t nlen;
+
+	if (!slash || slash == s)
+		return -EINVAL;
+	q = strchr(slash + 1, '?');
+	nlen = q ? (size_t)(q - slash - 1) : strlen(slash + 1);
+	if (!nlen || nlen > KVE_NAME_MAX)
+		return -EINVAL;
+	for (size_t i = 0; i < nlen; i++) {
+		char c = slash[1 + i];
+		if (!(c == '.' || c == '_' || c == '-' ||
+		      (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
+		      (c >= 'A' && c <= 'Z')))
+			return -EINVAL;
+	}
+	while (q && *q) {
+		unsigned long long v;
+		char key[32];
+		int used = 0;
+		q++;
+		if (sscanf(q, "%31[a-z-]=%llu%n", key, &v, &used) != 2)
+			return -EINVAL;
+		if (!strcmp(key, "max-txn-ops") && v >= 8)
+			*txn_ops = (size_t)v;
+		else if (!strcmp(key, "max-request-bytes") && v >= (256u << 10))
+			*req_bytes = (size_t)v;
+		else
+			return -EINVAL;
+		q += used;
+		if (*q && *q != '&')
+			return -EINVAL;
+	}
+	*eps = strndup(s, (size_t)(slash - s));
+	*name = strndup(slash + 1, nlen);
+	return *eps && *name ? 0 : -ENOMEM;
+}
+
+int kv_etcd_open(struct kv **out, const char *url, const struct kv_options *opt)
+{
+	struct kve *kv = calloc(1, sizeof(*kv));
+	size_t txn_ops = KV_ETCD_TXN_OPS, req_bytes = KV_ETCD_REQUEST_BYTES;
+	char *eps = NULL, *name = NULL;
+	struct json_object *req = NULL, *resp = NULL;
+	int rc;
+
+	if (!kv)
+		return -ENOMEM;
+	kv->base.ops = &kve_ops;
+	kv->base.read_only = opt->read_only;
+	pthread_mutex_init(&kv->lock, NULL);
+	pthread_cond_init(&kv->slot_free, NULL);
+	rc = kve_parse(url, &eps, &name, &txn_ops, &req_bytes);
+	if (rc) {
+		plog(LOG_ERR,
+		     "%s: not etcd://HOST:PORT[,...]/NAME "
+		     "(NAME: letters, digits, . _ -)",
+		     url);
+		goto out;
+	}
+	kv->txn_ops = txn_ops;
+	kv->base.limits.batch_ops = txn_ops - 1; /* the commit slot */
+	kv->base.limits.batch_bytes = req_bytes - (64u << 10);
+	kv->base.limits.value_bytes = kv->base.limits.batch_bytes;
+	if (asprintf(&kv->pfx, "%s/k/", name) < 0 ||
+	    asprintf(&kv->meta, "%s/m/", name) < 0) {
+		kv->pfx = kv->meta = NULL;
+		rc = -ENOMEM;
+		goto out;
+	}
+	kv->plen = strlen(kv->pfx);
+	kv->mlen = strlen(kv->meta);
+	{
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		kv->client = ((uint64_t)ts.tv_sec << 32) ^
+			     (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 20);
+	}
+	rc = etcd_open(&kv->e, eps);
+	if (rc)
+		goto out;
+	/* reachable? (and a clear error now rather than at the first read) */
+	req = json_object_new_object();
+	kve_add_b64(req, "key", kv->meta, kv->mlen);
+	json_object_object_add(req, "count_only", json_object_new_boolean(1));
+	rc = etcd_call(kv->e, "/v3/kv/range", req, &resp);
+	if (rc == -ETIMEDOUT)
+		rc = -EHOSTUNREACH;
+out:
+	json_object_put(req);
+	json_object_put(resp);
+	free(eps);
+	free(name);
+	if (rc) {
+		kve_close(&kv->base);
+		return rc;
+	}
+	*out = &kv->base;
+	return 0;
+}
+
+/* ---- reads --------------------------------------------------------------- */
+
+static int kve_get(struct kv *kv_, const char *key, size_t klen, char **val,
+		   size_t *vlen)
+{
+	struct kve *kv = (struct kve *)kv_;
+	struct json_object *req = json_object_new_object(), *resp = NULL, *kvs;
+	size_t len;
+	char *k = kve_key(kv, key, klen, &len);
+	int rc;
+
+	kve_add_b64(req, "key", k, len);
+	free(k);
+	rc = etcd_call(kv->e, "/v3/kv/range", req, &resp);
+	json_object_put(req);
+	if (rc)
+		return rc;
+	if (!json_object_object_get_ex(resp, "kvs", &kvs) ||
+	    json_object_array_length(kvs) == 0) {
+		rc = -ENOENT;
+	} else {
+		*val = kve_get_b64(json_object_array_get_idx(kvs, 0), "value",
+				   vlen);
+		rc = *val ? 0 : -EIO;
+	}
+	json_object_put(resp);
+	return rc;
+}
+
+static void kve_iter_drop_page(struct kve_iter *it)
+{
+	for (size_t i = 0; i < it->n; i++) {
+		free((char *)it->ents[i].k - it->kv->plen);
+		free((char *)it->ents[i].v);
+	}
+	free(it->ents);
+	it->ents = NULL;
+	it->n = it->pos = 0;
+}
+
+/* Reads the page of keys from @from (a full key, inclusive) to it->hi. */
+static void kve_iter_fetch(struct kve_iter *it, const char *from, size_t len)
+{
+	struct json_object *req = json_object_new_object(), *resp = NULL, *kvs;
+	size_t bytes = 0, n;
+	int rc;
+
+	kve_add_b64(req, "key", from, len);
+	kve_add_b64(req, "range_end", it->hi, it->hilen);
+	kve_add_int(req, "limit", (long long)it->limit);
+	if (it->rev)
+		kve_add_int(req, "revision", it->rev);
+	rc = etcd_call(it->kv->e, "/v3/kv/range", req, &resp);
+	json_object_put(req);
+	kve_iter_drop_page(it);
+	it->more = false;
+	if (rc) {
+		it->status = rc;
+		return;
+	}
+	if (!it->rev) {
+		struct json_object *h;
+		if (json_object_object_get_ex(resp, "header", &h))
+			it->rev = etcd_int(h, "revision");
+	}
+	n = json_object_object_get_ex(resp, "kvs", &kvs)
+		? json_object_array_length(kvs)
+		: 0;
+	it->ents = calloc(n ? n : 1, sizeof(*it->ents));
+	if (!it->ents)
+		abort();
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *e = json_object_array_get_idx(kvs, i);
+		size_t kl, vl;
+		char *k = kve_get_b64(e, "key", &kl);
+		char *v = kve_get_b64(e, "value", &vl);
+		if (!k || !v || kl < it->kv->plen) {
+			free(k);
+			free(v);
+			it->status = -EIO;
+			break;
+		}
+		it->ents[it->n++] = (struct kve_ent){k + it->kv->plen, v,
+						     kl - it->kv->plen, vl};
+		bytes += kl + vl;
+	}
+	{
+		struct json_object *m;
+		it->more = json_object_object_get_ex(resp, "more", &m) &&
+			   json_object_get_boolean(m);
+	}
+	json_object_put(resp);
+	/* grow the pages, unless this one was already big in bytes */
+	if (bytes > KVE_PAGE_BYTES && it->limit > 16)
+		it->limit /= 2;
+	else if (bytes < KVE_PAGE_BYTES / 2 && it->limit < KVE_PAGE_MAX)
+		it->limit *= 2;
+}
+
+static int kve_iter_open(struct kv_iter **out, struct kv *kv_, const char *lo,
+			 size_t lolen, const char *hi, size_t hilen)
+{
+	struct kve *kv = (struct kve *)kv_;
+	struct kve_iter *it = calloc(1, sizeof(*it));
+
+	if (!it)
+		return -ENOMEM;
+	it->base.ops = &kve_ops;
+	it->kv = kv;
+	it->limit = KVE_PAGE_MIN;
+	it->lo = kve_key(kv, lo, lolen, &it->lolen);
+	if (hi) {
+		it->hi = kve_key(kv, hi, hilen, &it->hilen);
+	} else { /* the end of the prefix: NAME/k0 */
+		it->hi = kve_key(kv, "", 0, &it->hilen);
+		it->hi[it->hilen - 1]++;
+	}
+	kve_iter_fetch(it, it->lo, it->lolen);
+	*out = &it->base;
+	return 0;
+}
+
+static void kve_iter_seek(struct kv_iter *it_, const char *key, size_t klen)
+{
+	struct kve_iter *it = (struct kve_iter *)it_;
+	size_t len;
+	char *k;
+
+	if (it->status)
+		return;
+	if (kve_cmp(key, klen, it->lo + it->kv->plen,
+		    it->lolen - it->kv->plen) < 0) {
+		key = it->lo + it->kv->plen;
+		klen = it->lolen - it->kv->plen;
+	}
+	/* within the page in hand: no round trip */
+	if (it->n && kve_cmp(key, klen, it->ents[0].k, it->ents[0].klen) >= 0 &&
+	    kve_cmp(key, klen, it->ents[it->n - 1].k,
+		    it->ents[it->n - 1].klen) <= 0) {
+		size_t a = 0, b = it->n - 1;
+		while (a < b) {
+			size_t m = (a + b) / 2;
+			if (kve_cmp(it->ents[m].k, it->ents[m].klen, key,
+				    klen) < 0)
+				a = m + 1;
+			else
+				b = m;
+		}
+		it->pos = a;
+		return;
+	}
+	k = kve_key(it->kv, key, klen, &len);
+	kve_iter_fetch(it, k, len);
+	free(k);
+}
+
+static bool kve_iter_valid(struct kv_iter *it_)
+{
+	struct kve_iter *it = (struct kve_iter *)it_;
+
+	return !it->status && it->pos < it->n;
+}
+
+static const char *kve_iter_key(struct kv_iter *it_, size_t *len)
+{
+	struct kve_iter *it = (struct kve_iter *)it_;
+
+	*len = it->ents[it->pos].klen;
+	return it->ents[it->pos].k;
+}
+
+static const char *kve_iter_value(struct kv_iter *it_, size_t *len)
+{
+	struct kve_iter *it = (struct kve_iter *)it_;
+
+	*len = it->ents[it->pos].vlen;
+	return it->ents[it->pos].v;
+}
+
+static void kve_iter_next(struct kv_iter *it_)
+{
+	struct kve_iter *it = (struct kve_iter *)it_;
+
+	if (it->status || it->pos >= it->n)
+		return;
+	if (++it->pos < it->n || !it->more)
+		return;
+	{
+		/* the next page starts just past the last key: key + "\0" */
+		const struct kve_ent *l = &it->ents[it->n - 1];
+		size_t len = it->kv->plen + l->klen + 1;
+		char *k = malloc(len);
+		if (!k)
+			abort();
+		memcpy(k, l->k - it->kv->plen, len - 1);
+		k[len - 1] = '\0';
+		kve_iter_fetch(it, k, len);
+		free(k);
+	}
+}
+
+static int kve_iter_status(struct kv_iter *it_)
+{
+	return ((struct kve_iter *)it_)->status;
+}
+
+static void kve_iter_free(struct kv_iter *it_)
+{
+	struct kve_iter *it = (struct kve_iter *)it_;
+
+	kve_iter_drop_page(it);
+	free(it->lo);
+	free(it->hi);
+	free(it);
+}
+
+/* ---- batches ------------------------------------------------------------- */
+
+static struct kv_batch *kve_batch_new(struct kv *kv)
+{
+	struct kve_batch *b = calloc(1, sizeof(*b));
+
+	return b ? &b->base : NULL;
+}
+
+static void kve_batch_add(struct kv_batch *b_, int type, const char *k,
+			  size_t klen, const char *v, size_t vlen)
+{
+	struct kve_batch *b = (struct kve_batch *)b_;
+	struct kve_op *op;
+
+	if (b->n == b->cap) {
+		b->cap = b->cap ? 2 * b->cap : 16;
+		b->ops = realloc(b->ops, b->cap * sizeof(*b->ops));
+		if (!b->ops)
+			abort();
+	}
+	op = &b->ops[b->n++];
+	memset(op, 0, sizeof(*op));
+	op->type = type;
+	op->k = malloc(klen + 1);
+	op->v = malloc(vlen + 1);
+	if (!op->k || !op->v)
+		abort();
+	memcpy(op->k, k, klen);
+	if (vlen)
+		memcpy(op->v, v, vlen);
+	op->klen = klen;
+	op->vlen = vlen;
+}
+
+static void kve_batch_put(struct kv_batch *b, const char *key, size_t klen,
+			  const char *val, size_t vlen)
+{
+	kve_batch_add(b, KVE_PUT, key, klen, val, vlen);
+}
+
+static void kve_batch_delete(struct kv_batch *b, const char *key, size_t klen)
+{
+	kve_batch_add(b, KVE_DEL, key, klen, NULL, 0);
+}
+
+static void kve_batch_delete_range(struct kv_batch *b, const char *lo,
+				   size_t lolen, const char *hi, size_t hilen)
+{
+	kve_batch_add(b, KVE_RANGE, lo, lolen, hi, hilen);
+}
+
+static void kve_batch_clear(struct kv_batch *b_)
+{
+	struct kve_batch *b = (struct kve_batch *)b_;
+
+	for (size_t i = 0; i < b->n; i++) {
+		free(b->ops[i].k);
+		free(b->ops[i].v);
+		free(b->ops[i].cuts);
+		free(b->ops[i].cutlens);
+	}
+	b->n = 0;
+}
+
+static void kve_batch_free(struct kv_batch *b_)
+{
+	struct kve_batch *b = (struct kve_batch *)b_;
+
+	kve_batch_clear(b_);
+	free(b->ops);
+	free(b);
+}
+
+static bool kve_in_range(const struct kve_op *r, const char *k, size_t klen)
+{
+	return kve_cmp(k, klen, r->k, r->klen) >= 0 &&
+	       kve_cmp(k, klen, r->v, r->vlen) < 0;
+}
+
+static void kve_cut(struct kve_op *r, const char *k, size_t klen)
+{
+	r->cuts = realloc(r->cuts, (r->ncuts + 1) * sizeof(*r->cuts));
+	r->cutlens = realloc(r->cutlens, (r->ncuts + 1) * sizeof(size_t));
+	if (!r->cuts || !r->cutlens)
+		abort();
+	r->cuts[r->ncuts] = (char *)k;
+	r->cutlens[r->ncuts++] = klen;
+}
+
+/*
+ * Normalises @b in place (see the overview): marks operations dead, records
+ * the cuts of delete-ranges. Returns the number of etcd operations left.
+ * O(n^2) in the operations, which a batch's limit keeps small.
+ */
+static size_t kve_normalise(struct kve_batch *b)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < b->n; i++) {
+		struct kve_op *op = &b->ops[i];
+		op->dead = false;
+		op->ncuts = 0;
+	}
+	for (size_t i = 0; i < b->n; i++) {
+		struct kve_op *op = &b->ops[i];
+		if (op->type == KVE_RANGE) {
+			if (kve_cmp(op->k, op->klen, op->v, op->vlen) >= 0)
+				op->dead = true; /* empty range */
+			continue;
+		}
+		for (size_t j = i + 1; j < b->n && !op->dead; j++) {
+			const struct kve_op *l = &b->ops[j];
+			if (l->type == KVE_RANGE
+				? kve_in_range(l, op->k, op->klen)
+				: !kve_cmp(l->k, l->klen, op->k, op->klen))
+				op->dead = true; /* overwritten later */
+		}
+		for (size_t j = 0; j < i && !op->dead; j++) {
+			struct kve_op *r = &b->ops[j];
+			if (r->type != KVE_RANGE ||
+			    !kve_in_range(r, op->k, op->klen))
+				continue;
+			if (op->type == KVE_DEL)
+				op->dead = true; /* already deleted */
+			else
+				kve_cut(r, op->k, op->klen);
+		}
+	}
+	for (size_t i = 0; i < b->n; i++) {
+		const struct kve_op *op = &b->ops[i];
+		if (!op->dead)
+			n += op->type == KVE_RANGE ? op->ncuts + 1 : 1;
+	}
+	return n;
+}
+
+/* Appends the etcd ops of @b (normalised) to @arr; true if any is a put. */
+static bool kve_txn_ops(struct kve *kv, struct kve_batch *b,
+			struct json_object *arr)
+{
+	bool puts = false;
+
+	for (size_t i = 0; i < b->n; i++) {
+		struct kve_op *op = &b->ops[i];
+		struct json_object *o, *r;
+		size_t len;
+		char *k;
+
+		if (op->dead)
+			continue;
+		if (op->type == KVE_PUT) {
+			o = json_object_new_object();
+			r = json_object_new_object();
+			k = kve_key(kv, op->k, op->klen, &len);
+			kve_add_b64(r, "key", k, len);
+			free(k);
+			kve_add_b64(r, "value", op->v, op->vlen);
+			json_object_object_add(o, "request_put", r);
+			json_object_array_add(arr, o);
+			puts = true;
+			continue;
+		}
+		if (op->type == KVE_DEL) {
+			o = json_object_new_object();
+			r = json_object_new_object();
+			k = kve_key(kv, op->k, op->klen, &len);
+			kve_add_b64(r, "key", k, len);
+			free(k);
+			json_object_object_add(o, "request_delete_range", r);
+			json_object_array_add(arr, o);
+			continue;
+		}
+		/* a delete-range, in pieces around the keys put inside it */
+		{
+			const char *from = op->k;
+			size_t fromlen = op->klen;
+			char *owned = NULL;
+			size_t c;
+
+			/* the cuts in key order (few: insertion sort) */
+			for (size_t x = 1; x < op->ncuts; x++)
+				for (size_t y = x;
+				     y > 0 &&
+				     kve_cmp(op->cuts[y - 1],
+					     op->cutlens[y - 1], op->cuts[y],
+					     op->cutlens[y]) > 0;
+				     y--) {
+					char *t = op->cuts[y];
+					size_t tl = op->cutlens[y];
+					op->cuts[y] = op->cuts[y - 1];
+					op->cutlens[y] = op->cutlens[y - 1];
+					op->cuts[y - 1] = t;
+					op->cutlens[y - 1] = tl;
+				}
+			for (c = 0; c <= op->ncuts; c++) {
+				const char *to =
+				    c < op->ncuts ? op->cuts[c] : op->v;
+				size_t tolen =
+				    c < op->ncuts ? op->cutlens[c] : op->vlen;
+				char *kf, *kt;
+				size_t lf, lt;
+
+				if (kve_cmp(from, fromlen, to, tolen) < 0) {
+					o = json_object_new_object();
+					r = json_object_new_object();
+					kf = kve_key(kv, from, fromlen, &lf);
+					kt = kve_key(kv, to, tolen, &lt);
+					kve_add_b64(r, "key", kf, lf);
+					kve_add_b64(r, "range_end", kt, lt);
+					free(kf);
+					free(kt);
+					json_object_object_add(
+					    o, "request_delete_range", r);
+					json_object_array_add(arr, o);
+				}
+				if (c == op->ncuts)
+					break;
+				/* the next piece starts just past the cut */
+				free(owned);
+				owned = malloc(tolen + 1);
+				if (!owned)
+					abort();
+				memcpy(owned, to, tolen);
+				owned[tolen] = '\0';
+				from = owned;
+				fromlen = tolen + 1;
+			}
+			free(owned);
+		}
+	}
+	return puts;
+}
+
+static int kve_take_slot(struct kve *kv)
+{
+	int s = -1;
+
+	pthread_mutex_lock(&kv->lock);
+	for (;;) {
+		for (int i = 0; i < KVE_SLOTS; i++)
+			if (!kv->slots[i].busy) {
+				s = i;
+				break;
+			}
+		if (s >= 0)
+			break;
+		pthread_cond_wait(&kv->slot_free, &kv->lock);
+	}
+	kv->slots[s].busy = true;
+	pthread_mutex_unlock(&kv->lock);
+	return s;
+}
+
+static void kve_give_slot(struct kve *kv, int s, long long rev)
+{
+	pthread_mutex_lock(&kv->lock);
+	kv->slots[s].busy = false;
+	kv->slots[s].rev = rev;
+	pthread_cond_signal(&kv->slot_free);
+	pthread_mutex_unlock(&kv->lock);
+}
+
+/* The mod revision of key @k now (0 if missing), or -errno. */
+static long long kve_mod_rev(struct kve *kv, const char *k, size_t klen)
+{
+	struct json_object *req = json_object_new_object(), *resp = NULL, *kvs;
+	long long rev = 0;
+	int rc;
+
+	kve_add_b64(req, "key", k, klen);
+	rc = etcd_call(kv->e, "/v3/kv/range", req, &resp);
+	json_object_put(req);
+	if (rc)
+		return rc;
+	if (json_object_object_get_ex(resp, "kvs", &kvs) &&
+	    json_object_array_length(kvs) > 0)
+		rev =
+		    etcd_int(json_object_array_get_idx(kvs, 0), "mod_revision");
+	json_object_put(resp);
+	return rev;
+}
+
+static int kve_batch_commit(struct kv *kv_, struct kv_batch *b_, bool sync)
+{
+	struct kve *kv = (struct kve *)kv_;
+	struct kve_batch *b = (struct kve_batch *)b_;
+	struct json_object *req, *resp = NULL, *succ, *ok;
+	char slot_key[KVE_NAME_MAX + 64], id[64];
+	long long rev = -1;
+	size_t nops;
+	int s, rc, klen;
+	bool puts;
+
+	(void)sync; /* every commit is durable on a quorum when answered */
+	if (kv->base.read_only)
+		return -EROFS;
+	nops = kve_normalise(b);
+	if (nops == 0)
+		return 0;
+	if (nops + 1 > kv->txn_ops) {
+		plog(
+		    LOG_ERR,
+		    "etcd: a batch of %zu operations (%zu normalised) does not "
+		    "fit one txn (--max-txn-ops %zu)",
+		    b->n, nops, kv->txn_ops);
+		return -E2BIG;
+	}
+	req = json_object_new_object();
+	succ = json_object_new_array();
+	puts = kve_txn_ops(kv, b, succ);
+	if (!puts) {
+		json_object_object_add(req, "success", succ);
+		rc = etcd_call(kv->e, "/v3/kv/txn", req, &resp);
+		json_object_put(req);
+		json_object_put(resp);
+		return rc;
+	}
+	s = kve_take_slot(kv);
+	klen = snprintf(slot_key, sizeof(slot_key), "%stxn/%016llx/%d",
+			kv->meta, (unsigned long long)kv->client, s);
+	if (kv->slots[s].rev < 0) {
+		/* its last commit's fate was unknown: ask */
+		long long r = kve_mod_rev(kv, slot_key, (size_t)klen);
+		if (r < 0) {
+			rc = (int)r;
+			goto out;
+		}
+		kv->slots[s].rev = r;
+	}
+	pthread_mutex_lock(&kv->lock);
+	snprintf(id, sizeof(id), "%016llx.%llu", (unsigned long long)kv->client,
+		 (unsigned long long)++kv->seq);
+	pthread_mutex_unlock(&kv->lock);
+	{
+		struct json_object *cmp = json_object_new_object();
+		struct json_object *cmps = json_object_new_array();
+		struct json_object *o = json_object_new_object();
+		struct json_object *r = json_object_new_object();
+		struct json_object *fail = json_object_new_array();
+		struct json_object *fo = json_object_new_object();
+		struct json_object *fr = json_object_new_object();
+
+		json_object_object_add(cmp, "target",
+				       json_object_new_string("MOD"));
+		kve_add_b64(cmp, "key", slot_key, (size_t)klen);
+		kve_add_int(cmp, "mod_revision", kv->slots[s].rev);
+		json_object_array_add(cmps, cmp);
+		json_object_object_add(req, "compare", cmps);
+		kve_add_b64(r, "key", slot_key, (size_t)klen);
+		kve_add_b64(r, "value", id, strlen(id));
+		json_object_object_add(o, "request_put", r);
+		json_object_array_add(succ, o);
+		json_object_object_add(req, "success", succ);
+		kve_add_b64(fr, "key", slot_key, (size_t)klen);
+		json_object_object_add(fo, "request_range", fr);
+		json_object_array_add(fail, fo);
+		json_object_object_add(req, "failure", fail);
+	}
+	rc = etcd_call(kv->e, "/v3/kv/txn", req, &resp);
+	if (rc)
+		goto out;
+	if (json_object_object_get_ex(resp, "succeeded", &ok) &&
+	    json_object_get_boolean(ok)) {
+		struct json_object *h;
+		if (json_object_object_get_ex(resp, "header", &h))
+			rev = etcd_int(h, "revision");
+	} else {
+		/* applied by an earlier send whose answer was lost? */
+		struct json_object *rs, *rr, *kvs;
+		struct json_object *e = NULL;
+		char *v = NULL;
+		size_t vlen = 0;
+
+		if (json_object_object_get_ex(resp, "responses", &rs) &&
+		    json_object_array_length(rs) > 0 &&
+		    json_object_object_get_ex(json_object_array_get_idx(rs, 0),
+					      "response_range", &rr) &&
+		    json_object_object_get_ex(rr, "kvs", &kvs) &&
+		    json_object_array_length(kvs) > 0) {
+			e = json_object_array_get_idx(kvs, 0);
+			v = kve_get_b64(e, "value", &vlen);
+		}
+		if (v && vlen == strlen(id) && !memcmp(v, id, vlen)) {
+			rev = etcd_int(e, "mod_revision");
+		} else {
+			plog(LOG_ERR,
+			     "etcd: commit slot %s changed under "
+			     "this process",
+			     slot_key);
+			rc = -EIO;
+		}
+		free(v);
+	}
+out:
+	json_object_put(req);
+	json_object_put(resp);
+	kve_give_slot(kv, s, rc ? -1 : rev);
+	return rc;
+}
+
+/* ---- the rest ------------------------------------------------------------ */
+
+static int kve_upgrade(struct kv *kv, size_t max_keys,
+		       void (*hook)(void *ctx, uint64_t moved), void *ctx,
+		       uint64_t *moved)
+{
+	if (moved)
+		*moved = 0; /* one prefix space: nothing to move */
+	return 0;
+}
+
+static int kve_sync(struct kv *kv)
+{
+	return 0; /* commits are durable on a quorum when answered */
+}
+
+static uint64_t kve_estimate_keys(struct kv *kv_)
+{
+	struct kve *kv = (struct kve *)kv_;
+	struct json_object *req = json_object_new_object(), *resp = NULL;
+	uint64_t n = 0;
+	char *end = strndup(kv->pfx, kv->plen);
+
+	if (!end)
+		abort();
+	end[kv->plen - 1]++;
+	kve_add_b64(req, "key", kv->pfx, kv->plen);
+	kve_add_b64(req, "range_end", end, kv->plen);
+	json_object_object_add(req, "count_only", json_object_new_boolean(1));
+	if (etcd_call(kv->e, "/v3/kv/range", req, &resp) == 0)
+		n = (uint64_t)etcd_int(resp, "count");
+	json_object_put(req);
+	json_object_put(resp);
+	free(end);
+	return n;
+}
+
+static int kve_compact_range(struct kv *kv, const char *lo, size_t lolen,
+			     const char *hi, size_t hilen)
+{
+	return 0;
+}
+
+static uint64_t kve_reserve_bytes(struct kv *kv)
+{
+	return 0;
+}
+
+static const struct kv_ops kve_ops = {
+    .name = "etcd",
+    .close = kve_close,
+    .get = kve_get,
+    .iter_open = kve_iter_open,
+    .iter_seek = kve_iter_seek,
+    .iter_valid = kve_iter_valid,
+    .iter_key = kve_iter_key,
+    .iter_value = kve_iter_value,
+    .iter_next = kve_iter_next,
+    .iter_status = kve_iter_status,
+    .iter_free = kve_iter_free,
+    .batch_new = kve_batch_new,
+    .batch_put = kve_batch_put,
+    .batch_delete = kve_batch_delete,
+    .batch_delete_range = kve_batch_delete_range,
+    .batch_clear = kve_batch_clear,
+    .batch_commit = kve_batch_commit,
+    .batch_free = kve_batch_free,
+    .upgrade = kve_upgrade,
+    .sync = kve_sync,
+    .estimate_keys = kve_estimate_keys,
+    .compact_range = kve_compact_range,
+    .reserve_bytes = kve_reserve_bytes,
+};

@@ -1,0 +1,486 @@
+/*
+ * test_kv.c - conformance of the kv seam's backends (kv_i.h): the same tests
+ * run on the RocksDB backend in strict mode (etcd's limits enforced) and,
+ * with PATHFS_TEST_KV=etcd, on the etcd cluster named by PATHFS_TEST_ETCD
+ * (host:port,... as tests/etcd_cluster.sh prints; tests/with_etcd.sh sets
+ * both). Each test gets a fresh store: a mkdtemp directory, or a fresh key
+ * prefix on the cluster.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "etcd_i.h"
+#include "kv_i.h"
+
+static struct kv *kv;
+static char where[PATH_MAX];
+static char tmpdir[64];
+
+static bool on_etcd(void)
+{
+	const char *s = getenv("PATHFS_TEST_KV");
+
+	return s && !strcmp(s, "etcd");
+}
+
+static void kv_setup(void)
+{
+	struct kv_options o = {.create = true, .strict = true};
+	int rc;
+
+	if (on_etcd()) {
+		const char *eps = getenv("PATHFS_TEST_ETCD");
+		struct timespec ts;
+
+		cr_assert(eps && *eps,
+			  "PATHFS_TEST_ETCD is not set: run through "
+			  "tests/with_etcd.sh");
+		clock_gettime(CLOCK_REALTIME, &ts);
+		snprintf(where, sizeof(where), "etcd://%s/kvt-%d-%ld", eps,
+			 (int)getpid(), (long)ts.tv_nsec);
+	} else {
+		snprintf(tmpdir, sizeof(tmpdir), "/tmp/pathfs-kv-XXXXXX");
+		cr_assert_not_null(mkdtemp(tmpdir));
+		snprintf(where, sizeof(where), "%s/db", tmpdir);
+	}
+	rc = kv_open(&kv, where, &o);
+	cr_assert_eq(rc, 0, "kv_open(%s): %s", where, strerror(-rc));
+}
+
+static void kv_teardown(void)
+{
+	kv_close(kv);
+	kv = NULL;
+	if (!on_etcd()) {
+		char cmd[PATH_MAX + 16];
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+		cr_expect_eq(system(cmd), 0);
+	}
+}
+
+TestSuite(kv, .init = kv_setup, .fini = kv_teardown, .timeout = 120);
+
+static void put(const char *k, const char *v)
+{
+	struct kv_batch *b = kv_batch_new(kv);
+	int rc;
+
+	kv_batch_put(b, k, strlen(k), v, strlen(v));
+	rc = kv_batch_commit(kv, b, false);
+	cr_assert_eq(rc, 0, "put %s: %s", k, strerror(-rc));
+	kv_batch_free(b);
+}
+
+/* The value of @k as a string, or "-" if missing. The caller frees. */
+static char *get(const char *k)
+{
+	char *v = NULL;
+	size_t n;
+	int rc = kv_get(kv, k, strlen(k), &v, &n);
+
+	if (rc == -ENOENT)
+		return strdup("-");
+	cr_assert_eq(rc, 0, "get %s: %s", k, strerror(-rc));
+	cr_assert_eq(strlen(v), n);
+	return v;
+}
+
+static void expect_value(const char *k, const char *want)
+{
+	char *v = get(k);
+
+	cr_expect_str_eq(v, want, "%s", k);
+	free(v);
+}
+
+/* The keys of [lo, hi) joined by spaces. */
+static char *scan(const char *lo, const char *hi)
+{
+	static char out[1 << 16];
+	struct kv_iter *it;
+	size_t o = 0;
+
+	cr_assert_eq(
+	    kv_iter_open(&it, kv, lo, strlen(lo), hi, hi ? strlen(hi) : 0), 0);
+	out[0] = '\0';
+	for (; kv_iter_valid(it); kv_iter_next(it)) {
+		size_t n;
+		const char *k = kv_iter_key(it, &n);
+		o += (size_t)snprintf(out + o, sizeof(out) - o, "%s%.*s",
+				      o ? " " : "", (int)n, k);
+	}
+	cr_assert_eq(kv_iter_status(it), 0);
+	kv_iter_free(it);
+	return out;
+}
+
+Test(kv, put_get_delete)
+{
+	struct kv_batch *b;
+	char *v;
+	size_t n;
+
+	cr_expect_eq(kv_get(kv, "a", 1, &v, &n), -ENOENT);
+	put("a", "1");
+	put("empty", "");
+	expect_value("a", "1");
+	expect_value("empty", "");
+	put("a", "2");
+	expect_value("a", "2");
+	b = kv_batch_new(kv);
+	kv_batch_delete(b, "a", 1);
+	kv_batch_delete(b, "never", 5);
+	cr_assert_eq(kv_batch_commit(kv, b, true), 0);
+	kv_batch_free(b);
+	expect_value("a", "-");
+	expect_value("empty", "");
+}
+
+Test(kv, binary_keys_and_values)
+{
+	const char k[] = {'x', 0, (char)0xff, 'y'};
+	const char v[] = {0, 1, 0, (char)0x80, (char)0xff};
+	struct kv_batch *b = kv_batch_new(kv);
+	struct kv_iter *it;
+	char *got;
+	size_t n;
+
+	kv_batch_put(b, k, sizeof(k), v, sizeof(v));
+	kv_batch_put(b, "x", 1, "plain", 5);
+	cr_assert_eq(kv_batch_commit(kv, b, false), 0);
+	kv_batch_free(b);
+	cr_assert_eq(kv_get(kv, k, sizeof(k), &got, &n), 0);
+	cr_assert_eq(n, sizeof(v));
+	cr_expect_eq(memcmp(got, v, n), 0);
+	free(got);
+	/* "x" < "x\0\xffy" < "y" in byte order */
+	cr_assert_eq(kv_iter_open(&it, kv, "x", 1, "y", 1), 0);
+	cr_assert(kv_iter_valid(it));
+	kv_iter_key(it, &n);
+	cr_expect_eq(n, 1);
+	kv_iter_next(it);
+	cr_assert(kv_iter_valid(it));
+	cr_expect_eq(memcmp(kv_iter_key(it, &n), k, sizeof(k)), 0);
+	cr_expect_eq(n, sizeof(k));
+	cr_expect_eq(memcmp(kv_iter_value(it, &n), v, sizeof(v)), 0);
+	kv_iter_next(it);
+	cr_expect_not(kv_iter_valid(it));
+	kv_iter_free(it);
+}
+
+Test(kv, iterator_bounds_and_seek)
+{
+	struct kv_iter *it;
+	size_t n;
+
+	put("a", "1");
+	put("b", "2");
+	put("b/1", "3");
+	put("c", "4");
+	put("d", "5");
+	cr_expect_str_eq(scan("b", "d"), "b b/1 c");
+	cr_expect_str_eq(scan("", NULL), "a b b/1 c d");
+	cr_expect_str_eq(scan("bb", "c"), "");
+	cr_assert_eq(kv_iter_open(&it, kv, "b", 1, "d", 1), 0);
+	kv_iter_seek(it, "c", 1);
+	cr_assert(kv_iter_valid(it));
+	cr_expect_eq(memcmp(kv_iter_key(it, &n), "c", 1), 0);
+	kv_iter_seek(it, "a", 1); /* below the lower bound: at the bound */
+	cr_assert(kv_iter_valid(it));
+	cr_expect_eq(memcmp(kv_iter_key(it, &n), "b", 1), 0);
+	cr_expect_eq(n, 1);
+	kv_iter_seek(it, "c0", 2);
+	cr_expect_not(kv_iter_valid(it));
+	kv_iter_free(it);
+}
+
+Test(kv, iterator_is_a_snapshot)
+{
+	struct kv_iter *it;
+	size_t n;
+	int seen = 0;
+
+	put("s1", "old");
+	put("s2", "old");
+	cr_assert_eq(kv_iter_open(&it, kv, "s", 1, "t", 1), 0);
+	put("s15", "new");
+	put("s2", "new");
+	for (; kv_iter_valid(it); kv_iter_next(it)) {
+		const char *v = kv_iter_value(it, &n);
+		cr_expect_eq(n, 3);
+		cr_expect_eq(memcmp(v, "old", 3), 0);
+		seen++;
+	}
+	cr_expect_eq(seen, 2);
+	kv_iter_free(it);
+}
+
+/* Many keys across many pages (etcd) in order, and seeks past the page. */
+Test(kv, long_scan_and_far_seek)
+{
+	enum { N = 6000 };
+	struct kv_batch *b = kv_batch_new(kv);
+	const struct kv_limits *l = kv_limits(kv);
+	struct kv_iter *it;
+	char k[32];
+	size_t n;
+	int i = 0;
+
+	for (int j = 0; j < N; j++) {
+		int len = snprintf(k, sizeof(k), "n%05d", j);
+		if (!kv_batch_fits(b, (size_t)len, 3)) {
+			cr_assert_eq(kv_batch_commit(kv, b, false), 0);
+			kv_batch_clear(b);
+		}
+		kv_batch_put(b, k, (size_t)len, "val", 3);
+	}
+	cr_assert_eq(kv_batch_commit(kv, b, false), 0);
+	kv_batch_free(b);
+	cr_expect_leq(l->batch_ops, 128);
+	cr_assert_eq(kv_iter_open(&it, kv, "n", 1, "o", 1), 0);
+	for (; kv_iter_valid(it); kv_iter_next(it), i++) {
+		const char *key = kv_iter_key(it, &n);
+		snprintf(k, sizeof(k), "n%05d", i);
+		cr_assert_eq(n, 6);
+		cr_assert_eq(memcmp(key, k, 6), 0, "at %d", i);
+	}
+	cr_assert_eq(kv_iter_status(it), 0);
+	cr_expect_eq(i, N);
+	kv_iter_seek(it, "n05000", 6);
+	cr_assert(kv_iter_valid(it));
+	cr_expect_eq(memcmp(kv_iter_key(it, &n), "n05000", 6), 0);
+	kv_iter_seek(it, "n00010", 6);
+	cr_assert(kv_iter_valid(it));
+	cr_expect_eq(memcmp(kv_iter_key(it, &n), "n00010", 6), 0);
+	kv_iter_next(it);
+	cr_expect_eq(memcmp(kv_iter_key(it, &n), "n00011", 6), 0);
+	kv_iter_free(it);
+}
+
+/* A batch applies in order: the last operation on a key wins, whatever the
+ * engine does with duplicates and puts inside delete-ranges. */
+Test(kv, batch_order_semantics)
+{
+	struct kv_batch *b;
+
+	put("r/a", "old");
+	put("r/b", "old");
+	put("r/c", "old");
+	put("r/d", "old");
+	put("z", "old");
+	b = kv_batch_new(kv);
+	kv_batch_put(b, "p", 1, "1", 1);
+	kv_batch_put(b, "p", 1, "2", 1); /* put twice: the last */
+	kv_batch_put(b, "q", 1, "1", 1);
+	kv_batch_delete(b, "q", 1); /* put then delete: gone */
+	kv_batch_delete(b, "z", 1);
+	kv_batch_put(b, "z", 1, "new", 3); /* delete then put: there */
+	kv_batch_put(b, "r/a", 3, "x", 1); /* put, then a range over it */
+	kv_batch_delete_range(b, "r/", 2, "r0", 2);
+	kv_batch_put(b, "r/b", 3, "new", 3); /* puts inside the range after */
+	kv_batch_put(b, "r/d", 3, "new", 3);
+	kv_batch_put(b, "r/", 2, "lo", 2);	  /* at its lower bound */
+	kv_batch_delete(b, "r/c", 3);		  /* a point delete inside it */
+	kv_batch_delete_range(b, "s", 1, "s", 1); /* empty */
+	cr_assert_eq(kv_batch_count(b), 13);
+	cr_assert_eq(kv_batch_commit(kv, b, false), 0);
+	kv_batch_free(b);
+	expect_value("p", "2");
+	expect_value("q", "-");
+	expect_value("z", "new");
+	cr_expect_str_eq(scan("r", "s"), "r/ r/b r/d");
+	expect_value("r/", "lo");
+	expect_value("r/b", "new");
+	expect_value("r/d", "new");
+	expect_value("r/a", "-");
+}
+
+Test(kv, two_ranges_and_cuts)
+{
+	struct kv_batch *b;
+
+	for (int i = 0; i < 10; i++) {
+		char k[8];
+		snprintf(k, sizeof(k), "t%d", i);
+		put(k, "old");
+	}
+	b = kv_batch_new(kv);
+	kv_batch_delete_range(b, "t0", 2, "t6", 2);
+	kv_batch_delete_range(b, "t4", 2, "t9", 2); /* overlapping */
+	kv_batch_put(b, "t5", 2, "new", 3);	    /* inside both */
+	kv_batch_put(b, "t1", 2, "new", 3);
+	kv_batch_put(b, "t3", 2, "new", 3);
+	cr_assert_eq(kv_batch_commit(kv, b, false), 0);
+	kv_batch_free(b);
+	cr_expect_str_eq(scan("t", "u"), "t1 t3 t5 t9");
+	expect_value("t5", "new");
+}
+
+/* A batch over the limits is refused whole, never split. */
+Test(kv, limits_refuse_whole_batch)
+{
+	const struct kv_limits *l = kv_limits(kv);
+	struct kv_batch *b = kv_batch_new(kv);
+	char k[32];
+	size_t i;
+
+	cr_assert_leq(l->batch_ops, 128);
+	cr_assert_leq(l->batch_bytes, 1536u << 10);
+	for (i = 0; i < l->batch_ops; i++) {
+		int len = snprintf(k, sizeof(k), "L%05zu", i);
+		cr_assert(kv_batch_fits(b, (size_t)len, 1));
+		kv_batch_put(b, k, (size_t)len, "v", 1);
+	}
+	cr_expect_not(kv_batch_fits(b, 6, 1));
+	kv_batch_put(b, "L99999", 6, "v", 1);
+	cr_expect_eq(kv_batch_commit(kv, b, false), -E2BIG);
+	cr_expect_str_eq(scan("L", "M"), "");
+	/* exactly at the limit: commits */
+	kv_batch_clear(b);
+	for (i = 0; i < l->batch_ops; i++) {
+		int len = snprintf(k, sizeof(k), "L%05zu", i);
+		kv_batch_put(b, k, (size_t)len, "v", 1);
+	}
+	cr_expect_eq(kv_batch_commit(kv, b, false), 0);
+	kv_batch_free(b);
+	expect_value("L00000", "v");
+}
+
+Test(kv, limits_bytes)
+{
+	const struct kv_limits *l = kv_limits(kv);
+	size_t big = 256 << 10, i;
+	char *v = malloc(big);
+	struct kv_batch *b = kv_batch_new(kv);
+	char k[16];
+
+	memset(v, 'v', big);
+	for (i = 0; kv_batch_fits(b, 4, big); i++) {
+		snprintf(k, sizeof(k), "B%03zu", i);
+		kv_batch_put(b, k, 4, v, big);
+	}
+	cr_expect_geq(i, 4);
+	cr_expect_leq(kv_batch_bytes(b), l->batch_bytes);
+	cr_expect_eq(kv_batch_commit(kv, b, false), 0); /* fits: commits */
+	kv_batch_put(b, "Bzzz", 4, v, big);
+	cr_expect_gt(kv_batch_bytes(b), l->batch_bytes);
+	cr_expect_eq(kv_batch_commit(kv, b, false), -E2BIG);
+	kv_batch_free(b);
+	expect_value("Bzzz", "-");
+	free(v);
+}
+
+struct writer {
+	int id;
+};
+
+static void *writer_main(void *arg)
+{
+	struct writer *w = arg;
+	char k[32];
+
+	for (int i = 0; i < 100; i++) {
+		struct kv_batch *b = kv_batch_new(kv);
+		int len = snprintf(k, sizeof(k), "w%d/%03d", w->id, i);
+		kv_batch_put(b, k, (size_t)len, k, (size_t)len);
+		if (kv_batch_commit(kv, b, false))
+			abort();
+		kv_batch_free(b);
+	}
+	return NULL;
+}
+
+Test(kv, concurrent_commits)
+{
+	pthread_t th[12];
+	struct writer w[12];
+	struct kv_iter *it;
+	int n = 0;
+
+	for (int i = 0; i < 12; i++) {
+		w[i].id = i;
+		pthread_create(&th[i], NULL, writer_main, &w[i]);
+	}
+	for (int i = 0; i < 12; i++)
+		pthread_join(th[i], NULL);
+	cr_assert_eq(kv_iter_open(&it, kv, "w", 1, "x", 1), 0);
+	for (; kv_iter_valid(it); kv_iter_next(it)) {
+		size_t kl, vl;
+		const char *k = kv_iter_key(it, &kl);
+		const char *v = kv_iter_value(it, &vl);
+		cr_expect_eq(kl, vl);
+		cr_expect_eq(memcmp(k, v, kl), 0);
+		n++;
+	}
+	kv_iter_free(it);
+	cr_expect_eq(n, 1200);
+}
+
+/* etcd: an iterator whose revision was compacted stops with -ESTALE, and a
+ * new one opened at the last key seen goes on. */
+Test(kv, compacted_revision)
+{
+	struct kv_batch *b;
+	struct kv_iter *it;
+	struct etcd *e;
+	struct json_object *req, *resp = NULL, *h;
+	const char *eps = getenv("PATHFS_TEST_ETCD");
+	char k[16], *last = NULL;
+	size_t n;
+	int seen = 0;
+
+	if (!on_etcd()) {
+		/* RocksDB never compacts a snapshot away: nothing to test */
+		cr_assert(true);
+		return;
+	}
+	b = kv_batch_new(kv);
+	for (int i = 0; i < 1000; i++) {
+		snprintf(k, sizeof(k), "c%04d", i);
+		kv_batch_put(b, k, 5, "v", 1);
+		if (kv_batch_count(b) == 100) {
+			cr_assert_eq(kv_batch_commit(kv, b, false), 0);
+			kv_batch_clear(b);
+		}
+	}
+	kv_batch_free(b);
+	cr_assert_eq(kv_iter_open(&it, kv, "c", 1, "d", 1), 0);
+	put("c0000", "newer"); /* the iterator's revision is history now */
+	cr_assert_eq(etcd_open(&e, eps), 0);
+	req = json_object_new_object();
+	json_object_object_add(req, "key", json_object_new_string("AA=="));
+	cr_assert_eq(etcd_call(e, "/v3/kv/range", req, &resp), 0);
+	json_object_put(req);
+	cr_assert(json_object_object_get_ex(resp, "header", &h));
+	req = json_object_new_object();
+	json_object_object_add(req, "revision",
+			       json_object_new_int64(etcd_int(h, "revision")));
+	json_object_put(resp);
+	cr_assert_eq(etcd_call(e, "/v3/kv/compaction", req, &resp), 0);
+	json_object_put(req);
+	json_object_put(resp);
+	etcd_close(e);
+	for (; kv_iter_valid(it); kv_iter_next(it)) {
+		free(last);
+		last = strndup(kv_iter_key(it, &n), 5);
+		seen++;
+	}
+	cr_expect_eq(kv_iter_status(it), -ESTALE);
+	cr_expect_lt(seen, 1000);
+	kv_iter_free(it);
+	cr_assert_not_null(last);
+	cr_assert_eq(kv_iter_open(&it, kv, last, 5, "d", 1), 0);
+	for (; kv_iter_valid(it); kv_iter_next(it))
+		seen++;
+	cr_expect_eq(kv_iter_status(it), 0);
+	cr_expect_eq(seen, 1001); /* the last key seen twice */
+	kv_iter_free(it);
+	free(last);
+}
