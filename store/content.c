@@ -59,7 +59,8 @@
  *
  * Limits: files up to TREE_FILE_MAX (2^50) bytes; a single write is one batch,
  * so its size is bounded by memory (the daemon's writes are at most 1 MiB);
- * a fallocate commits one batch per FALLOC_CHUNK blocks, each consistent on
+ * a fallocate commits one batch per FALLOC_CHUNK blocks (fewer if the kv
+ * engine limits a batch's operations), each consistent on
  * its own (a crash keeps the chunks done: allocation and zeroing are
  * idempotent); SEEK_DATA/SEEK_HOLE work at block granularity.
  */
@@ -70,8 +71,16 @@
 
 #include "store_i.h"
 
-/* Point deletes up to this many keys, then one range delete for the rest. */
+/* Point deletes up to this many keys (and a quarter of a batch's operations,
+ * kv_limits), then one range delete for the rest. */
 #define DROP_POINT_MAX 256
+
+static uint64_t drop_point_max(const struct tree *t)
+{
+	size_t q = tree_batch_max_ops(t) / 4;
+
+	return q < DROP_POINT_MAX ? q : DROP_POINT_MAX;
+}
 
 /* tree_batch_drop_range(); with @count (not NULL) it goes on iterating past
  * the range delete and sets *count to the number of keys dropped. */
@@ -80,7 +89,7 @@ static int drop_counted(struct tree *t, struct kv_batch *b, const char *lo,
 			uint64_t *count)
 {
 	struct kv_iter *it = NULL;
-	uint64_t n = 0;
+	uint64_t n = 0, max = drop_point_max(t);
 	int rc;
 
 	rc = kv_iter_open(&it, t->store->kv, lo, lolen, hi, hilen);
@@ -90,11 +99,11 @@ static int drop_counted(struct tree *t, struct kv_batch *b, const char *lo,
 		size_t klen;
 		const char *key = kv_iter_key(it, &klen);
 
-		if (n < DROP_POINT_MAX)
+		if (n < max)
 			kv_batch_delete(b, key, klen);
-		else if (n == DROP_POINT_MAX)
+		else if (n == max)
 			kv_batch_delete_range(b, key, klen, hi, hilen);
-		if (n++ == DROP_POINT_MAX && !count)
+		if (n++ == max && !count)
 			goto out;
 	}
 	rc = kv_iter_status(it);
@@ -182,7 +191,7 @@ void tree_batch_drop_blocks(struct tree *t, struct kv_batch *b, uint64_t ino,
 	uint64_t bs = t->block_size, nblk = size / bs + (size % bs != 0);
 
 	/* no stored byte lies at or past the size: the blocks are known */
-	if (nblk > DROP_POINT_MAX) {
+	if (nblk > drop_point_max(t)) {
 		key_data_range(&lo, &hi, t->name, ino, 0);
 		kv_batch_delete_range(b, lo.buf, lo.len, hi.buf, hi.len);
 	} else {
@@ -635,6 +644,10 @@ int tree_fallocate(struct tree *t, const char *path, uint64_t ino,
 	struct tree_attr *a = &r.n.a;
 	uint64_t bs = t->block_size, old, end, newsize, stop, first, lastp1;
 	uint64_t limit, n, nextblk;
+	/* a block is at most one operation: half a batch's worth a chunk */
+	uint64_t chunk = tree_batch_max_ops(t) / 2 < FALLOC_CHUNK
+			     ? tree_batch_max_ops(t) / 2
+			     : FALLOC_CHUNK;
 	size_t plen;
 	bool st = false;
 	int64_t now;
@@ -689,7 +702,7 @@ int tree_fallocate(struct tree *t, const char *path, uint64_t ino,
 	plen = lo.len;
 	now = tree_now_ns();
 	for (uint64_t cb = first, ce; cb < lastp1; cb = ce) {
-		ce = lastp1 - cb > FALLOC_CHUNK ? cb + FALLOC_CHUNK : lastp1;
+		ce = lastp1 - cb > chunk ? cb + chunk : lastp1;
 		b = kv_batch_new(t->store->kv);
 		nextblk = UINT64_MAX;
 		if (cb < limit) {

@@ -233,8 +233,11 @@ static int rm_run(struct tree *t, const char *path, struct sbuf *cursor,
 			r->processed++;
 			(*used)++;
 			/* the batch's own size: keys of nodes, blocks and
-			 * xattrs alike */
-			if (n >= max_n || kv_batch_bytes(b) >= branch_bytes_limit(t))
+			 * xattrs alike, and its operations (half the
+			 * engine's limit, so that one more node fits) */
+			if (n >= max_n ||
+			    kv_batch_bytes(b) >= branch_bytes_limit(t) ||
+			    kv_batch_count(b) > tree_batch_max_ops(t) / 2)
 				rc = rm_flush(t, b, &n, h);
 		}
 	out_node:

@@ -47,6 +47,8 @@
 #include "store_i.h"
 
 #define MARKER_NAME "PATHFS"
+/* operations a rename chunk leaves for its journal record and the like */
+#define STORE_BATCH_SLACK 8
 #define MARKER_TEXT "pathfs store\nformat %d\n"
 
 struct store_priv {
@@ -602,6 +604,25 @@ static int store_recover(struct store *s)
 	return rc;
 }
 
+/*
+ * Sizes the rename and rm -r batches to the engine's limits (kv_limits): a
+ * chunk of rename_batch keys goes with its journal record and a few more
+ * keys in one batch, and a chunk's bytes are at most about rename_bytes plus
+ * one value.
+ */
+static void store_fit_limits(struct store *s)
+{
+	const struct kv_limits *l = kv_limits(s->kv);
+
+	if (l->batch_ops != SIZE_MAX &&
+	    s->opt.rename_batch + STORE_BATCH_SLACK > l->batch_ops)
+		s->opt.rename_batch = l->batch_ops > 2 * STORE_BATCH_SLACK
+					  ? l->batch_ops - STORE_BATCH_SLACK
+					  : l->batch_ops / 2;
+	if (l->batch_bytes != SIZE_MAX && s->opt.rename_bytes > l->batch_bytes / 2)
+		s->opt.rename_bytes = l->batch_bytes / 2;
+}
+
 int store_open(struct store **out, const char *dir,
 	       const struct store_options *opt)
 {
@@ -649,6 +670,7 @@ int store_open(struct store **out, const char *dir,
 		rc = -EMEDIUMTYPE; /* a marker but no database */
 	if (rc)
 		goto out;
+	store_fit_limits(s);
 	target = opt->format ? opt->format : TREE_FORMAT_VERSION;
 	/* up to format 3 before anything is read; the index (4) once the
 	 * journals are replayed, of the finished tree */
@@ -819,6 +841,11 @@ void tree_unlock_inodes(struct tree *t, uint64_t a, uint64_t b, uint64_t c,
 
 	for (int i = n - 1; i >= 0; i--)
 		pthread_mutex_unlock(&t->stripe[s[i]]);
+}
+
+size_t tree_batch_max_ops(const struct tree *t)
+{
+	return kv_limits(t->store->kv)->batch_ops;
 }
 
 int tree_commit(struct tree *t, struct kv_batch *b)

@@ -142,6 +142,10 @@ int tree_get_inode(struct tree *t, uint64_t ino, struct node *n);
 /* Commits @b with the store's sync setting. */
 int tree_commit(struct tree *t, struct kv_batch *b);
 
+/* The most operations one batch of @t's store may hold (kv_limits): batches
+ * of many small operations are sized by it. */
+size_t tree_batch_max_ops(const struct tree *t);
+
 /* Adds to @b the deletes of every DATA and XATTR key of @ino. */
 int tree_drop_inode_content(struct tree *t, struct kv_batch *b, uint64_t ino);
 /*

@@ -670,7 +670,8 @@ static void raw_branch(struct tree *t, const char *root, size_t n)
 			 i);
 		tree_batch_put_node(t, b, p, &a, NULL);
 		parent_batch_put(t, b, a.ino, dino, p);
-		if (kv_batch_count(b) >= 10000) {
+		if (kv_batch_count(b) + 3 > kv_limits(t->store->kv)->batch_ops ||
+		    kv_batch_count(b) >= 10000) {
 			cr_assert_eq(tree_commit(t, b), 0);
 			kv_batch_clear(b);
 		}
