@@ -235,7 +235,8 @@ static void usage(FILE *f)
 	    "                         relatime; also strictatime, nodiratime)\n"
 	    "  -o log=syslog|stderr|FILE  where the daemon logs (default:\n"
 	    "                         stderr with -f, else syslog if a syslog\n"
-	    "                         daemon listens, else STORE/pathfs.log)\n"
+	    "                         daemon listens, else STORE/pathfs.log;\n"
+	    "                         a store on etcd needs one of these)\n"
 	    "  -h, --help             this help\n"
 	    "  -V, --version          version\n");
 }
@@ -265,13 +266,23 @@ static void fail(const char *fmt, ...)
 }
 
 /* Absolute form of the store path (it may not exist yet: then its parent
- * must). *exists says whether it does. Errors: -errno, reported. */
+ * must), or the etcd URL of a remote store as it is (*exists: true; the open
+ * tells). *exists says whether it does. Errors: -errno, reported. */
 static int resolve_store(const char *arg, char **out, bool *exists)
 {
 	char *copy1 = NULL, *copy2 = NULL, *parent = NULL;
 	struct stat st;
 	int rc = 0;
 
+	if (store_is_remote(arg)) {
+		*exists = true;
+		*out = strdup(arg);
+		if (!*out) {
+			fail("out of memory");
+			return -ENOMEM;
+		}
+		return 0;
+	}
 	*out = realpath(arg, NULL);
 	if (*out) {
 		*exists = true;
@@ -506,7 +517,8 @@ static int open_store(const char *dir, bool exists, const struct options *o,
 	int rc;
 
 	memset(&so, 0, sizeof(so));
-	so.create = !exists && !o->ro;
+	/* a remote store is made at its first read-write open */
+	so.create = (!exists || store_is_remote(dir)) && !o->ro;
 	so.read_only = o->ro;
 	so.sync = o->sync;
 	so.rename_batch = o->rename_batch;
@@ -640,6 +652,12 @@ static int start_log(struct options *o, const char *dir, const char **where)
 		*where = "syslog";
 		return 0;
 	}
+	if (!want && store_is_remote(dir)) {
+		fail("store %s is on etcd: no STORE/pathfs.log there and no "
+		     "syslog daemon listens (use -o log=FILE)",
+		     dir);
+		return -ENOTCONN;
+	}
 	if (!want) {
 		free(o->log);
 		if (asprintf(&o->log, "%s/pathfs.log", dir) < 0) {
@@ -742,7 +760,9 @@ static int serve(struct options *o, struct fuse_args *args, const char *dir,
 	env.end = fs_ctl_end;
 	env.ctx = &fs;
 	env.stats = stats_ctl;
-	rc = control_start(&ctl, &env, getuid());
+	/* a store on etcd has no directory for the socket: pathfsctl -s
+	 * opens such a store itself */
+	rc = store_is_remote(dir) ? 0 : control_start(&ctl, &env, getuid());
 	if (rc) {
 		plog(LOG_WARNING,
 		     "control socket: %s (pathfsctl cannot reach "

@@ -238,6 +238,11 @@ int kv_sync(struct kv *kv)
 	return kv->ops->sync(kv);
 }
 
+int kv_space(struct kv *kv, struct statvfs *st)
+{
+	return kv->ops->space(kv, st);
+}
+
 uint64_t kv_estimate_keys(struct kv *kv)
 {
 	return kv->ops->estimate_keys(kv);

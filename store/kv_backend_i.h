@@ -49,6 +49,7 @@ struct kv_ops {
 		       void (*hook)(void *ctx, uint64_t moved), void *ctx,
 		       uint64_t *moved);
 	int (*sync)(struct kv *kv);
+	int (*space)(struct kv *kv, struct statvfs *st);
 	uint64_t (*estimate_keys)(struct kv *kv);
 	int (*compact_range)(struct kv *kv, const char *lo, size_t lolen,
 			     const char *hi, size_t hilen);

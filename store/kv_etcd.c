@@ -3,11 +3,12 @@
  * kv_backend_i.h), through the JSON gateway transport of etcd.c.
  *
  * Location: etcd://HOST:PORT[,HOST:PORT...]/NAME[?max-txn-ops=N&
- * max-request-bytes=N]. NAME ([A-Za-z0-9._-], at most 64) is the store's key
+ * max-request-bytes=N&quota-bytes=N]. NAME ([A-Za-z0-9._-], at most 64) is the store's key
  * prefix, so several stores share one cluster: the store's keys live under
  * "NAME/k/", this backend's own under "NAME/m/". The two numbers are the
- * cluster's --max-txn-ops and --max-request-bytes when not etcd's defaults
- * (128, 1.5 MiB); the limits reported (kv_limits) follow from them.
+ * cluster's --max-txn-ops, --max-request-bytes and --quota-backend-bytes
+ * when not etcd's defaults (128, 1.5 MiB, 2 GiB): the limits reported
+ * (kv_limits) follow from the first two, statfs's size from the quota.
  *
  * Families are one prefix space here: a range is a range of keys, whatever
  * the classifier says.
@@ -79,6 +80,7 @@ struct kve {
 	size_t mlen;
 	uint64_t client; /* this open's id, in its slot keys and txn ids */
 	size_t txn_ops;	 /* the cluster's --max-txn-ops */
+	uint64_t quota;	 /* its --quota-backend-bytes */
 	pthread_mutex_t lock;
 	pthread_cond_t slot_free;
 	struct kve_slot slots[KVE_SLOTS]; /* protected by lock */
@@ -209,7 +211,7 @@ static void kve_close(struct kv *kv_)
 
 /* Parses etcd://EPS/NAME[?opts] into its parts (malloc'd). */
 static int kve_parse(const char *url, char **eps, char **name, size_t *txn_ops,
-		     size_t *req_bytes)
+		     size_t *req_bytes, uint64_t *quota)
 {
 	const char *s = url + strlen("etcd://");
 	const char *slash = strchr(s, '/'), *q;
@@ -239,6 +241,8 @@ static int kve_parse(const char *url, char **eps, char **name, size_t *txn_ops,
 			*txn_ops = (size_t)v;
 		else if (!strcmp(key, "max-request-bytes") && v >= (256u << 10))
 			*req_bytes = (size_t)v;
+		else if (!strcmp(key, "quota-bytes") && v >= (1u << 20))
+			*quota = v;
 		else
 			return -EINVAL;
 		q += used;
@@ -264,7 +268,8 @@ int kv_etcd_open(struct kv **out, const char *url, const struct kv_options *opt)
 	kv->base.read_only = opt->read_only;
 	pthread_mutex_init(&kv->lock, NULL);
 	pthread_cond_init(&kv->slot_free, NULL);
-	rc = kve_parse(url, &eps, &name, &txn_ops, &req_bytes);
+	kv->quota = 2ull << 30; /* etcd's default */
+	rc = kve_parse(url, &eps, &name, &txn_ops, &req_bytes, &kv->quota);
 	if (rc) {
 		plog(LOG_ERR,
 		     "%s: not etcd://HOST:PORT[,...]/NAME "
@@ -946,6 +951,28 @@ static int kve_sync(struct kv *kv)
 	return 0; /* commits are durable on a quorum when answered */
 }
 
+static int kve_space(struct kv *kv_, struct statvfs *st)
+{
+	struct kve *kv = (struct kve *)kv_;
+	struct json_object *req = json_object_new_object(), *resp = NULL;
+	uint64_t used = 0;
+	int rc;
+
+	rc = etcd_call(kv->e, "/v3/maintenance/status", req, &resp);
+	json_object_put(req);
+	if (rc)
+		return rc;
+	used = (uint64_t)etcd_int(resp, "dbSize");
+	json_object_put(resp);
+	memset(st, 0, sizeof(*st));
+	st->f_bsize = st->f_frsize = 4096;
+	st->f_blocks = kv->quota / 4096;
+	st->f_bfree = st->f_bavail =
+	    used < kv->quota ? (kv->quota - used) / 4096 : 0;
+	st->f_namemax = 255;
+	return 0;
+}
+
 static uint64_t kve_estimate_keys(struct kv *kv_)
 {
 	struct kve *kv = (struct kve *)kv_;
@@ -999,6 +1026,7 @@ static const struct kv_ops kve_ops = {
     .batch_free = kve_batch_free,
     .upgrade = kve_upgrade,
     .sync = kve_sync,
+    .space = kve_space,
     .estimate_keys = kve_estimate_keys,
     .compact_range = kve_compact_range,
     .reserve_bytes = kve_reserve_bytes,

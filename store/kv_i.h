@@ -32,6 +32,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/statvfs.h>
 
 struct kv;
 struct kv_iter;
@@ -184,6 +185,13 @@ int kv_upgrade(struct kv *kv, size_t max_keys,
 
 /* Syncs the WAL. Errors: -EIO. */
 int kv_sync(struct kv *kv);
+
+/*
+ * The space of the store for statfs: RocksDB's file system's, or an etcd
+ * cluster's quota (etcd's default 2 GiB unless the URL says quota-bytes) and
+ * what its database does not use of it. Errors: -errno.
+ */
+int kv_space(struct kv *kv, struct statvfs *st);
 
 /* Approximate number of keys (RocksDB's estimate), for statfs. */
 uint64_t kv_estimate_keys(struct kv *kv);

@@ -1144,6 +1144,13 @@ static int kvr_compact_range(struct kv *kv_, const char *lo, size_t lolen,
 	return 0;
 }
 
+static int kvr_space(struct kv *kv_, struct statvfs *st)
+{
+	struct kvr *kv = (struct kvr *)kv_;
+
+	return statvfs(kv->dir, st) < 0 ? -errno : 0;
+}
+
 static uint64_t kvr_estimate_keys(struct kv *kv_)
 {
 	struct kvr *kv = (struct kvr *)kv_;
@@ -1188,6 +1195,7 @@ static const struct kv_ops kvr_ops = {
     .batch_free = kvr_batch_free,
     .upgrade = kvr_upgrade,
     .sync = kvr_sync,
+    .space = kvr_space,
     .estimate_keys = kvr_estimate_keys,
     .compact_range = kvr_compact_range,
     .reserve_bytes = kvr_reserve_bytes,

@@ -16,6 +16,10 @@
  * and a process that finds the store busy can learn the serving daemon's pid
  * (F_GETLK) and look whether its mount is still there (store_server).
  *
+ * A remote store (etcd://HOSTS/NAME, kv_etcd.c) has no directory: its marker
+ * is the key PATHFS, beside every drive's keys, and it has no lock and no
+ * serving lock: nothing here stops a second read-write open elsewhere.
+ *
  * Drives are found without a registry: every key of drive d lies in
  * [DRIVE#d|, DRIVE#d}), so listing drives is one seek per drive, skipping
  * over each drive's range.
@@ -288,6 +292,8 @@ int store_serve(struct store *s)
 	 * lock (store_close): a conflict here is that moment, and it passes.
 	 * Bounded (10 s) all the same, for a holder stopped in between.
 	 */
+	if (p->marker_fd < 0)
+		return 0; /* remote: no lock file */
 	serve_range(&fl, s->opt.read_only ? F_RDLCK : F_WRLCK);
 	while (fcntl(p->marker_fd, F_SETLK, &fl) < 0) {
 		if ((errno != EAGAIN && errno != EACCES) || ++tries > 10000)
@@ -304,6 +310,8 @@ int store_server(const char *dir, pid_t *pid)
 	int fd, rc = 0;
 
 	*pid = 0;
+	if (store_is_remote(dir))
+		return -ENOENT;
 	snprintf(path, sizeof(path), "%s/" MARKER_NAME, dir);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -623,9 +631,52 @@ static void store_fit_limits(struct store *s)
 		s->opt.rename_bytes = l->batch_bytes / 2;
 }
 
+bool store_is_remote(const char *where)
+{
+	return kv_is_etcd(where);
+}
+
+/*
+ * The marker of a remote store: key MARKER_NAME (outside every drive's
+ * keys), holding the marker file's text; created (synced) if missing and
+ * @opt allows. *fmt is its format. Errors: -ENOENT, -EMEDIUMTYPE,
+ * -EPROTONOSUPPORT, and kv's.
+ */
+static int marker_key(struct store *s, const struct store_options *opt,
+		      int *fmt)
+{
+	char *val = NULL, buf[128];
+	size_t vlen;
+	int rc, n, format = 0;
+
+	rc = kv_get(s->kv, MARKER_NAME, strlen(MARKER_NAME), &val, &vlen);
+	if (rc == -ENOENT && opt->create && !opt->read_only) {
+		struct kv_batch *b = kv_batch_new(s->kv);
+		n = snprintf(buf, sizeof(buf), MARKER_TEXT, TREE_FORMAT_VERSION);
+		kv_batch_put(b, MARKER_NAME, strlen(MARKER_NAME), buf,
+			     (size_t)n);
+		rc = kv_batch_commit(s->kv, b, true);
+		kv_batch_free(b);
+		if (rc)
+			return rc;
+		*fmt = TREE_FORMAT_VERSION;
+		return 0;
+	}
+	if (rc)
+		return rc;
+	if (sscanf(val, MARKER_TEXT, &format) != 1 || format < 1)
+		rc = -EMEDIUMTYPE;
+	else if (format > TREE_FORMAT_VERSION)
+		rc = -EPROTONOSUPPORT;
+	free(val);
+	*fmt = format;
+	return rc;
+}
+
 int store_open(struct store **out, const char *dir,
 	       const struct store_options *opt)
 {
+	bool remote = store_is_remote(dir);
 	struct store_priv *p;
 	struct store *s;
 	struct kv_options ko = {0};
@@ -651,7 +702,12 @@ int store_open(struct store **out, const char *dir,
 		rc = -EINVAL;
 		goto out;
 	}
-	rc = marker_open(dir, opt, &p->marker_fd, &format);
+	/* a remote store is always of this program's format */
+	if (remote && opt->format && opt->format != TREE_FORMAT_VERSION) {
+		rc = -EINVAL;
+		goto out;
+	}
+	rc = remote ? 0 : marker_open(dir, opt, &p->marker_fd, &format);
 	if (rc)
 		goto out;
 	if (opt->format && opt->format < format) {
@@ -671,10 +727,18 @@ int store_open(struct store **out, const char *dir,
 	if (rc)
 		goto out;
 	store_fit_limits(s);
+	if (remote) {
+		rc = marker_key(s, opt, &format);
+		if (rc)
+			goto out;
+	}
 	target = opt->format ? opt->format : TREE_FORMAT_VERSION;
+	/* remote stores are made at this program's format (their marker is
+	 * a key, which the upgrades, of a marker file, do not move) */
 	/* up to format 3 before anything is read; the index (4) once the
 	 * journals are replayed, of the finished tree */
-	if (!opt->read_only && format < target && format < PARENT_FORMAT - 1) {
+	if (!opt->read_only && !remote && format < target &&
+	    format < PARENT_FORMAT - 1) {
 		int to = target < PARENT_FORMAT ? target : PARENT_FORMAT - 1;
 
 		rc = store_upgrade(s, p->marker_fd, format, to);
@@ -686,7 +750,8 @@ int store_open(struct store **out, const char *dir,
 	s->format = format;
 	if (!opt->read_only) {
 		rc = store_recover(s);
-		if (rc == 0 && format < PARENT_FORMAT && target >= PARENT_FORMAT) {
+		if (rc == 0 && !remote && format < PARENT_FORMAT &&
+		    target >= PARENT_FORMAT) {
 			rc = store_upgrade_index(s, p->marker_fd, format);
 			if (rc == 0)
 				s->format = PARENT_FORMAT;
@@ -952,9 +1017,10 @@ void tree_attr_to_stat(const struct tree *t, const struct tree_attr *a,
 int tree_statfs(struct tree *t, struct statvfs *st)
 {
 	uint64_t reserve_blocks, keys;
+	int rc = kv_space(t->store->kv, st);
 
-	if (statvfs(t->store->dir, st) < 0)
-		return -errno;
+	if (rc)
+		return rc;
 	reserve_blocks = kv_reserve_bytes(t->store->kv) / st->f_frsize;
 	st->f_bfree =
 	    st->f_bfree > reserve_blocks ? st->f_bfree - reserve_blocks : 0;

@@ -93,7 +93,10 @@ struct store_options {
 };
 
 /*
- * Opens the store in directory @dir and, unless read-only, upgrades a store
+ * Opens the store at @dir, a directory, or an etcd cluster when @dir is
+ * etcd://HOST:PORT[,HOST:PORT...]/NAME (see store_is_remote; NAME is the
+ * store's key prefix there, and its marker a key), and, unless read-only,
+ * upgrades a store
  * of an older format (see TREE_FORMAT_VERSION; resumable, crash-safe), replays
  * every unfinished journal record of every drive, reclaims every orphan
  * inode (removed while still in use before a crash) and builds the reverse
@@ -102,7 +105,8 @@ struct store_options {
  *
  * Errors: -ENOENT (missing and !create, or its parent is missing), -EBUSY
  * (another process holds the store's lock), -EMEDIUMTYPE (the directory is not
- * empty and is not a pathfs store), -EPROTONOSUPPORT (a drive's format version
+ * empty and is not a pathfs store), -EINVAL (a malformed etcd URL),
+ * -EHOSTUNREACH (no etcd member answered), -EPROTONOSUPPORT (a drive's format version
  * is newer than this program), -EUCLEAN (read-only, and an upgrade was
  * interrupted: open read-write once), -EINVAL (bad @opt->format), -ENOSPC
  * (no room to upgrade), -EACCES, -EIO.
@@ -110,6 +114,10 @@ struct store_options {
  */
 int store_open(struct store **out, const char *dir,
 	       const struct store_options *opt);
+
+/* true if @where names a store on an etcd cluster (etcd://...), not a
+ * directory: no lock file, no control socket, nothing on the local disk. */
+bool store_is_remote(const char *where);
 
 /* Flushes and closes. Safe on NULL. Handles from store_drive() die with it. */
 void store_close(struct store *s);
@@ -126,7 +134,8 @@ int store_serve(struct store *s);
 /*
  * Who serves the store at @dir: 0 and *pid if a process that called
  * store_serve() holds it (*pid is 0 if that process is in another pid
- * namespace), -ENOENT if none does (the store is free, or held by a process
+ * namespace), -ENOENT if none does or the store is remote (the store is
+ * free, or held by a process
  * that does not serve it: pathfsctl, a daemon still starting), -errno if the
  * marker cannot be read. Call it only in a process that does not have the
  * store open (closing the probe drops this process's record locks on it).

@@ -10,6 +10,10 @@
  *   rel_plant dump STORE                   prints every key (escaped) and a
  *                                          hash of its value, in key order,
  *                                          each drive's blocks after the rest
+ *   rel_plant many STORE DRIVE DIR N       makes folder DIR holding N empty
+ *                                          files f0000000.. in batches as
+ *                                          big as the kv engine takes (a
+ *                                          big folder in seconds, on etcd)
  *
  * node, block and meta write with one batch through kv (no store_open, which
  * would validate or replay first; block looks the inode up with store_open
@@ -177,9 +181,10 @@ static void note_drive(struct sbuf *drives, const char *k, size_t klen)
 			      : NULL;
 	size_t dl = bar ? (size_t)(bar - k) - 5 : 0; /* name and its '|' */
 
-	if (!bar || (drives->len >= dl &&
-		     memcmp(drives->buf + drives->len - dl, k + 6, dl) == 0 &&
-		     (drives->len == dl || drives->buf[drives->len - dl - 1] == '|')))
+	if (!bar ||
+	    (drives->len >= dl &&
+	     memcmp(drives->buf + drives->len - dl, k + 6, dl) == 0 &&
+	     (drives->len == dl || drives->buf[drives->len - dl - 1] == '|')))
 		return;
 	sbuf_add(drives, k + 6, dl);
 }
@@ -239,6 +244,54 @@ static int dump(const char *dir)
 	return rc;
 }
 
+static int many(const char *dir, const char *drive, const char *path, size_t n)
+{
+	struct store_options o = {0};
+	struct store *s = NULL;
+	struct tree *t;
+	struct kv_batch *b = NULL;
+	struct tree_attr a = {0};
+	char p[4200];
+	int rc = store_open(&s, dir, &o);
+
+	if (rc == 0)
+		rc = store_drive(s, drive, &t);
+	if (rc == 0)
+		rc = tree_mknode(t, path, S_IFDIR | 0755, getuid(), getgid(), 0,
+				 NULL, NULL);
+	if (rc) {
+		fprintf(stderr, "rel_plant: %s %s: %s\n", dir, path,
+			strerror(-rc));
+		goto out;
+	}
+	b = kv_batch_new(s->kv);
+	a.mode = S_IFREG | 0644;
+	a.nlink = 1;
+	a.uid = getuid();
+	a.gid = getgid();
+	a.atime_ns = a.mtime_ns = a.ctime_ns = tree_now_ns();
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		snprintf(p, sizeof(p), "%s/f%07zu", path, i);
+		rc = tree_alloc_ino(t, &a.ino);
+		if (rc)
+			break;
+		tree_batch_put_node(t, b, p, &a, NULL);
+		if (kv_batch_count(b) + 1 >= tree_batch_max_ops(t) ||
+		    kv_batch_count(b) >= 1000) {
+			rc = tree_commit(t, b);
+			kv_batch_clear(b);
+		}
+	}
+	if (rc == 0)
+		rc = tree_commit(t, b);
+	if (rc)
+		fprintf(stderr, "rel_plant: many: %s\n", strerror(-rc));
+out:
+	kv_batch_free(b);
+	store_close(s);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	int rc;
@@ -255,12 +308,16 @@ int main(int argc, char **argv)
 		rc = count_journal(argv[2], argv[3]);
 	else if (argc == 3 && !strcmp(argv[1], "dump"))
 		rc = dump(argv[2]);
+	else if (argc == 6 && !strcmp(argv[1], "many"))
+		rc =
+		    many(argv[2], argv[3], argv[4], strtoull(argv[5], NULL, 0));
 	else {
 		fprintf(stderr, "usage: rel_plant node STORE DRIVE PATH\n"
 				"       rel_plant block STORE DRIVE PATH BLK\n"
 				"       rel_plant meta STORE DRIVE FORMAT\n"
 				"       rel_plant journal STORE DRIVE\n"
-				"       rel_plant dump STORE\n");
+				"       rel_plant dump STORE\n"
+				"       rel_plant many STORE DRIVE DIR N\n");
 		return 2;
 	}
 	return rc ? 1 : 0;

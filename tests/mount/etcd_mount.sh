@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# etcd_mount.sh - a drive on a real 3-member etcd cluster (tests/with_etcd.sh
+# starts it and passes its endpoints in $PATHFS_TEST_ETCD): mount by URL, cp,
+# ls, mv and diff of a folder of 1,200 entries with content, remount, df, the
+# same drive through pathfsctl -s URL; then a rename of a 10,000-entry folder
+# during which the cluster's leader is killed with kill -9: the rename
+# completes, nothing is lost, fsck is clean.
+source "$(dirname "$0")/lib.sh"
+
+: "${PATHFS_TEST_ETCD:?run through tests/with_etcd.sh}"
+CLUSTER=$PATHFS_TEST_ETCD_DIR
+CLUSTER_SH=$TESTS_DIR/etcd_cluster.sh
+PLANT=${BUILD_DIR:-$(dirname "$PATHFS")/../tests}/rel_plant
+STORE="etcd://$PATHFS_TEST_ETCD/mt$$"
+
+# ---- mount by URL, a folder of 1,200 entries -------------------------------
+pfs_mount -o "log=$T/pathfs.log"
+check "mount of a new store on etcd" mountpoint -q "$MNT"
+check "df shows etcd's quota (2.0G)" \
+	bash -c "df -h '$MNT' | tail -1 | grep -q ' 2.0G '"
+mkdir -p "$T/src/sub"
+for i in $(seq 1 1150); do echo "file $i" >"$T/src/f$i"; done
+for i in $(seq 1 49); do
+	head -c $((i * 4099)) /dev/urandom >"$T/src/sub/r$i"
+done
+check "cp -a of 1,200 entries" cp -a "$T/src" "$MNT/src"
+check "ls lists 1,151 names" [ "$(ls "$MNT/src" | wc -l)" = 1151 ]
+check "diff -r after cp" diff -r "$T/src" "$MNT/src"
+check "mv of the folder" mv "$MNT/src" "$MNT/moved"
+check "the old name is gone" [ ! -e "$MNT/src" ]
+check "diff -r after mv" diff -r "$T/src" "$MNT/moved"
+start=$(date +%s%N)
+ls -l "$MNT/moved" >/dev/null
+echo "# ls -l of 1,151 entries: $((($(date +%s%N) - start) / 1000000)) ms"
+pfs_umount
+pfs_mount -o "log=$T/pathfs.log"
+check "diff -r after a remount" diff -r "$T/src" "$MNT/moved"
+check "rm -r" rm -r "$MNT/moved/sub"
+check "rm -r took the branch" [ ! -e "$MNT/moved/sub" ]
+pfs_umount
+check "pathfsctl -s URL ls" \
+	bash -c "'$PATHFSCTL' -s '$STORE' ls / | grep -q moved"
+check "pathfsctl -s URL fsck is clean" "$PATHFSCTL" -s "$STORE" fsck
+
+# ---- rename of 10,000 entries, the leader killed mid-rename ----------------
+check "plant a 10,000-entry folder" "$PLANT" many "$STORE" main /big 10000
+pfs_mount -o "log=$T/pathfs.log"
+mv "$MNT/big" "$MNT/big2" &
+mvpid=$!
+sleep 0.3
+running=0
+kill -0 "$mvpid" 2>/dev/null && running=1
+leader=$("$CLUSTER_SH" leader "$CLUSTER")
+"$CLUSTER_SH" kill "$CLUSTER" "$leader"
+echo "# killed member $leader (the leader), rename running: $running"
+check "the kill landed while the rename ran" [ "$running" = 1 ]
+mvrc=0
+wait "$mvpid" || mvrc=$?
+check "the rename completed" [ "$mvrc" = 0 ]
+check "10,000 entries under the new name" \
+	[ "$(ls "$MNT/big2" | wc -l)" = 10000 ]
+check "the old name is gone" [ ! -e "$MNT/big" ]
+pfs_umount
+check "fsck is clean after the rename" "$PATHFSCTL" -s "$STORE" fsck
+"$CLUSTER_SH" restart "$CLUSTER" "$leader"
+check "the killed member serves again" \
+	bash -c "'$PATHFSCTL' -s '$STORE' ls /big2 | wc -l | grep -qx 10000"
+finish
