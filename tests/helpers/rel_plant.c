@@ -250,7 +250,7 @@ static int many(const char *dir, const char *drive, const char *path, size_t n)
 	struct store *s = NULL;
 	struct tree *t;
 	struct kv_batch *b = NULL;
-	struct tree_attr a = {0};
+	struct tree_attr a = {0}, d;
 	char p[4200];
 	int rc = store_open(&s, dir, &o);
 
@@ -258,7 +258,7 @@ static int many(const char *dir, const char *drive, const char *path, size_t n)
 		rc = store_drive(s, drive, &t);
 	if (rc == 0)
 		rc = tree_mknode(t, path, S_IFDIR | 0755, getuid(), getgid(), 0,
-				 NULL, NULL);
+				 NULL, &d);
 	if (rc) {
 		fprintf(stderr, "rel_plant: %s %s: %s\n", dir, path,
 			strerror(-rc));
@@ -276,7 +276,8 @@ static int many(const char *dir, const char *drive, const char *path, size_t n)
 		if (rc)
 			break;
 		tree_batch_put_node(t, b, p, &a, NULL);
-		if (kv_batch_count(b) + 1 >= tree_batch_max_ops(t) ||
+		parent_batch_put(t, b, a.ino, d.ino, p);
+		if (kv_batch_count(b) + 2 >= tree_batch_max_ops(t) ||
 		    kv_batch_count(b) >= 1000) {
 			rc = tree_commit(t, b);
 			kv_batch_clear(b);
