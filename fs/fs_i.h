@@ -48,6 +48,8 @@
 /* content changed behind the kernel's page cache (a direct write): the next
  * open drops the cached pages (no keep_cache) */
 #define INODE_PAGES_STALE 0x10
+/* an O_TMPFILE file (an orphan from birth): linkat(2) may give it a name */
+#define INODE_TMPFILE 0x20
 
 struct inode {
 	uint64_t ino;
@@ -183,6 +185,8 @@ uint64_t itab_orphaned(struct fs *fs, uint64_t ino);
 void itab_flags(struct fs *fs, uint64_t ino, unsigned set, unsigned clear);
 /* Whether @flag was set on @ino; clears it. */
 bool itab_take_flag(struct fs *fs, uint64_t ino, unsigned flag);
+/* Whether @flag is set on @ino. */
+bool itab_has_flag(struct fs *fs, uint64_t ino, unsigned flag);
 
 /* Moves @ino to @name in @parent (parent must be in the table; if it is not,
  * @ino is marked stale). Bumps ns_gen. */
@@ -298,7 +302,8 @@ void fs_busy_end(struct fs *fs, struct busy *b);
  * reads at a time and serves cheap requests itself (see loop.c). Returns 0
  * or the -errno that ended it (-EAGAIN: no thread could be started).
  */
-int fs_loop(struct fuse_session *se, unsigned max_threads, unsigned max_idle);
+int fs_loop(struct fuse_session *se, struct fs *fs, unsigned max_threads,
+	    unsigned max_idle);
 /* Called by a request about to wait: if this thread is the reader, another
  * thread takes over reading. */
 void fs_loop_blocking(void);
@@ -307,6 +312,15 @@ void fs_loop_blocking(void);
 
 /* The FUSE low-level operations table; userdata is the struct fs. */
 extern const struct fuse_lowlevel_ops fs_ops;
+
+/*
+ * Requests libfuse 3.14 has no operation for, answered by the daemon itself
+ * from the request loop: FUSE_TMPFILE (open(O_TMPFILE)). Returns true if
+ * @buf (@len bytes read from /dev/fuse) was one and has been answered on
+ * @se's device; false: hand it to libfuse.
+ */
+bool fs_raw_request(struct fs *fs, struct fuse_session *se, const void *buf,
+		    size_t len);
 
 /*
  * pathfsctl hooks (ctl_env.begin/end) for commands the daemon runs on its

@@ -399,6 +399,18 @@ void itab_flags(struct fs *fs, uint64_t ino, unsigned set, unsigned clear)
 	pthread_mutex_unlock(&fs->lock);
 }
 
+bool itab_has_flag(struct fs *fs, uint64_t ino, unsigned flag)
+{
+	struct inode *e;
+	bool is;
+
+	pthread_mutex_lock(&fs->lock);
+	e = find(fs, ino);
+	is = e && (e->flags & flag);
+	pthread_mutex_unlock(&fs->lock);
+	return is;
+}
+
 bool itab_take_flag(struct fs *fs, uint64_t ino, unsigned flag)
 {
 	struct inode *e;

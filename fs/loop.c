@@ -48,6 +48,7 @@
 
 struct loop {
 	struct fuse_session *se;
+	struct fs *fs; /* for fs_raw_request() */
 	unsigned max_threads, max_idle;
 
 	pthread_mutex_t lock;
@@ -228,7 +229,10 @@ static void *worker(void *arg)
 			hand_off(l);
 			pthread_mutex_unlock(&l->lock);
 		}
-		fuse_session_process_buf(l->se, &fbuf);
+		/* libfuse knows no FUSE_TMPFILE: the daemon answers it */
+		if ((fbuf.flags & FUSE_BUF_IS_FD) ||
+		    !fs_raw_request(l->fs, l->se, fbuf.mem, (size_t)res))
+			fuse_session_process_buf(l->se, &fbuf);
 		pthread_mutex_lock(&l->lock);
 	}
 out:
@@ -244,9 +248,10 @@ out:
 	return NULL;
 }
 
-int fs_loop(struct fuse_session *se, unsigned max_threads, unsigned max_idle)
+int fs_loop(struct fuse_session *se, struct fs *fs, unsigned max_threads,
+	    unsigned max_idle)
 {
-	struct loop l = {.se = se, .max_threads = max_threads,
+	struct loop l = {.se = se, .fs = fs, .max_threads = max_threads,
 			 .max_idle = max_idle};
 	pthread_condattr_t ca;
 	struct timespec ts;

@@ -793,7 +793,7 @@ static int serve(struct options *o, struct fuse_args *args, const char *dir,
 	} else {
 		/* one reader at a time, more threads for slow requests */
 		fs.blocking = fs_loop_blocking;
-		rc = fs_loop(se, 16, 8);
+		rc = fs_loop(se, &fs, 16, 8);
 	}
 	if (rc)
 		plog(LOG_ERR, "session loop ended: %s",

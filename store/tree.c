@@ -625,9 +625,53 @@ out:
 	return rc;
 }
 
-/* tree_link() (@oldpath) and tree_link_ino() (@oldpath NULL, inode @ino). */
+int tree_mktmp(struct tree *t, const char *dir, mode_t mode, uid_t uid,
+	       gid_t gid, struct tree_attr *out)
+{
+	struct node pn = {0};
+	struct kv_batch *b = NULL;
+	struct tree_attr a = {0};
+	struct sbuf k = {0}, v = {0};
+	int rc;
+
+	rc = path_check(dir);
+	if (rc)
+		return rc;
+	rc = tree_get_node(t, dir, &pn, false);
+	if (rc == 0 && !S_ISDIR(pn.a.mode))
+		rc = -ENOTDIR;
+	node_release(&pn);
+	if (rc == 0)
+		rc = tree_alloc_ino(t, &a.ino);
+	if (rc)
+		return rc;
+	/* an orphan from the start: INODE record (nlink 0) and ORPHAN key in
+	 * one batch, as tree_batch_remove() leaves a file unlinked while open */
+	a.flags = TREE_F_LINKED;
+	a.mode = S_IFREG | (mode & 07777);
+	a.uid = uid;
+	a.gid = gid;
+	a.atime_ns = a.mtime_ns = a.ctime_ns = tree_now_ns();
+	b = kv_batch_new(t->store->kv);
+	key_inode(&k, t->name, a.ino);
+	node_encode(&v, &a, NULL);
+	kv_batch_put(b, k.buf, k.len, v.buf, v.len);
+	sbuf_reset(&k);
+	key_orphan(&k, t->name, a.ino);
+	kv_batch_put(b, k.buf, k.len, "", 0);
+	rc = tree_commit(t, b);
+	if (rc == 0 && out)
+		*out = a;
+	kv_batch_free(b);
+	sbuf_release(&k);
+	sbuf_release(&v);
+	return rc;
+}
+
+/* tree_link() (@oldpath), tree_link_ino() (@oldpath NULL, inode @ino) and
+ * tree_link_tmp() (@tmp: an orphan of tree_mktmp() may get a name). */
 static int link_common(struct tree *t, const char *oldpath, uint64_t ino,
-		       const char *newpath, struct tree_attr *out)
+		       bool tmp, const char *newpath, struct tree_attr *out)
 {
 	char *parent = NULL;
 	struct node on = {0}, pn = {0};
@@ -681,12 +725,27 @@ static int link_common(struct tree *t, const char *oldpath, uint64_t ino,
 	rc = tree_attr_load(t, oldpath, ino, &r);
 	if (rc)
 		goto out;
-	if (!oldpath && r.n.a.nlink == 0) {
+	if (!oldpath && r.n.a.nlink == 0 && !tmp) {
 		rc = -ENOENT; /* an orphan cannot get a name back */
 		goto out;
 	}
 	now = tree_now_ns();
 	b = kv_batch_new(t->store->kv);
+	if (r.n.a.nlink == 0) {
+		/* an O_TMPFILE file's first name: no longer an orphan */
+		struct sbuf ok = {0};
+		char *val = NULL;
+		size_t vlen;
+
+		key_orphan(&ok, t->name, ino);
+		rc = kv_get(t->store->kv, ok.buf, ok.len, &val, &vlen);
+		free(val);
+		if (rc == 0)
+			kv_batch_delete(b, ok.buf, ok.len);
+		sbuf_release(&ok);
+		if (rc)
+			goto out; /* -ENOENT: reclaimed meanwhile */
+	}
 	if (!(r.n.a.flags & TREE_F_LINKED)) {
 		/* first link: the attributes move to INODE#ino, which finds
 		 * the inode by number from now on */
@@ -732,13 +791,19 @@ out:
 int tree_link(struct tree *t, const char *oldpath, const char *newpath,
 	      struct tree_attr *out)
 {
-	return link_common(t, oldpath, 0, newpath, out);
+	return link_common(t, oldpath, 0, false, newpath, out);
 }
 
 int tree_link_ino(struct tree *t, uint64_t ino, const char *newpath,
 		  struct tree_attr *out)
 {
-	return link_common(t, NULL, ino, newpath, out);
+	return link_common(t, NULL, ino, false, newpath, out);
+}
+
+int tree_link_tmp(struct tree *t, uint64_t ino, const char *newpath,
+		  struct tree_attr *out)
+{
+	return link_common(t, NULL, ino, true, newpath, out);
 }
 
 /* unlink and rmdir: removes @path (a folder iff @dir). */

@@ -1364,3 +1364,37 @@ Test(tree, link_by_inode_number, .init = tu_setup, .fini = tu_teardown)
 	cr_assert_eq(tree_reclaim(T, a.ino), 0);
 	fsck_clean();
 }
+
+/* open(O_TMPFILE): an orphan from birth, named by linkat (tree_link_tmp),
+ * reclaimed at the next open when never named. */
+Test(tree, tmpfile_orphan_named_or_reclaimed, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	struct tree_attr a, b, c;
+	char *path = NULL;
+	size_t n = 0;
+
+	cr_assert_eq(mk("/d", S_IFDIR | 0755), 0);
+	cr_assert_eq(tree_mktmp(T, "/nope", 0600, 0, 0, &a), -ENOENT);
+	cr_assert_eq(tree_mktmp(T, "/d", 0640, 0, 0, &a), 0);
+	cr_assert_eq(a.nlink, 0);
+	cr_assert(S_ISREG(a.mode));
+	cr_assert_eq(tree_write(T, NULL, a.ino, 0, "hello", 5, false, NULL), 0);
+	cr_assert_eq(tree_find_ino(T, a.ino, &path, &c), -ENOENT);
+	/* an ordinary orphan may not get a name back; a tmpfile may */
+	cr_assert_eq(tree_link_ino(T, a.ino, "/d/x", NULL), -ENOENT);
+	cr_assert_eq(tree_link_tmp(T, a.ino, "/d/named", &b), 0);
+	cr_assert_eq(b.nlink, 1);
+	cr_assert_eq(st("/d/named").ino, a.ino);
+	cr_assert_eq(tree_find_ino(T, a.ino, &path, &c), 0);
+	cr_assert_null(path);
+	/* a second one, never named: gone at the next open */
+	cr_assert_eq(tree_mktmp(T, "/d", 0600, 0, 0, &c), 0);
+	cr_assert_eq(tree_write(T, NULL, c.ino, 0, "bye", 3, false, NULL), 0);
+	tu_reopen();
+	cr_assert_eq(tree_getattr(T, NULL, c.ino, &b), -ENOENT);
+	cr_assert_eq(tree_getattr(T, "/d/named", a.ino, &b), 0);
+	cr_assert_eq(b.size, 5);
+	cr_assert_eq(tree_fsck(T, false, NULL, NULL, &n), 0);
+	cr_assert_eq(n, 0);
+}

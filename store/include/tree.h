@@ -316,6 +316,27 @@ int tree_link(struct tree *t, const char *oldpath, const char *newpath,
 int tree_link_ino(struct tree *t, uint64_t ino, const char *newpath,
 		  struct tree_attr *out);
 
+/*
+ * Creates an unnamed regular file (open(O_TMPFILE) in folder @dir): a new
+ * inode with @mode's permission bits and owner @uid/@gid that is an orphan
+ * from the start (nlink 0, addressed by number, reclaimed by tree_reclaim()
+ * or at the next store_open() unless tree_link_tmp() names it first). @dir
+ * is only checked (a folder), not changed. Errors: -ENOENT, -ENOTDIR,
+ * -EINVAL, -ENOSPC, -EIO.
+ */
+int tree_mktmp(struct tree *t, const char *dir, mode_t mode, uid_t uid,
+	       gid_t gid, struct tree_attr *out);
+
+/*
+ * As tree_link_ino(), and also for an orphan of tree_mktmp() (linkat(2) of
+ * an O_TMPFILE file): its first name makes it an ordinary hard-linked inode
+ * (nlink 1, no longer an orphan). The caller answers for the orphan being
+ * one that may get a name (the kernel allows it for O_TMPFILE files not
+ * opened with O_EXCL only). Errors: as tree_link_ino().
+ */
+int tree_link_tmp(struct tree *t, uint64_t ino, const char *newpath,
+		  struct tree_attr *out);
+
 /* Flags of tree_unlink()/tree_rename(). */
 #define TREE_KEEP_ORPHAN                                                       \
 	0x1 /* the inode is in use (open, or known to the
