@@ -129,7 +129,7 @@ struct fs_path {
 
 void fs_path_release(struct fs_path *p);
 
-/* ---- fs.c-level lifecycle (inodes.c) ----------------------------------- */
+/* ---- lifecycle (inodes.c) ---------------------------------------------- */
 
 /*
  * Initialises @fs on drive @t of store @s: the table holds only the root.
@@ -252,7 +252,7 @@ int itab_path(struct fs *fs, uint64_t ino, const char *name, bool need_path,
  * is held. Errors: as itab_path().
  */
 int fs_enter(struct fs *fs, uint64_t ino, const char *name, struct fs_path *p);
-/* As fs_enter(), always with a path (readlink of a hard-linked symlink). */
+/* As fs_enter(), always with a path (LOOKUP of ".."). */
 int fs_enter_path(struct fs *fs, uint64_t ino, struct fs_path *p);
 /* As fs_enter() for two paths at once, both always by path (rename, link). */
 int fs_enter2(struct fs *fs, uint64_t ino1, const char *name1,

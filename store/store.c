@@ -859,11 +859,6 @@ int tree_alloc_ino(struct tree *t, uint64_t *ino)
 	return rc;
 }
 
-pthread_mutex_t *tree_stripe(struct tree *t, uint64_t ino)
-{
-	return &t->stripe[ino % TREE_STRIPES];
-}
-
 /* The distinct stripe indexes of up to four inodes, ascending. */
 static int stripes_of(const uint64_t in[4], int out[4])
 {

@@ -124,7 +124,6 @@ int get_bytes(const char **p, const char *end, const char **s, size_t *n);
  * when the reserved range is used up. Errors: -ENOSPC, -EIO. */
 int tree_alloc_ino(struct tree *t, uint64_t *ino);
 
-pthread_mutex_t *tree_stripe(struct tree *t, uint64_t ino);
 /* Locks the stripes of up to 4 inodes (0 = none) in a deadlock-free order,
  * each stripe once; unlock with the same arguments. */
 void tree_lock_inodes(struct tree *t, uint64_t a, uint64_t b, uint64_t c,
