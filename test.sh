@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: unit tests on real RocksDB stores and mount tests
 # through /dev/fuse, in a plain build and again under AddressSanitizer and
-# UndefinedBehaviorSanitizer. Needs root for the mount tests.
+# UndefinedBehaviorSanitizer, both built with -Dwerror=true (a warning fails the
+# run). Needs root for the mount tests.
 #   ./test.sh            both builds
 #   ./test.sh --quick    plain build only
 set -euo pipefail
@@ -14,11 +15,11 @@ pass=0
 fail=0
 for b in "${builds[@]}"; do
 	if [ ! -d "$b" ]; then
-		opts=()
-		[ "$b" = build-asan ] && opts=(-Db_sanitize=address,undefined -Db_lundef=false)
+		opts=(-Dwerror=true)
+		[ "$b" = build-asan ] && opts+=(-Db_sanitize=address,undefined -Db_lundef=false)
 		meson setup "$b" "${opts[@]}" >/dev/null
 	fi
-	ninja -C "$b" >/dev/null
+	ninja -C "$b"
 	log="$b/meson-logs/testlog.txt"
 	set +e
 	if [ "$b" = build-asan ]; then
