@@ -64,6 +64,27 @@ static void print_entry(struct ctx *x, struct tree *t, const char *name,
 	free(target);
 }
 
+/*
+ * The node the first positional argument names ("/" if none): its drive in
+ * *t, its normalised path in @path, its attributes in *a. Returns 0,
+ * CTL_USAGE or CTL_FAILED (message printed).
+ */
+static int resolve_node(struct ctx *x, struct tree **t, char *path,
+			struct tree_attr *a)
+{
+	int rc, status;
+
+	status = ctl_resolve(x, x->o.npos ? x->o.pos[0] : "/", t, path);
+	if (status)
+		return status;
+	rc = tree_lookup(*t, path, a);
+	if (rc) {
+		ctl_fail(x, path, rc);
+		return CTL_FAILED;
+	}
+	return 0;
+}
+
 int ctl_cmd_ls(struct ctx *x)
 {
 	char *path = x->pathbuf[0], *full = x->pathbuf[1];
@@ -73,16 +94,11 @@ int ctl_cmd_ls(struct ctx *x)
 	const char *name;
 	size_t nlen, bad = 0;
 	bool first = true;
-	int rc, status;
+	int rc = 0, status;
 
-	status = ctl_resolve(x, x->o.npos ? x->o.pos[0] : "/", &t, path);
+	status = resolve_node(x, &t, path, &a);
 	if (status)
 		return status;
-	rc = tree_lookup(t, path, &a);
-	if (rc) {
-		ctl_fail(x, path, rc);
-		return CTL_FAILED;
-	}
 	if (x->o.json)
 		fputc('[', x->out);
 	if (!S_ISDIR(a.mode)) {
@@ -294,14 +310,9 @@ int ctl_cmd_tree(struct ctx *x)
 	struct tree *t;
 	int rc, status;
 
-	status = ctl_resolve(x, x->o.npos ? x->o.pos[0] : "/", &t, path);
+	status = resolve_node(x, &t, path, &a);
 	if (status)
 		return status;
-	rc = tree_lookup(t, path, &a);
-	if (rc) {
-		ctl_fail(x, path, rc);
-		return CTL_FAILED;
-	}
 	ctl_put_name(x->out, path);
 	fputc('\n', x->out);
 	if (!S_ISDIR(a.mode))
