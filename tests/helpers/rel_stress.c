@@ -1075,8 +1075,7 @@ int main(int argc, char **argv)
 		seconds, (unsigned long long)seed);
 	slots = mmap(NULL, sizeof(*slots) * nproc, PROT_READ | PROT_WRITE,
 		     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	pids = calloc(nproc, sizeof(*pids));
-	if (slots == MAP_FAILED || !pids)
+	if (slots == MAP_FAILED)
 		return 1;
 	memset(slots, 0, sizeof(*slots) * nproc);
 	{
@@ -1088,11 +1087,15 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
+	pids = calloc(nproc, sizeof(*pids));
+	if (!pids)
+		return 1;
 	umask(022);
 	for (i = 0; i < nproc; i++) {
 		pids[i] = fork();
 		if (pids[i] < 0) {
 			perror("fork");
+			free(pids);
 			return 1;
 		}
 		if (pids[i] == 0) {
