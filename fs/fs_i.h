@@ -85,6 +85,10 @@ struct fs {
 	 * subtree lock, so the request loop lets another thread read meanwhile
 	 * (fs_loop_blocking); NULL when nothing needs telling (unit tests) */
 	void (*blocking)(void);
+	/* INIT as the kernel sent it (devio.c), until it is answered */
+	uint64_t init_unique;
+	bool init_killpriv_v2; /* it offers FUSE_HANDLE_KILLPRIV_V2 */
+	bool killpriv_v2;      /* negotiated (see devio.c) */
 
 	pthread_mutex_t lock;
 	struct inode **buckets; /* protected by lock */
@@ -307,6 +311,16 @@ int fs_loop(struct fuse_session *se, struct fs *fs, unsigned max_threads,
 /* Called by a request about to wait: if this thread is the reader, another
  * thread takes over reading. */
 void fs_loop_blocking(void);
+
+/* ---- /dev/fuse I/O (devio.c) ------------------------------------------ */
+
+/*
+ * Makes @se (mounted; userdata the struct fs) read and write /dev/fuse
+ * through the daemon's hooks, which negotiate FUSE_HANDLE_KILLPRIV_V2 in
+ * INIT (see devio.c). Call before the session loop. Returns 0 or -errno
+ * (-ENOMEM); on failure the session goes on without the hooks.
+ */
+int fs_devio_install(struct fuse_session *se);
 
 /* ---- operations (ops.c) ------------------------------------------------ */
 

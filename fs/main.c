@@ -743,6 +743,11 @@ static int serve(struct options *o, struct fuse_args *args, const char *dir,
 	}
 	mounted = true;
 	fs.se = se;
+	/* INIT flags libfuse 3.14 does not know (HANDLE_KILLPRIV_V2) */
+	rc = fs_devio_install(se);
+	if (rc)
+		plog(LOG_WARNING, "/dev/fuse hooks: %s (writes ask for "
+		     "security.capability each time)", strerror(-rc));
 	/* from here until store_close(), a new mount that finds the store
 	 * busy and this mount gone waits for us instead of failing */
 	rc = store_serve(s);

@@ -28,8 +28,10 @@
  *
  * A change of content (write, truncate, open(O_TRUNC), fallocate) by an
  * unprivileged caller clears set-user-ID and set-group-ID as ext4 does
- * (privs_to_clear()); the kernel clears them before it sends the request
- * only by FUSE's older rule (set-group-ID only with group execute).
+ * (privs_to_clear()), and so does a chown (privs_to_clear_by()). With
+ * HANDLE_KILLPRIV_V2 (negotiated by devio.c) that is the daemon's job
+ * alone; without it the kernel also clears them before it sends the
+ * request, by FUSE's older rule (set-group-ID only with group execute).
  *
  * Races with unlink and rename: a node id is valid until the kernel FORGETs
  * it, so an inode the kernel still knows or has open is never freed under it:
@@ -345,21 +347,27 @@ static int64_t ts_ns(const struct timespec *ts)
 }
 
 /*
- * The set-user-ID and set-group-ID bits a change of content by the caller of
- * @req clears, by ext4's rule (the VFS's setattr_should_drop_suidgid()):
- * set-user-ID always; set-group-ID when group-executable or when the caller
- * is not in the file's group; none for root (CAP_FSETID).
+ * The set-user-ID and set-group-ID bits that a change by the caller of @req
+ * clears, by ext4's rule (the VFS's setattr_should_drop_suidgid() and
+ * chown_common()): set-user-ID always; set-group-ID when group-executable or
+ * when the caller is neither in the file's group nor root. A change of
+ * content (@chown false) by root clears nothing (CAP_FSETID); a chown
+ * (@chown true) clears set-user-ID and a group-executable set-group-ID even
+ * for root.
  */
-static mode_t privs_to_clear(fuse_req_t req, const struct tree_attr *a)
+static mode_t privs_to_clear_by(fuse_req_t req, const struct tree_attr *a,
+				bool chown)
 {
 	const struct fuse_ctx *c = fuse_req_ctx(req);
+	bool root = c->uid == 0;
 	mode_t kill = 0;
 
-	if (!(a->mode & (S_ISUID | S_ISGID)) || c->uid == 0)
+	if (!(a->mode & (S_ISUID | S_ISGID)) || (root && !chown))
 		return 0;
 	if (a->mode & S_ISUID)
 		kill |= S_ISUID;
-	if ((a->mode & S_ISGID) && !(a->mode & S_IXGRP) && c->gid != a->gid) {
+	if ((a->mode & S_ISGID) && !(a->mode & S_IXGRP) && !root &&
+	    c->gid != a->gid) {
 		gid_t groups[256];
 		int n = fuse_req_getgroups(req, 256, groups);
 		bool in = false;
@@ -372,6 +380,13 @@ static mode_t privs_to_clear(fuse_req_t req, const struct tree_attr *a)
 		kill |= S_ISGID;
 	}
 	return kill;
+}
+
+/* The bits a change of content (write, truncate, open(O_TRUNC), fallocate)
+ * by the caller of @req clears. */
+static mode_t privs_to_clear(fuse_req_t req, const struct tree_attr *a)
+{
+	return privs_to_clear_by(req, a, false);
 }
 
 /* Clears mode bits @kill of @ino (after a change of content); *a gets the
@@ -468,8 +483,29 @@ static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	struct fs *fs = req_fs(req);
 	struct tree_attr a;
 	struct stat st;
-	int rc = fs_do_setattr(fs, ino, attr, to_set, &a);
+	int rc;
 
+	if ((to_set & FUSE_SET_ATTR_KILL_SUID) &&
+	    (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) &&
+	    !(to_set & FUSE_SET_ATTR_MODE)) {
+		/* a chown under HANDLE_KILLPRIV_V2 (devio.c): the kernel sends
+		 * FATTR_KILL_SUIDGID (libfuse's KILL_SUID bit) instead of the
+		 * cleared mode; the mode goes in the same change as the owner.
+		 * The kernel holds the inode's lock across a setattr, so no
+		 * chmod comes in between. */
+		mode_t kill;
+
+		rc = fs_do_getattr(fs, ino, &a);
+		if (rc) {
+			reply_err(req, rc);
+			return;
+		}
+		if (!S_ISDIR(a.mode) && (kill = privs_to_clear_by(req, &a, true))) {
+			attr->st_mode = a.mode & ~kill;
+			to_set |= FUSE_SET_ATTR_MODE;
+		}
+	}
+	rc = fs_do_setattr(fs, ino, attr, to_set, &a);
 	if (rc) {
 		reply_err(req, rc);
 		return;
@@ -1848,11 +1884,10 @@ static void fs_init_conn(void *userdata, struct fuse_conn_info *conn)
 	 * nodes it no longer caches by LOOKUP of "." and ".." (lookup_dot) */
 	if (conn->capable & FUSE_CAP_EXPORT_SUPPORT)
 		conn->want |= FUSE_CAP_EXPORT_SUPPORT;
-	/* we do not clear set-user-ID bits ourselves: let the kernel do it */
+	/* not the first version (the daemon would have to drop
+	 * security.capability on every write); HANDLE_KILLPRIV_V2, which
+	 * libfuse 3.14 does not know, is negotiated by devio.c */
 	conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV;
-#ifdef FUSE_CAP_HANDLE_KILLPRIV_V2
-	conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV_V2;
-#endif
 	conn->want &= ~FUSE_CAP_POSIX_ACL;
 	if (fs->writeback && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
