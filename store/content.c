@@ -17,9 +17,11 @@
  * into the block when it is read or compacted. Otherwise (a sparse file, a
  * format-2 store, a backend without patches) the block is read, modified and
  * put whole. A 4 KiB pwrite into a 256 MiB file through the mount took
- * 460 us with the read-modify-write of its 64 KiB block (34x ext4) and takes
- * 76 us patched (5.8x; BENCHMARKS.md), mostly two FUSE round trips. Writes and truncates of one inode serialise on
- * its stripe; reads take no lock and read blocks from one iterator snapshot.
+ * 460 us with the read-modify-write of its 64 KiB block (34x ext4) and took
+ * 76 us patched (5.8x), mostly two FUSE round trips; with the GETXATTR gone
+ * (fs/devio.c) it is one round trip and ~4x ext4 (BENCHMARKS.md). Writes and
+ * truncates of one inode serialise on its stripe; reads take no lock and
+ * read blocks from one iterator snapshot.
  *
  * Block count (st_blocks). A regular file's record holds how many DATA keys
  * it has (tree_attr.blocks), kept in the same batch as the blocks, under the
