@@ -14,6 +14,7 @@
 #ifndef PATHFS_ETCD_I_H
 #define PATHFS_ETCD_I_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <json-c/json.h>
@@ -35,12 +36,22 @@ void etcd_close(struct etcd *e);
  * answer (caller frees with json_object_put). Safe from any thread.
  * Errors: -ENOSPC (etcd's quota is full: "database space exceeded"),
  * -E2BIG (too many operations, request too large, duplicate key),
- * -ESTALE (the revision asked for was compacted), -EACCES, -ETIMEDOUT (no
+ * -ESTALE (the revision asked for was compacted), -ENOENT (a lease that
+ * expired or was revoked), -EACCES, -ETIMEDOUT (no
  * member answered within ETCD_RETRY_S), -ENOMEM, -EIO (anything else; the
  * message is logged).
  */
 int etcd_call(struct etcd *e, const char *path, struct json_object *req,
 	      struct json_object **resp);
+
+/*
+ * Tests only (NULL otherwise): called with the path of each answer etcd gave
+ * with success; when it returns true the call treats that answer as lost on
+ * the way back (the request was applied) and sends the request again to the
+ * next member, as after a connection cut. Process-wide; the hook may make
+ * calls of its own.
+ */
+extern bool (*etcd_test_lose_answer)(const char *path);
 
 /* Base64 (RFC 4648, padded) as the gateway wants bytes: a malloc'd,
  * NUL-terminated string; NULL only when out of memory. */

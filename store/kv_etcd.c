@@ -35,10 +35,12 @@
  * left and puts its own id there. If an answer is lost and the Txn is sent
  * again after it was applied, the compare fails, the failure branch reads the
  * slot, and finding its own id there the commit knows it was applied. Such
- * slots cost one operation of a Txn (kv_limits says one less). A batch that
- * only deletes puts no slot (etcd refuses a Txn holding a put when its quota
- * is full; deletes must pass then); deleting again is harmless unless this
- * process recreated a key meanwhile, in a window of a lost answer.
+ * slots cost one operation of a Txn (kv_limits says one less). Batches that
+ * only delete use their slot too (a delete sent twice would take a key
+ * recreated in between). Only when etcd's quota is full (NOSPACE: it refuses
+ * any Txn that puts, the slot's too) is a delete-only batch sent again
+ * without its slot, so that deletes pass and free space; no key can be
+ * recreated while the alarm stands, every put being refused.
  *
  * Durability: etcd answers a commit once a quorum has fsync'd it, so
  * kv_sync has nothing to do; there is no space reserve (etcd's quota answers
@@ -671,12 +673,10 @@ static size_t kve_normalise(struct kve_batch *b)
 	return n;
 }
 
-/* Appends the etcd ops of @b (normalised) to @arr; true if any is a put. */
-static bool kve_txn_ops(struct kve *kv, struct kve_batch *b,
+/* Appends the etcd ops of @b (normalised) to @arr. */
+static void kve_txn_ops(struct kve *kv, struct kve_batch *b,
 			struct json_object *arr)
 {
-	bool puts = false;
-
 	for (size_t i = 0; i < b->n; i++) {
 		struct kve_op *op = &b->ops[i];
 		struct json_object *o, *r;
@@ -694,7 +694,6 @@ static bool kve_txn_ops(struct kve *kv, struct kve_batch *b,
 			kve_add_b64(r, "value", op->v, op->vlen);
 			json_object_object_add(o, "request_put", r);
 			json_object_array_add(arr, o);
-			puts = true;
 			continue;
 		}
 		if (op->type == KVE_DEL) {
@@ -765,7 +764,6 @@ static bool kve_txn_ops(struct kve *kv, struct kve_batch *b,
 			free(owned);
 		}
 	}
-	return puts;
 }
 
 static int kve_take_slot(struct kve *kv)
@@ -817,16 +815,127 @@ static long long kve_mod_rev(struct kve *kv, const char *k, size_t klen)
 	return rev;
 }
 
+/* True if @b (normalised) puts anything. */
+static bool kve_has_puts(const struct kve_batch *b)
+{
+	for (size_t i = 0; i < b->n; i++)
+		if (!b->ops[i].dead && b->ops[i].type == KVE_PUT)
+			return true;
+	return false;
+}
+
+/* Appends to @arr a request_range of key @k (for a failure branch). */
+static void kve_add_range(struct json_object *arr, const char *k, size_t klen)
+{
+	struct json_object *o = json_object_new_object();
+	struct json_object *r = json_object_new_object();
+
+	kve_add_b64(r, "key", k, klen);
+	json_object_object_add(o, "request_range", r);
+	json_object_array_add(arr, o);
+}
+
+/* Appends to @arr a compare of @target ("MOD", ...) of key @k with @rev. */
+static void kve_add_cmp(struct json_object *arr, const char *target,
+			const char *k, size_t klen, long long rev)
+{
+	struct json_object *c = json_object_new_object();
+
+	json_object_object_add(c, "target", json_object_new_string(target));
+	kve_add_b64(c, "key", k, klen);
+	kve_add_int(c, target[0] == 'M' ? "mod_revision" : "create_revision",
+		    rev);
+	json_object_array_add(arr, c);
+}
+
+/*
+ * The kv of the response to request_range number @i of a failed txn's
+ * failure branch, or NULL if that key is missing. Borrowed from @resp.
+ */
+static struct json_object *kve_failure_kv(struct json_object *resp, size_t i)
+{
+	struct json_object *rs, *rr, *kvs;
+
+	if (json_object_object_get_ex(resp, "responses", &rs) &&
+	    json_object_array_length(rs) > i &&
+	    json_object_object_get_ex(json_object_array_get_idx(rs, i),
+				      "response_range", &rr) &&
+	    json_object_object_get_ex(rr, "kvs", &kvs) &&
+	    json_object_array_length(kvs) > 0)
+		return json_object_array_get_idx(kvs, 0);
+	return NULL;
+}
+
+/*
+ * Sends @b (normalised) as one txn. With @slot_key, the txn compares the
+ * slot's mod revision with @slot_rev and puts @id there; a failed compare
+ * whose slot holds @id means an earlier send was applied. *rev: the
+ * revision the commit made (-1 if unknown). Errors: as etcd_call, -EIO (the
+ * slot changed under this process).
+ */
+static int kve_txn(struct kve *kv, struct kve_batch *b, const char *slot_key,
+		   size_t slot_klen, long long slot_rev, const char *id,
+		   long long *rev)
+{
+	struct json_object *req = json_object_new_object(), *resp = NULL, *ok;
+	struct json_object *succ = json_object_new_array();
+	int rc;
+
+	*rev = -1;
+	kve_txn_ops(kv, b, succ);
+	if (slot_key) {
+		struct json_object *cmps = json_object_new_array();
+		struct json_object *fail = json_object_new_array();
+		struct json_object *o = json_object_new_object();
+		struct json_object *r = json_object_new_object();
+
+		kve_add_cmp(cmps, "MOD", slot_key, slot_klen, slot_rev);
+		json_object_object_add(req, "compare", cmps);
+		kve_add_b64(r, "key", slot_key, slot_klen);
+		kve_add_b64(r, "value", id, strlen(id));
+		json_object_object_add(o, "request_put", r);
+		json_object_array_add(succ, o);
+		kve_add_range(fail, slot_key, slot_klen);
+		json_object_object_add(req, "failure", fail);
+	}
+	json_object_object_add(req, "success", succ);
+	rc = etcd_call(kv->e, "/v3/kv/txn", req, &resp);
+	json_object_put(req);
+	if (rc)
+		return rc;
+	if (!slot_key || (json_object_object_get_ex(resp, "succeeded", &ok) &&
+			  json_object_get_boolean(ok))) {
+		struct json_object *h;
+		if (json_object_object_get_ex(resp, "header", &h))
+			*rev = etcd_int(h, "revision");
+	} else {
+		/* applied by an earlier send whose answer was lost? */
+		struct json_object *e = kve_failure_kv(resp, 0);
+		size_t vlen = 0;
+		char *v = e ? kve_get_b64(e, "value", &vlen) : NULL;
+
+		if (v && vlen == strlen(id) && !memcmp(v, id, vlen)) {
+			*rev = etcd_int(e, "mod_revision");
+		} else {
+			plog(LOG_ERR,
+			     "etcd: commit slot %s changed under this process",
+			     slot_key);
+			rc = -EIO;
+		}
+		free(v);
+	}
+	json_object_put(resp);
+	return rc;
+}
+
 static int kve_batch_commit(struct kv *kv_, struct kv_batch *b_, bool sync)
 {
 	struct kve *kv = (struct kve *)kv_;
 	struct kve_batch *b = (struct kve_batch *)b_;
-	struct json_object *req, *resp = NULL, *succ, *ok;
 	char slot_key[KVE_NAME_MAX + 64], id[64];
 	long long rev = -1;
 	size_t nops;
 	int s, rc, klen;
-	bool puts;
 
 	(void)sync; /* every commit is durable on a quorum when answered */
 	if (kv->base.read_only)
@@ -841,16 +950,6 @@ static int kve_batch_commit(struct kv *kv_, struct kv_batch *b_, bool sync)
 		    "fit one txn (--max-txn-ops %zu)",
 		    b->n, nops, kv->txn_ops);
 		return -E2BIG;
-	}
-	req = json_object_new_object();
-	succ = json_object_new_array();
-	puts = kve_txn_ops(kv, b, succ);
-	if (!puts) {
-		json_object_object_add(req, "success", succ);
-		rc = etcd_call(kv->e, "/v3/kv/txn", req, &resp);
-		json_object_put(req);
-		json_object_put(resp);
-		return rc;
 	}
 	s = kve_take_slot(kv);
 	klen = snprintf(slot_key, sizeof(slot_key), "%stxn/%016llx/%d",
@@ -868,69 +967,20 @@ static int kve_batch_commit(struct kv *kv_, struct kv_batch *b_, bool sync)
 	snprintf(id, sizeof(id), "%016llx.%llu", (unsigned long long)kv->client,
 		 (unsigned long long)++kv->seq);
 	pthread_mutex_unlock(&kv->lock);
-	{
-		struct json_object *cmp = json_object_new_object();
-		struct json_object *cmps = json_object_new_array();
-		struct json_object *o = json_object_new_object();
-		struct json_object *r = json_object_new_object();
-		struct json_object *fail = json_object_new_array();
-		struct json_object *fo = json_object_new_object();
-		struct json_object *fr = json_object_new_object();
-
-		json_object_object_add(cmp, "target",
-				       json_object_new_string("MOD"));
-		kve_add_b64(cmp, "key", slot_key, (size_t)klen);
-		kve_add_int(cmp, "mod_revision", kv->slots[s].rev);
-		json_object_array_add(cmps, cmp);
-		json_object_object_add(req, "compare", cmps);
-		kve_add_b64(r, "key", slot_key, (size_t)klen);
-		kve_add_b64(r, "value", id, strlen(id));
-		json_object_object_add(o, "request_put", r);
-		json_object_array_add(succ, o);
-		json_object_object_add(req, "success", succ);
-		kve_add_b64(fr, "key", slot_key, (size_t)klen);
-		json_object_object_add(fo, "request_range", fr);
-		json_object_array_add(fail, fo);
-		json_object_object_add(req, "failure", fail);
-	}
-	rc = etcd_call(kv->e, "/v3/kv/txn", req, &resp);
-	if (rc)
-		goto out;
-	if (json_object_object_get_ex(resp, "succeeded", &ok) &&
-	    json_object_get_boolean(ok)) {
-		struct json_object *h;
-		if (json_object_object_get_ex(resp, "header", &h))
-			rev = etcd_int(h, "revision");
-	} else {
-		/* applied by an earlier send whose answer was lost? */
-		struct json_object *rs, *rr, *kvs;
-		struct json_object *e = NULL;
-		char *v = NULL;
-		size_t vlen = 0;
-
-		if (json_object_object_get_ex(resp, "responses", &rs) &&
-		    json_object_array_length(rs) > 0 &&
-		    json_object_object_get_ex(json_object_array_get_idx(rs, 0),
-					      "response_range", &rr) &&
-		    json_object_object_get_ex(rr, "kvs", &kvs) &&
-		    json_object_array_length(kvs) > 0) {
-			e = json_object_array_get_idx(kvs, 0);
-			v = kve_get_b64(e, "value", &vlen);
-		}
-		if (v && vlen == strlen(id) && !memcmp(v, id, vlen)) {
-			rev = etcd_int(e, "mod_revision");
-		} else {
-			plog(LOG_ERR,
-			     "etcd: commit slot %s changed under "
-			     "this process",
-			     slot_key);
-			rc = -EIO;
-		}
-		free(v);
+	rc = kve_txn(kv, b, slot_key, (size_t)klen, kv->slots[s].rev, id, &rev);
+	if (rc == -ENOSPC && !kve_has_puts(b)) {
+		/*
+		 * etcd's quota is full and refuses any txn that puts, the
+		 * slot's too; deletes must pass to free space. Sent without
+		 * the slot, a retried delete is not guarded, but no key can
+		 * be recreated meanwhile: every put is refused until an
+		 * operator disarms the alarm. The slot's fate (an earlier
+		 * send may have been applied) is asked at its next use.
+		 */
+		rc = kve_txn(kv, b, NULL, 0, 0, NULL, &rev);
+		rev = -1;
 	}
 out:
-	json_object_put(req);
-	json_object_put(resp);
 	kve_give_slot(kv, s, rc ? -1 : rev);
 	return rc;
 }

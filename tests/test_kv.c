@@ -484,3 +484,60 @@ Test(kv, compacted_revision)
 	kv_iter_free(it);
 	free(last);
 }
+
+/*
+ * etcd: a commit whose answer is lost after etcd applied it is sent again
+ * (etcd.c); meanwhile another commit rewrote the key. The retry must not
+ * apply the batch a second time: a delete would take the newer value, a put
+ * would bring back the older one. The transport's test hook loses the
+ * answer and makes the other commit inside that window.
+ */
+static const char *lose_key, *lose_value;
+static int lose_armed;
+
+static bool lose_and_rewrite(const char *path)
+{
+	if (!lose_armed || strcmp(path, "/v3/kv/txn"))
+		return false;
+	lose_armed = 0;
+	put(lose_key, lose_value); /* a commit of its own, not lost */
+	return true;
+}
+
+static void lost_answer_case(bool delete)
+{
+	struct kv_batch *b = kv_batch_new(kv);
+
+	put("lost", "old");
+	if (delete)
+		kv_batch_delete(b, "lost", 4);
+	else
+		kv_batch_put(b, "lost", 4, "first", 5);
+	lose_key = "lost";
+	lose_value = "newer";
+	lose_armed = 1;
+	etcd_test_lose_answer = lose_and_rewrite;
+	cr_assert_eq(kv_batch_commit(kv, b, false), 0);
+	etcd_test_lose_answer = NULL;
+	cr_assert_eq(lose_armed, 0, "the hook did not run");
+	kv_batch_free(b);
+	expect_value("lost", "newer");
+}
+
+Test(kv, lost_answer_delete_applies_once)
+{
+	if (!on_etcd()) {
+		cr_assert(true); /* RocksDB commits are local: no retry */
+		return;
+	}
+	lost_answer_case(true);
+}
+
+Test(kv, lost_answer_put_applies_once)
+{
+	if (!on_etcd()) {
+		cr_assert(true);
+		return;
+	}
+	lost_answer_case(false);
+}
