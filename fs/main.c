@@ -533,9 +533,19 @@ static int open_store(const char *dir, bool exists, const struct options *o,
 			fprintf(stderr, "pathfs: store %s is free now\n",
 				dir);
 		break;
-	case -EBUSY:
-		fail("store %s is in use by another process (mounted?)", dir);
+	case -EBUSY: {
+		char who[512];
+		if (store_holder(dir, who, sizeof(who)) == 0)
+			fail("store %s is open read-write by %s: one writer "
+			     "per drive (if that one died, its lease frees "
+			     "the drive within seconds; -o ro mounts anywhere)",
+			     dir, who);
+		else
+			fail("store %s is in use by another process "
+			     "(mounted?)",
+			     dir);
 		break;
+	}
 	case -ETIMEDOUT:
 		fail("store %s: the daemon that served it before (pid %d, "
 		     "unmounted) did not close it within %d seconds",

@@ -31,6 +31,11 @@ static bool kv_env_strict(void)
 	return s && *s && strcmp(s, "0") != 0;
 }
 
+int kv_holder(const char *where, char *buf, size_t size)
+{
+	return kv_is_etcd(where) ? kv_etcd_holder(where, buf, size) : -ENOENT;
+}
+
 int kv_open(struct kv **out, const char *where, const struct kv_options *opt)
 {
 	struct kv_options o = *opt;

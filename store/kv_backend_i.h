@@ -83,5 +83,6 @@ int kv_rocksdb_open(struct kv **out, const char *dir,
 		    const struct kv_options *opt);
 int kv_etcd_open(struct kv **out, const char *url,
 		 const struct kv_options *opt);
+int kv_etcd_holder(const char *url, char *buf, size_t size);
 
 #endif

@@ -3,12 +3,28 @@
  * kv_backend_i.h), through the JSON gateway transport of etcd.c.
  *
  * Location: etcd://HOST:PORT[,HOST:PORT...]/NAME[?max-txn-ops=N&
- * max-request-bytes=N&quota-bytes=N]. NAME ([A-Za-z0-9._-], at most 64) is the store's key
- * prefix, so several stores share one cluster: the store's keys live under
- * "NAME/k/", this backend's own under "NAME/m/". The two numbers are the
- * cluster's --max-txn-ops, --max-request-bytes and --quota-backend-bytes
- * when not etcd's defaults (128, 1.5 MiB, 2 GiB): the limits reported
- * (kv_limits) follow from the first two, statfs's size from the quota.
+ * max-request-bytes=N&quota-bytes=N&lease-ttl=N]. NAME ([A-Za-z0-9._-], at
+ * most 64) is the store's key prefix, so several stores share one cluster:
+ * the store's keys live under "NAME/k/", this backend's own under "NAME/m/".
+ * The first three numbers are the cluster's --max-txn-ops,
+ * --max-request-bytes and --quota-backend-bytes when not etcd's defaults
+ * (128, 1.5 MiB, 2 GiB): the limits reported (kv_limits) follow from the
+ * first two, statfs's size from the quota. lease-ttl is the writer's lease
+ * (below; default KVE_TTL, 2 to 3600 s).
+ *
+ * One writer per store: a read-write open takes the owner key NAME/m/owner
+ * (its value names the holder: program, pid, host) with a Txn that puts it
+ * only if missing, under a lease of lease-ttl seconds that a keeper thread
+ * renews every third of it; a second read-write open finds the key and fails
+ * with -EBUSY (kv_etcd_holder() says who holds it). Every commit also
+ * compares the key's create revision with the one this open made: once the
+ * lease expired (the writer stopped, hung or lost the cluster for lease-ttl
+ * seconds) the key is gone or another writer's, the compare fails, and this
+ * open is fenced: its commits fail with -EROFS from then on, logged once;
+ * nothing it sends lands. A writer that died (kill -9) frees the store when
+ * its lease expires; the next writer replays the journal as after a crash.
+ * kv_close revokes the lease, which deletes the key at once. Read-only opens
+ * take nothing and are allowed anywhere.
  *
  * Families are one prefix space here: a range is a range of keys, whatever
  * the classifier says.
@@ -46,8 +62,10 @@
  * kv_sync has nothing to do; there is no space reserve (etcd's quota answers
  * NOSPACE: -ENOSPC) and no compaction to ask for.
  *
- * Limits: no watch, no lease, no owner key yet: nothing stops two read-write
- * opens of one store on different machines (store.c's lock is per machine).
+ * Limits: no watch: a read-only open is not told of the writer's changes
+ * (its reads are current; caches above it are not invalidated). A fenced
+ * open still reads (what etcd has, the new writer's changes included) until
+ * it is closed.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -67,6 +85,7 @@
 #define KVE_PAGE_MAX   4096
 #define KVE_PAGE_BYTES (4u << 20)
 #define KVE_NAME_MAX   64
+#define KVE_TTL	       5 /* the owner's lease, seconds (?lease-ttl=N) */
 
 struct kve_slot {
 	bool busy;
@@ -87,6 +106,18 @@ struct kve {
 	pthread_cond_t slot_free;
 	struct kve_slot slots[KVE_SLOTS]; /* protected by lock */
 	uint64_t seq;			  /* protected by lock */
+	/* ownership (read-write opens): see the overview */
+	char *owner;	     /* NAME/m/owner */
+	size_t olen;
+	char *holder;	     /* the value this open put there */
+	long long lease;     /* its lease; 0: none */
+	long long owner_rev; /* the owner key's create revision; 0: none */
+	int ttl;	     /* the lease's TTL, seconds */
+	bool fenced;	     /* protected by lock: lost the owner key */
+	bool stop;	     /* protected by lock: the keeper must end */
+	pthread_cond_t wake; /* the keeper waits on it */
+	pthread_t keeper;
+	bool keeper_running;
 };
 
 enum { KVE_PUT, KVE_DEL, KVE_RANGE };
@@ -183,13 +214,240 @@ static char *kve_get_b64(struct json_object *o, const char *name, size_t *len)
 	return etcd_unb64(json_object_get_string(f), len);
 }
 
+/* Appends to @arr a request_range of key @k (for a failure branch). */
+static void kve_add_range(struct json_object *arr, const char *k, size_t klen)
+{
+	struct json_object *o = json_object_new_object();
+	struct json_object *r = json_object_new_object();
+
+	kve_add_b64(r, "key", k, klen);
+	json_object_object_add(o, "request_range", r);
+	json_object_array_add(arr, o);
+}
+
+/* Appends to @arr a compare of @target ("MOD", ...) of key @k with @rev. */
+static void kve_add_cmp(struct json_object *arr, const char *target,
+			const char *k, size_t klen, long long rev)
+{
+	struct json_object *c = json_object_new_object();
+
+	json_object_object_add(c, "target", json_object_new_string(target));
+	kve_add_b64(c, "key", k, klen);
+	kve_add_int(c, target[0] == 'M' ? "mod_revision" : "create_revision",
+		    rev);
+	json_object_array_add(arr, c);
+}
+
+/*
+ * The kv of the response to request_range number @i of a failed txn's
+ * failure branch, or NULL if that key is missing. Borrowed from @resp.
+ */
+static struct json_object *kve_failure_kv(struct json_object *resp, size_t i)
+{
+	struct json_object *rs, *rr, *kvs;
+
+	if (json_object_object_get_ex(resp, "responses", &rs) &&
+	    json_object_array_length(rs) > i &&
+	    json_object_object_get_ex(json_object_array_get_idx(rs, i),
+				      "response_range", &rr) &&
+	    json_object_object_get_ex(rr, "kvs", &kvs) &&
+	    json_object_array_length(kvs) > 0)
+		return json_object_array_get_idx(kvs, 0);
+	return NULL;
+}
+
+/* ---- ownership ----------------------------------------------------------- */
+
+/* The store's NAME, for log lines: kv->meta without its "/m/". */
+#define KVE_NAME(kv) (int)((kv)->mlen - 3), (kv)->meta
+
+/*
+ * Marks this open fenced: from now on its commits fail with -EROFS. Says so
+ * once, naming the owner key's value @by now (NULL: the key is gone, the
+ * lease expired).
+ */
+static void kve_fence(struct kve *kv, const char *by)
+{
+	bool first;
+
+	pthread_mutex_lock(&kv->lock);
+	first = !kv->fenced;
+	kv->fenced = true;
+	pthread_cond_signal(&kv->wake);
+	pthread_mutex_unlock(&kv->lock);
+	if (first)
+		plog(LOG_ERR,
+		     "etcd: store %.*s: this process is no longer its writer "
+		     "(%s%s); its writes fail with EROFS from now on: unmount, "
+		     "and mount again to write",
+		     KVE_NAME(kv),
+		     by ? "another writer took over: " : "its lease expired",
+		     by ? by : "");
+}
+
+static bool kve_is_fenced(struct kve *kv)
+{
+	bool f;
+
+	pthread_mutex_lock(&kv->lock);
+	f = kv->fenced;
+	pthread_mutex_unlock(&kv->lock);
+	return f;
+}
+
+/* Renews the lease once: its TTL left (> 0), 0 if it is gone, or -errno. */
+static long long kve_keepalive(struct kve *kv)
+{
+	struct json_object *req = json_object_new_object(), *resp = NULL, *r;
+	long long ttl = 0;
+	int rc;
+
+	kve_add_int(req, "ID", kv->lease);
+	rc = etcd_call(kv->e, "/v3/lease/keepalive", req, &resp);
+	json_object_put(req);
+	if (rc)
+		return rc == -ENOENT ? 0 : rc;
+	if (json_object_object_get_ex(resp, "result", &r))
+		ttl = etcd_int(r, "TTL"); /* absent once expired */
+	json_object_put(resp);
+	return ttl;
+}
+
+/* The keeper thread: renews the lease every third of its TTL. */
+static void *kve_keeper(void *arg)
+{
+	struct kve *kv = arg;
+
+	pthread_mutex_lock(&kv->lock);
+	while (!kv->stop && !kv->fenced) {
+		struct timespec ts;
+		long long ttl;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += (long)kv->ttl * 1000000000L / 3;
+		ts.tv_sec += ts.tv_nsec / 1000000000L;
+		ts.tv_nsec %= 1000000000L;
+		pthread_cond_timedwait(&kv->wake, &kv->lock, &ts);
+		if (kv->stop || kv->fenced)
+			break;
+		pthread_mutex_unlock(&kv->lock);
+		ttl = kve_keepalive(kv);
+		if (ttl == 0)
+			kve_fence(kv, NULL);
+		else if (ttl < 0)
+			plog(LOG_WARNING,
+			     "etcd: store %.*s: cannot renew its lease: %s "
+			     "(trying again)",
+			     KVE_NAME(kv), strerror((int)-ttl));
+		pthread_mutex_lock(&kv->lock);
+	}
+	pthread_mutex_unlock(&kv->lock);
+	return NULL;
+}
+
+/* Revokes the lease (and so deletes the owner key, if still ours). */
+static void kve_revoke(struct kve *kv)
+{
+	struct json_object *req = json_object_new_object(), *resp = NULL;
+
+	kve_add_int(req, "ID", kv->lease);
+	if (etcd_call(kv->e, "/v3/lease/revoke", req, &resp) == 0)
+		json_object_put(resp);
+	json_object_put(req);
+	kv->lease = 0;
+}
+
+/*
+ * Takes the owner key for this read-write open: grants a lease, puts the key
+ * under it if missing, starts the keeper. Errors: -EBUSY (another open holds
+ * it), as etcd_call.
+ */
+static int kve_own(struct kve *kv)
+{
+	struct json_object *req = json_object_new_object(), *resp = NULL, *ok;
+	struct json_object *cmps, *succ, *fail, *o, *r;
+	char host[256] = "?";
+	int rc;
+
+	kve_add_int(req, "TTL", kv->ttl);
+	rc = etcd_call(kv->e, "/v3/lease/grant", req, &resp);
+	json_object_put(req);
+	if (rc)
+		return rc;
+	kv->lease = etcd_int(resp, "ID");
+	json_object_put(resp);
+	resp = NULL;
+	if (kv->lease <= 0)
+		return -EIO;
+	gethostname(host, sizeof(host) - 1);
+	if (asprintf(&kv->holder, "%s (pid %d on %s, open %016llx)",
+		     program_invocation_short_name, (int)getpid(), host,
+		     (unsigned long long)kv->client) < 0) {
+		kv->holder = NULL;
+		return -ENOMEM;
+	}
+	req = json_object_new_object();
+	cmps = json_object_new_array();
+	kve_add_cmp(cmps, "CREATE", kv->owner, kv->olen, 0);
+	json_object_object_add(req, "compare", cmps);
+	succ = json_object_new_array();
+	o = json_object_new_object();
+	r = json_object_new_object();
+	kve_add_b64(r, "key", kv->owner, kv->olen);
+	kve_add_b64(r, "value", kv->holder, strlen(kv->holder));
+	kve_add_int(r, "lease", kv->lease);
+	json_object_object_add(o, "request_put", r);
+	json_object_array_add(succ, o);
+	json_object_object_add(req, "success", succ);
+	fail = json_object_new_array();
+	kve_add_range(fail, kv->owner, kv->olen);
+	json_object_object_add(req, "failure", fail);
+	rc = etcd_call(kv->e, "/v3/kv/txn", req, &resp);
+	json_object_put(req);
+	if (rc)
+		return rc;
+	if (json_object_object_get_ex(resp, "succeeded", &ok) &&
+	    json_object_get_boolean(ok)) {
+		struct json_object *h;
+		if (json_object_object_get_ex(resp, "header", &h))
+			kv->owner_rev = etcd_int(h, "revision");
+	} else {
+		/* ours from an earlier send whose answer was lost? */
+		struct json_object *e = kve_failure_kv(resp, 0);
+		size_t vlen = 0;
+		char *v = e ? kve_get_b64(e, "value", &vlen) : NULL;
+
+		if (v && !strcmp(v, kv->holder))
+			kv->owner_rev = etcd_int(e, "create_revision");
+		else
+			plog(LOG_DEBUG,
+			     "etcd: store %.*s is open read-write by %s",
+			     KVE_NAME(kv), v ? v : "?");
+		free(v);
+	}
+	json_object_put(resp);
+	if (kv->owner_rev <= 0)
+		return -EBUSY;
+	if (pthread_create(&kv->keeper, NULL, kve_keeper, kv))
+		return -ENOMEM;
+	kv->keeper_running = true;
+	return 0;
+}
+
 /* ---- open ---------------------------------------------------------------- */
 
 static void kve_close(struct kv *kv_)
 {
 	struct kve *kv = (struct kve *)kv_;
 
-	if (kv->e && !kv->base.read_only && kv->meta) {
+	if (kv->keeper_running) {
+		pthread_mutex_lock(&kv->lock);
+		kv->stop = true;
+		pthread_cond_signal(&kv->wake);
+		pthread_mutex_unlock(&kv->lock);
+		pthread_join(kv->keeper, NULL);
+	}
+	if (kv->e && !kv->base.read_only && kv->meta && kv->owner_rev > 0) {
 		/* this open's slots go; a crashed open leaves 8 small keys */
 		struct json_object *req = json_object_new_object(),
 				   *resp = NULL;
@@ -203,17 +461,22 @@ static void kve_close(struct kv *kv_)
 			json_object_put(resp);
 		json_object_put(req);
 	}
+	if (kv->lease)
+		kve_revoke(kv); /* the owner key goes with it */
 	etcd_close(kv->e);
 	pthread_mutex_destroy(&kv->lock);
 	pthread_cond_destroy(&kv->slot_free);
+	pthread_cond_destroy(&kv->wake);
 	free(kv->pfx);
 	free(kv->meta);
+	free(kv->owner);
+	free(kv->holder);
 	free(kv);
 }
 
 /* Parses etcd://EPS/NAME[?opts] into its parts (malloc'd). */
 static int kve_parse(const char *url, char **eps, char **name, size_t *txn_ops,
-		     size_t *req_bytes, uint64_t *quota)
+		     size_t *req_bytes, uint64_t *quota, int *ttl)
 {
 	const char *s = url + strlen("etcd://");
 	const char *slash = strchr(s, '/'), *q;
@@ -245,6 +508,8 @@ static int kve_parse(const char *url, char **eps, char **name, size_t *txn_ops,
 			*req_bytes = (size_t)v;
 		else if (!strcmp(key, "quota-bytes") && v >= (1u << 20))
 			*quota = v;
+		else if (!strcmp(key, "lease-ttl") && v >= 2 && v <= 3600)
+			*ttl = (int)v;
 		else
 			return -EINVAL;
 		q += used;
@@ -270,8 +535,11 @@ int kv_etcd_open(struct kv **out, const char *url, const struct kv_options *opt)
 	kv->base.read_only = opt->read_only;
 	pthread_mutex_init(&kv->lock, NULL);
 	pthread_cond_init(&kv->slot_free, NULL);
+	pthread_cond_init(&kv->wake, NULL);
 	kv->quota = 2ull << 30; /* etcd's default */
-	rc = kve_parse(url, &eps, &name, &txn_ops, &req_bytes, &kv->quota);
+	kv->ttl = KVE_TTL;
+	rc = kve_parse(url, &eps, &name, &txn_ops, &req_bytes, &kv->quota,
+		       &kv->ttl);
 	if (rc) {
 		plog(LOG_ERR,
 		     "%s: not etcd://HOST:PORT[,...]/NAME "
@@ -284,13 +552,15 @@ int kv_etcd_open(struct kv **out, const char *url, const struct kv_options *opt)
 	kv->base.limits.batch_bytes = req_bytes - (64u << 10);
 	kv->base.limits.value_bytes = kv->base.limits.batch_bytes;
 	if (asprintf(&kv->pfx, "%s/k/", name) < 0 ||
-	    asprintf(&kv->meta, "%s/m/", name) < 0) {
-		kv->pfx = kv->meta = NULL;
+	    asprintf(&kv->meta, "%s/m/", name) < 0 ||
+	    asprintf(&kv->owner, "%s/m/owner", name) < 0) {
+		kv->pfx = kv->meta = kv->owner = NULL;
 		rc = -ENOMEM;
 		goto out;
 	}
 	kv->plen = strlen(kv->pfx);
 	kv->mlen = strlen(kv->meta);
+	kv->olen = strlen(kv->owner);
 	{
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
@@ -307,6 +577,8 @@ int kv_etcd_open(struct kv **out, const char *url, const struct kv_options *opt)
 	rc = etcd_call(kv->e, "/v3/kv/range", req, &resp);
 	if (rc == -ETIMEDOUT)
 		rc = -EHOSTUNREACH;
+	if (!rc && !opt->read_only)
+		rc = kve_own(kv);
 out:
 	json_object_put(req);
 	json_object_put(resp);
@@ -318,6 +590,48 @@ out:
 	}
 	*out = &kv->base;
 	return 0;
+}
+
+int kv_etcd_holder(const char *url, char *buf, size_t size)
+{
+	size_t txn_ops, req_bytes, vlen = 0;
+	uint64_t quota;
+	int ttl, rc;
+	char *eps = NULL, *name = NULL, *key = NULL, *v = NULL;
+	struct etcd *e = NULL;
+	struct json_object *req = NULL, *resp = NULL, *kvs;
+
+	rc = kve_parse(url, &eps, &name, &txn_ops, &req_bytes, &quota, &ttl);
+	if (!rc && asprintf(&key, "%s/m/owner", name) < 0) {
+		key = NULL;
+		rc = -ENOMEM;
+	}
+	if (!rc)
+		rc = etcd_open(&e, eps);
+	if (!rc) {
+		req = json_object_new_object();
+		kve_add_b64(req, "key", key, strlen(key));
+		rc = etcd_call(e, "/v3/kv/range", req, &resp);
+	}
+	if (!rc && !(json_object_object_get_ex(resp, "kvs", &kvs) &&
+		     json_object_array_length(kvs) > 0))
+		rc = -ENOENT;
+	if (!rc) {
+		v = kve_get_b64(json_object_array_get_idx(kvs, 0), "value",
+				&vlen);
+		if (v)
+			snprintf(buf, size, "%s", v);
+		else
+			rc = -EIO;
+	}
+	free(v);
+	json_object_put(req);
+	json_object_put(resp);
+	etcd_close(e);
+	free(key);
+	free(eps);
+	free(name);
+	return rc;
 }
 
 /* ---- reads --------------------------------------------------------------- */
@@ -824,54 +1138,14 @@ static bool kve_has_puts(const struct kve_batch *b)
 	return false;
 }
 
-/* Appends to @arr a request_range of key @k (for a failure branch). */
-static void kve_add_range(struct json_object *arr, const char *k, size_t klen)
-{
-	struct json_object *o = json_object_new_object();
-	struct json_object *r = json_object_new_object();
-
-	kve_add_b64(r, "key", k, klen);
-	json_object_object_add(o, "request_range", r);
-	json_object_array_add(arr, o);
-}
-
-/* Appends to @arr a compare of @target ("MOD", ...) of key @k with @rev. */
-static void kve_add_cmp(struct json_object *arr, const char *target,
-			const char *k, size_t klen, long long rev)
-{
-	struct json_object *c = json_object_new_object();
-
-	json_object_object_add(c, "target", json_object_new_string(target));
-	kve_add_b64(c, "key", k, klen);
-	kve_add_int(c, target[0] == 'M' ? "mod_revision" : "create_revision",
-		    rev);
-	json_object_array_add(arr, c);
-}
-
-/*
- * The kv of the response to request_range number @i of a failed txn's
- * failure branch, or NULL if that key is missing. Borrowed from @resp.
- */
-static struct json_object *kve_failure_kv(struct json_object *resp, size_t i)
-{
-	struct json_object *rs, *rr, *kvs;
-
-	if (json_object_object_get_ex(resp, "responses", &rs) &&
-	    json_object_array_length(rs) > i &&
-	    json_object_object_get_ex(json_object_array_get_idx(rs, i),
-				      "response_range", &rr) &&
-	    json_object_object_get_ex(rr, "kvs", &kvs) &&
-	    json_object_array_length(kvs) > 0)
-		return json_object_array_get_idx(kvs, 0);
-	return NULL;
-}
-
 /*
  * Sends @b (normalised) as one txn. With @slot_key, the txn compares the
  * slot's mod revision with @slot_rev and puts @id there; a failed compare
- * whose slot holds @id means an earlier send was applied. *rev: the
- * revision the commit made (-1 if unknown). Errors: as etcd_call, -EIO (the
- * slot changed under this process).
+ * whose slot holds @id means an earlier send was applied. A read-write open
+ * also compares the owner key's create revision with its own: a failed
+ * compare there fences this open. *rev: the revision the commit made (-1 if
+ * unknown). Errors: as etcd_call, -EROFS (fenced: the owner key is not
+ * ours), -EIO (the slot changed under this process).
  */
 static int kve_txn(struct kve *kv, struct kve_batch *b, const char *slot_key,
 		   size_t slot_klen, long long slot_rev, const char *id,
@@ -879,51 +1153,69 @@ static int kve_txn(struct kve *kv, struct kve_batch *b, const char *slot_key,
 {
 	struct json_object *req = json_object_new_object(), *resp = NULL, *ok;
 	struct json_object *succ = json_object_new_array();
+	struct json_object *cmps = json_object_new_array();
+	struct json_object *fail = json_object_new_array();
+	struct json_object *e;
+	size_t vlen = 0;
+	char *v;
 	int rc;
 
 	*rev = -1;
 	kve_txn_ops(kv, b, succ);
 	if (slot_key) {
-		struct json_object *cmps = json_object_new_array();
-		struct json_object *fail = json_object_new_array();
 		struct json_object *o = json_object_new_object();
 		struct json_object *r = json_object_new_object();
 
 		kve_add_cmp(cmps, "MOD", slot_key, slot_klen, slot_rev);
-		json_object_object_add(req, "compare", cmps);
 		kve_add_b64(r, "key", slot_key, slot_klen);
 		kve_add_b64(r, "value", id, strlen(id));
 		json_object_object_add(o, "request_put", r);
 		json_object_array_add(succ, o);
 		kve_add_range(fail, slot_key, slot_klen);
-		json_object_object_add(req, "failure", fail);
 	}
+	if (kv->owner_rev > 0) {
+		kve_add_cmp(cmps, "CREATE", kv->owner, kv->olen,
+			    kv->owner_rev);
+		kve_add_range(fail, kv->owner, kv->olen);
+	}
+	json_object_object_add(req, "compare", cmps);
 	json_object_object_add(req, "success", succ);
+	json_object_object_add(req, "failure", fail);
 	rc = etcd_call(kv->e, "/v3/kv/txn", req, &resp);
 	json_object_put(req);
 	if (rc)
 		return rc;
-	if (!slot_key || (json_object_object_get_ex(resp, "succeeded", &ok) &&
-			  json_object_get_boolean(ok))) {
+	if (json_object_object_get_ex(resp, "succeeded", &ok) &&
+	    json_object_get_boolean(ok)) {
 		struct json_object *h;
 		if (json_object_object_get_ex(resp, "header", &h))
 			*rev = etcd_int(h, "revision");
-	} else {
-		/* applied by an earlier send whose answer was lost? */
-		struct json_object *e = kve_failure_kv(resp, 0);
-		size_t vlen = 0;
-		char *v = e ? kve_get_b64(e, "value", &vlen) : NULL;
-
-		if (v && vlen == strlen(id) && !memcmp(v, id, vlen)) {
-			*rev = etcd_int(e, "mod_revision");
-		} else {
-			plog(LOG_ERR,
-			     "etcd: commit slot %s changed under this process",
-			     slot_key);
-			rc = -EIO;
-		}
-		free(v);
+		json_object_put(resp);
+		return 0;
 	}
+	/* applied by an earlier send whose answer was lost? */
+	e = slot_key ? kve_failure_kv(resp, 0) : NULL;
+	v = e ? kve_get_b64(e, "value", &vlen) : NULL;
+	if (v && vlen == strlen(id) && !memcmp(v, id, vlen)) {
+		*rev = etcd_int(e, "mod_revision");
+		goto out;
+	}
+	free(v);
+	v = NULL;
+	/* still the writer? */
+	e = kv->owner_rev > 0 ? kve_failure_kv(resp, slot_key ? 1 : 0) : NULL;
+	if (kv->owner_rev > 0 &&
+	    (!e || etcd_int(e, "create_revision") != kv->owner_rev)) {
+		v = e ? kve_get_b64(e, "value", &vlen) : NULL;
+		kve_fence(kv, v);
+		rc = -EROFS;
+		goto out;
+	}
+	plog(LOG_ERR, "etcd: commit slot %s changed under this process",
+	     slot_key ? slot_key : "?");
+	rc = -EIO;
+out:
+	free(v);
 	json_object_put(resp);
 	return rc;
 }
@@ -938,7 +1230,7 @@ static int kve_batch_commit(struct kv *kv_, struct kv_batch *b_, bool sync)
 	int s, rc, klen;
 
 	(void)sync; /* every commit is durable on a quorum when answered */
-	if (kv->base.read_only)
+	if (kv->base.read_only || kve_is_fenced(kv))
 		return -EROFS;
 	nops = kve_normalise(b);
 	if (nops == 0)

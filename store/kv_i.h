@@ -92,6 +92,10 @@ bool kv_is_etcd(const char *where);
  * success *out owns it; kv_close() frees.
  */
 int kv_open(struct kv **out, const char *where, const struct kv_options *opt);
+
+/* Who holds the store at @where open read-write (see store_holder): an etcd
+ * store's owner key's value, in @buf. -ENOENT if none, or a directory. */
+int kv_holder(const char *where, char *buf, size_t size);
 void kv_close(struct kv *kv);
 
 /* true if opened read-only */

@@ -17,8 +17,9 @@
  * (F_GETLK) and look whether its mount is still there (store_server).
  *
  * A remote store (etcd://HOSTS/NAME, kv_etcd.c) has no directory: its marker
- * is the key PATHFS, beside every drive's keys, and it has no lock and no
- * serving lock: nothing here stops a second read-write open elsewhere.
+ * is the key PATHFS, beside every drive's keys, and it has no lock file and
+ * no serving lock: kv_etcd.c's owner key (a lease) refuses a second
+ * read-write open anywhere (-EBUSY; store_holder names the writer).
  *
  * Drives are found without a registry: every key of drive d lies in
  * [DRIVE#d|, DRIVE#d}), so listing drives is one seek per drive, skipping
@@ -301,6 +302,11 @@ int store_serve(struct store *s)
 		usleep(1000);
 	}
 	return 0;
+}
+
+int store_holder(const char *dir, char *buf, size_t size)
+{
+	return kv_holder(dir, buf, size);
 }
 
 int store_server(const char *dir, pid_t *pid)

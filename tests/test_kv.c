@@ -541,3 +541,125 @@ Test(kv, lost_answer_put_applies_once)
 	}
 	lost_answer_case(false);
 }
+
+/* ---- one writer per store (etcd) ------------------------------------------ */
+
+/* Opens @url read-write (or read-only) for a test: its rc, *out on success. */
+static int open_at(struct kv **out, const char *url, bool ro)
+{
+	struct kv_options o = {.create = true, .strict = true, .read_only = ro};
+
+	return kv_open(out, url, &o);
+}
+
+static void put_on(struct kv *k, const char *key, const char *v, int want)
+{
+	struct kv_batch *b = kv_batch_new(k);
+	int rc;
+
+	kv_batch_put(b, key, strlen(key), v, strlen(v));
+	rc = kv_batch_commit(k, b, false);
+	cr_assert_eq(rc, want, "put %s: %s", key, strerror(-rc));
+	kv_batch_free(b);
+}
+
+/* Revokes the lease of the owner key of the store at `where`, as its
+ * expiry would (a writer that stopped answering). */
+static void revoke_owner_lease(void)
+{
+	const char *eps = getenv("PATHFS_TEST_ETCD");
+	const char *name = strrchr(where, '/') + 1;
+	struct json_object *req, *resp = NULL, *kvs;
+	struct etcd *e;
+	char key[128], *b;
+	long long lease;
+
+	snprintf(key, sizeof(key), "%s/m/owner", name);
+	cr_assert_eq(etcd_open(&e, eps), 0);
+	req = json_object_new_object();
+	b = etcd_b64(key, strlen(key));
+	json_object_object_add(req, "key", json_object_new_string(b));
+	free(b);
+	cr_assert_eq(etcd_call(e, "/v3/kv/range", req, &resp), 0);
+	json_object_put(req);
+	cr_assert(json_object_object_get_ex(resp, "kvs", &kvs) &&
+		      json_object_array_length(kvs) == 1,
+		  "no owner key %s", key);
+	lease = etcd_int(json_object_array_get_idx(kvs, 0), "lease");
+	json_object_put(resp);
+	cr_assert_gt(lease, 0);
+	req = json_object_new_object();
+	json_object_object_add(req, "ID", json_object_new_int64(lease));
+	cr_assert_eq(etcd_call(e, "/v3/lease/revoke", req, &resp), 0);
+	json_object_put(req);
+	json_object_put(resp);
+	etcd_close(e);
+}
+
+/* A second read-write open is refused while the first holds the store;
+ * read-only opens are not; once the first closes, a new writer opens. */
+Test(kv, one_writer_per_store)
+{
+	struct kv *other;
+
+	if (!on_etcd()) {
+		cr_assert(true); /* RocksDB: store.c's flock, test_store */
+		return;
+	}
+	cr_assert_eq(open_at(&other, where, false), -EBUSY);
+	cr_assert_eq(open_at(&other, where, true), 0);
+	kv_close(other);
+	put("k", "v");
+	kv_close(kv);
+	kv = NULL;
+	cr_assert_eq(open_at(&kv, where, false), 0);
+	expect_value("k", "v");
+	put("k", "w");
+}
+
+/* The lease outlives its TTL while the open lives (the keeper renews it). */
+Test(kv, lease_kept_alive)
+{
+	char url[PATH_MAX + 32];
+	struct kv *other;
+
+	if (!on_etcd()) {
+		cr_assert(true);
+		return;
+	}
+	kv_close(kv);
+	kv = NULL;
+	snprintf(url, sizeof(url), "%s?lease-ttl=2", where);
+	cr_assert_eq(open_at(&kv, url, false), 0);
+	sleep(6);
+	put("after", "ttl");
+	cr_assert_eq(open_at(&other, where, false), -EBUSY);
+}
+
+/* A writer whose lease is gone is fenced: its commits fail with -EROFS,
+ * before and after a new writer took the store, and change nothing. */
+Test(kv, stale_writer_fenced)
+{
+	struct kv *other;
+
+	if (!on_etcd()) {
+		cr_assert(true);
+		return;
+	}
+	put("k", "first");
+	revoke_owner_lease();
+	put_on(kv, "k", "stale", -EROFS);
+	cr_assert_eq(open_at(&other, where, false), 0);
+	put_on(other, "k", "second", 0);
+	put_on(kv, "k", "stale2", -EROFS);
+	{ /* a delete-only batch is fenced too */
+		struct kv_batch *b = kv_batch_new(kv);
+		kv_batch_delete(b, "k", 1);
+		cr_assert_eq(kv_batch_commit(kv, b, false), -EROFS);
+		kv_batch_free(b);
+	}
+	kv_close(kv); /* must not take the new writer's owner key */
+	kv = other;
+	expect_value("k", "second");
+	cr_assert_eq(open_at(&other, where, false), -EBUSY);
+}

@@ -65,13 +65,23 @@ static int open_error(const char *dir, int rc)
 			"one with 'pathfsctl -s %s mkdrive main')\n",
 			dir, dir);
 		break;
-	case -EBUSY:
+	case -EBUSY: {
+		char who[512];
+		if (store_holder(dir, who, sizeof(who)) == 0) {
+			fprintf(stderr,
+				"pathfsctl: store %s is open read-write by %s "
+				"(one writer per drive on etcd: unmount it, or "
+				"wait for its lease if it died); nothing done\n",
+				dir, who);
+			break;
+		}
 		fprintf(stderr,
 			"pathfsctl: store %s is held by another process (a "
 			"pathfs daemon that does not answer on its control "
 			"socket, or another pathfsctl); nothing done\n",
 			dir);
 		break;
+	}
 	case -EMEDIUMTYPE:
 		fprintf(stderr, "pathfsctl: %s is not a pathfs store\n", dir);
 		break;

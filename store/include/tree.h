@@ -142,6 +142,15 @@ int store_serve(struct store *s);
  */
 int store_server(const char *dir, pid_t *pid);
 
+/*
+ * Who holds the store at @dir open read-write, when store_open() said
+ * -EBUSY, in words for the refusal: a store on etcd names its writer (its
+ * owner key: program, pid, host) in @buf. -ENOENT if nobody holds it now or
+ * the store is a directory (store_server tells there), -errno if the
+ * cluster cannot be asked.
+ */
+int store_holder(const char *dir, char *buf, size_t size);
+
 /* Syncs the write-ahead log: everything committed so far is durable. */
 int store_sync(struct store *s);
 

@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# etcd_owner.sh - one writer per drive on etcd (tests/with_etcd.sh starts a
+# 3-member cluster and passes its endpoints in $PATHFS_TEST_ETCD):
+# - a second read-write mount of the store, and pathfsctl, are refused with
+#   one line naming the writer; a -o ro mount beside it is allowed;
+# - the writer killed (kill -9) in the middle of a 10,000-entry folder
+#   rename: a second daemon mounts once the lease expires, finishes the
+#   rename from the journal, nothing is lost, fsck is clean;
+# - a stale writer (SIGSTOP past its lease, a new writer mounted, SIGCONT):
+#   its writes fail (EROFS), none lands, it logs one line, fsck is clean.
+source "$(dirname "$0")/lib.sh"
+sanitizer_logs
+
+: "${PATHFS_TEST_ETCD:?run through tests/with_etcd.sh}"
+PLANT=${BUILD_DIR:-$(dirname "$PATHFS")/../tests}/rel_plant
+STORE="etcd://$PATHFS_TEST_ETCD/ow$$"
+MNT2=$T/b
+mkdir -p "$MNT2"
+TTL=5 # kv_etcd.c's lease
+
+# pid_at DIR: the daemon serving DIR.
+pid_at() {
+	pgrep -f "pathfs .*$1\$" | head -n1 || true
+}
+
+# mount_until DIR LOG SECONDS: mounts the store on DIR, trying again while
+# it is refused (the writer's lease has not expired yet), for at most
+# SECONDS; prints how many seconds it took. What the mount said (the store
+# opens before the log file: journal replay) goes to $T/mount.err.
+mount_until() {
+	local dir=$1 log=$2 limit=$3 start=$SECONDS
+	while ! "$PATHFS" -o "log=$log" "$STORE" "$dir" 2>"$T/mount.err"; do
+		if [ $((SECONDS - start)) -ge "$limit" ]; then
+			cat "$T/mount.err" >&2
+			return 1
+		fi
+		sleep 0.5
+	done
+	echo "# mounted $dir after $((SECONDS - start)) s"
+}
+
+# journal_records: how many rename journal records drive main has now, read
+# straight from etcd's JSON gateway (curl is quick enough to poll with).
+journal_records() {
+	local pfx="ow$$/k/DRIVE#main|JOURNAL#" end="ow$$/k/DRIVE#main|JOURNAL\$"
+	curl -s -X POST "http://${PATHFS_TEST_ETCD%%,*}/v3/kv/range" -d "{\"key\": \"$(printf '%s' "$pfx" | base64 -w0)\", \"range_end\": \"$(printf '%s' "$end" | base64 -w0)\", \"count_only\": true}" |
+		python3 -c 'import json,sys; print(json.load(sys.stdin).get("count", 0))'
+}
+
+# ---- a second writer is refused, a reader is not ----------------------------
+pfs_mount -o "log=$T/a.log"
+echo one >"$MNT/one"
+out=$("$PATHFS" "$STORE" "$MNT2" 2>&1) && rc=0 || rc=$?
+echo "# second mount: $out"
+check "a second read-write mount is refused" [ "$rc" != 0 ]
+check "... in one line" [ "$(printf '%s\n' "$out" | wc -l)" = 1 ]
+check "... naming the writer (pid $(pfs_pid))" \
+	grep -q "open read-write by pathfs (pid $(pfs_pid) on " <<<"$out"
+check "... and nothing is mounted there" bash -c "! mountpoint -q '$MNT2'"
+out=$("$PATHFSCTL" -s "$STORE" mkdir /x 2>&1) && rc=0 || rc=$?
+echo "# pathfsctl: $out"
+check "pathfsctl on the mounted store is refused" [ "$rc" != 0 ]
+check "... naming the writer" grep -q "open read-write by pathfs (pid" <<<"$out"
+check "a -o ro mount beside the writer" \
+	"$PATHFS" -o ro -o "log=$T/ro.log" "$STORE" "$MNT2"
+check "... reads the writer's file" [ "$(cat "$MNT2/one")" = one ]
+check "... and cannot write" bash -c "! echo x >'$MNT2/two' 2>/dev/null"
+fusermount3 -u "$MNT2"
+echo two >"$MNT/two"
+check "the writer still writes" [ "$(cat "$MNT/two")" = two ]
+pfs_umount
+check "after its unmount a new writer mounts at once" mount_until "$MNT2" "$T/b.log" 0
+fusermount3 -u "$MNT2"
+while [ -n "$(pid_at "$MNT2")" ]; do sleep 0.05; done
+
+# ---- the writer killed mid-rename, another daemon takes over -----------------
+check "plant a 10,000-entry folder" "$PLANT" many "$STORE" main /big 10000
+pfs_mount -o "log=$T/a.log"
+check "no journal record before the rename" [ "$(journal_records)" = 0 ]
+mv "$MNT/big" "$MNT/big2" 2>/dev/null &
+mvpid=$!
+for i in $(seq 1 400); do
+	[ "$(journal_records)" = 0 ] || break
+	sleep 0.02
+done
+kill -9 "$(pfs_pid)"
+wait "$mvpid" || true
+records=$(journal_records)
+echo "# killed the writer with $records journal record(s) left"
+check "the kill landed while the rename ran" [ "$records" = 1 ]
+pfs_reap
+check "a second daemon mounts once the lease expires" \
+	mount_until "$MNT2" "$T/b.log" $((TTL * 8))
+check "10,000 entries under the new name" \
+	[ "$(ls "$MNT2/big2" | wc -l)" = 10000 ]
+check "the old name is gone" [ ! -e "$MNT2/big" ]
+check "the earlier files are there" [ "$(cat "$MNT2/one" "$MNT2/two")" = "one
+two" ]
+check "the journal was replayed" grep -q "replaying rename" "$T/mount.err"
+check "... and its record is gone" [ "$(journal_records)" = 0 ]
+fusermount3 -u "$MNT2"
+while [ -n "$(pid_at "$MNT2")" ]; do sleep 0.05; done
+check "fsck is clean after the takeover" pfs_fsck
+
+# ---- a stale writer is fenced ------------------------------------------------
+pfs_mount -o "log=$T/stale.log"
+echo before >"$MNT/before"
+echo keep >"$MNT/keep"
+apid=$(pfs_pid)
+kill -STOP "$apid"
+check "a new writer mounts while the old one is stopped" \
+	mount_until "$MNT2" "$T/b.log" $((TTL * 8))
+echo new >"$MNT2/fromB"
+kill -CONT "$apid"
+check "the stale writer cannot create" bash -c "! echo a >'$MNT/fromA' 2>/dev/null"
+check "... nor remove" bash -c "! rm '$MNT/keep' 2>/dev/null"
+check "... nor rename" bash -c "! mv '$MNT/before' '$MNT/after' 2>/dev/null"
+check "... nor write into a file" python3 -c "
+try:
+    f = open('$MNT/keep', 'a')
+    f.write('more')
+    f.close()
+except OSError:
+    raise SystemExit(0)
+raise SystemExit(1)"
+check "it said so in one log line" \
+	[ "$(grep -c "no longer its writer" "$T/stale.log")" = 1 ]
+check "none of its writes landed (fromA)" [ ! -e "$MNT2/fromA" ]
+check "none of its writes landed (keep)" [ "$(cat "$MNT2/keep")" = keep ]
+check "none of its writes landed (before)" \
+	bash -c "[ -e '$MNT2/before' ] && [ ! -e '$MNT2/after' ]"
+check "the new writer's file is there" [ "$(cat "$MNT2/fromB")" = new ]
+check "the new writer still writes" bash -c "echo more >'$MNT2/more'"
+pfs_umount
+fusermount3 -u "$MNT2"
+while [ -n "$(pid_at "$MNT2")" ]; do sleep 0.05; done
+check "fsck is clean after the fenced writer" pfs_fsck
+sanitizer_clean
+finish
