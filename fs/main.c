@@ -409,8 +409,9 @@ static void unescape_mountinfo(char *s)
 
 /*
  * 1 if process @pid sees a FUSE mount of a drive of the store at @dir (source
- * "DIR:DRIVE", as add_mount_opts names it), 0 if not, -errno if its mount
- * table cannot be read (-ENOENT: the process is gone).
+ * "DIR", as add_mount_opts names it, or "DIR:DRIVE", as daemons before it
+ * did), 0 if not, -errno if its mount table cannot be read (-ENOENT: the
+ * process is gone).
  */
 static int serves_mount(pid_t pid, const char *dir)
 {
@@ -434,8 +435,9 @@ static int serves_mount(pid_t pid, const char *dir)
 		if (!type || !src || strncmp(type, "fuse", 4))
 			continue;
 		unescape_mountinfo(src);
-		found = !strncmp(src, dir, dlen) && src[dlen] == ':' &&
-			store_drive_name_check(src + dlen + 1) == 0;
+		found = !strncmp(src, dir, dlen) &&
+			(!src[dlen] || (src[dlen] == ':' &&
+			 store_drive_name_check(src + dlen + 1) == 0));
 	}
 	free(line);
 	fclose(f);
@@ -590,18 +592,20 @@ static int open_drive(struct store *s, const struct options *o,
 	return rc;
 }
 
-/* Adds -o fsname=...,subtype=pathfs,default_permissions for libfuse. */
-static int add_mount_opts(struct fuse_args *args, const char *store,
-			  const char *drive)
+/*
+ * Adds -o fsname=STORE,subtype=pathfs,default_permissions for libfuse. The
+ * mount's source is the store's resolved path (or URL) alone, as an fstab
+ * line or `mount -t fuse.pathfs STORE MNT` names it, so that findmnt -S
+ * STORE and mount -a (which skips a line whose source is mounted there)
+ * find the mount; one daemon serves a store, so the drive need not be part
+ * of it. (umount STORE cannot: umount(8) takes a folder for a mount point.)
+ */
+static int add_mount_opts(struct fuse_args *args, const char *store)
 {
-	char *fsname = NULL, *opts = NULL, *val = NULL;
+	char *fsname = NULL, *opts = NULL;
 	int rc = -1;
 
-	if (asprintf(&val, "%s:%s", store, drive) < 0) {
-		val = NULL;
-		goto out;
-	}
-	if (fuse_opt_add_opt_escaped(&fsname, val) ||
+	if (fuse_opt_add_opt_escaped(&fsname, store) ||
 	    asprintf(&opts, "-ofsname=%s,subtype=pathfs,default_permissions",
 		     fsname) < 0) {
 		opts = NULL;
@@ -609,7 +613,6 @@ static int add_mount_opts(struct fuse_args *args, const char *store,
 	}
 	rc = fuse_opt_add_arg(args, opts);
 out:
-	free(val);
 	free(fsname);
 	free(opts);
 	return rc;
@@ -925,7 +928,7 @@ int main(int argc, char *argv[])
 		goto out;
 	if (check_mountpoint(o.mnt, &mnt))
 		goto out;
-	if (add_mount_opts(&args, dir, o.drive)) {
+	if (add_mount_opts(&args, dir)) {
 		fprintf(stderr, "pathfs: out of memory\n");
 		goto out;
 	}

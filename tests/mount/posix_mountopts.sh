@@ -6,7 +6,8 @@
 # noauto, users, x-*, comment=, lazytime, ...) and only an unknown one is
 # refused, by name. nosuid, nodev and noexec take effect (shown against a
 # mount with suid,dev,exec), and so do relatime, strictatime, noatime and
-# nodiratime.
+# nodiratime. The mount's source is the store, so findmnt -S and mount -a
+# know it is mounted.
 source "$(dirname "$0")/lib.sh"
 
 chmod 755 "$T" # the unprivileged user below must reach the mount
@@ -120,6 +121,16 @@ PATH="$T/bin:$PATH" /sbin/mount.fuse3 "$STORE" "$MNT" -t pathfs \
 	2>"$T/mount.err" || rc=$?
 check "mount.fuse3 with fstab options" [ "$rc" -eq 0 ]
 check "... serves the drive" [ "$(cat "$MNT/d/f" 2>/dev/null)" = new ]
+# the mount's source is the store, as the fstab line names it: findmnt -S
+# finds it, and mount -a leaves the mounted line alone (it compares sources)
+src=$(realpath "$STORE")
+check "the mount's source is the store ($(findmnt -rn -o SOURCE "$MNT"))" \
+	[ "$(findmnt -rn -S "$src" -o TARGET)" = "$MNT" ]
+printf '%s %s fuse.pathfs drive=main,nofail 0 0\n' "$src" "$MNT" >"$T/fstab"
+rc=0
+mount -a -T "$T/fstab" 2>"$T/mount.err" || rc=$?
+check "mount -a skips the mounted line ($(cat "$T/mount.err"))" \
+	[ "$rc" -eq 0 -a ! -s "$T/mount.err" ]
 unmount
 
 # ---- an unknown option is refused, by name ---------------------------------
