@@ -322,24 +322,24 @@ void fs_loop_blocking(void);
  */
 int fs_devio_install(struct fuse_session *se);
 
-/* ---- operations (ops.c) ------------------------------------------------ */
+/* ---- operations (ops.c; the rest in ops_i.h) --------------------------- */
 
 /* The FUSE low-level operations table; userdata is the struct fs. */
 extern const struct fuse_lowlevel_ops fs_ops;
 
 /*
- * Requests libfuse 3.14 has no operation for, answered by the daemon itself
- * from the request loop: FUSE_TMPFILE (open(O_TMPFILE)). Returns true if
- * @buf (@len bytes read from /dev/fuse) was one and has been answered on
- * @se's device; false: hand it to libfuse.
+ * (tmpfile.c) Requests libfuse 3.14 has no operation for, answered by the
+ * daemon itself from the request loop: FUSE_TMPFILE (open(O_TMPFILE)).
+ * Returns true if @buf (@len bytes read from /dev/fuse) was one and has been
+ * answered on @se's device; false: hand it to libfuse.
  */
 bool fs_raw_request(struct fs *fs, struct fuse_session *se, const void *buf,
 		    size_t len);
 
 /*
- * pathfsctl hooks (ctl_env.begin/end) for commands the daemon runs on its
- * mounted drive: hold requests off the branch, then fix the table and the
- * kernel's caches. @ctx is the struct fs.
+ * (ctl_hooks.c) pathfsctl hooks (ctl_env.begin/end) for commands the daemon
+ * runs on its mounted drive: hold requests off the branch, then fix the
+ * table and the kernel's caches. @ctx is the struct fs.
  */
 void fs_ctl_begin(void *ctx, struct tree *t, const char *path,
 		  const char *newpath);

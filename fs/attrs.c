@@ -1,0 +1,281 @@
+/*
+ * attrs.c - attributes: GETATTR, SETATTR (chmod, chown, truncate, utimes),
+ * the access time a read or listing sets (relatime, strictatime), and the
+ * set-user-ID/set-group-ID bits a change of content clears.
+ *
+ * A change of content (write, truncate, open(O_TRUNC), fallocate) by an
+ * unprivileged caller clears set-user-ID and set-group-ID as ext4 does
+ * (privs_to_clear()), and so does a chown (privs_to_clear_by()). With
+ * HANDLE_KILLPRIV_V2 (negotiated by devio.c) that is the daemon's job
+ * alone; without it the kernel also clears them before it sends the
+ * request, by FUSE's older rule (set-group-ID only with group execute).
+ *
+ * Limits: times have nanoseconds, as stored; ctime cannot be set apart from
+ * the other changes but by the kernel's own FUSE_SET_ATTR_CTIME.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fs_i.h"
+#include "log.h"
+#include "ops_i.h"
+
+#define NS_PER_S       1000000000LL
+#define ATIME_STALE_NS (24 * 3600 * NS_PER_S)
+
+int fs_do_getattr(struct fs *fs, uint64_t ino, struct tree_attr *a)
+{
+	struct fs_path p = {0};
+	int rc;
+
+	rc = fs_enter(fs, ino, NULL, &p);
+	if (rc)
+		goto out;
+	do
+		rc = tree_getattr(fs->tree, p.path, ino, a);
+	while (fs_retry(fs, rc, ino, NULL, &p));
+	fs_leave(fs);
+	if (!rc)
+		note_attr(fs, a);
+out:
+	fs_path_release(&p);
+	return rc;
+}
+
+void fs_getattr(fuse_req_t req, fuse_ino_t ino,
+		       struct fuse_file_info *fi)
+{
+	struct fs *fs = req_fs(req);
+	struct tree_attr a;
+	struct stat st;
+	int rc = fs_do_getattr(fs, ino, &a);
+
+	if (rc) {
+		reply_err(req, rc);
+		return;
+	}
+	tree_attr_to_stat(fs->tree, &a, &st);
+	st.st_ino = ino;
+	fuse_reply_attr(req, &st, fs->timeout);
+}
+
+static int64_t ts_ns(const struct timespec *ts)
+{
+	return (int64_t)ts->tv_sec * NS_PER_S + ts->tv_nsec;
+}
+
+/*
+ * The set-user-ID and set-group-ID bits that a change by the caller of @req
+ * clears, by ext4's rule (the VFS's setattr_should_drop_suidgid() and
+ * chown_common()): set-user-ID always; set-group-ID when group-executable or
+ * when the caller is neither in the file's group nor root. A change of
+ * content (@chown false) by root clears nothing (CAP_FSETID); a chown
+ * (@chown true) clears set-user-ID and a group-executable set-group-ID even
+ * for root.
+ */
+static mode_t privs_to_clear_by(fuse_req_t req, const struct tree_attr *a,
+				bool chown)
+{
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+	bool root = c->uid == 0;
+	mode_t kill = 0;
+
+	if (!(a->mode & (S_ISUID | S_ISGID)) || (root && !chown))
+		return 0;
+	if (a->mode & S_ISUID)
+		kill |= S_ISUID;
+	if ((a->mode & S_ISGID) && !(a->mode & S_IXGRP) && !root &&
+	    c->gid != a->gid) {
+		gid_t groups[256];
+		int n = fuse_req_getgroups(req, 256, groups);
+		bool in = false;
+
+		for (int i = 0; i < n && i < 256; i++)
+			in = in || groups[i] == a->gid;
+		if (!in)
+			kill |= S_ISGID;
+	} else if ((a->mode & S_ISGID) && (a->mode & S_IXGRP)) {
+		kill |= S_ISGID;
+	}
+	return kill;
+}
+
+/* The bits a change of content (write, truncate, open(O_TRUNC), fallocate)
+ * by the caller of @req clears. */
+mode_t privs_to_clear(fuse_req_t req, const struct tree_attr *a)
+{
+	return privs_to_clear_by(req, a, false);
+}
+
+/* Clears mode bits @kill of @ino (after a change of content); *a gets the
+ * result. The kernel forgets the mode it has cached. A failure is logged:
+ * the change of content itself stands. */
+void clear_privs(struct fs *fs, uint64_t ino, mode_t kill,
+			struct tree_attr *a)
+{
+	struct tree_attr in;
+	struct fs_path p = {0};
+	int rc;
+
+	memset(&in, 0, sizeof(in));
+	in.mode = a->mode & ~kill;
+	rc = fs_enter(fs, ino, NULL, &p);
+	if (rc)
+		goto out;
+	do
+		rc = tree_setattr(fs->tree, p.path, ino, &in, TREE_SET_MODE,
+				  a);
+	while (fs_retry(fs, rc, ino, NULL, &p));
+	fs_leave(fs);
+out:
+	fs_path_release(&p);
+	if (rc)
+		plog(LOG_WARNING, "inode %llu: clearing set-user/group-ID: %s",
+		     (unsigned long long)ino, strerror(-rc));
+	else if (fs->se)
+		fuse_lowlevel_notify_inval_inode(fs->se, ino, -1, 0);
+}
+
+static int fs_do_setattr(struct fs *fs, uint64_t ino, const struct stat *st,
+			 int to_set, struct tree_attr *out)
+{
+	struct tree_attr in;
+	unsigned mask = 0;
+	struct fs_path p = {0};
+	int rc;
+
+	memset(&in, 0, sizeof(in));
+	if (to_set & FUSE_SET_ATTR_MODE) {
+		in.mode = st->st_mode;
+		mask |= TREE_SET_MODE;
+	}
+	if (to_set & FUSE_SET_ATTR_UID) {
+		in.uid = st->st_uid;
+		mask |= TREE_SET_UID;
+	}
+	if (to_set & FUSE_SET_ATTR_GID) {
+		in.gid = st->st_gid;
+		mask |= TREE_SET_GID;
+	}
+	if (to_set & FUSE_SET_ATTR_SIZE) {
+		in.size = st->st_size;
+		mask |= TREE_SET_SIZE;
+	}
+	if (to_set & FUSE_SET_ATTR_ATIME) {
+		in.atime_ns = (to_set & FUSE_SET_ATTR_ATIME_NOW)
+				  ? tree_now_ns()
+				  : ts_ns(&st->st_atim);
+		mask |= TREE_SET_ATIME;
+	}
+	if (to_set & FUSE_SET_ATTR_MTIME) {
+		in.mtime_ns = (to_set & FUSE_SET_ATTR_MTIME_NOW)
+				  ? tree_now_ns()
+				  : ts_ns(&st->st_mtim);
+		mask |= TREE_SET_MTIME;
+	}
+	if (to_set & FUSE_SET_ATTR_CTIME) {
+		in.ctime_ns = ts_ns(&st->st_ctim);
+		mask |= TREE_SET_CTIME;
+	}
+	if (!mask)
+		return fs_do_getattr(fs, ino, out);
+	if (fs->ro)
+		return -EROFS;
+	rc = fs_enter(fs, ino, NULL, &p);
+	if (rc)
+		goto out;
+	do
+		rc = tree_setattr(fs->tree, p.path, ino, &in, mask, out);
+	while (fs_retry(fs, rc, ino, NULL, &p));
+	fs_leave(fs);
+	if (!rc)
+		note_attr(fs, out);
+out:
+	fs_path_release(&p);
+	return rc;
+}
+
+void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
+		       int to_set, struct fuse_file_info *fi)
+{
+	struct fs *fs = req_fs(req);
+	struct tree_attr a;
+	struct stat st;
+	int rc;
+
+	if ((to_set & FUSE_SET_ATTR_KILL_SUID) &&
+	    (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) &&
+	    !(to_set & FUSE_SET_ATTR_MODE)) {
+		/* a chown under HANDLE_KILLPRIV_V2 (devio.c): the kernel sends
+		 * FATTR_KILL_SUIDGID (libfuse's KILL_SUID bit) instead of the
+		 * cleared mode; the mode goes in the same change as the owner.
+		 * The kernel holds the inode's lock across a setattr, so no
+		 * chmod comes in between. */
+		mode_t kill;
+
+		rc = fs_do_getattr(fs, ino, &a);
+		if (rc) {
+			reply_err(req, rc);
+			return;
+		}
+		if (!S_ISDIR(a.mode) && (kill = privs_to_clear_by(req, &a, true))) {
+			attr->st_mode = a.mode & ~kill;
+			to_set |= FUSE_SET_ATTR_MODE;
+		}
+	}
+	rc = fs_do_setattr(fs, ino, attr, to_set, &a);
+	if (rc) {
+		reply_err(req, rc);
+		return;
+	}
+	if ((to_set & FUSE_SET_ATTR_SIZE) && !(to_set & FUSE_SET_ATTR_MODE)) {
+		mode_t kill = privs_to_clear(req, &a);
+		if (kill)
+			clear_privs(fs, ino, kill, &a);
+	}
+	tree_attr_to_stat(fs->tree, &a, &st);
+	st.st_ino = ino;
+	fuse_reply_attr(req, &st, fs->timeout);
+}
+
+/*
+ * relatime: once per open, after the first read (for a folder: the listing
+ * from its start), atime is set to now if it is not newer than mtime or
+ * ctime, or is a day old. Never a write per read. With -o strictatime: every
+ * read, always.
+ */
+void touch_atime(struct fs *fs, uint64_t ino)
+{
+	struct tree_attr a, in;
+	struct fs_path p = {0};
+	int64_t now;
+	int rc;
+
+	rc = fs_do_getattr(fs, ino, &a);
+	if (rc)
+		return;
+	now = tree_now_ns();
+	if (!fs->strictatime && a.atime_ns > a.mtime_ns &&
+	    a.atime_ns > a.ctime_ns && now - a.atime_ns < ATIME_STALE_NS)
+		return;
+	memset(&in, 0, sizeof(in));
+	in.atime_ns = now;
+	in.ctime_ns = a.ctime_ns; /* atime alone does not change ctime */
+	rc = fs_enter(fs, ino, NULL, &p);
+	if (rc)
+		goto out;
+	do
+		rc = tree_setattr(fs->tree, p.path, ino, &in,
+				  TREE_SET_ATIME | TREE_SET_CTIME, NULL);
+	while (fs_retry(fs, rc, ino, NULL, &p));
+	fs_leave(fs);
+	if (!rc && fs->se)
+		fuse_lowlevel_notify_inval_inode(fs->se, ino, -1, 0);
+out:
+	fs_path_release(&p);
+}

@@ -1,0 +1,200 @@
+/*
+ * dirs.c - listing folders: OPENDIR, READDIR, READDIRPLUS, FSYNCDIR.
+ *
+ * Folder listings are kept by the kernel across opens (cache_readdir):
+ * listing offsets are name cookies (dircookie.h), so a reader resuming from
+ * another open's cached offset resumes at the right name; readdirplus
+ * answers listings with attributes from the same scan (each entry counts as
+ * a lookup).
+ *
+ * Limits: "." and ".." are offsets 1 and 2 and carry no attributes.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fs_i.h"
+#include "log.h"
+#include "ops_i.h"
+
+#include "dircookie.h"
+
+void fs_opendir(fuse_req_t req, fuse_ino_t ino,
+		       struct fuse_file_info *fi)
+{
+	/*
+	 * The kernel keeps listings, shared by all opens of the folder: it
+	 * drops them itself when it changes the folder, and fs_ctl_end() when
+	 * a pathfsctl command does. Offsets are name cookies (dircookie.h), so
+	 * a reader resuming from another open's cached offset resumes at the
+	 * right name.
+	 */
+	fi->cache_readdir = 1;
+	fi->keep_cache = 1;
+	fuse_reply_open(req, fi);
+}
+
+/*
+ * The child name a request at offset @off (> 2) of folder @ino at @path
+ * resumes after: the name the cookie stands for, remembered or found by a
+ * scan of the folder; *after is malloc'd, or NULL (list from the first
+ * child) if no child has that cookie any more and the table forgot it.
+ * Errors: those of tree_dir_open() and tree_dir_next().
+ */
+static int resume_after(struct fs *fs, uint64_t ino, const char *path,
+			off_t off, char **after)
+{
+	struct tree_dir *it = NULL;
+	struct tree_attr a;
+	const char *name;
+	size_t len;
+	int rc;
+
+	*after = dircookies_get(fs->cookies, ino, (uint64_t)off);
+	if (*after)
+		return 0;
+	rc = tree_dir_open(&it, fs->tree, path, NULL);
+	while (rc == 0 && (rc = tree_dir_next(it, &name, &len, &a)) > 0) {
+		if (dircookie_of(fs->cookies, name, len) == (uint64_t)off) {
+			*after = strndup(name, len);
+			rc = *after ? 0 : -ENOMEM;
+			break;
+		}
+	}
+	tree_dir_free(it);
+	return rc < 0 ? rc : 0;
+}
+
+static int fs_do_readdir(struct fs *fs, fuse_req_t req, uint64_t ino,
+			 size_t size, off_t off, bool plus, char *buf,
+			 size_t *used)
+{
+	const char *name;
+	char *after = NULL;
+	size_t pos = 0, namelen, n;
+	struct tree_dir *it = NULL;
+	struct fuse_entry_param e;
+	struct tree_attr a;
+	struct fs_path p = {0};
+	off_t cur = off < 0 ? 0 : off;
+	uint64_t cookie;
+	int rc;
+
+	rc = fs_enter(fs, ino, NULL, &p);
+	if (rc)
+		goto out_free;
+	if (!p.path) {
+		rc = -ENOTDIR;
+		goto out;
+	}
+	/* "." and "..": offsets 1 and 2, no lookup counted (ino 0 in plus) */
+	while (cur < 2) {
+		const char *dot = cur == 0 ? "." : "..";
+
+		memset(&e, 0, sizeof(e));
+		e.attr.st_ino = cur == 0 ? ino : TREE_ROOT_INO;
+		e.attr.st_mode = S_IFDIR;
+		if (plus)
+			n = fuse_add_direntry_plus(req, buf + pos, size - pos,
+						   dot, &e, cur + 1);
+		else
+			n = fuse_add_direntry(req, buf + pos, size - pos, dot,
+					      &e.attr, cur + 1);
+		if (n > size - pos)
+			goto out;
+		pos += n;
+		cur++;
+	}
+	if (cur > 2) {
+		rc = resume_after(fs, ino, p.path, cur, &after);
+		if (rc)
+			goto out;
+	}
+	rc = tree_dir_open(&it, fs->tree, p.path, after);
+	if (rc)
+		goto out;
+	for (;;) {
+		rc = tree_dir_next(it, &name, &namelen, &a);
+		if (rc <= 0)
+			break;
+		fill_entry(fs, &a, &e);
+		if (!a.ino)
+			e.ino = 0; /* bad record: lookup gives EIO */
+		cookie = dircookie_of(fs->cookies, name, namelen);
+		if (plus)
+			n = fuse_add_direntry_plus(req, buf + pos, size - pos,
+						   name, &e, (off_t)cookie);
+		else
+			n = fuse_add_direntry(req, buf + pos, size - pos, name,
+					      &e.attr, (off_t)cookie);
+		if (n > size - pos)
+			break;
+		/* readdirplus entries count as lookups in the kernel */
+		if (plus && a.ino &&
+		    itab_lookup(fs, a.ino, ino, name, a.flags) < 0) {
+			rc = -ENOMEM;
+			break;
+		}
+		dircookies_put(fs->cookies, ino, cookie, name, namelen);
+		pos += n;
+	}
+	if (rc < 0 && pos)
+		rc = 0; /* give what fitted; the error comes back next time */
+	if (rc > 0)
+		rc = 0;
+out:
+	fs_leave(fs);
+out_free:
+	fs_path_release(&p);
+	tree_dir_free(it);
+	free(after);
+	*used = pos;
+	return rc;
+}
+
+static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
+			   off_t off, struct fuse_file_info *fi, bool plus)
+{
+	struct fs *fs = req_fs(req);
+	size_t used = 0;
+	char *buf = malloc(size ? size : 1);
+	int rc;
+
+	(void)fi;
+	if (!buf) {
+		reply_err(req, -ENOMEM);
+		return;
+	}
+	rc = fs_do_readdir(fs, req, ino, size, off, plus, buf, &used);
+	if (rc)
+		reply_err(req, rc);
+	else
+		fuse_reply_buf(req, buf, used);
+	free(buf);
+	/* after the reply, as for reads: a listing from the start is an
+	 * access (the kernel answers the listings it keeps itself) */
+	if (!rc && off == 0 && !fs->ro && !fs->noatime && !fs->nodiratime)
+		touch_atime(fs, ino);
+}
+
+void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	readdir_common(req, ino, size, off, fi, false);
+}
+
+void fs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
+			   off_t off, struct fuse_file_info *fi)
+{
+	readdir_common(req, ino, size, off, fi, true);
+}
+
+void fs_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
+			struct fuse_file_info *fi)
+{
+	fs_fsync(req, ino, datasync, fi);
+}

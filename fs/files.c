@@ -1,0 +1,353 @@
+/*
+ * files.c - the operations on open files: OPEN, CREATE, READ, WRITE,
+ * RELEASE, FSYNC, FALLOCATE and LSEEK (SEEK_DATA, SEEK_HOLE).
+ *
+ * Page cache: file pages are kept across opens (keep_cache). keep_cache
+ * promises that the cached pages are still the file's: a write the kernel
+ * sends past its page cache (an O_DIRECT write, synchronous or asynchronous,
+ * from any open) marks the inode INODE_PAGES_STALE, so the next open answers
+ * without keep_cache and the kernel drops the pages; the written range is
+ * also invalidated at once for opens that stay open (the invalidation may
+ * wait for a READ: the request loop hands reading to another thread first,
+ * and -s skips it). Buffered writes, truncates and fallocate go through (or
+ * are applied to) the page cache by the kernel itself.
+ *
+ * Every write is committed to the store before it is answered; FSYNC syncs
+ * the store's write-ahead log.
+ *
+ * Limits: fallocate: allocate, KEEP_SIZE, PUNCH_HOLE, ZERO_RANGE (not
+ * COLLAPSE/INSERT_RANGE, EOPNOTSUPP); no copy_file_range or ioctl.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fs_i.h"
+#include "log.h"
+#include "ops_i.h"
+#include <sys/file.h>
+
+int fs_do_open(struct fs *fs, uint64_t ino, int flags, struct fh **out)
+{
+	pthread_mutex_t *m = open_stripe(fs, ino);
+	struct tree_attr in, a;
+	struct fh *fh;
+	struct fs_path p = {0};
+	int rc;
+
+	if (fs->ro && ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC)))
+		return -EROFS;
+	fh = calloc(1, sizeof(*fh));
+	if (!fh)
+		return -ENOMEM;
+	fh->ino = ino;
+	fh->append = (flags & O_APPEND) && !fs->writeback;
+	/* counted open before any unlink can look: see fs_do_remove() */
+	pthread_mutex_lock(m);
+	rc = itab_open(fs, ino);
+	pthread_mutex_unlock(m);
+	if (rc)
+		goto out;
+	if (flags & O_TRUNC) {
+		memset(&in, 0, sizeof(in));
+		rc = fs_enter(fs, ino, NULL, &p);
+		if (!rc) {
+			do
+				rc = tree_setattr(fs->tree, p.path, ino, &in,
+						  TREE_SET_SIZE, &a);
+			while (fs_retry(fs, rc, ino, NULL, &p));
+			fs_leave(fs);
+		}
+		fs_path_release(&p);
+		if (rc) {
+			reclaim(fs, itab_close(fs, ino));
+			goto out;
+		}
+	}
+	*out = fh;
+	fh = NULL;
+out:
+	free(fh);
+	return rc;
+}
+
+void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs *fs = req_fs(req);
+	struct fh *fh = NULL;
+	int rc = fs_do_open(fs, ino, fi->flags, &fh);
+
+	if (rc) {
+		reply_err(req, rc);
+		return;
+	}
+	if ((fi->flags & O_TRUNC) && !fs->ro) {
+		/* a truncate by open(O_TRUNC): a change of content too */
+		struct tree_attr a;
+		mode_t kill;
+
+		if (!fs_do_getattr(fs, ino, &a) &&
+		    (kill = privs_to_clear(req, &a)))
+			clear_privs(fs, ino, kill, &a);
+	}
+	fi->fh = (uintptr_t)fh;
+	/* pages a direct write went past are dropped by this open; with
+	 * strictatime every read must reach us to be an access */
+	fi->keep_cache = !itab_take_flag(fs, ino, INODE_PAGES_STALE) &&
+			 !fs->strictatime;
+	if (fuse_reply_open(req, fi) == -ENOENT) {
+		/* interrupted: the kernel will not release it */
+		reclaim(fs, itab_close(fs, ino));
+		free(fh);
+	}
+}
+
+void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      mode_t mode, struct fuse_file_info *fi)
+{
+	struct fs *fs = req_fs(req);
+	struct fuse_entry_param e;
+	struct tree_attr a;
+	struct fh *fh = NULL;
+	int rc;
+
+	rc = fs_do_mknode(fs, fuse_req_ctx(req), parent, name,
+			  (mode & 07777) | S_IFREG, 0, NULL, &a);
+	if (rc == -EEXIST && !(fi->flags & O_EXCL)) {
+		/* created meanwhile by someone else: open it */
+		rc = fs_do_lookup(fs, parent, name, &e);
+		if (!rc && !e.ino)
+			rc = -ENOENT;
+		if (!rc && S_ISDIR(e.attr.st_mode)) {
+			reclaim(fs, itab_forget(fs, e.ino, 1));
+			rc = -EISDIR;
+		}
+		if (!rc) {
+			rc = fs_do_open(fs, e.ino, fi->flags, &fh);
+			if (rc)
+				reclaim(fs, itab_forget(fs, e.ino, 1));
+		}
+		if (!rc && (fi->flags & O_TRUNC))
+			rc = fs_do_getattr(fs, e.ino, &a);
+		if (!rc && !(fi->flags & O_TRUNC))
+			goto reply;
+	} else if (!rc) {
+		rc = fs_do_open(fs, a.ino, fi->flags & ~O_TRUNC, &fh);
+		if (rc)
+			reclaim(fs, itab_forget(fs, a.ino, 1));
+	}
+	if (rc) {
+		reply_err(req, rc);
+		return;
+	}
+	fill_entry(fs, &a, &e);
+reply:
+	fi->fh = (uintptr_t)fh;
+	fi->keep_cache = 1;
+	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
+		reclaim(fs, itab_close(fs, e.ino));
+		reclaim(fs, itab_forget(fs, e.ino, 1));
+		free(fh);
+	}
+}
+
+static int fs_do_read(struct fs *fs, uint64_t ino, size_t size, off_t off,
+		      char *buf, size_t *nread)
+{
+	struct fs_path p = {0};
+	int rc;
+
+	if (off < 0)
+		return -EINVAL;
+	rc = fs_enter(fs, ino, NULL, &p);
+	if (rc)
+		goto out;
+	do
+		rc = tree_read(fs->tree, p.path, ino, off, size, buf, nread);
+	while (fs_retry(fs, rc, ino, NULL, &p));
+	fs_leave(fs);
+out:
+	fs_path_release(&p);
+	return rc;
+}
+
+void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	struct fs *fs = req_fs(req);
+	struct fh *fh = (struct fh *)(uintptr_t)fi->fh;
+	size_t n = 0;
+	char *buf = malloc(size ? size : 1);
+	bool atime = false;
+	int rc;
+
+	if (!buf) {
+		reply_err(req, -ENOMEM);
+		return;
+	}
+	rc = fs_do_read(fs, ino, size, off, buf, &n);
+	/* decided now: once replied to, the file may be released (fh freed) */
+	if (!rc && fh && (!fh->atime_done || fs->strictatime)) {
+		fh->atime_done = true;
+		atime = !fs->ro && !fs->noatime;
+	}
+	if (rc)
+		reply_err(req, rc);
+	else
+		fuse_reply_buf(req, buf, n);
+	free(buf);
+	/* after the reply: the reader does not wait for it */
+	if (atime)
+		touch_atime(fs, ino);
+}
+
+static int fs_do_write(struct fs *fs, uint64_t ino, const char *buf,
+		       size_t size, off_t off, bool append,
+		       struct tree_attr *out)
+{
+	struct fs_path p = {0};
+	int rc;
+
+	if (fs->ro)
+		return -EROFS;
+	if (off < 0)
+		return -EINVAL;
+	rc = fs_enter(fs, ino, NULL, &p);
+	if (rc)
+		goto out;
+	do
+		rc = tree_write(fs->tree, p.path, ino, off, buf, size, append,
+				out);
+	while (fs_retry(fs, rc, ino, NULL, &p));
+	fs_leave(fs);
+out:
+	fs_path_release(&p);
+	return rc;
+}
+
+void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
+		     size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct fs *fs = req_fs(req);
+	struct fh *fh = (struct fh *)(uintptr_t)fi->fh;
+	bool direct = (fi->flags & O_DIRECT) && !fi->writepage;
+	struct tree_attr a;
+	mode_t kill;
+	int rc = fs_do_write(fs, ino, buf, size, off, fh && fh->append, &a);
+
+	if (!rc && (kill = privs_to_clear(req, &a)))
+		clear_privs(fs, ino, kill, &a);
+	/* before the reply: an open after the write must see it */
+	if (!rc && direct)
+		itab_flags(fs, ino, INODE_PAGES_STALE, 0);
+	if (rc)
+		reply_err(req, rc);
+	else
+		fuse_reply_write(req, size);
+	/* after it: the kernel may hold the pages' locks until it has it;
+	 * the invalidation may wait for a READ, which another thread reads */
+	if (!rc && direct && fs->se && !fs->single) {
+		if (fs->blocking)
+			fs->blocking();
+		fuse_lowlevel_notify_inval_inode(fs->se, ino, off,
+						 (off_t)size);
+	}
+}
+
+void fs_release_file(fuse_req_t req, fuse_ino_t ino,
+			    struct fuse_file_info *fi)
+{
+	struct fs *fs = req_fs(req);
+
+	reclaim(fs, itab_close(fs, ino));
+	free((struct fh *)(uintptr_t)fi->fh);
+	fuse_reply_err(req, 0);
+}
+
+void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+		     struct fuse_file_info *fi)
+{
+	struct fs *fs = req_fs(req);
+	int rc = fs->ro ? 0 : store_sync(fs->store);
+
+	fuse_reply_err(req, rc < 0 ? -rc : 0);
+}
+
+static int fs_do_fallocate(struct fs *fs, uint64_t ino, int mode, off_t off,
+			   off_t len, struct tree_attr *out)
+{
+	unsigned tmode = 0;
+	struct fs_path p = {0};
+	int rc;
+
+	if (mode & ~(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE |
+		     FALLOC_FL_ZERO_RANGE))
+		return -EOPNOTSUPP;
+	if (fs->ro)
+		return -EROFS;
+	if (off < 0 || len <= 0)
+		return -EINVAL;
+	if (mode & FALLOC_FL_KEEP_SIZE)
+		tmode |= TREE_FALLOC_KEEP_SIZE;
+	if (mode & FALLOC_FL_PUNCH_HOLE)
+		tmode |= TREE_FALLOC_PUNCH_HOLE;
+	if (mode & FALLOC_FL_ZERO_RANGE)
+		tmode |= TREE_FALLOC_ZERO_RANGE;
+	rc = fs_enter(fs, ino, NULL, &p);
+	if (rc)
+		goto out;
+	do
+		rc = tree_fallocate(fs->tree, p.path, ino, tmode, (uint64_t)off,
+				    (uint64_t)len, out);
+	while (fs_retry(fs, rc, ino, NULL, &p));
+	fs_leave(fs);
+out:
+	fs_path_release(&p);
+	return rc;
+}
+
+void fs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off,
+			 off_t len, struct fuse_file_info *fi)
+{
+	struct fs *fs = req_fs(req);
+	struct tree_attr a;
+	mode_t kill;
+	int rc = fs_do_fallocate(fs, ino, mode, off, len, &a);
+
+	if (!rc && (kill = privs_to_clear(req, &a)))
+		clear_privs(fs, ino, kill, &a);
+	/* the kernel forgets only the size and times it expects to change */
+	if (!rc && fs->se)
+		fuse_lowlevel_notify_inval_inode(fs->se, ino, -1, 0);
+	fuse_reply_err(req, rc < 0 ? -rc : 0);
+}
+
+void fs_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+		     struct fuse_file_info *fi)
+{
+	struct fs *fs = req_fs(req);
+	struct tree_attr a;
+	uint64_t res = 0;
+	int rc;
+
+	if (whence != SEEK_DATA && whence != SEEK_HOLE) {
+		reply_err(req, -EINVAL);
+		return;
+	}
+	if (off < 0) {
+		/* as ext4: no data or hole there */
+		reply_err(req, -ENXIO);
+		return;
+	}
+	rc = fs_do_getattr(fs, ino, &a);
+	if (!rc)
+		rc = tree_seek(fs->tree, ino, a.size, off, whence, &res);
+	if (rc)
+		reply_err(req, rc);
+	else
+		fuse_reply_lseek(req, (off_t)res);
+}
