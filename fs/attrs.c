@@ -5,8 +5,8 @@
  *
  * A change of content (write, truncate, open(O_TRUNC), fallocate) by an
  * unprivileged caller clears set-user-ID and set-group-ID as ext4 does
- * (privs_to_clear()), and so does a chown (privs_to_clear_by()). With
- * HANDLE_KILLPRIV_V2 (negotiated by devio.c) that is the daemon's job
+ * (fs_content_changed()), and so does a chown (privs_to_clear()'s @chown).
+ * With HANDLE_KILLPRIV_V2 (negotiated by devio.c) that is the daemon's job
  * alone; without it the kernel also clears them before it sends the
  * request, by FUSE's older rule (set-group-ID only with group execute).
  *
@@ -47,8 +47,7 @@ out:
 	return rc;
 }
 
-void fs_getattr(fuse_req_t req, fuse_ino_t ino,
-		       struct fuse_file_info *fi)
+void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = req_fs(req);
 	struct tree_attr a;
@@ -70,19 +69,17 @@ static int64_t ts_ns(const struct timespec *ts)
 }
 
 /*
- * The set-user-ID and set-group-ID bits that a change by the caller of @req
- * clears, by ext4's rule (the VFS's setattr_should_drop_suidgid() and
- * chown_common()): set-user-ID always; set-group-ID when group-executable or
- * when the caller is neither in the file's group nor root. A change of
- * content (@chown false) by root clears nothing (CAP_FSETID); a chown
- * (@chown true) clears set-user-ID and a group-executable set-group-ID even
- * for root.
+ * The set-user-ID and set-group-ID bits that a change by @w clears, by
+ * ext4's rule (the VFS's setattr_should_drop_suidgid() and chown_common()):
+ * set-user-ID always; set-group-ID when group-executable or when the caller
+ * is neither in the file's group nor root. A change of content (@chown
+ * false) by root clears nothing (CAP_FSETID); a chown (@chown true) clears
+ * set-user-ID and a group-executable set-group-ID even for root.
  */
-static mode_t privs_to_clear_by(fuse_req_t req, const struct tree_attr *a,
-				bool chown)
+static mode_t privs_to_clear(const struct fs_who *w, const struct tree_attr *a,
+			     bool chown)
 {
-	const struct fuse_ctx *c = fuse_req_ctx(req);
-	bool root = c->uid == 0;
+	bool root = w->uid == 0;
 	mode_t kill = 0;
 
 	if (!(a->mode & (S_ISUID | S_ISGID)) || (root && !chown))
@@ -90,9 +87,9 @@ static mode_t privs_to_clear_by(fuse_req_t req, const struct tree_attr *a,
 	if (a->mode & S_ISUID)
 		kill |= S_ISUID;
 	if ((a->mode & S_ISGID) && !(a->mode & S_IXGRP) && !root &&
-	    c->gid != a->gid) {
+	    w->gid != a->gid) {
 		gid_t groups[256];
-		int n = fuse_req_getgroups(req, 256, groups);
+		int n = w->req ? fuse_req_getgroups(w->req, 256, groups) : 0;
 		bool in = false;
 
 		for (int i = 0; i < n && i < 256; i++)
@@ -105,17 +102,10 @@ static mode_t privs_to_clear_by(fuse_req_t req, const struct tree_attr *a,
 	return kill;
 }
 
-/* The bits a change of content (write, truncate, open(O_TRUNC), fallocate)
- * by the caller of @req clears. */
-mode_t privs_to_clear(fuse_req_t req, const struct tree_attr *a)
-{
-	return privs_to_clear_by(req, a, false);
-}
-
 /* Clears mode bits @kill of @ino (after a change of content); *a gets the
  * result. The kernel forgets the mode it has cached. A failure is logged:
  * the change of content itself stands. */
-void clear_privs(struct fs *fs, uint64_t ino, mode_t kill,
+static void clear_privs(struct fs *fs, uint64_t ino, mode_t kill,
 			struct tree_attr *a)
 {
 	struct tree_attr in;
@@ -128,8 +118,7 @@ void clear_privs(struct fs *fs, uint64_t ino, mode_t kill,
 	if (rc)
 		goto out;
 	do
-		rc = tree_setattr(fs->tree, p.path, ino, &in, TREE_SET_MODE,
-				  a);
+		rc = tree_setattr(fs->tree, p.path, ino, &in, TREE_SET_MODE, a);
 	while (fs_retry(fs, rc, ino, NULL, &p));
 	fs_leave(fs);
 out:
@@ -141,14 +130,45 @@ out:
 		fuse_lowlevel_notify_inval_inode(fs->se, ino, -1, 0);
 }
 
-static int fs_do_setattr(struct fs *fs, uint64_t ino, const struct stat *st,
-			 int to_set, struct tree_attr *out)
+void fs_content_changed(struct fs *fs, const struct fs_who *w, uint64_t ino,
+			struct tree_attr *a)
+{
+	mode_t kill = privs_to_clear(w, a, false);
+
+	if (kill)
+		clear_privs(fs, ino, kill, a);
+}
+
+int fs_do_setattr(struct fs *fs, const struct fs_who *w, uint64_t ino,
+		  const struct stat *st, int to_set, struct tree_attr *out)
 {
 	struct tree_attr in;
 	unsigned mask = 0;
 	struct fs_path p = {0};
+	struct stat chown_st;
 	int rc;
 
+	if ((to_set & FUSE_SET_ATTR_KILL_SUID) &&
+	    (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) &&
+	    !(to_set & FUSE_SET_ATTR_MODE)) {
+		/* a chown under HANDLE_KILLPRIV_V2 (devio.c): the kernel sends
+		 * FATTR_KILL_SUIDGID (libfuse's KILL_SUID bit) instead of the
+		 * cleared mode; the mode goes in the same change as the owner.
+		 * The kernel holds the inode's lock across a setattr, so no
+		 * chmod comes in between. */
+		mode_t kill;
+
+		rc = fs_do_getattr(fs, ino, out);
+		if (rc)
+			return rc;
+		if (!S_ISDIR(out->mode) &&
+		    (kill = privs_to_clear(w, out, true))) {
+			chown_st = *st;
+			chown_st.st_mode = out->mode & ~kill;
+			st = &chown_st;
+			to_set |= FUSE_SET_ATTR_MODE;
+		}
+	}
 	memset(&in, 0, sizeof(in));
 	if (to_set & FUSE_SET_ATTR_MODE) {
 		in.mode = st->st_mode;
@@ -195,48 +215,27 @@ static int fs_do_setattr(struct fs *fs, uint64_t ino, const struct stat *st,
 	fs_leave(fs);
 	if (!rc)
 		note_attr(fs, out);
+	/* a truncate is a change of content (a chmod with it says the mode) */
+	if (!rc && (to_set & FUSE_SET_ATTR_SIZE) &&
+	    !(to_set & FUSE_SET_ATTR_MODE))
+		fs_content_changed(fs, w, ino, out);
 out:
 	fs_path_release(&p);
 	return rc;
 }
 
-void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
-		       int to_set, struct fuse_file_info *fi)
+void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		struct fuse_file_info *fi)
 {
 	struct fs *fs = req_fs(req);
 	struct tree_attr a;
 	struct stat st;
-	int rc;
+	struct fs_who w = req_who(req);
+	int rc = fs_do_setattr(fs, &w, ino, attr, to_set, &a);
 
-	if ((to_set & FUSE_SET_ATTR_KILL_SUID) &&
-	    (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) &&
-	    !(to_set & FUSE_SET_ATTR_MODE)) {
-		/* a chown under HANDLE_KILLPRIV_V2 (devio.c): the kernel sends
-		 * FATTR_KILL_SUIDGID (libfuse's KILL_SUID bit) instead of the
-		 * cleared mode; the mode goes in the same change as the owner.
-		 * The kernel holds the inode's lock across a setattr, so no
-		 * chmod comes in between. */
-		mode_t kill;
-
-		rc = fs_do_getattr(fs, ino, &a);
-		if (rc) {
-			reply_err(req, rc);
-			return;
-		}
-		if (!S_ISDIR(a.mode) && (kill = privs_to_clear_by(req, &a, true))) {
-			attr->st_mode = a.mode & ~kill;
-			to_set |= FUSE_SET_ATTR_MODE;
-		}
-	}
-	rc = fs_do_setattr(fs, ino, attr, to_set, &a);
 	if (rc) {
 		reply_err(req, rc);
 		return;
-	}
-	if ((to_set & FUSE_SET_ATTR_SIZE) && !(to_set & FUSE_SET_ATTR_MODE)) {
-		mode_t kill = privs_to_clear(req, &a);
-		if (kill)
-			clear_privs(fs, ino, kill, &a);
 	}
 	tree_attr_to_stat(fs->tree, &a, &st);
 	st.st_ino = ino;

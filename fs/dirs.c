@@ -23,8 +23,7 @@
 
 #include "dircookie.h"
 
-void fs_opendir(fuse_req_t req, fuse_ino_t ino,
-		       struct fuse_file_info *fi)
+void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	/*
 	 * The kernel keeps listings, shared by all opens of the folder: it
@@ -182,19 +181,19 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 }
 
 void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		       struct fuse_file_info *fi)
+		struct fuse_file_info *fi)
 {
 	readdir_common(req, ino, size, off, fi, false);
 }
 
-void fs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
-			   off_t off, struct fuse_file_info *fi)
+void fs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
 {
 	readdir_common(req, ino, size, off, fi, true);
 }
 
 void fs_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
-			struct fuse_file_info *fi)
+		 struct fuse_file_info *fi)
 {
-	fs_fsync(req, ino, datasync, fi);
+	reply_status(req, fs_do_fsync(req_fs(req)));
 }

@@ -31,7 +31,8 @@
 #include "ops_i.h"
 #include <sys/file.h>
 
-int fs_do_open(struct fs *fs, uint64_t ino, int flags, struct fh **out)
+int fs_do_open(struct fs *fs, const struct fs_who *w, uint64_t ino, int flags,
+	       struct fh **out, bool *keep_cache)
 {
 	pthread_mutex_t *m = open_stripe(fs, ino);
 	struct tree_attr in, a;
@@ -67,7 +68,14 @@ int fs_do_open(struct fs *fs, uint64_t ino, int flags, struct fh **out)
 			reclaim(fs, itab_close(fs, ino));
 			goto out;
 		}
+		/* a truncate by open(O_TRUNC): a change of content too */
+		fs_content_changed(fs, w, ino, &a);
 	}
+	/* pages a direct write went past are dropped by this open; with
+	 * strictatime every read must reach us to be an access */
+	if (keep_cache)
+		*keep_cache = !itab_take_flag(fs, ino, INODE_PAGES_STALE) &&
+			      !fs->strictatime;
 	*out = fh;
 	fh = NULL;
 out:
@@ -75,88 +83,99 @@ out:
 	return rc;
 }
 
+void fs_do_release(struct fs *fs, uint64_t ino, struct fh *fh)
+{
+	reclaim(fs, itab_close(fs, ino));
+	free(fh);
+}
+
 void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct fs *fs = req_fs(req);
+	struct fs_who w = req_who(req);
 	struct fh *fh = NULL;
-	int rc = fs_do_open(fs, ino, fi->flags, &fh);
+	bool keep = false;
+	int rc = fs_do_open(fs, &w, ino, fi->flags, &fh, &keep);
 
 	if (rc) {
 		reply_err(req, rc);
 		return;
 	}
-	if ((fi->flags & O_TRUNC) && !fs->ro) {
-		/* a truncate by open(O_TRUNC): a change of content too */
-		struct tree_attr a;
-		mode_t kill;
-
-		if (!fs_do_getattr(fs, ino, &a) &&
-		    (kill = privs_to_clear(req, &a)))
-			clear_privs(fs, ino, kill, &a);
-	}
 	fi->fh = (uintptr_t)fh;
-	/* pages a direct write went past are dropped by this open; with
-	 * strictatime every read must reach us to be an access */
-	fi->keep_cache = !itab_take_flag(fs, ino, INODE_PAGES_STALE) &&
-			 !fs->strictatime;
+	fi->keep_cache = keep;
 	if (fuse_reply_open(req, fi) == -ENOENT) {
 		/* interrupted: the kernel will not release it */
-		reclaim(fs, itab_close(fs, ino));
-		free(fh);
+		fs_do_release(fs, ino, fh);
 	}
 }
 
-void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
-		      mode_t mode, struct fuse_file_info *fi)
+int fs_do_create(struct fs *fs, const struct fs_who *w, uint64_t parent,
+		 const char *name, mode_t mode, int flags,
+		 struct fuse_entry_param *e, struct fh **fh)
 {
-	struct fs *fs = req_fs(req);
-	struct fuse_entry_param e;
+	struct fuse_ctx ctx = {.uid = w->uid, .gid = w->gid};
 	struct tree_attr a;
-	struct fh *fh = NULL;
 	int rc;
 
-	rc = fs_do_mknode(fs, fuse_req_ctx(req), parent, name,
-			  (mode & 07777) | S_IFREG, 0, NULL, &a);
-	if (rc == -EEXIST && !(fi->flags & O_EXCL)) {
-		/* created meanwhile by someone else: open it */
-		rc = fs_do_lookup(fs, parent, name, &e);
-		if (!rc && !e.ino)
+	rc = fs_do_mknode(fs, &ctx, parent, name, (mode & 07777) | S_IFREG, 0,
+			  NULL, &a);
+	if (rc == -EEXIST && !(flags & O_EXCL)) {
+		/* created meanwhile by someone else: open it (and truncate it
+		 * as an open would, clearing set-user-ID as a truncate does) */
+		rc = fs_do_lookup(fs, parent, name, e);
+		if (!rc && !e->ino)
 			rc = -ENOENT;
-		if (!rc && S_ISDIR(e.attr.st_mode)) {
-			reclaim(fs, itab_forget(fs, e.ino, 1));
+		if (!rc && S_ISDIR(e->attr.st_mode)) {
+			reclaim(fs, itab_forget(fs, e->ino, 1));
 			rc = -EISDIR;
 		}
 		if (!rc) {
-			rc = fs_do_open(fs, e.ino, fi->flags, &fh);
+			rc = fs_do_open(fs, w, e->ino, flags, fh, NULL);
 			if (rc)
-				reclaim(fs, itab_forget(fs, e.ino, 1));
+				reclaim(fs, itab_forget(fs, e->ino, 1));
 		}
-		if (!rc && (fi->flags & O_TRUNC))
-			rc = fs_do_getattr(fs, e.ino, &a);
-		if (!rc && !(fi->flags & O_TRUNC))
-			goto reply;
+		if (rc || !(flags & O_TRUNC))
+			return rc;
+		rc = fs_do_getattr(fs, e->ino, &a);
+		if (rc) {
+			fs_do_release(fs, e->ino, *fh);
+			reclaim(fs, itab_forget(fs, e->ino, 1));
+			*fh = NULL;
+			return rc;
+		}
 	} else if (!rc) {
-		rc = fs_do_open(fs, a.ino, fi->flags & ~O_TRUNC, &fh);
+		rc = fs_do_open(fs, w, a.ino, flags & ~O_TRUNC, fh, NULL);
 		if (rc)
 			reclaim(fs, itab_forget(fs, a.ino, 1));
 	}
+	if (!rc)
+		fill_entry(fs, &a, e);
+	return rc;
+}
+
+void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+	       struct fuse_file_info *fi)
+{
+	struct fs *fs = req_fs(req);
+	struct fs_who w = req_who(req);
+	struct fuse_entry_param e;
+	struct fh *fh = NULL;
+	int rc = fs_do_create(fs, &w, parent, name, mode, fi->flags, &e, &fh);
+
 	if (rc) {
 		reply_err(req, rc);
 		return;
 	}
-	fill_entry(fs, &a, &e);
-reply:
 	fi->fh = (uintptr_t)fh;
 	fi->keep_cache = 1;
 	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
-		reclaim(fs, itab_close(fs, e.ino));
+		fs_do_release(fs, e.ino, fh);
 		reclaim(fs, itab_forget(fs, e.ino, 1));
-		free(fh);
 	}
 }
 
-static int fs_do_read(struct fs *fs, uint64_t ino, size_t size, off_t off,
-		      char *buf, size_t *nread)
+int fs_do_read(struct fs *fs, uint64_t ino, size_t size, off_t off, char *buf,
+	       size_t *nread)
 {
 	struct fs_path p = {0};
 	int rc;
@@ -176,7 +195,7 @@ out:
 }
 
 void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		    struct fuse_file_info *fi)
+	     struct fuse_file_info *fi)
 {
 	struct fs *fs = req_fs(req);
 	struct fh *fh = (struct fh *)(uintptr_t)fi->fh;
@@ -205,9 +224,9 @@ void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		touch_atime(fs, ino);
 }
 
-static int fs_do_write(struct fs *fs, uint64_t ino, const char *buf,
-		       size_t size, off_t off, bool append,
-		       struct tree_attr *out)
+int fs_do_write(struct fs *fs, const struct fs_who *w, uint64_t ino,
+		const char *buf, size_t size, off_t off, bool append,
+		bool direct, struct tree_attr *out)
 {
 	struct fs_path p = {0};
 	int rc;
@@ -224,26 +243,28 @@ static int fs_do_write(struct fs *fs, uint64_t ino, const char *buf,
 				out);
 	while (fs_retry(fs, rc, ino, NULL, &p));
 	fs_leave(fs);
+	if (rc)
+		goto out;
+	fs_content_changed(fs, w, ino, out);
+	/* before the reply: an open after the write must see it */
+	if (direct)
+		itab_flags(fs, ino, INODE_PAGES_STALE, 0);
 out:
 	fs_path_release(&p);
 	return rc;
 }
 
-void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
-		     size_t size, off_t off, struct fuse_file_info *fi)
+void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+	      off_t off, struct fuse_file_info *fi)
 {
 	struct fs *fs = req_fs(req);
 	struct fh *fh = (struct fh *)(uintptr_t)fi->fh;
 	bool direct = (fi->flags & O_DIRECT) && !fi->writepage;
+	struct fs_who w = req_who(req);
 	struct tree_attr a;
-	mode_t kill;
-	int rc = fs_do_write(fs, ino, buf, size, off, fh && fh->append, &a);
+	int rc = fs_do_write(fs, &w, ino, buf, size, off, fh && fh->append,
+			     direct, &a);
 
-	if (!rc && (kill = privs_to_clear(req, &a)))
-		clear_privs(fs, ino, kill, &a);
-	/* before the reply: an open after the write must see it */
-	if (!rc && direct)
-		itab_flags(fs, ino, INODE_PAGES_STALE, 0);
 	if (rc)
 		reply_err(req, rc);
 	else
@@ -253,32 +274,29 @@ void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	if (!rc && direct && fs->se && !fs->single) {
 		if (fs->blocking)
 			fs->blocking();
-		fuse_lowlevel_notify_inval_inode(fs->se, ino, off,
-						 (off_t)size);
+		fuse_lowlevel_notify_inval_inode(fs->se, ino, off, (off_t)size);
 	}
 }
 
-void fs_release_file(fuse_req_t req, fuse_ino_t ino,
-			    struct fuse_file_info *fi)
+void fs_release_file(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct fs *fs = req_fs(req);
-
-	reclaim(fs, itab_close(fs, ino));
-	free((struct fh *)(uintptr_t)fi->fh);
+	fs_do_release(req_fs(req), ino, (struct fh *)(uintptr_t)fi->fh);
 	fuse_reply_err(req, 0);
 }
 
-void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
-		     struct fuse_file_info *fi)
+int fs_do_fsync(struct fs *fs)
 {
-	struct fs *fs = req_fs(req);
-	int rc = fs->ro ? 0 : store_sync(fs->store);
-
-	fuse_reply_err(req, rc < 0 ? -rc : 0);
+	return fs->ro ? 0 : store_sync(fs->store);
 }
 
-static int fs_do_fallocate(struct fs *fs, uint64_t ino, int mode, off_t off,
-			   off_t len, struct tree_attr *out)
+void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+	      struct fuse_file_info *fi)
+{
+	reply_status(req, fs_do_fsync(req_fs(req)));
+}
+
+int fs_do_fallocate(struct fs *fs, const struct fs_who *w, uint64_t ino,
+		    int mode, off_t off, off_t len, struct tree_attr *out)
 {
 	unsigned tmode = 0;
 	struct fs_path p = {0};
@@ -305,47 +323,49 @@ static int fs_do_fallocate(struct fs *fs, uint64_t ino, int mode, off_t off,
 				    (uint64_t)len, out);
 	while (fs_retry(fs, rc, ino, NULL, &p));
 	fs_leave(fs);
+	if (rc)
+		goto out;
+	fs_content_changed(fs, w, ino, out);
+	/* the kernel forgets only the size and times it expects to change */
+	if (fs->se)
+		fuse_lowlevel_notify_inval_inode(fs->se, ino, -1, 0);
 out:
 	fs_path_release(&p);
 	return rc;
 }
 
 void fs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off,
-			 off_t len, struct fuse_file_info *fi)
+		  off_t len, struct fuse_file_info *fi)
 {
-	struct fs *fs = req_fs(req);
+	struct fs_who w = req_who(req);
 	struct tree_attr a;
-	mode_t kill;
-	int rc = fs_do_fallocate(fs, ino, mode, off, len, &a);
 
-	if (!rc && (kill = privs_to_clear(req, &a)))
-		clear_privs(fs, ino, kill, &a);
-	/* the kernel forgets only the size and times it expects to change */
-	if (!rc && fs->se)
-		fuse_lowlevel_notify_inval_inode(fs->se, ino, -1, 0);
-	fuse_reply_err(req, rc < 0 ? -rc : 0);
+	reply_status(req,
+		     fs_do_fallocate(req_fs(req), &w, ino, mode, off, len, &a));
+}
+
+int fs_do_lseek(struct fs *fs, uint64_t ino, off_t off, int whence,
+		uint64_t *res)
+{
+	struct tree_attr a;
+	int rc;
+
+	if (whence != SEEK_DATA && whence != SEEK_HOLE)
+		return -EINVAL;
+	if (off < 0)
+		return -ENXIO; /* as ext4: no data or hole there */
+	rc = fs_do_getattr(fs, ino, &a);
+	if (!rc)
+		rc = tree_seek(fs->tree, ino, a.size, off, whence, res);
+	return rc;
 }
 
 void fs_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
-		     struct fuse_file_info *fi)
+	      struct fuse_file_info *fi)
 {
-	struct fs *fs = req_fs(req);
-	struct tree_attr a;
 	uint64_t res = 0;
-	int rc;
+	int rc = fs_do_lseek(req_fs(req), ino, off, whence, &res);
 
-	if (whence != SEEK_DATA && whence != SEEK_HOLE) {
-		reply_err(req, -EINVAL);
-		return;
-	}
-	if (off < 0) {
-		/* as ext4: no data or hole there */
-		reply_err(req, -ENXIO);
-		return;
-	}
-	rc = fs_do_getattr(fs, ino, &a);
-	if (!rc)
-		rc = tree_seek(fs->tree, ino, a.size, off, whence, &res);
 	if (rc)
 		reply_err(req, rc);
 	else

@@ -91,7 +91,8 @@ static int lookup_dot(struct fs *fs, uint64_t ino, struct tree_attr *a)
 				uint64_t r = itab_forget(fs, got, 1);
 
 				if (r)
-					plog(LOG_WARNING, "lookup by number: "
+					plog(LOG_WARNING,
+					     "lookup by number: "
 					     "inode %llu left an orphan",
 					     (unsigned long long)r);
 				rc = -ENOENT;
@@ -142,7 +143,7 @@ out:
 }
 
 int fs_do_lookup(struct fs *fs, uint64_t parent, const char *name,
-			struct fuse_entry_param *e)
+		 struct fuse_entry_param *e)
 {
 	struct tree_attr a;
 	struct fs_path p = {0};
@@ -199,7 +200,7 @@ void fs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 }
 
 void fs_forget_multi(fuse_req_t req, size_t count,
-			    struct fuse_forget_data *forgets)
+		     struct fuse_forget_data *forgets)
 {
 	struct fs *fs = req_fs(req);
 	size_t i;
@@ -266,9 +267,9 @@ void fs_readlink(fuse_req_t req, fuse_ino_t ino)
  * Creates @name in @parent. Owner from the request; in a set-group-ID folder
  * the group is the folder's and a new folder inherits the bit.
  */
-int fs_do_mknode(struct fs *fs, const struct fuse_ctx *ctx,
-			uint64_t parent, const char *name, mode_t mode,
-			uint64_t rdev, const char *target, struct tree_attr *a)
+int fs_do_mknode(struct fs *fs, const struct fuse_ctx *ctx, uint64_t parent,
+		 const char *name, mode_t mode, uint64_t rdev,
+		 const char *target, struct tree_attr *a)
 {
 	struct fs_path p = {0};
 	int rc;
@@ -305,8 +306,8 @@ static void reply_made(fuse_req_t req, int rc, const struct tree_attr *a)
 	fuse_reply_entry(req, &e);
 }
 
-void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
-		     mode_t mode, dev_t rdev)
+void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+	      dev_t rdev)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct tree_attr a;
@@ -324,8 +325,7 @@ void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 	reply_made(req, rc, &a);
 }
 
-void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
-		     mode_t mode)
+void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
 	struct tree_attr a;
 	int rc = fs_do_mknode(req_fs(req), fuse_req_ctx(req), parent, name,
@@ -335,7 +335,7 @@ void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 }
 
 void fs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
-		       const char *name)
+		const char *name)
 {
 	struct tree_attr a;
 	int rc;
@@ -406,7 +406,7 @@ out:
 }
 
 void fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
-		    const char *newname)
+	     const char *newname)
 {
 	struct tree_attr a;
 	int rc = fs_do_link(req_fs(req), ino, newparent, newname, &a);
@@ -477,12 +477,12 @@ out:
 
 void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	fuse_reply_err(req, -fs_do_remove(req_fs(req), parent, name, false));
+	reply_status(req, fs_do_remove(req_fs(req), parent, name, false));
 }
 
 void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	fuse_reply_err(req, -fs_do_remove(req_fs(req), parent, name, true));
+	reply_status(req, fs_do_remove(req_fs(req), parent, name, true));
 }
 
 /* Moves the table's name of @a from parent/name to newparent/newname. */
@@ -619,11 +619,8 @@ out:
 }
 
 void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
-		      fuse_ino_t newparent, const char *newname,
-		      unsigned int flags)
+	       fuse_ino_t newparent, const char *newname, unsigned int flags)
 {
-	int rc =
-	    fs_do_rename(req_fs(req), parent, name, newparent, newname, flags);
-
-	fuse_reply_err(req, rc < 0 ? -rc : 0);
+	reply_status(req, fs_do_rename(req_fs(req), parent, name, newparent,
+				       newname, flags));
 }

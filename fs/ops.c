@@ -38,7 +38,7 @@
 #include "ops_i.h"
 
 void fill_entry(struct fs *fs, const struct tree_attr *a,
-		       struct fuse_entry_param *e)
+		struct fuse_entry_param *e)
 {
 	memset(e, 0, sizeof(*e));
 	e->ino = a->ino;

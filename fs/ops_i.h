@@ -4,8 +4,11 @@
  * handle, the reply helpers, the fs_do_<op>() halves one file calls in
  * another, and the request handlers the table in ops.c lists.
  *
- * Every fs_do_*() returns 0 or -errno and never replies; every fs_<op>()
- * handler replies exactly once (an error through reply_err()).
+ * Every fs_do_*() does an operation's work, returns 0 or -errno and never
+ * replies, so a unit test calls it on a struct fs with no mount
+ * (tests/test_fs_ops.c); every fs_<op>() handler unpacks the request and
+ * replies exactly once, an error through reply_err() or reply_status()
+ * (the one place an error code is clamped to an errno).
  */
 #ifndef PATHFS_OPS_I_H
 #define PATHFS_OPS_I_H
@@ -24,15 +27,50 @@ struct fh {
 	bool atime_done; /* atime considered once per open (relatime) */
 };
 
+/*
+ * Who asks: the caller's ids, and its request for its supplementary groups
+ * (asked only when a rule needs them; NULL in unit tests: then only @gid is
+ * the caller's group).
+ */
+struct fs_who {
+	uid_t uid;
+	gid_t gid;
+	fuse_req_t req;
+};
+
 static inline struct fs *req_fs(fuse_req_t req)
 {
 	return fuse_req_userdata(req);
 }
 
-/* The one error reply: @rc is -errno; anything not an errno is EIO. */
+static inline struct fs_who req_who(fuse_req_t req)
+{
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+	struct fs_who w = {c->uid, c->gid, req};
+
+	return w;
+}
+
+/* The errno an error @rc (-errno) is answered with: anything that is not a
+ * negative errno is EIO. */
+static inline int reply_errno(int rc)
+{
+	return rc < 0 && rc > -4096 ? -rc : EIO;
+}
+
+/* The one error reply. */
 static inline void reply_err(fuse_req_t req, int rc)
 {
-	fuse_reply_err(req, rc < 0 && rc > -4096 ? -rc : EIO);
+	fuse_reply_err(req, reply_errno(rc));
+}
+
+/* The reply of an operation that answers only a status: 0 or reply_err(). */
+static inline void reply_status(fuse_req_t req, int rc)
+{
+	if (rc)
+		reply_err(req, rc);
+	else
+		fuse_reply_err(req, 0);
 }
 
 /* The stripe that orders open against unlink/rename-over of @ino. */
@@ -55,12 +93,20 @@ void reclaim(struct fs *fs, uint64_t ino);
 
 /* Attributes of @ino. Errors: those of fs_enter() and tree_getattr(). */
 int fs_do_getattr(struct fs *fs, uint64_t ino, struct tree_attr *a);
-/* The set-user-ID/set-group-ID bits of @a a change of content by the
- * caller of @req clears (ext4's rule). */
-mode_t privs_to_clear(fuse_req_t req, const struct tree_attr *a);
-/* Clears bits @kill of @ino; *a gets the result. Failures are logged. */
-void clear_privs(struct fs *fs, uint64_t ino, mode_t kill,
-		 struct tree_attr *a);
+/*
+ * SETATTR of the FUSE_SET_ATTR_* fields @to_set of @st on @ino, by @w (a
+ * truncate by an unprivileged @w clears set-user-ID and set-group-ID); *out
+ * gets the result. Errors: -EROFS, those of fs_enter() and tree_setattr().
+ */
+int fs_do_setattr(struct fs *fs, const struct fs_who *w, uint64_t ino,
+		  const struct stat *st, int to_set, struct tree_attr *out);
+/*
+ * After a change of content of @ino (write, truncate, fallocate) by @w,
+ * whose result *a is: clears the set-user-ID and set-group-ID bits ext4's
+ * rule clears for @w, updating *a. A failure is logged (the change stands).
+ */
+void fs_content_changed(struct fs *fs, const struct fs_who *w, uint64_t ino,
+			struct tree_attr *a);
 /* Sets @ino's access time by the mount's atime rule (after a read). */
 void touch_atime(struct fs *fs, uint64_t ino);
 
@@ -77,9 +123,80 @@ int fs_do_mknode(struct fs *fs, const struct fuse_ctx *ctx, uint64_t parent,
 
 /* ---- files (files.c) --------------------------------------------------- */
 
-/* Opens @ino (counted; O_TRUNC truncates); *out is the handle, the
- * caller's until RELEASE. */
-int fs_do_open(struct fs *fs, uint64_t ino, int flags, struct fh **out);
+/*
+ * Opens @ino for @w (counted: fs_do_release() ends it; O_TRUNC truncates, a
+ * change of content); *out is the handle, the caller's until then, and
+ * *keep_cache (if not NULL) whether the kernel may keep the file's pages.
+ * Errors: -EROFS, -ENOMEM, -ENOENT, those of tree_setattr().
+ */
+int fs_do_open(struct fs *fs, const struct fs_who *w, uint64_t ino, int flags,
+	       struct fh **out, bool *keep_cache);
+/* Ends an open of @ino made by fs_do_open() and frees @fh (may be NULL). */
+void fs_do_release(struct fs *fs, uint64_t ino, struct fh *fh);
+/*
+ * CREATE of @name in @parent by @w with open @flags: a new regular file, or,
+ * without O_EXCL, the one another creator made meanwhile, opened as
+ * fs_do_open() opens (O_TRUNC truncates it, clearing set-user-ID as a
+ * truncate does). *e is its entry (one lookup counted), *fh the open.
+ * Errors: those of fs_do_mknode(), fs_do_lookup() and fs_do_open(), -EISDIR.
+ */
+int fs_do_create(struct fs *fs, const struct fs_who *w, uint64_t parent,
+		 const char *name, mode_t mode, int flags,
+		 struct fuse_entry_param *e, struct fh **fh);
+/* Reads up to @size bytes at @off of @ino into @buf; *nread is how many.
+ * Errors: -EINVAL, those of fs_enter() and tree_read(). */
+int fs_do_read(struct fs *fs, uint64_t ino, size_t size, off_t off, char *buf,
+	       size_t *nread);
+/*
+ * Writes @size bytes of @buf at @off of @ino (at its end if @append) for @w
+ * (clearing set-user-ID as fs_content_changed() says); @direct: the write
+ * went past the kernel's page cache (INODE_PAGES_STALE). *out is the
+ * result. Errors: -EROFS, -EINVAL, those of fs_enter() and tree_write().
+ */
+int fs_do_write(struct fs *fs, const struct fs_who *w, uint64_t ino,
+		const char *buf, size_t size, off_t off, bool append,
+		bool direct, struct tree_attr *out);
+/* FSYNC (of a file or folder): syncs the store's write-ahead log. */
+int fs_do_fsync(struct fs *fs);
+/*
+ * FALLOCATE with @mode (KEEP_SIZE, PUNCH_HOLE, ZERO_RANGE) of @len bytes
+ * at @off of @ino for @w, a change of content. Errors: -EOPNOTSUPP (other
+ * modes), -EROFS, -EINVAL, those of fs_enter() and tree_fallocate().
+ */
+int fs_do_fallocate(struct fs *fs, const struct fs_who *w, uint64_t ino,
+		    int mode, off_t off, off_t len, struct tree_attr *out);
+/* LSEEK SEEK_DATA/SEEK_HOLE from @off in @ino: *res the offset found.
+ * Errors: -EINVAL (other whence), -ENXIO (none there, or @off < 0), those of
+ * fs_do_getattr() and tree_seek(). */
+int fs_do_lseek(struct fs *fs, uint64_t ino, off_t off, int whence,
+		uint64_t *res);
+
+/* ---- extended attributes (xattrs.c) ---------------------------------- */
+
+/* Sets xattr @name of @ino to @value (@size bytes, setxattr(2) @flags), or
+ * removes it when @value is NULL. Errors: -EOPNOTSUPP (ACLs, SELinux),
+ * -EROFS, those of tree_setxattr() and tree_removexattr(). */
+int fs_do_setxattr(struct fs *fs, uint64_t ino, const char *name,
+		   const char *value, size_t size, int flags);
+/* The value of xattr @name of @ino (*val malloc'd, the caller's, also on
+ * error) for a buffer of @size bytes (0: the size only). Errors:
+ * -EOPNOTSUPP, -ERANGE (does not fit), those of tree_getxattr(). */
+int fs_do_getxattr(struct fs *fs, uint64_t ino, const char *name, size_t size,
+		   void **val, size_t *len);
+/* The names of @ino's xattrs, as fs_do_getxattr() gives a value. Errors:
+ * -ERANGE, those of tree_listxattr(). */
+int fs_do_listxattr(struct fs *fs, uint64_t ino, size_t size, char **list,
+		    size_t *len);
+
+/* ---- O_TMPFILE (tmpfile.c) -------------------------------------------- */
+
+/*
+ * open(O_TMPFILE) by @w in folder @parent: *a the new orphan file's
+ * attributes (one lookup counted), *fh its open. Errors: -EROFS, -ENOTDIR,
+ * those of fs_enter(), tree_mktmp() and fs_do_open().
+ */
+int fs_do_tmpfile(struct fs *fs, const struct fs_who *w, uint64_t parent,
+		  mode_t mode, int flags, struct tree_attr *a, struct fh **fh);
 
 /* ---- request handlers (the table in ops.c) ----------------------------- */
 
@@ -88,13 +205,12 @@ void fs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
 void fs_forget_multi(fuse_req_t req, size_t count,
 		     struct fuse_forget_data *forgets);
 void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
-		int to_set, struct fuse_file_info *fi);
+void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		struct fuse_file_info *fi);
 void fs_readlink(fuse_req_t req, fuse_ino_t ino);
-void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
-	      mode_t mode, dev_t rdev);
-void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
-	      mode_t mode);
+void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+	      dev_t rdev);
+void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode);
 void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
 void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
 void fs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
@@ -104,14 +220,13 @@ void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 void fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 	     const char *newname);
 void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
-	       mode_t mode, struct fuse_file_info *fi);
+void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+	       struct fuse_file_info *fi);
 void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	     struct fuse_file_info *fi);
 void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
 	      off_t off, struct fuse_file_info *fi);
-void fs_release_file(fuse_req_t req, fuse_ino_t ino,
-		     struct fuse_file_info *fi);
+void fs_release_file(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 	      struct fuse_file_info *fi);
 void fs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off,
@@ -127,8 +242,7 @@ void fs_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
 		 struct fuse_file_info *fi);
 void fs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		 const char *value, size_t size, int flags);
-void fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
-		 size_t size);
+void fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size);
 void fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
 void fs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
 

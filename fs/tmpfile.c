@@ -26,10 +26,10 @@
  * entry counted as one lookup. Owner and set-group-ID folders as for
  * fs_do_mknode(). linkat(2) may name it later (fs_do_link, INODE_TMPFILE).
  */
-static int fs_do_tmpfile(struct fs *fs, uid_t uid, gid_t gid, uint64_t parent,
-			 mode_t mode, int flags, struct tree_attr *a,
-			 struct fh **fh)
+int fs_do_tmpfile(struct fs *fs, const struct fs_who *w, uint64_t parent,
+		  mode_t mode, int flags, struct tree_attr *a, struct fh **fh)
 {
+	gid_t gid = w->gid;
 	struct tree_attr pa;
 	struct fs_path p = {0};
 	int rc;
@@ -44,7 +44,7 @@ static int fs_do_tmpfile(struct fs *fs, uid_t uid, gid_t gid, uint64_t parent,
 		if (!rc && (pa.mode & S_ISGID))
 			gid = pa.gid;
 		if (!rc)
-			rc = tree_mktmp(fs->tree, p.path, mode, uid, gid, a);
+			rc = tree_mktmp(fs->tree, p.path, mode, w->uid, gid, a);
 	} while (fs_retry(fs, rc, parent, NULL, &p));
 	if (!rc)
 		rc = itab_lookup(fs, a->ino, 0, "", a->flags);
@@ -53,7 +53,7 @@ static int fs_do_tmpfile(struct fs *fs, uid_t uid, gid_t gid, uint64_t parent,
 	fs_leave(fs);
 	if (rc)
 		goto out;
-	rc = fs_do_open(fs, a->ino, flags & ~O_TRUNC, fh);
+	rc = fs_do_open(fs, w, a->ino, flags & ~O_TRUNC, fh, NULL);
 	if (rc)
 		reclaim(fs, itab_forget(fs, a->ino, 1));
 out:
@@ -110,6 +110,7 @@ bool fs_raw_request(struct fs *fs, struct fuse_session *se, const void *buf,
 	struct fuse_entry_param e;
 	struct tree_attr a;
 	struct fh *fh = NULL;
+	struct fs_who w;
 	ssize_t n;
 	int rc;
 
@@ -118,13 +119,16 @@ bool fs_raw_request(struct fs *fs, struct fuse_session *se, const void *buf,
 	memset(&out, 0, sizeof(out));
 	out.h.unique = in->unique;
 	ci = (const void *)(in + 1);
+	w.uid = in->uid;
+	w.gid = in->gid;
+	w.req = NULL; /* no libfuse request: groups are not asked for */
 	if (len < sizeof(*in) + sizeof(*ci))
 		rc = -EINVAL;
 	else
-		rc = fs_do_tmpfile(fs, in->uid, in->gid, in->nodeid,
-				   ci->mode, (int)ci->flags, &a, &fh);
+		rc = fs_do_tmpfile(fs, &w, in->nodeid, ci->mode, (int)ci->flags,
+				   &a, &fh);
 	if (rc) {
-		out.h.error = rc < 0 && rc > -4096 ? rc : -EIO;
+		out.h.error = -reply_errno(rc);
 		out.h.len = sizeof(out.h);
 	} else {
 		fill_entry(fs, &a, &e);
@@ -143,9 +147,8 @@ bool fs_raw_request(struct fs *fs, struct fuse_session *se, const void *buf,
 		/* not delivered (the caller was interrupted): undo */
 		plog(LOG_DEBUG, "tmpfile reply not delivered: %s",
 		     n < 0 ? strerror(errno) : "short write");
-		reclaim(fs, itab_close(fs, a.ino));
+		fs_do_release(fs, a.ino, fh);
 		reclaim(fs, itab_forget(fs, a.ino, 1));
-		free(fh);
 	}
 	return true;
 }

@@ -36,10 +36,8 @@ static bool unsupported_xattr(const char *name)
 	       !strcmp(name, "security.selinux");
 }
 
-/* Sets xattr @name of @ino to @value (@size bytes), or removes it when
- * @value is NULL. */
-static int fs_do_setxattr(struct fs *fs, uint64_t ino, const char *name,
-			  const char *value, size_t size, int flags)
+int fs_do_setxattr(struct fs *fs, uint64_t ino, const char *name,
+		   const char *value, size_t size, int flags)
 {
 	struct fs_path p = {0};
 	int rc;
@@ -63,58 +61,81 @@ out:
 }
 
 void fs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
-			const char *value, size_t size, int flags)
+		 const char *value, size_t size, int flags)
 {
-	int rc = fs_do_setxattr(req_fs(req), ino, name, value, size, flags);
-
-	fuse_reply_err(req, rc < 0 ? -rc : 0);
+	reply_status(
+	    req, fs_do_setxattr(req_fs(req), ino, name, value, size, flags));
 }
 
-/* Replies with @val (@len bytes) to a request for @size bytes (0: the size
- * only). */
-static void reply_xattr_value(fuse_req_t req, const void *val, size_t len,
-			      size_t size)
+/* A value of @len bytes asked for with a buffer of @size (0: the size
+ * only): -ERANGE if it does not fit. */
+static int fits(size_t len, size_t size)
 {
-	if (!size)
+	return size && len > size ? -ERANGE : 0;
+}
+
+int fs_do_getxattr(struct fs *fs, uint64_t ino, const char *name, size_t size,
+		   void **val, size_t *len)
+{
+	int rc;
+
+	*val = NULL;
+	*len = 0;
+	if (unsupported_xattr(name))
+		return -EOPNOTSUPP;
+	rc = tree_getxattr(fs->tree, ino, name, val, len);
+	if (!rc)
+		rc = fits(*len, size);
+	return rc;
+}
+
+int fs_do_listxattr(struct fs *fs, uint64_t ino, size_t size, char **list,
+		    size_t *len)
+{
+	int rc;
+
+	*list = NULL;
+	*len = 0;
+	rc = tree_listxattr(fs->tree, ino, list, len);
+	if (!rc)
+		rc = fits(*len, size);
+	return rc;
+}
+
+/* Replies with @val (@len bytes, fitting) to a request for @size bytes (0:
+ * the size only), or with the error @rc. */
+static void reply_xattr(fuse_req_t req, int rc, const void *val, size_t len,
+			size_t size)
+{
+	if (rc)
+		reply_err(req, rc);
+	else if (!size)
 		fuse_reply_xattr(req, len);
-	else if (len > size)
-		fuse_reply_err(req, ERANGE);
 	else
 		fuse_reply_buf(req, val, len);
 }
 
-void fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
-			size_t size)
+void fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
-	void *val = NULL;
-	size_t len = 0;
-	int rc = unsupported_xattr(name)
-		     ? -EOPNOTSUPP
-		     : tree_getxattr(req_fs(req)->tree, ino, name, &val, &len);
+	void *val;
+	size_t len;
+	int rc = fs_do_getxattr(req_fs(req), ino, name, size, &val, &len);
 
-	if (rc)
-		reply_err(req, rc);
-	else
-		reply_xattr_value(req, val, len, size);
+	reply_xattr(req, rc, val, len, size);
 	free(val);
 }
 
 void fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
-	char *list = NULL;
-	size_t len = 0;
-	int rc = tree_listxattr(req_fs(req)->tree, ino, &list, &len);
+	char *list;
+	size_t len;
+	int rc = fs_do_listxattr(req_fs(req), ino, size, &list, &len);
 
-	if (rc)
-		reply_err(req, rc);
-	else
-		reply_xattr_value(req, list, len, size);
+	reply_xattr(req, rc, list, len, size);
 	free(list);
 }
 
 void fs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
-	int rc = fs_do_setxattr(req_fs(req), ino, name, NULL, 0, 0);
-
-	fuse_reply_err(req, rc < 0 ? -rc : 0);
+	reply_status(req, fs_do_setxattr(req_fs(req), ino, name, NULL, 0, 0));
 }
