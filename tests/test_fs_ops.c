@@ -1,0 +1,305 @@
+/*
+ * test_fs_ops.c - the daemon's FUSE operations through their fs_do_*()
+ * halves (fs/ops_i.h), on a struct fs over a fresh store, without a mount:
+ * what the mount suites see only end to end. CREATE of a name another
+ * creator made meanwhile (opened, or EEXIST with O_EXCL, EISDIR on a
+ * folder; with O_TRUNC it truncates and clears set-user-ID as a truncate
+ * does), ext4's rule for the set-user-ID/set-group-ID bits on a change of
+ * content (write, truncate, fallocate) by root, the group's member, others;
+ * SEEK_DATA/SEEK_HOLE answers; xattr sizes and refusals; O_TMPFILE in a
+ * set-group-ID folder; the page-cache promise after a direct write. Built
+ * from fs/meson.build (it links the daemon's code).
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fs_i.h"
+#include "ops_i.h"
+#include "testutil.h"
+
+static struct fs fs;
+
+static void setup(void)
+{
+	tu_setup();
+	cr_assert_eq(fs_init(&fs, tu_store, tu_tree), 0);
+}
+
+static void teardown(void)
+{
+	fs_release(&fs);
+	tu_teardown();
+}
+
+TestSuite(fs_ops, .init = setup, .fini = teardown);
+
+static const struct fs_who root = {0, 0, NULL};
+static const struct fs_who user = {1000, 1000, NULL};
+static const struct fs_who member = {1001, 50, NULL};
+
+/* Creates @name in the root by @w with @mode and writes @data; returns
+ * its inode (the open is released, the lookup kept). */
+static uint64_t mkfile(const struct fs_who *w, const char *name, mode_t mode,
+		       const char *data)
+{
+	struct fuse_entry_param e;
+	struct tree_attr a;
+	struct fh *fh = NULL;
+
+	cr_assert_eq(fs_do_create(&fs, w, TREE_ROOT_INO, name, mode,
+				  O_CREAT | O_WRONLY, &e, &fh),
+		     0);
+	cr_assert_neq(e.ino, 0);
+	if (data)
+		cr_assert_eq(fs_do_write(&fs, w, e.ino, data, strlen(data), 0,
+					 false, false, &a),
+			     0);
+	fs_do_release(&fs, e.ino, fh);
+	return e.ino;
+}
+
+static mode_t mode_of(uint64_t ino)
+{
+	struct tree_attr a;
+
+	cr_assert_eq(fs_do_getattr(&fs, ino, &a), 0);
+	return a.mode & 07777;
+}
+
+/* Makes @ino set-user-ID and set-group-ID of group 50, as root would. */
+static void make_privileged(uint64_t ino, mode_t mode)
+{
+	struct stat st = {0};
+	struct tree_attr a;
+
+	st.st_gid = 50;
+	st.st_mode = mode;
+	cr_assert_eq(fs_do_setattr(&fs, &root, ino, &st,
+				   FUSE_SET_ATTR_GID | FUSE_SET_ATTR_MODE, &a),
+		     0);
+	cr_assert_eq(mode_of(ino), mode);
+}
+
+Test(fs_ops, create_of_an_existing_name_opens_it_or_refuses)
+{
+	struct fuse_entry_param e;
+	struct tree_attr a;
+	struct fh *fh = NULL;
+	char buf[16];
+	size_t n = 0;
+	uint64_t ino = mkfile(&user, "f", 0644, "hello");
+
+	/* another creator was first: no O_EXCL opens the same inode */
+	cr_assert_eq(fs_do_create(&fs, &user, TREE_ROOT_INO, "f", 0600,
+				  O_CREAT | O_RDWR, &e, &fh),
+		     0);
+	cr_expect_eq(e.ino, ino);
+	cr_expect_eq(mode_of(ino), 0644, "the first creator's mode stays");
+	cr_assert_eq(fs_do_read(&fs, ino, sizeof(buf), 0, buf, &n), 0);
+	cr_expect_eq(n, 5, "no O_TRUNC: the content stays");
+	fs_do_release(&fs, ino, fh);
+
+	fh = NULL;
+	cr_expect_eq(fs_do_create(&fs, &user, TREE_ROOT_INO, "f", 0600,
+				  O_CREAT | O_EXCL | O_RDWR, &e, &fh),
+		     -EEXIST);
+	cr_expect_null(fh);
+
+	cr_assert_eq(fs_do_mknode(&fs, &(struct fuse_ctx){.uid = 1000},
+				  TREE_ROOT_INO, "d", S_IFDIR | 0755, 0, NULL,
+				  &a),
+		     0);
+	cr_expect_eq(fs_do_create(&fs, &user, TREE_ROOT_INO, "d", 0600,
+				  O_CREAT | O_RDWR, &e, &fh),
+		     -EISDIR);
+	cr_expect_eq(itab_nopen(&fs, a.ino), 0, "the folder is not left open");
+}
+
+/* The race of the last session: two creators with O_TRUNC, the second one
+ * finding the first's file. Its truncate is a change of content by a
+ * caller outside the file's group: set-user-ID and set-group-ID go. */
+Test(fs_ops, create_o_trunc_of_an_existing_file_clears_set_user_id)
+{
+	struct fuse_entry_param e;
+	struct fh *fh = NULL;
+	uint64_t ino = mkfile(&root, "f", 0666, "content");
+
+	make_privileged(ino, 06666);
+	cr_assert_eq(fs_do_create(&fs, &user, TREE_ROOT_INO, "f", 0644,
+				  O_CREAT | O_TRUNC | O_WRONLY, &e, &fh),
+		     0);
+	cr_expect_eq(e.ino, ino);
+	cr_expect_eq(e.attr.st_size, 0, "truncated");
+	cr_expect_eq(e.attr.st_mode & 07777, 0666,
+		     "the entry shows the cleared mode (got %o)",
+		     e.attr.st_mode & 07777);
+	cr_expect_eq(mode_of(ino), 0666, "stored mode %o", mode_of(ino));
+	fs_do_release(&fs, ino, fh);
+}
+
+Test(fs_ops, change_of_content_clears_privileges_by_ext4_rule)
+{
+	struct tree_attr a;
+	struct stat st = {0};
+	struct fh *fh = NULL;
+	uint64_t ino = mkfile(&root, "f", 0666, NULL);
+
+	/* root keeps both */
+	make_privileged(ino, 06666);
+	cr_assert_eq(fs_do_write(&fs, &root, ino, "x", 1, 0, false, false, &a),
+		     0);
+	cr_expect_eq(mode_of(ino), 06666);
+	/* a member of the file's group: set-user-ID goes, set-group-ID
+	 * (without group execute: mandatory locking's mark) stays */
+	cr_assert_eq(
+	    fs_do_write(&fs, &member, ino, "x", 1, 0, false, false, &a), 0);
+	cr_expect_eq(mode_of(ino), 02666, "got %o", mode_of(ino));
+	cr_expect_eq(a.mode & 07777, 02666, "the answer shows it");
+	/* anyone else: both go, by truncate */
+	make_privileged(ino, 06666);
+	st.st_size = 0;
+	cr_assert_eq(
+	    fs_do_setattr(&fs, &user, ino, &st, FUSE_SET_ATTR_SIZE, &a), 0);
+	cr_expect_eq(mode_of(ino), 0666, "got %o", mode_of(ino));
+	/* group-executable set-group-ID goes for a member too */
+	make_privileged(ino, 06676);
+	cr_assert_eq(fs_do_fallocate(&fs, &member, ino, 0, 0, 4096, &a), 0);
+	cr_expect_eq(mode_of(ino), 0676, "got %o", mode_of(ino));
+	/* open(O_TRUNC) by anyone else */
+	make_privileged(ino, 06666);
+	cr_assert_eq(fs_do_open(&fs, &user, ino, O_WRONLY | O_TRUNC, &fh, NULL),
+		     0);
+	cr_expect_eq(mode_of(ino), 0666, "got %o", mode_of(ino));
+	fs_do_release(&fs, ino, fh);
+	/* a chmod with the truncate says the mode itself */
+	st.st_mode = 06666;
+	cr_assert_eq(fs_do_setattr(&fs, &user, ino, &st,
+				   FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_MODE, &a),
+		     0);
+	cr_expect_eq(mode_of(ino), 06666);
+}
+
+Test(fs_ops, seek_data_and_hole)
+{
+	struct tree_attr a;
+	uint64_t res = 0;
+	uint64_t ino = mkfile(&user, "f", 0644, NULL);
+	static char block[65536];
+
+	memset(block, 'x', sizeof(block));
+	/* a hole of 1 MiB, then 64 KiB of data */
+	cr_assert_eq(fs_do_write(&fs, &user, ino, block, sizeof(block), 1 << 20,
+				 false, false, &a),
+		     0);
+	cr_expect_eq(fs_do_lseek(&fs, ino, 0, SEEK_DATA, &res), 0);
+	cr_expect_eq(res, 1 << 20);
+	cr_expect_eq(fs_do_lseek(&fs, ino, 0, SEEK_HOLE, &res), 0);
+	cr_expect_eq(res, 0);
+	cr_expect_eq(fs_do_lseek(&fs, ino, 1 << 20, SEEK_HOLE, &res), 0);
+	cr_expect_eq(res, (1 << 20) + sizeof(block), "the end is a hole");
+	cr_expect_eq(
+	    fs_do_lseek(&fs, ino, (1 << 20) + sizeof(block), SEEK_DATA, &res),
+	    -ENXIO);
+	cr_expect_eq(fs_do_lseek(&fs, ino, -1, SEEK_DATA, &res), -ENXIO,
+		     "a negative offset is ENXIO, as ext4");
+	cr_expect_eq(fs_do_lseek(&fs, ino, 0, SEEK_SET, &res), -EINVAL);
+	/* a punched block is a hole again */
+	cr_assert_eq(fs_do_fallocate(&fs, &user, ino,
+				     FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				     1 << 20, sizeof(block), &a),
+		     0);
+	cr_expect_eq(fs_do_lseek(&fs, ino, 0, SEEK_DATA, &res), -ENXIO);
+	cr_expect_eq(fs_do_fallocate(&fs, &user, ino, FALLOC_FL_COLLAPSE_RANGE,
+				     0, 65536, &a),
+		     -EOPNOTSUPP);
+}
+
+Test(fs_ops, xattr_sizes_and_refusals)
+{
+	void *val = NULL;
+	char *list = NULL;
+	size_t len = 0;
+	uint64_t ino = mkfile(&user, "f", 0644, NULL);
+
+	cr_assert_eq(fs_do_setxattr(&fs, ino, "user.k", "value", 5, 0), 0);
+	cr_expect_eq(fs_do_getxattr(&fs, ino, "user.k", 0, &val, &len), 0);
+	cr_expect_eq(len, 5, "size 0 asks for the size");
+	free(val);
+	cr_expect_eq(fs_do_getxattr(&fs, ino, "user.k", 4, &val, &len),
+		     -ERANGE);
+	free(val);
+	cr_assert_eq(fs_do_getxattr(&fs, ino, "user.k", 5, &val, &len), 0);
+	cr_expect_eq(memcmp(val, "value", 5), 0);
+	free(val);
+	cr_expect_eq(fs_do_listxattr(&fs, ino, 3, &list, &len), -ERANGE);
+	free(list);
+	cr_assert_eq(fs_do_listxattr(&fs, ino, 64, &list, &len), 0);
+	cr_expect_eq(len, 7);
+	cr_expect_str_eq(list, "user.k");
+	free(list);
+	cr_expect_eq(
+	    fs_do_getxattr(&fs, ino, "system.posix_acl_access", 64, &val, &len),
+	    -EOPNOTSUPP);
+	free(val);
+	cr_expect_eq(fs_do_setxattr(&fs, ino, "security.selinux", "x", 1, 0),
+		     -EOPNOTSUPP);
+	cr_assert_eq(fs_do_setxattr(&fs, ino, "user.k", NULL, 0, 0), 0);
+	cr_expect_eq(fs_do_getxattr(&fs, ino, "user.k", 64, &val, &len),
+		     -ENODATA);
+	free(val);
+}
+
+Test(fs_ops, tmpfile_in_a_set_group_id_folder_takes_its_group)
+{
+	struct tree_attr d, a;
+	struct stat st = {0};
+	struct fh *fh = NULL;
+
+	cr_assert_eq(fs_do_mknode(&fs, &(struct fuse_ctx){.uid = 0},
+				  TREE_ROOT_INO, "shared", S_IFDIR | 02777, 0,
+				  NULL, &d),
+		     0);
+	st.st_gid = 50;
+	st.st_mode = 02777;
+	cr_assert_eq(fs_do_setattr(&fs, &root, d.ino, &st,
+				   FUSE_SET_ATTR_GID | FUSE_SET_ATTR_MODE, &d),
+		     0);
+	cr_assert_eq(fs_do_tmpfile(&fs, &user, d.ino, 0600, O_RDWR, &a, &fh),
+		     0);
+	cr_expect_eq(a.uid, 1000);
+	cr_expect_eq(a.gid, 50, "the folder's group, not the caller's (%u)",
+		     (unsigned)a.gid);
+	cr_expect_eq(a.nlink, 0, "an orphan from birth");
+	fs_do_release(&fs, a.ino, fh);
+	cr_expect_eq(
+	    fs_do_tmpfile(&fs, &user, TREE_ROOT_INO, 0600, O_RDWR, &a, &fh), 0);
+	cr_expect_eq(a.gid, 1000, "a plain folder: the caller's group");
+	fs_do_release(&fs, a.ino, fh);
+}
+
+/* keep_cache: a direct write went past the kernel's pages, so the next
+ * open drops them; the one after may keep them again. */
+Test(fs_ops, a_direct_write_drops_the_pages_at_the_next_open)
+{
+	struct tree_attr a;
+	struct fh *fh = NULL;
+	bool keep = false;
+	uint64_t ino = mkfile(&user, "f", 0644, "old");
+
+	cr_assert_eq(fs_do_open(&fs, &user, ino, O_RDWR, &fh, &keep), 0);
+	cr_expect(keep);
+	cr_assert_eq(fs_do_write(&fs, &user, ino, "new", 3, 0, false, true, &a),
+		     0);
+	fs_do_release(&fs, ino, fh);
+	cr_assert_eq(fs_do_open(&fs, &user, ino, O_RDONLY, &fh, &keep), 0);
+	cr_expect_not(keep, "stale pages must be dropped");
+	fs_do_release(&fs, ino, fh);
+	cr_assert_eq(fs_do_open(&fs, &user, ino, O_RDONLY, &fh, &keep), 0);
+	cr_expect(keep);
+	fs_do_release(&fs, ino, fh);
+}
