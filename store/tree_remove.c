@@ -1,0 +1,179 @@
+/*
+ * tree_remove.c - removing names: tree_unlink(), tree_rmdir*() and the
+ * reclaiming of orphans (tree_reclaim(), tree_reclaim_orphans() at
+ * store_open()).
+ *
+ * A removal is one batch: the name, the parent folder's update and either the
+ * inode's content (the last link of an inode nobody uses) or its orphan
+ * records (TREE_KEEP_ORPHAN), built by tree_batch_remove() (tree.c).
+ *
+ * Limits: rmdir removes an empty folder only (a branch: rm.c).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tree_i.h"
+
+/* unlink and rmdir: removes @path (a folder iff @dir). */
+static int remove_node(struct tree *t, const char *path, bool dir,
+		       unsigned flags, uint64_t *orphan)
+{
+	char *parent = NULL;
+	struct node n = {0}, pn = {0};
+	struct kv_batch *b = NULL;
+	bool ns = false, st = false;
+	uint64_t nino = 0;
+	int64_t now;
+	int rc;
+
+	if (orphan)
+		*orphan = 0;
+	rc = path_check(path);
+	if (rc)
+		goto out;
+	if (is_root(path)) {
+		rc = dir ? -EBUSY : -EISDIR;
+		goto out;
+	}
+	parent = parent_of(path);
+	pthread_mutex_lock(&t->ns_lock);
+	ns = true;
+	/* both nodes are rewritten: read them under their stripes */
+	rc = tree_lock_nodes(t, path, &n, true, 0, parent, &pn,
+			     tree_dir_hint_get(t, parent));
+	if (rc)
+		goto out;
+	st = true;
+	nino = n.a.ino;
+	tree_dir_hint_set(t, parent, pn.a.ino);
+	if (!dir && S_ISDIR(n.a.mode)) {
+		rc = -EISDIR;
+		goto out;
+	}
+	if (dir && !S_ISDIR(n.a.mode)) {
+		rc = -ENOTDIR;
+		goto out;
+	}
+	if (dir) {
+		rc = tree_dir_is_empty(t, path);
+		if (rc <= 0) {
+			rc = rc ? rc : -ENOTEMPTY;
+			goto out;
+		}
+	}
+	now = tree_now_ns();
+	b = kv_batch_new(t->store->kv);
+	rc = tree_batch_remove(t, b, path, &n, flags, orphan, now);
+	if (rc == 0)
+		rc = tree_dir_touch_node(t, b, parent, &pn, dir ? -1 : 0, now);
+	if (rc == 0)
+		rc = tree_commit(t, b);
+	if (rc && orphan)
+		*orphan = 0;
+out:
+	if (st)
+		tree_unlock_inodes(t, nino, pn.a.ino, 0, 0);
+	if (ns)
+		pthread_mutex_unlock(&t->ns_lock);
+	kv_batch_free(b);
+	node_release(&n);
+	node_release(&pn);
+	free(parent);
+	return rc;
+}
+
+int tree_unlink(struct tree *t, const char *path, unsigned flags,
+		uint64_t *orphan)
+{
+	return remove_node(t, path, false, flags, orphan);
+}
+
+int tree_rmdir(struct tree *t, const char *path)
+{
+	return remove_node(t, path, true, 0, NULL);
+}
+
+int tree_rmdir_flags(struct tree *t, const char *path, unsigned flags,
+		     uint64_t *orphan)
+{
+	return remove_node(t, path, true, flags, orphan);
+}
+
+int tree_reclaim(struct tree *t, uint64_t ino)
+{
+	struct sbuf k = {0};
+	struct kv_batch *b = NULL;
+	struct node n = {0};
+	char *val = NULL;
+	size_t vlen;
+	int rc;
+
+	tree_lock_inodes(t, ino, 0, 0, 0);
+	key_orphan(&k, t->name, ino);
+	rc = kv_get(t->store->kv, k.buf, k.len, &val, &vlen);
+	if (rc)
+		goto out;
+	b = kv_batch_new(t->store->kv);
+	kv_batch_delete(b, k.buf, k.len);
+	sbuf_reset(&k);
+	key_inode(&k, t->name, ino);
+	kv_batch_delete(b, k.buf, k.len);
+	/* a file's blocks are known from its size (as when an unlink frees
+	 * it at once): point deletes, no scan; anything else is scanned */
+	rc = tree_load_key(t, &k, &n, false);
+	if (rc == 0 && S_ISREG(n.a.mode))
+		rc = tree_drop_file_content(t, b, ino, n.a.size);
+	else if (rc == 0 || rc == -ENOENT || rc == -EIO)
+		rc = tree_drop_inode_content(t, b, ino);
+	if (rc == 0)
+		rc = tree_commit(t, b);
+out:
+	tree_unlock_inodes(t, ino, 0, 0, 0);
+	kv_batch_free(b);
+	node_release(&n);
+	free(val);
+	sbuf_release(&k);
+	return rc;
+}
+
+int tree_reclaim_orphans(struct tree *t, size_t *count)
+{
+	struct sbuf lo = {0}, hi = {0}, pre = {0};
+	struct kv_iter *it = NULL;
+	size_t n = 0;
+	int rc;
+
+	key_drive_prefix(&pre, t->name);
+	key_kind_range(&lo, &hi, t->name, "ORPHAN#");
+	/* the iterator reads a snapshot: reclaiming meanwhile is safe */
+	rc = kv_iter_open(&it, t->store->kv, lo.buf, lo.len, hi.buf, hi.len);
+	if (rc)
+		goto out;
+	for (; kv_iter_valid(it); kv_iter_next(it)) {
+		size_t klen;
+		const char *key = kv_iter_key(it, &klen);
+		uint64_t ino;
+
+		if (key_ino_decode(key, klen, pre.len, "ORPHAN#", &ino)) {
+			plog(LOG_ERR, "drive %s: malformed orphan key %.*s",
+			     t->name, (int)klen, key);
+			continue;
+		}
+		rc = tree_reclaim(t, ino);
+		if (rc == -ENOENT)
+			rc = 0;
+		if (rc)
+			goto out;
+		n++;
+	}
+	rc = kv_iter_status(it);
+out:
+	if (count)
+		*count = n;
+	kv_iter_free(it);
+	sbuf_release(&lo);
+	sbuf_release(&hi);
+	sbuf_release(&pre);
+	return rc;
+}

@@ -1,0 +1,246 @@
+/*
+ * tree_rename.c - tree_rename(): rename, RENAME_NOREPLACE and
+ * RENAME_EXCHANGE.
+ *
+ * Anything but a non-empty folder moves in one batch (rename_simple()); a
+ * non-empty folder is rewritten key by key by journal.c, crash-safe through
+ * its journal record.
+ *
+ * Limits: a folder cannot move into itself (-EINVAL); a move that would make
+ * a descendant's path longer than TREE_PATH_MAX is refused before anything
+ * is written (-ENAMETOOLONG).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tree_i.h"
+
+/* The one-batch rename of nodes that are not non-empty folders; ns_lock held,
+ * every check done. @sn/@dn are the nodes at @src/@dst (@dn NULL if none). */
+static int rename_simple(struct tree *t, const char *src, const char *dst,
+			 unsigned flags, const struct node *sn0,
+			 const struct node *dn0, uint64_t *orphan)
+{
+	char *sp = NULL, *dp = NULL;
+	struct node spn = {0}, dpn = {0}, sn = {0}, dn = {0};
+	struct kv_batch *b = NULL;
+	uint64_t dino = dn0 ? dn0->a.ino : 0;
+	int sdelta = 0, ddelta = 0, sd, dd;
+	bool st = false;
+	struct sbuf k = {0};
+	int64_t now;
+	int rc;
+
+	sp = parent_of(src);
+	dp = parent_of(dst);
+	rc = tree_get_node(t, sp, &spn, false);
+	if (rc == 0)
+		rc = tree_get_node(t, dp, &dpn, false);
+	if (rc)
+		goto out;
+	tree_lock_inodes(t, spn.a.ino, dpn.a.ino, sn0->a.ino, dino);
+	st = true;
+	/* fresh values under the stripes */
+	rc = tree_get_node(t, src, &sn, true);
+	if (rc == 0 && dn0)
+		rc = tree_get_node(t, dst, &dn, true);
+	if (rc)
+		goto out;
+	sd = S_ISDIR(sn.a.mode);
+	dd = dn0 ? S_ISDIR(dn.a.mode) : 0;
+	now = tree_now_ns();
+	b = kv_batch_new(t->store->kv);
+	if (flags & TREE_RENAME_EXCHANGE) {
+		rc = tree_batch_moved(t, b, src, spn.a.ino, &dn, now);
+		if (rc == 0)
+			rc = tree_batch_moved(t, b, dst, dpn.a.ino, &sn, now);
+		sdelta = dd - sd;
+		ddelta = sd - dd;
+	} else {
+		if (dn0) {
+			rc = tree_batch_remove(t, b, dst, &dn,
+					       flags & TREE_KEEP_ORPHAN, orphan,
+					       now);
+			if (rc)
+				goto out;
+		}
+		key_node(&k, t->name, src);
+		kv_batch_delete(b, k.buf, k.len);
+		rc = tree_batch_moved(t, b, dst, dpn.a.ino, &sn, now);
+		sdelta = -sd;
+		ddelta = sd - dd;
+	}
+	if (rc)
+		goto out;
+	if (strcmp(sp, dp) == 0) {
+		rc = tree_batch_dir_touch(t, b, sp, sdelta + ddelta, now);
+	} else {
+		rc = tree_batch_dir_touch(t, b, sp, sdelta, now);
+		if (rc == 0)
+			rc = tree_batch_dir_touch(t, b, dp, ddelta, now);
+	}
+	if (rc == 0)
+		rc = tree_commit(t, b);
+out:
+	if (rc && orphan)
+		*orphan = 0;
+	if (st)
+		tree_unlock_inodes(t, spn.a.ino, dpn.a.ino, sn0->a.ino, dino);
+	kv_batch_free(b);
+	sbuf_release(&k);
+	node_release(&spn);
+	node_release(&dpn);
+	node_release(&sn);
+	node_release(&dn);
+	free(sp);
+	free(dp);
+	return rc;
+}
+
+/*
+ * -ENAMETOOLONG if moving the branch below folder @from to a folder whose
+ * path is @newlen bytes long would make a descendant's path longer than
+ * TREE_PATH_MAX. Scans the branch only when the new path is longer.
+ */
+static int branch_fits(struct tree *t, const char *from, size_t newlen)
+{
+	size_t oldlen = strlen(from), longest = 0;
+	struct tree_scan *sc = NULL;
+	struct tree_attr a;
+	const char *p;
+	int rc;
+
+	if (newlen <= oldlen)
+		return 0;
+	rc = tree_scan_open(&sc, t, from);
+	while (rc == 0 && (rc = tree_scan_next(sc, &p, &a)) == 1) {
+		size_t n = strlen(p);
+		rc = 0;
+		if (n > longest)
+			longest = n;
+	}
+	tree_scan_free(sc);
+	if (rc < 0)
+		return rc;
+	return longest - oldlen + newlen > TREE_PATH_MAX ? -ENAMETOOLONG : 0;
+}
+
+int tree_rename(struct tree *t, const char *src, const char *dst,
+		unsigned flags, uint64_t *orphan)
+{
+	char *dp = NULL;
+	struct node sn = {0}, dn = {0}, dpn = {0};
+	bool ns = false, dexists = false, big = false;
+	int rc;
+
+	if (orphan)
+		*orphan = 0;
+	rc = path_check(src);
+	if (rc == 0)
+		rc = path_check(dst);
+	if (rc)
+		goto out;
+	if (flags & ~(unsigned)(TREE_KEEP_ORPHAN | TREE_RENAME_NOREPLACE |
+				TREE_RENAME_EXCHANGE) ||
+	    ((flags & TREE_RENAME_NOREPLACE) &&
+	     (flags & TREE_RENAME_EXCHANGE))) {
+		rc = -EINVAL;
+		goto out;
+	}
+	if (is_root(src) || is_root(dst)) {
+		rc = -EBUSY;
+		goto out;
+	}
+	dp = parent_of(dst);
+	pthread_mutex_lock(&t->ns_lock);
+	ns = true;
+	rc = tree_get_node(t, src, &sn, false);
+	if (rc)
+		goto out;
+	rc = tree_get_node(t, dp, &dpn, false);
+	if (rc)
+		goto out;
+	if (!S_ISDIR(dpn.a.mode)) {
+		rc = -ENOTDIR;
+		goto out;
+	}
+	rc = tree_get_node(t, dst, &dn, false);
+	if (rc && rc != -ENOENT)
+		goto out;
+	dexists = rc == 0;
+	rc = 0;
+	if (strcmp(src, dst) == 0) {
+		rc = (flags & TREE_RENAME_NOREPLACE) ? -EEXIST : 0;
+		goto out;
+	}
+	if (path_is_within(dst, src)) {
+		rc = -EINVAL;
+		goto out;
+	}
+	if (flags & TREE_RENAME_EXCHANGE) {
+		if (!dexists) {
+			rc = -ENOENT;
+			goto out;
+		}
+		if (path_is_within(src, dst)) {
+			rc = -EINVAL;
+			goto out;
+		}
+		if (sn.a.ino == dn.a.ino)
+			goto out; /* two links of one inode */
+		if (S_ISDIR(dn.a.mode)) {
+			rc = tree_dir_is_empty(t, dst);
+			if (rc < 0)
+				goto out;
+			big = rc == 0;
+		}
+	} else if (dexists) {
+		if (flags & TREE_RENAME_NOREPLACE) {
+			rc = -EEXIST;
+			goto out;
+		}
+		if (sn.a.ino == dn.a.ino)
+			goto out; /* POSIX: links of one file, nothing to do */
+		if (S_ISDIR(sn.a.mode) && !S_ISDIR(dn.a.mode)) {
+			rc = -ENOTDIR;
+			goto out;
+		}
+		if (!S_ISDIR(sn.a.mode) && S_ISDIR(dn.a.mode)) {
+			rc = -EISDIR;
+			goto out;
+		}
+		if (S_ISDIR(dn.a.mode)) {
+			rc = tree_dir_is_empty(t, dst);
+			if (rc <= 0) {
+				rc = rc ? rc : -ENOTEMPTY;
+				goto out;
+			}
+		}
+	}
+	if (S_ISDIR(sn.a.mode)) {
+		rc = tree_dir_is_empty(t, src);
+		if (rc < 0)
+			goto out;
+		big = big || rc == 0;
+	}
+	if (big) {
+		rc = S_ISDIR(sn.a.mode) ? branch_fits(t, src, strlen(dst)) : 0;
+		if (rc == 0 && (flags & TREE_RENAME_EXCHANGE) &&
+		    S_ISDIR(dn.a.mode))
+			rc = branch_fits(t, dst, strlen(src));
+		if (rc)
+			goto out;
+		rc = journal_rename_dir(t, src, dst, flags, orphan);
+	} else
+		rc = rename_simple(t, src, dst, flags, &sn,
+				   dexists ? &dn : NULL, orphan);
+out:
+	if (ns)
+		pthread_mutex_unlock(&t->ns_lock);
+	node_release(&sn);
+	node_release(&dn);
+	node_release(&dpn);
+	free(dp);
+	return rc;
+}
