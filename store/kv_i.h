@@ -115,7 +115,9 @@ int kv_get(struct kv *kv, const char *key, size_t klen, char **val,
 /*
  * Iterator over keys in [lo, hi). @hi may be NULL (no upper bound). The bounds
  * are copied. The iterator reads a consistent snapshot taken at creation.
- * Positioned at the first key >= lo on return. Errors: -EIO, -ENOMEM.
+ * Positioned at the first key >= lo on return; a read that fails there or
+ * later ends the iteration (!kv_iter_valid) and kv_iter_status() says why.
+ * Errors: -ENOMEM (nothing is left to free).
  */
 int kv_iter_open(struct kv_iter **out, struct kv *kv, const char *lo,
 		 size_t lolen, const char *hi, size_t hilen);
@@ -126,7 +128,8 @@ bool kv_iter_valid(struct kv_iter *it);
 const char *kv_iter_key(struct kv_iter *it, size_t *len);
 const char *kv_iter_value(struct kv_iter *it, size_t *len);
 void kv_iter_next(struct kv_iter *it);
-/* 0, or -EIO if the iteration stopped on an error (check once !valid). */
+/* 0, or why the iteration stopped early (check once !valid): -EIO, and on
+ * etcd whatever a request returns (-ESTALE: the snapshot was compacted). */
 int kv_iter_status(struct kv_iter *it);
 void kv_iter_free(struct kv_iter *it);
 

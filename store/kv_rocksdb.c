@@ -743,13 +743,19 @@ static int kvr_iter_open(struct kv_iter **out, struct kv *kv_, const char *lo,
 	it->base.ops = &kvr_ops;
 	kvr_thread_init();
 	it->lo = malloc(lolen + 1);
+	/* RocksDB keeps a pointer to the upper bound: it must outlive the
+	 * iterator, so it lives in struct kvr_iter. */
+	it->hi = hi ? malloc(hilen + 1) : NULL;
+	if (!it->lo || (hi && !it->hi)) {
+		free(it->lo);
+		free(it->hi);
+		free(it);
+		return -ENOMEM;
+	}
 	it->lolen = lolen;
 	memcpy(it->lo, lo, lolen);
 	it->ropts = rocksdb_readoptions_create();
 	if (hi) {
-		/* RocksDB keeps a pointer to the bound: it must outlive the
-		 * iterator, so it lives in struct kvr_iter. */
-		it->hi = malloc(hilen + 1);
 		memcpy(it->hi, hi, hilen);
 		it->hilen = hilen;
 		rocksdb_readoptions_set_iterate_upper_bound(it->ropts, it->hi,
