@@ -242,13 +242,7 @@ static uint64_t le64(const uint8_t *p)
 /* The map key of source inode @x in the clone's temporary area. */
 static void map_key(struct clone *c, struct sbuf *k, uint64_t x)
 {
-	struct sbuf hi = {0};
-	char hex[20];
-
-	key_xtmp_range(k, &hi, c->dt->name, c->rec.seq);
-	snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)x);
-	sbuf_adds(k, hex);
-	sbuf_release(&hi);
+	key_xtmp_map(k, c->dt->name, c->rec.seq, x);
 }
 
 /* The second or later link of a cloned hard-linked inode @y: its own batch
@@ -488,12 +482,12 @@ static int clone_run(struct clone *c, uint64_t budget, uint64_t *used,
 	{
 		struct sbuf lo = {0}, hi = {0};
 
-		key_kind_range(&lo, &hi, c->t->name, "DATA#");
+		key_kind_range(&lo, &hi, c->t->name, KEY_DATA);
 		rc = kv_iter_open(&c->dit, c->t->store->kv, lo.buf, lo.len,
 				  hi.buf, hi.len);
 		sbuf_reset(&lo);
 		sbuf_reset(&hi);
-		key_kind_range(&lo, &hi, c->t->name, "XATTR#");
+		key_kind_range(&lo, &hi, c->t->name, KEY_XATTR);
 		if (rc == 0)
 			rc = kv_iter_open(&c->xit, c->t->store->kv, lo.buf,
 					  lo.len, hi.buf, hi.len);

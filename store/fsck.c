@@ -483,7 +483,7 @@ static int check_nodes(struct fsck *f)
 	int last_rc = 0, rc;
 	uint64_t last_ino = 0;
 
-	key_kind_range(&lo, &hi, t->name, "PATH#");
+	key_kind_range(&lo, &hi, t->name, KEY_PATH);
 	rc = kv_iter_open(&it, t->store->kv, lo.buf, lo.len, hi.buf, hi.len);
 	if (rc == 0)
 		rc = kv_iter_open(&cit, t->store->kv, lo.buf, lo.len, hi.buf,
@@ -654,7 +654,7 @@ static void check_counts(struct fsck *f)
 
 /* Scans the keys of @kind, calling @fn once per distinct inode number with
  * the number of keys it has. */
-static int scan_kind(struct fsck *f, const char *kind,
+static int scan_kind(struct fsck *f, enum key_kind kind,
 		     void (*fn)(struct fsck *f, uint64_t ino, size_t nkeys,
 				const char *val, size_t vlen))
 {
@@ -680,7 +680,7 @@ static int scan_kind(struct fsck *f, const char *kind,
 			free(ek);
 			continue;
 		}
-		if (!strcmp(kind, "DATA#"))
+		if (kind == KEY_DATA)
 			check_block(f, key, klen, vlen);
 		if (count && ino != cur) {
 			fn(f, cur, count, NULL, 0);
@@ -689,7 +689,7 @@ static int scan_kind(struct fsck *f, const char *kind,
 		cur = ino;
 		count++;
 		if (count == 1 && val &&
-		    (!strcmp(kind, "INODE#") || !strcmp(kind, "ORPHAN#"))) {
+		    (kind == KEY_INODE || kind == KEY_ORPHAN)) {
 			/* one key per inode: hand the value over now */
 			fn(f, ino, 1, val, vlen);
 			count = 0;
@@ -801,7 +801,7 @@ static bool referenced(const struct fsck *f, uint64_t ino)
 }
 
 static void on_content(struct fsck *f, uint64_t ino, size_t nkeys,
-		       const char *kind)
+		       enum key_kind kind)
 {
 	struct tree *t = f->t;
 	struct kv_batch *b;
@@ -810,13 +810,13 @@ static void on_content(struct fsck *f, uint64_t ino, size_t nkeys,
 
 	if (f->skip_refs || referenced(f, ino))
 		return;
-	finding(f, "%s%016llx: %zu key%s of an inode nothing points to%s", kind,
-		(unsigned long long)ino, nkeys, nkeys == 1 ? "" : "s",
-		drop_note(f));
+	finding(f, "%s%016llx: %zu key%s of an inode nothing points to%s",
+		key_kind_name(kind), (unsigned long long)ino, nkeys,
+		nkeys == 1 ? "" : "s", drop_note(f));
 	if (!may_drop(f))
 		return;
 	b = kv_batch_new(f->t->store->kv);
-	if (!strcmp(kind, "DATA#"))
+	if (kind == KEY_DATA)
 		key_data_range(&lo, &hi, t->name, ino, 0);
 	else
 		key_xattr_range(&lo, &hi, t->name, ino);
@@ -834,13 +834,13 @@ static void on_content(struct fsck *f, uint64_t ino, size_t nkeys,
 static void on_data(struct fsck *f, uint64_t ino, size_t nkeys, const char *val,
 		    size_t vlen)
 {
-	on_content(f, ino, nkeys, "DATA#");
+	on_content(f, ino, nkeys, KEY_DATA);
 }
 
 static void on_xattr(struct fsck *f, uint64_t ino, size_t nkeys,
 		     const char *val, size_t vlen)
 {
-	on_content(f, ino, nkeys, "XATTR#");
+	on_content(f, ino, nkeys, KEY_XATTR);
 }
 
 /* A PARENT record must belong to a node with one name (f->nodes): a
@@ -908,7 +908,7 @@ static int name_blocks(struct fsck *f)
 	struct kv_iter *it = NULL;
 	int rc;
 
-	key_kind_range(&lo, &hi, t->name, "PATH#");
+	key_kind_range(&lo, &hi, t->name, KEY_PATH);
 	rc = kv_iter_open(&it, t->store->kv, lo.buf, lo.len, hi.buf, hi.len);
 	if (rc)
 		goto out;
@@ -1224,31 +1224,31 @@ int tree_fsck(struct tree *t, bool repair,
 
 	rc = check_journal(&f);
 	if (rc == 0)
-		rc = scan_kind(&f, "ORPHAN#", on_orphan);
+		rc = scan_kind(&f, KEY_ORPHAN, on_orphan);
 	vec_sort(&f.orphans);
 	if (rc == 0)
 		rc = check_nodes(&f);
 	vec_sort(&f.nodes);
 	vec_sort(&f.stubs);
 	if (rc == 0)
-		rc = scan_kind(&f, "INODE#", on_inode);
+		rc = scan_kind(&f, KEY_INODE, on_inode);
 	vec_sort(&f.inodes);
 	if (f.sizes.n)
 		qsort(f.sizes.v, f.sizes.n, sizeof(*f.sizes.v), cmp_isize);
 	if (rc == 0)
 		check_cross(&f);
 	if (rc == 0)
-		rc = scan_kind(&f, "DATA#", on_data);
+		rc = scan_kind(&f, KEY_DATA, on_data);
 	if (rc == 0 && !f.skip_refs)
 		check_counts(&f);
 	if (rc == 0)
 		rc = report_blocks(&f);
 	if (rc == 0)
-		rc = scan_kind(&f, "XATTR#", on_xattr);
+		rc = scan_kind(&f, KEY_XATTR, on_xattr);
 	if (rc == 0)
-		rc = scan_kind(&f, "XTMP#", on_xtmp);
+		rc = scan_kind(&f, KEY_XTMP, on_xtmp);
 	if (rc == 0 && has_index(&f) && !f.skip_refs && !f.nbusy)
-		rc = scan_kind(&f, "PARENT#", on_parent);
+		rc = scan_kind(&f, KEY_PARENT, on_parent);
 	if (rc == 0)
 		rc = check_counter(&f);
 	if (findings)

@@ -188,20 +188,6 @@ out:
 	return rc;
 }
 
-void key_xtmp_range(struct sbuf *lo, struct sbuf *hi, const char *drive,
-		    uint64_t seq)
-{
-	char hex[32];
-
-	snprintf(hex, sizeof(hex), "XTMP#%016llx", (unsigned long long)seq);
-	key_drive_prefix(lo, drive);
-	sbuf_adds(lo, hex);
-	sbuf_addc(lo, '/');
-	key_drive_prefix(hi, drive);
-	sbuf_adds(hi, hex);
-	sbuf_addc(hi, '0');
-}
-
 /* ---- crash hook --------------------------------------------------------- */
 
 void journal_hook_init(struct journal_hook *h)
@@ -756,7 +742,7 @@ static int journal_seqs(struct tree *t, uint64_t **seqs, size_t *count)
 	uint64_t *v = NULL;
 	int rc;
 
-	key_kind_range(&lo, &hi, t->name, "JOURNAL#");
+	key_kind_range(&lo, &hi, t->name, KEY_JOURNAL);
 	plen = lo.len - strlen("JOURNAL#"); /* the drive prefix */
 	rc = kv_iter_open(&it, t->store->kv, lo.buf, lo.len, hi.buf, hi.len);
 	if (rc)
@@ -766,7 +752,7 @@ static int journal_seqs(struct tree *t, uint64_t **seqs, size_t *count)
 		const char *key = kv_iter_key(it, &klen);
 		uint64_t seq;
 
-		if (key_ino_decode(key, klen, plen, "JOURNAL#", &seq)) {
+		if (key_ino_decode(key, klen, plen, KEY_JOURNAL, &seq)) {
 			plog(LOG_ERR, "drive %s: malformed journal key",
 			     t->name);
 			continue;

@@ -126,6 +126,20 @@ bool tree_path_is_within(const char *path, const char *dir)
 
 /* ---- keys ---------------------------------------------------------------- */
 
+/* What follows "DRIVE#<d>|" in a key of each kind (keys_i.h). */
+static const char *const kind_names[KEY_KINDS] = {
+    [KEY_META] = "META",      [KEY_PATH] = "PATH#",
+    [KEY_DATA] = "DATA#",     [KEY_XATTR] = "XATTR#",
+    [KEY_INODE] = "INODE#",   [KEY_ORPHAN] = "ORPHAN#",
+    [KEY_PARENT] = "PARENT#", [KEY_JOURNAL] = "JOURNAL#",
+    [KEY_XTMP] = "XTMP#",     [KEY_SECRET] = "SECRET",
+};
+
+const char *key_kind_name(enum key_kind kind)
+{
+	return kind_names[kind];
+}
+
 void key_drive_prefix(struct sbuf *b, const char *drive)
 {
 	sbuf_adds(b, "DRIVE#");
@@ -143,14 +157,14 @@ void key_drive_range(struct sbuf *lo, struct sbuf *hi, const char *drive)
 void key_meta(struct sbuf *b, const char *drive)
 {
 	key_drive_prefix(b, drive);
-	sbuf_adds(b, "META");
+	sbuf_adds(b, kind_names[KEY_META]);
 }
 
 /* Appends PATH# and @dir's part of a key: "" for the root, else the path. */
 static void key_dir_part(struct sbuf *b, const char *drive, const char *dir)
 {
 	key_drive_prefix(b, drive);
-	sbuf_adds(b, "PATH#");
+	sbuf_adds(b, kind_names[KEY_PATH]);
 	if (strcmp(dir, "/") != 0)
 		sbuf_adds(b, dir);
 }
@@ -166,7 +180,7 @@ void key_node(struct sbuf *b, const char *drive, const char *path)
 	}
 	plen = path_parent_len(path);
 	key_drive_prefix(b, drive);
-	sbuf_adds(b, "PATH#");
+	sbuf_adds(b, kind_names[KEY_PATH]);
 	sbuf_add(b, path, plen);
 	sbuf_adds(b, "//");
 	sbuf_adds(b, path + plen + 1);
@@ -222,13 +236,13 @@ int key_node_decode(const char *key, size_t len, size_t plen, struct sbuf *path)
 	return 0;
 }
 
-static void key_kind_ino(struct sbuf *b, const char *drive, const char *kind,
+static void key_kind_ino(struct sbuf *b, const char *drive, enum key_kind kind,
 			 uint64_t ino)
 {
 	char hex[17];
 
 	key_drive_prefix(b, drive);
-	sbuf_adds(b, kind);
+	sbuf_adds(b, kind_names[kind]);
 	snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)ino);
 	sbuf_add(b, hex, 16);
 }
@@ -237,7 +251,7 @@ void key_data(struct sbuf *b, const char *drive, uint64_t ino, uint64_t blk)
 {
 	char hex[18];
 
-	key_kind_ino(b, drive, "DATA#", ino);
+	key_kind_ino(b, drive, KEY_DATA, ino);
 	snprintf(hex, sizeof(hex), "#%016llx", (unsigned long long)blk);
 	sbuf_add(b, hex, 17);
 }
@@ -246,7 +260,7 @@ void key_data_range(struct sbuf *lo, struct sbuf *hi, const char *drive,
 		    uint64_t ino, uint64_t from)
 {
 	key_data(lo, drive, ino, from);
-	key_kind_ino(hi, drive, "DATA#", ino);
+	key_kind_ino(hi, drive, KEY_DATA, ino);
 	sbuf_addc(hi, '#' + 1);
 }
 
@@ -269,12 +283,13 @@ static int hex16(const char *p, uint64_t *v)
 	return 0;
 }
 
-int key_ino_decode(const char *key, size_t len, size_t plen, const char *kind,
+int key_ino_decode(const char *key, size_t len, size_t plen, enum key_kind kind,
 		   uint64_t *ino)
 {
-	size_t kl = strlen(kind);
+	size_t kl = strlen(kind_names[kind]);
 
-	if (len < plen + kl + 16 || memcmp(key + plen, kind, kl) != 0)
+	if (len < plen + kl + 16 ||
+	    memcmp(key + plen, kind_names[kind], kl) != 0)
 		return -EINVAL;
 	return hex16(key + plen + kl, ino);
 }
@@ -282,7 +297,7 @@ int key_ino_decode(const char *key, size_t len, size_t plen, const char *kind,
 int key_data_decode(const char *key, size_t len, size_t plen, uint64_t *ino,
 		    uint64_t *blk)
 {
-	int rc = key_ino_decode(key, len, plen, "DATA#", ino);
+	int rc = key_ino_decode(key, len, plen, KEY_DATA, ino);
 
 	if (rc)
 		return rc;
@@ -294,7 +309,7 @@ int key_data_decode(const char *key, size_t len, size_t plen, uint64_t *ino,
 void key_xattr(struct sbuf *b, const char *drive, uint64_t ino,
 	       const char *name)
 {
-	key_kind_ino(b, drive, "XATTR#", ino);
+	key_kind_ino(b, drive, KEY_XATTR, ino);
 	sbuf_addc(b, '#');
 	sbuf_adds(b, name);
 }
@@ -302,15 +317,16 @@ void key_xattr(struct sbuf *b, const char *drive, uint64_t ino,
 void key_xattr_range(struct sbuf *lo, struct sbuf *hi, const char *drive,
 		     uint64_t ino)
 {
-	key_kind_ino(lo, drive, "XATTR#", ino);
+	key_kind_ino(lo, drive, KEY_XATTR, ino);
 	sbuf_addc(lo, '#');
-	key_kind_ino(hi, drive, "XATTR#", ino);
+	key_kind_ino(hi, drive, KEY_XATTR, ino);
 	sbuf_addc(hi, '#' + 1);
 }
 
 void key_kind_range(struct sbuf *lo, struct sbuf *hi, const char *drive,
-		    const char *kind)
+		    enum key_kind kind_)
 {
+	const char *kind = kind_names[kind_];
 	size_t n = strlen(kind);
 
 	key_drive_prefix(lo, drive);
@@ -322,22 +338,46 @@ void key_kind_range(struct sbuf *lo, struct sbuf *hi, const char *drive,
 
 void key_inode(struct sbuf *b, const char *drive, uint64_t ino)
 {
-	key_kind_ino(b, drive, "INODE#", ino);
+	key_kind_ino(b, drive, KEY_INODE, ino);
 }
 
 void key_orphan(struct sbuf *b, const char *drive, uint64_t ino)
 {
-	key_kind_ino(b, drive, "ORPHAN#", ino);
+	key_kind_ino(b, drive, KEY_ORPHAN, ino);
 }
 
 void key_parent(struct sbuf *b, const char *drive, uint64_t ino)
 {
-	key_kind_ino(b, drive, "PARENT#", ino);
+	key_kind_ino(b, drive, KEY_PARENT, ino);
 }
 
 void key_journal(struct sbuf *b, const char *drive, uint64_t seq)
 {
-	key_kind_ino(b, drive, "JOURNAL#", seq);
+	key_kind_ino(b, drive, KEY_JOURNAL, seq);
+}
+
+void key_xtmp_range(struct sbuf *lo, struct sbuf *hi, const char *drive,
+		    uint64_t seq)
+{
+	key_kind_ino(lo, drive, KEY_XTMP, seq);
+	sbuf_addc(lo, '/');
+	key_kind_ino(hi, drive, KEY_XTMP, seq);
+	sbuf_addc(hi, '/' + 1);
+}
+
+void key_xtmp_map(struct sbuf *b, const char *drive, uint64_t seq, uint64_t ino)
+{
+	char hex[18];
+
+	key_kind_ino(b, drive, KEY_XTMP, seq);
+	snprintf(hex, sizeof(hex), "/%016llx", (unsigned long long)ino);
+	sbuf_add(b, hex, 17);
+}
+
+void key_secret(struct sbuf *b, const char *drive)
+{
+	key_drive_prefix(b, drive);
+	sbuf_adds(b, kind_names[KEY_SECRET]);
 }
 
 int key_family(const char *key, size_t len)

@@ -1,5 +1,6 @@
 /*
  * keys_i.h - the key layout of a drive (see ../shared/DESIGN.md, "Keyspace").
+ * Every key of store/ is built here (keys.c); nothing else spells one.
  *
  *   DRIVE#<d>|META                         drive record
  *   DRIVE#<d>|PATH#<parent>//<name>        node ("/" for the root)
@@ -9,12 +10,19 @@
  *   DRIVE#<d>|ORPHAN#<ino:016x>            unlinked while open
  *   DRIVE#<d>|PARENT#<ino:016x>            parent inode and name (parent.c)
  *   DRIVE#<d>|JOURNAL#<seq:016x>           unfinished subtree operation
+ *   DRIVE#<d>|XTMP#<seq:016x>/<rest>       temporary keys of journal record
+ *                                          seq: an exchange's parked branch
+ *                                          (<rest> a node key's suffix), a
+ *                                          clone's inode map (<rest> the
+ *                                          source inode, 016x)
+ *   DRIVE#<d>|SECRET                       the key of the drive's resume
+ *                                          tokens (token.c), 16 bytes
  *
  * Children of folder P are the keys starting PATH#P// (PATH#// for the root):
  * one contiguous run. The subtree below P is the keys starting PATH#P/ (the
  * trailing slash!), i.e. the range [PATH#P/, PATH#P0). The root's subtree is
  * [PATH#/, PATH#0) minus the root key itself. Names never hold '/' or NUL, so
- * nothing needs escaping.
+ * nothing needs escaping. XTMP# lies outside PATH#, so no listing sees it.
  *
  * Internal to store/. Every builder appends to a struct sbuf.
  */
@@ -55,6 +63,23 @@ static inline bool path_is_within(const char *path, const char *dir)
 size_t path_parent_len(const char *path);
 const char *path_name(const char *path);
 
+/* The kinds of key of a drive: what follows "DRIVE#<d>|" (table above). */
+enum key_kind {
+	KEY_META,
+	KEY_PATH,
+	KEY_DATA,
+	KEY_XATTR,
+	KEY_INODE,
+	KEY_ORPHAN,
+	KEY_PARENT,
+	KEY_JOURNAL,
+	KEY_XTMP,
+	KEY_SECRET,
+	KEY_KINDS /* how many */
+};
+/* "META", "PATH#", "DATA#", ...: the kind as spelt in its keys (static). */
+const char *key_kind_name(enum key_kind kind);
+
 /* Appends "DRIVE#<d>|" — the prefix every key of drive @d starts with. */
 void key_drive_prefix(struct sbuf *b, const char *drive);
 /* The whole drive: [DRIVE#d|, DRIVE#d}) */
@@ -93,13 +118,13 @@ void key_xattr(struct sbuf *b, const char *drive, uint64_t ino,
 	       const char *name);
 void key_xattr_range(struct sbuf *lo, struct sbuf *hi, const char *drive,
 		     uint64_t ino);
-/* All xattrs / all data / all inodes / all orphans / all journal records of
- * the drive, for fsck and housekeeping scans. */
+/* [lo, hi) of every key of @kind of the drive (all nodes, all data, all
+ * orphans, ...), for fsck and housekeeping scans. */
 void key_kind_range(struct sbuf *lo, struct sbuf *hi, const char *drive,
-		    const char *kind /* "DATA#", "XATTR#", "INODE#", ... */);
-/* ino of a DATA/XATTR/INODE/ORPHAN/JOURNAL key (the 16 hex digits after the
- * kind); -EINVAL if malformed. */
-int key_ino_decode(const char *key, size_t len, size_t plen, const char *kind,
+		    enum key_kind kind);
+/* ino (seq) of a DATA/XATTR/INODE/ORPHAN/PARENT/JOURNAL/XTMP key (the 16 hex
+ * digits after the kind); -EINVAL if malformed or of another kind. */
+int key_ino_decode(const char *key, size_t len, size_t plen, enum key_kind kind,
 		   uint64_t *ino);
 
 /*
@@ -114,5 +139,13 @@ void key_inode(struct sbuf *b, const char *drive, uint64_t ino);
 void key_orphan(struct sbuf *b, const char *drive, uint64_t ino);
 void key_parent(struct sbuf *b, const char *drive, uint64_t ino);
 void key_journal(struct sbuf *b, const char *drive, uint64_t seq);
+/* [lo, hi) of the temporary keys of journal record @seq: the prefix
+ * XTMP#<seq:016x>/ (lo) that journal.c puts node key suffixes behind. */
+void key_xtmp_range(struct sbuf *lo, struct sbuf *hi, const char *drive,
+		    uint64_t seq);
+/* A clone's map entry of source inode @ino (clone.c), within the range. */
+void key_xtmp_map(struct sbuf *b, const char *drive, uint64_t seq,
+		  uint64_t ino);
+void key_secret(struct sbuf *b, const char *drive);
 
 #endif

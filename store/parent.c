@@ -200,11 +200,11 @@ int parent_index_build(struct tree *t, uint64_t *count)
 	journal_hook_init(&h);
 	key_drive_prefix(&pre, t->name);
 	/* from scratch: whatever an interrupted run (or anything else) left */
-	key_kind_range(&lo, &hi, t->name, "PARENT#");
+	key_kind_range(&lo, &hi, t->name, KEY_PARENT);
 	kv_batch_delete_range(b, lo.buf, lo.len, hi.buf, hi.len);
 	sbuf_reset(&lo);
 	sbuf_reset(&hi);
-	key_kind_range(&lo, &hi, t->name, "PATH#");
+	key_kind_range(&lo, &hi, t->name, KEY_PATH);
 	rc = kv_iter_open(&it, t->store->kv, lo.buf, lo.len, hi.buf, hi.len);
 	if (rc)
 		goto out;

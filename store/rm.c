@@ -147,7 +147,7 @@ static int rm_run(struct tree *t, const char *path, struct sbuf *cursor,
 	rc = walk_open(&w, t, path);
 	if (rc)
 		goto out;
-	key_kind_range(&xlo, &xhi, t->name, "XATTR#");
+	key_kind_range(&xlo, &xhi, t->name, KEY_XATTR);
 	rc = kv_iter_open(&xit, t->store->kv, xlo.buf, xlo.len, xhi.buf,
 			  xhi.len);
 	if (rc)

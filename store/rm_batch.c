@@ -141,7 +141,7 @@ static int rm_batch_content(struct tree *t, struct kv_batch *b,
 	size_t i = 0, j;
 	int rc;
 
-	key_kind_range(&k, &hi, t->name, "XATTR#");
+	key_kind_range(&k, &hi, t->name, KEY_XATTR);
 	rc = kv_iter_open(&xit, t->store->kv, k.buf, k.len, hi.buf, hi.len);
 	if (rc)
 		goto out;

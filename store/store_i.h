@@ -195,8 +195,7 @@ int parent_index_build(struct tree *t, uint64_t *count);
 /* ---- journal records (journal.c), shared with clone.c and fsck.c --------
  * JOURNAL#<seq> values: version byte 1, then varints op, flags, phase, then
  * put_bytes src, dst, cursor, sdrive, then varints ino, blk, aux.
- * Temporary keys of record seq live in [XTMP#<seq:016x>/, XTMP#<seq:016x>0),
- * outside PATH# so no listing ever sees them. */
+ * Temporary keys of record seq: key_xtmp_range() (keys_i.h). */
 #define JOURNAL_REC_VERSION 1
 #define JOP_RENAME	    1 /* folder rename; phase 1 copies src/ -> dst/ */
 #define JOP_EXCHANGE	    2 /* phases 1 A/->tmp, 2 B/->A/, 3 tmp->B/ */
@@ -219,9 +218,6 @@ void journal_rec_put(struct tree *t, struct kv_batch *b,
 		     const struct journal_rec *r);
 /* Reads JOURNAL#<seq>. Errors: -ENOENT, -EIO. */
 int journal_rec_get(struct tree *t, uint64_t seq, struct journal_rec *r);
-/* [lo, hi) of the temporary keys of record @seq (appended). */
-void key_xtmp_range(struct sbuf *lo, struct sbuf *hi, const char *drive,
-		    uint64_t seq);
 /* The crash hook (PATHFS_CRASH_AFTER_BATCHES, see journal.c): init reads the
  * environment; call batch() right after each committed batch. */
 struct journal_hook {

@@ -72,8 +72,7 @@ static int drive_secret(struct tree *t, uint8_t key[SECRET_LEN], bool create)
 	size_t vlen;
 	int rc;
 
-	key_drive_prefix(&k, t->name);
-	sbuf_adds(&k, "SECRET");
+	key_secret(&k, t->name);
 	pthread_mutex_lock(&t->secret_lock);
 	rc = kv_get(t->store->kv, k.buf, k.len, &val, &vlen);
 	if (rc == 0 && vlen == SECRET_LEN) {

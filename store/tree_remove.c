@@ -145,7 +145,7 @@ int tree_reclaim_orphans(struct tree *t, size_t *count)
 	int rc;
 
 	key_drive_prefix(&pre, t->name);
-	key_kind_range(&lo, &hi, t->name, "ORPHAN#");
+	key_kind_range(&lo, &hi, t->name, KEY_ORPHAN);
 	/* the iterator reads a snapshot: reclaiming meanwhile is safe */
 	rc = kv_iter_open(&it, t->store->kv, lo.buf, lo.len, hi.buf, hi.len);
 	if (rc)
@@ -155,7 +155,7 @@ int tree_reclaim_orphans(struct tree *t, size_t *count)
 		const char *key = kv_iter_key(it, &klen);
 		uint64_t ino;
 
-		if (key_ino_decode(key, klen, pre.len, "ORPHAN#", &ino)) {
+		if (key_ino_decode(key, klen, pre.len, KEY_ORPHAN, &ino)) {
 			plog(LOG_ERR, "drive %s: malformed orphan key %.*s",
 			     t->name, (int)klen, key);
 			continue;

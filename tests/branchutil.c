@@ -146,7 +146,7 @@ size_t subtree_keys(struct tree *t, const char *dir)
 	return n;
 }
 
-size_t kind_keys(struct tree *t, const char *kind)
+size_t kind_keys(struct tree *t, enum key_kind kind)
 {
 	struct sbuf lo = {0}, hi = {0};
 	size_t n;
@@ -179,7 +179,7 @@ void assert_no_journal(struct tree *t)
 	cr_assert_eq(tree_journal_list(t, &e, &n), 0);
 	tree_journal_list_free(e, n);
 	cr_assert_eq(n, 0, "%zu journal records left", n);
-	cr_assert_eq(kind_keys(t, "XTMP#"), 0, "temporary keys left");
+	cr_assert_eq(kind_keys(t, KEY_XTMP), 0, "temporary keys left");
 }
 
 void assert_gone(struct tree *t, const char *path)

@@ -19,7 +19,7 @@ void describe(struct tree *t, FILE *f, const char *rel, const char *path,
 char *snap(struct tree *t, const char *root, bool with_ino);
 size_t count_keys(const struct sbuf *lo, const struct sbuf *hi);
 size_t subtree_keys(struct tree *t, const char *dir);
-size_t kind_keys(struct tree *t, const char *kind);
+size_t kind_keys(struct tree *t, enum key_kind kind);
 void print_finding(void *ctx, const char *msg);
 void assert_fsck_clean(struct tree *t);
 void assert_no_journal(struct tree *t);

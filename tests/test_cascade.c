@@ -385,7 +385,7 @@ Test(cascade, rm_r_batches_are_sized_by_bytes, .init = tu_setup,
 	assert_gone(T, "/x");
 	outside2 = snap_outside(T, "/x", "/keep");
 	cr_assert_str_eq(outside2, outside);
-	cr_assert_eq(kind_keys(T, "XATTR#"), 0);
+	cr_assert_eq(kind_keys(T, KEY_XATTR), 0);
 	assert_no_journal(T);
 	assert_fsck_clean(T);
 	free(outside);
@@ -413,8 +413,8 @@ Test(cascade, rm_r_large_branch_one_shot, .init = tu_setup, .fini = tu_teardown)
 	cr_assert_str_eq(outside2, outside);
 	cr_assert_eq(tree_lookup(T, "/outside-link", &a), 0);
 	cr_assert_eq(a.nlink, 1);
-	cr_assert_eq(kind_keys(T, "ORPHAN#"), 0);
-	cr_assert_eq(kind_keys(T, "INODE#"), 1); /* /outside-link's */
+	cr_assert_eq(kind_keys(T, KEY_ORPHAN), 0);
+	cr_assert_eq(kind_keys(T, KEY_INODE), 1); /* /outside-link's */
 	assert_no_journal(T);
 	/* fsck: no content, xattr or INODE key of a freed inode is left */
 	assert_fsck_clean(T);
@@ -586,7 +586,7 @@ Test(cascade, rm_r_keep_orphan_frees_unopened_files_with_an_open_check,
 		cr_assert_gt(open_calls, 0);
 		assert_gone(T, "/docs");
 		/* the open one: an orphan, readable by its number */
-		cr_assert_eq(kind_keys(T, "ORPHAN#"), 1, "big %d", big);
+		cr_assert_eq(kind_keys(T, KEY_ORPHAN), 1, "big %d", big);
 		cr_assert_eq(tree_getattr(T, NULL, a.ino, &a), 0);
 		cr_assert_eq(
 		    tree_read(T, NULL, a.ino, 0, sizeof(buf), buf, &got), 0);
@@ -597,7 +597,7 @@ Test(cascade, rm_r_keep_orphan_frees_unopened_files_with_an_open_check,
 		cr_assert_str_eq(outside2, outside);
 		assert_fsck_clean(T);
 		cr_assert_eq(tree_reclaim(T, a.ino), 0);
-		cr_assert_eq(kind_keys(T, "ORPHAN#"), 0);
+		cr_assert_eq(kind_keys(T, KEY_ORPHAN), 0);
 		assert_fsck_clean(T);
 		free(outside);
 		free(outside2);
@@ -637,7 +637,7 @@ Test(cascade, open_check_of_each_of_many_drives, .init = tu_setup,
 		cr_assert_eq(r.failed, 0);
 		release(&r);
 		assert_gone(d[i], "/docs");
-		cr_assert_eq(kind_keys(d[i], "ORPHAN#"), 1, "drive %d", i);
+		cr_assert_eq(kind_keys(d[i], KEY_ORPHAN), 1, "drive %d", i);
 		cr_assert_eq(tree_getattr(d[i], NULL, a.ino, &a), 0);
 		cr_assert_eq(tree_getattr(d[i], NULL, b.ino, &b), -ENOENT,
 			     "drive %d", i);
@@ -675,7 +675,7 @@ Test(cascade, mv_across_drives_keeps_open_files_of_the_source, .init = tu_setup,
 	d = snap(o, "/m", false);
 	/* the link from outside makes f000's nlink differ: compare the rest */
 	cr_assert_eq(strlen(d), strlen(src0));
-	cr_assert_eq(kind_keys(T, "ORPHAN#"), 1);
+	cr_assert_eq(kind_keys(T, KEY_ORPHAN), 1);
 	cr_assert_eq(tree_read(T, NULL, a.ino, 0, sizeof(buf), buf, &got), 0);
 	cr_assert_eq(got, sizeof(buf));
 	cr_assert_eq(tree_getattr(T, NULL, b.ino, &b), -ENOENT);
@@ -952,17 +952,17 @@ Test(cascade, token_check_on_a_drive_without_a_secret_writes_nothing,
 	cr_assert_eq(store_drive_create(tu_store, "other", 0, 0), 0);
 	cr_assert_eq(store_drive(tu_store, "other", &o), 0);
 	build(o, "/docs", 3);
-	cr_assert_eq(kind_keys(o, "SECRET"), 0);
+	cr_assert_eq(kind_keys(o, KEY_SECRET), 0);
 	cr_assert_eq(tree_cp_r(o, "/docs", o, "/dest", 0, tok, &r), -EINVAL);
 	release(&r);
 	cr_assert_eq(tree_rm_r(o, "/docs", 0, tok, 0, &r), -EINVAL);
 	release(&r);
-	cr_assert_eq(kind_keys(o, "SECRET"), 0, "checking made a secret");
+	cr_assert_eq(kind_keys(o, KEY_SECRET), 0, "checking made a secret");
 	/* issuing one makes it */
 	cr_assert_eq(tree_rm_r(o, "/docs", 1, NULL, 0, &r), 0);
 	cr_assert_not_null(r.token);
 	release(&r);
-	cr_assert_eq(kind_keys(o, "SECRET"), 1);
+	cr_assert_eq(kind_keys(o, KEY_SECRET), 1);
 	free(tok);
 }
 
@@ -1066,11 +1066,11 @@ Test(cascade, rm_r_keep_orphan_then_reclaim_at_open, .init = tu_setup,
 	assert_gone(T, "/docs");
 	cr_assert_eq(tree_getattr(T, NULL, a.ino, &a), 0);
 	cr_assert_eq(tree_read(T, NULL, a.ino, 0, sizeof(buf), buf, &got), 0);
-	cr_assert_gt(kind_keys(T, "ORPHAN#"), 0);
+	cr_assert_gt(kind_keys(T, KEY_ORPHAN), 0);
 	assert_fsck_clean(T);
 	/* the next open reclaims them */
 	tu_reopen();
-	cr_assert_eq(kind_keys(T, "ORPHAN#"), 0);
+	cr_assert_eq(kind_keys(T, KEY_ORPHAN), 0);
 	cr_assert_eq(tree_getattr(T, NULL, a.ino, &a), -ENOENT);
 	assert_fsck_clean(T);
 }

@@ -403,7 +403,8 @@ Test(fuzz, node_key_roundtrip)
 Test(fuzz, key_decoders)
 {
 	uint64_t seed = fuzz_seed();
-	static const char *const kinds[] = {"INODE#", "ORPHAN#", "JOURNAL#"};
+	static const enum key_kind kinds[] = {KEY_INODE, KEY_ORPHAN,
+					      KEY_JOURNAL};
 	struct sbuf key = {0}, back = {0}, re = {0};
 	unsigned long i, nodes = 0, datas = 0;
 	size_t plen = strlen(PREFIX);
@@ -488,7 +489,8 @@ Test(fuzz, key_decoders)
 			    key_ino_decode(copy, key.len, plen, kinds[k], &ino);
 			cr_assert(rc == 0 || rc == -EINVAL);
 			if (rc == 0 &&
-			    key.len == plen + strlen(kinds[k]) + 16) {
+			    key.len ==
+				plen + strlen(key_kind_name(kinds[k])) + 16) {
 				sbuf_reset(&re);
 				if (k == 0)
 					key_inode(&re, DRIVE, ino);
@@ -500,7 +502,7 @@ Test(fuzz, key_decoders)
 				    re.len == key.len &&
 					!memcmp(re.buf, key.buf, key.len),
 				    "%s key round trip differs (round %lu)",
-				    kinds[k], i);
+				    key_kind_name(kinds[k]), i);
 			}
 		}
 		free(copy);

@@ -247,18 +247,18 @@ Test(keys, inode_numbers_decode_per_kind)
 
 	key_drive_prefix(&pre, "d");
 	key_inode(&k, "d", 0xabcdef);
-	cr_assert_eq(key_ino_decode(k.buf, k.len, pre.len, "INODE#", &ino), 0);
+	cr_assert_eq(key_ino_decode(k.buf, k.len, pre.len, KEY_INODE, &ino), 0);
 	cr_expect_eq(ino, 0xabcdef);
-	cr_expect_eq(key_ino_decode(k.buf, k.len, pre.len, "ORPHAN#", &ino),
+	cr_expect_eq(key_ino_decode(k.buf, k.len, pre.len, KEY_ORPHAN, &ino),
 		     -EINVAL);
 	sbuf_reset(&k);
 	key_orphan(&k, "d", 42);
-	cr_assert_eq(key_ino_decode(k.buf, k.len, pre.len, "ORPHAN#", &ino),
+	cr_assert_eq(key_ino_decode(k.buf, k.len, pre.len, KEY_ORPHAN, &ino),
 		     0);
 	cr_expect_eq(ino, 42);
 	sbuf_reset(&k);
 	key_journal(&k, "d", 9);
-	cr_assert_eq(key_ino_decode(k.buf, k.len, pre.len, "JOURNAL#", &ino),
+	cr_assert_eq(key_ino_decode(k.buf, k.len, pre.len, KEY_JOURNAL, &ino),
 		     0);
 	cr_expect_eq(ino, 9);
 	sbuf_release(&pre);
@@ -292,4 +292,48 @@ Test(keys, family_of_each_kind)
 	sbuf_release(&k);
 	sbuf_release(&lo);
 	sbuf_release(&hi);
+}
+
+/* Each kind's keys lie in its key_kind_range() and in no other kind's, the
+ * journal's temporary keys (an exchange's parked keys, a clone's map) in
+ * their record's range and not the next record's, and the secret is a key of
+ * its own: the layout keys_i.h documents. */
+Test(keys, every_kind_in_its_own_range)
+{
+	struct sbuf k[KEY_KINDS] = {{0}}, lo = {0}, hi = {0}, x = {0};
+
+	key_meta(&k[KEY_META], "d");
+	key_node(&k[KEY_PATH], "d", "/a");
+	key_data(&k[KEY_DATA], "d", 7, 3);
+	key_xattr(&k[KEY_XATTR], "d", 7, "user.a");
+	key_inode(&k[KEY_INODE], "d", 7);
+	key_orphan(&k[KEY_ORPHAN], "d", 7);
+	key_parent(&k[KEY_PARENT], "d", 7);
+	key_journal(&k[KEY_JOURNAL], "d", 7);
+	key_xtmp_map(&k[KEY_XTMP], "d", 7, 9);
+	key_secret(&k[KEY_SECRET], "d");
+	for (int r = 0; r < KEY_KINDS; r++) {
+		sbuf_reset(&lo);
+		sbuf_reset(&hi);
+		key_kind_range(&lo, &hi, "d", (enum key_kind)r);
+		for (int i = 0; i < KEY_KINDS; i++)
+			cr_expect_eq(in_range(&k[i], &lo, &hi), i == r,
+				     "key of kind %s in range of %s: %d",
+				     key_kind_name((enum key_kind)i),
+				     key_kind_name((enum key_kind)r), i == r);
+	}
+	sbuf_reset(&lo);
+	sbuf_reset(&hi);
+	key_xtmp_range(&lo, &hi, "d", 7);
+	cr_expect(in_range(&k[KEY_XTMP], &lo, &hi));
+	key_xtmp_map(&x, "d", 8, 0);
+	cr_expect(!in_range(&x, &lo, &hi), "record 8's map in record 7's");
+	sbuf_reset(&x);
+	key_xtmp_map(&x, "d", 6, UINT64_MAX);
+	cr_expect(!in_range(&x, &lo, &hi), "record 6's map in record 7's");
+	for (int i = 0; i < KEY_KINDS; i++)
+		sbuf_release(&k[i]);
+	sbuf_release(&lo);
+	sbuf_release(&hi);
+	sbuf_release(&x);
 }

@@ -399,9 +399,9 @@ static char *make_format3_store(void)
 	tu_mkdir(T, "/b/deep");
 	tu_mkdir(T, "/b/deep/er");
 	tu_mkfile(T, "/b/deep/er/f", "x", 1);
-	cr_assert_gt(kind_keys(T, "PARENT#"), 40);
+	cr_assert_gt(kind_keys(T, KEY_PARENT), 40);
 	b = kv_batch_new(tu_store->kv);
-	key_kind_range(&lo, &hi, "main", "PARENT#");
+	key_kind_range(&lo, &hi, "main", KEY_PARENT);
 	kv_batch_delete_range(b, lo.buf, lo.len, hi.buf, hi.len);
 	cr_assert_eq(tree_lookup(T, "/b/deep/er/f", &a), 0);
 	parent_batch_put(T, b, a.ino, TREE_ROOT_INO, "/elsewhere");
@@ -409,7 +409,7 @@ static char *make_format3_store(void)
 	kv_batch_free(b);
 	sbuf_release(&lo);
 	sbuf_release(&hi);
-	cr_assert_eq(kind_keys(T, "PARENT#"), 1);
+	cr_assert_eq(kind_keys(T, KEY_PARENT), 1);
 	return snap(T, "/", true);
 }
 

@@ -156,7 +156,7 @@ static int count_journal(const char *dir, const char *drive)
 
 	if (rc)
 		goto out;
-	key_kind_range(&lo, &hi, drive, "JOURNAL#");
+	key_kind_range(&lo, &hi, drive, KEY_JOURNAL);
 	rc = kv_iter_open(&it, kv, lo.buf, lo.len, hi.buf, hi.len);
 	if (rc)
 		goto out;
@@ -234,7 +234,7 @@ static int dump(const char *dir)
 		struct sbuf lo = {0}, hi = {0};
 
 		*bar = '\0';
-		key_kind_range(&lo, &hi, d, "DATA#");
+		key_kind_range(&lo, &hi, d, KEY_DATA);
 		rc = dump_range(kv, lo.buf, lo.len, hi.buf, hi.len, NULL);
 		sbuf_release(&lo);
 		sbuf_release(&hi);
