@@ -70,10 +70,8 @@ int token_check(struct tree *t, const char *s, uint32_t op, const char *src,
  */
 struct walk {
 	struct tree *t;
-	struct kv_iter *it;
+	struct node_iter ni; /* of the branch */
 	const char *root;
-	size_t plen; /* drive prefix length */
-	struct sbuf k, lo, hi;
 	bool have; /* n (and bad) describe the current node */
 	bool bad;  /* its value does not decode */
 	struct node n;

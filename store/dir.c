@@ -1,9 +1,10 @@
 /*
- * dir.c - streaming listings: the children of a folder (one children-range
- * scan, PATH#<dir>//) and every descendant of a folder (one subtree-range
- * scan, [PATH#<dir>/, PATH#<dir>0)).
+ * dir.c - the node iterator (node_i.h) and the streaming listings built on
+ * it: the children of a folder (one children-range scan, PATH#<dir>//) and
+ * every descendant of a folder (one subtree-range scan, [PATH#<dir>/,
+ * PATH#<dir>0)).
  *
- * Both read one RocksDB iterator snapshot with bounds, so memory stays flat
+ * Both read one kv iterator snapshot with bounds, so memory stays flat
  * for any folder size, and a listing resumes after a name (tree_dir_open's
  * @after) by seeking to the first key past that child: entries added or
  * removed between two calls never make another entry appear twice or vanish.
@@ -23,21 +24,135 @@
 
 struct tree_dir {
 	struct tree *t;
-	struct kv_iter *it;
-	size_t prefix; /* length of the children key prefix PATH#<dir>// */
-	bool started;  /* the iterator stands on the entry returned last */
+	struct node_iter ni;
 	struct sbuf name;
 	struct sbuf key; /* for INODE reads */
 };
 
 struct tree_scan {
 	struct tree *t;
-	struct kv_iter *it;
-	size_t plen; /* length of DRIVE#<d>| */
-	bool started;
-	struct sbuf root; /* the root key, skipped when scanning "/" */
+	struct node_iter ni;
 	struct sbuf path;
 };
+
+/* ---- the node iterator (node_i.h) --------------------------------------- */
+
+static bool key_eq(const char *a, size_t alen, const struct sbuf *b)
+{
+	return alen == b->len && memcmp(a, b->buf, alen) == 0;
+}
+
+int node_iter_open(struct node_iter *ni, struct tree *t, enum node_range range,
+		   const char *dir, const char *after)
+{
+	struct sbuf lo = {0}, hi = {0};
+	int rc;
+
+	memset(ni, 0, sizeof(*ni));
+	ni->drive = t->name;
+	key_drive_prefix(&lo, t->name);
+	ni->plen = lo.len;
+	sbuf_reset(&lo);
+	switch (range) {
+	case NODES_CHILDREN:
+		key_children_range(&lo, &hi, t->name, dir);
+		ni->name_at = lo.len;
+		if (after) {
+			/* the first key past child @after: names hold no NUL,
+			 * so <key of after> + "\0" is its immediate successor */
+			sbuf_adds(&lo, after);
+			sbuf_addc(&lo, '\0');
+		}
+		break;
+	case NODES_BRANCH:
+		key_subtree_range(&lo, &hi, t->name, dir);
+		if (strcmp(dir, "/") == 0) /* "/" itself is in its range */
+			key_node(&ni->skip, t->name, "/");
+		break;
+	case NODES_ALL:
+		key_kind_range(&lo, &hi, t->name, KEY_PATH);
+		break;
+	}
+	rc =
+	    kv_iter_open(&ni->it, t->store->kv, lo.buf, lo.len, hi.buf, hi.len);
+	sbuf_release(&lo);
+	sbuf_release(&hi);
+	return rc;
+}
+
+int node_iter_next(struct node_iter *ni)
+{
+	for (;;) {
+		if (ni->started)
+			kv_iter_next(ni->it);
+		ni->started = true;
+		if (!kv_iter_valid(ni->it))
+			return kv_iter_status(ni->it);
+		ni->key = kv_iter_key(ni->it, &ni->klen);
+		if (ni->end.len) {
+			size_t m =
+			    ni->klen < ni->end.len ? ni->klen : ni->end.len;
+			int d = memcmp(ni->key, ni->end.buf, m);
+
+			if (d > 0 || (d == 0 && ni->klen >= ni->end.len))
+				return 0; /* past the children */
+		}
+		if (ni->skip.len && key_eq(ni->key, ni->klen, &ni->skip))
+			continue;
+		ni->val = kv_iter_value(ni->it, &ni->vlen);
+		return 1;
+	}
+}
+
+int node_iter_path(const struct node_iter *ni, struct sbuf *path)
+{
+	return key_node_decode(ni->key, ni->klen, ni->plen, path);
+}
+
+int node_iter_node(const struct node_iter *ni, struct node *n, bool want_target)
+{
+	return node_decode(ni->val, ni->vlen, n, want_target);
+}
+
+void node_iter_children(struct node_iter *ni, const char *dir,
+			const char *after)
+{
+	struct sbuf lo = {0};
+
+	sbuf_reset(&ni->end);
+	key_children_range(&lo, &ni->end, ni->drive, dir);
+	if (after) {
+		const char *key;
+		size_t klen;
+
+		sbuf_reset(&ni->k);
+		key_child(&ni->k, ni->drive, dir, after, strlen(after));
+		/* usually still there: the previous sibling, no seek */
+		if (!kv_iter_valid(ni->it) || (key = kv_iter_key(ni->it, &klen),
+					       !key_eq(key, klen, &ni->k)))
+			kv_iter_seek(ni->it, ni->k.buf, ni->k.len);
+		if (kv_iter_valid(ni->it)) {
+			key = kv_iter_key(ni->it, &klen);
+			if (key_eq(key, klen, &ni->k))
+				kv_iter_next(ni->it);
+		}
+	} else {
+		kv_iter_seek(ni->it, lo.buf, lo.len);
+	}
+	ni->started = false; /* it stands on the first candidate */
+	sbuf_release(&lo);
+}
+
+void node_iter_close(struct node_iter *ni)
+{
+	kv_iter_free(ni->it);
+	ni->it = NULL;
+	sbuf_release(&ni->skip);
+	sbuf_release(&ni->end);
+	sbuf_release(&ni->k);
+}
+
+/* ---- listings ----------------------------------------------------------- */
 
 /* Checks that @path is a folder. Errors: -ENOENT, -ENOTDIR, -EINVAL, -EIO. */
 static int check_dir(struct tree *t, const char *path)
@@ -56,16 +171,13 @@ static int check_dir(struct tree *t, const char *path)
 }
 
 /* Decodes the value of the current entry into @attr (mode 0 if corrupt). */
-static void decode_entry(struct kv_iter *it, struct tree_attr *attr)
+static void decode_entry(const struct node_iter *ni, struct tree_attr *attr)
 {
 	struct node n;
-	size_t klen, vlen;
-	const char *val = kv_iter_value(it, &vlen);
 
-	if (node_decode(val, vlen, &n, false)) {
-		const char *key = kv_iter_key(it, &klen);
-
-		plog(LOG_ERR, "corrupt node value at key %.*s", (int)klen, key);
+	if (node_iter_node(ni, &n, false)) {
+		plog(LOG_ERR, "corrupt node value at key %.*s", (int)ni->klen,
+		     ni->key);
 		memset(attr, 0, sizeof(*attr));
 		return;
 	}
@@ -76,7 +188,6 @@ int tree_dir_open(struct tree_dir **out, struct tree *t, const char *path,
 		  const char *after)
 {
 	struct tree_dir *d = NULL;
-	struct sbuf lo = {0}, hi = {0};
 	int rc;
 
 	*out = NULL;
@@ -89,8 +200,6 @@ int tree_dir_open(struct tree_dir **out, struct tree *t, const char *path,
 		goto out;
 	}
 	d->t = t;
-	key_children_range(&lo, &hi, t->name, path);
-	d->prefix = lo.len;
 	if (after && after[0]) {
 		size_t n = strlen(after);
 
@@ -98,43 +207,33 @@ int tree_dir_open(struct tree_dir **out, struct tree *t, const char *path,
 			rc = -EINVAL;
 			goto out;
 		}
-		/* the first key past child @after: names hold no NUL, so
-		 * <key of after> + "\0" is its immediate successor */
-		sbuf_add(&lo, after, n);
-		sbuf_addc(&lo, '\0');
 	}
-	rc = kv_iter_open(&d->it, t->store->kv, lo.buf, lo.len, hi.buf, hi.len);
+	rc = node_iter_open(&d->ni, t, NODES_CHILDREN, path,
+			    after && after[0] ? after : NULL);
 	if (rc)
 		goto out;
 	*out = d;
 	d = NULL;
 out:
 	tree_dir_free(d);
-	sbuf_release(&lo);
-	sbuf_release(&hi);
 	return rc;
 }
 
 int tree_dir_next(struct tree_dir *d, const char **name, size_t *namelen,
 		  struct tree_attr *attr)
 {
-	size_t klen;
-	const char *key;
+	struct node_iter *ni = &d->ni;
+	int rc = node_iter_next(ni);
 
-	if (d->started)
-		kv_iter_next(d->it);
-	d->started = true;
-	if (!kv_iter_valid(d->it))
-		return kv_iter_status(d->it) ? -EIO : 0;
-	key = kv_iter_key(d->it, &klen);
+	if (rc <= 0)
+		return rc ? -EIO : 0;
 	sbuf_reset(&d->name);
-	sbuf_add(&d->name, key + d->prefix, klen - d->prefix);
-	decode_entry(d->it, attr);
+	sbuf_add(&d->name, ni->key + ni->name_at, ni->klen - ni->name_at);
+	decode_entry(ni, attr);
 	if (attr->flags & TREE_F_LINKED) {
 		struct node n = {0};
 		char *val = NULL;
 		size_t vlen;
-		int rc;
 
 		sbuf_reset(&d->key);
 		key_inode(&d->key, d->t->name, attr->ino);
@@ -145,7 +244,7 @@ int tree_dir_next(struct tree_dir *d, const char **name, size_t *namelen,
 		free(val);
 		if (rc) {
 			plog(LOG_ERR, "drive %s: bad INODE record of %.*s: %d",
-			     d->t->name, (int)klen, key, rc);
+			     d->t->name, (int)ni->klen, ni->key, rc);
 			memset(attr, 0, sizeof(*attr));
 		} else {
 			*attr = n.a;
@@ -160,7 +259,7 @@ void tree_dir_free(struct tree_dir *d)
 {
 	if (!d)
 		return;
-	kv_iter_free(d->it);
+	node_iter_close(&d->ni);
 	sbuf_release(&d->name);
 	sbuf_release(&d->key);
 	free(d);
@@ -169,7 +268,6 @@ void tree_dir_free(struct tree_dir *d)
 int tree_scan_open(struct tree_scan **out, struct tree *t, const char *path)
 {
 	struct tree_scan *sc = NULL;
-	struct sbuf lo = {0}, hi = {0};
 	int rc;
 
 	*out = NULL;
@@ -182,58 +280,40 @@ int tree_scan_open(struct tree_scan **out, struct tree *t, const char *path)
 		goto out;
 	}
 	sc->t = t;
-	key_drive_prefix(&lo, t->name);
-	sc->plen = lo.len;
-	sbuf_reset(&lo);
-	key_node(&sc->root, t->name, "/");
-	key_subtree_range(&lo, &hi, t->name, path);
-	rc =
-	    kv_iter_open(&sc->it, t->store->kv, lo.buf, lo.len, hi.buf, hi.len);
+	rc = node_iter_open(&sc->ni, t, NODES_BRANCH, path, NULL);
 	if (rc)
 		goto out;
 	*out = sc;
 	sc = NULL;
 out:
 	tree_scan_free(sc);
-	sbuf_release(&lo);
-	sbuf_release(&hi);
 	return rc;
 }
 
 int tree_scan_next(struct tree_scan *sc, const char **path,
 		   struct tree_attr *attr)
 {
-	for (;;) {
-		size_t klen;
-		const char *key;
+	int rc;
 
-		if (sc->started)
-			kv_iter_next(sc->it);
-		sc->started = true;
-		if (!kv_iter_valid(sc->it))
-			return kv_iter_status(sc->it) ? -EIO : 0;
-		key = kv_iter_key(sc->it, &klen);
-		if (klen == sc->root.len &&
-		    memcmp(key, sc->root.buf, klen) == 0)
-			continue; /* "/" itself, in the root's subtree range */
+	while ((rc = node_iter_next(&sc->ni)) == 1) {
 		sbuf_reset(&sc->path);
-		if (key_node_decode(key, klen, sc->plen, &sc->path)) {
+		if (node_iter_path(&sc->ni, &sc->path)) {
 			plog(LOG_ERR, "malformed node key %.*s skipped",
-			     (int)klen, key);
+			     (int)sc->ni.klen, sc->ni.key);
 			continue;
 		}
-		decode_entry(sc->it, attr);
+		decode_entry(&sc->ni, attr);
 		*path = sc->path.buf;
 		return 1;
 	}
+	return rc ? -EIO : 0;
 }
 
 void tree_scan_free(struct tree_scan *sc)
 {
 	if (!sc)
 		return;
-	kv_iter_free(sc->it);
-	sbuf_release(&sc->root);
+	node_iter_close(&sc->ni);
 	sbuf_release(&sc->path);
 	free(sc);
 }

@@ -334,33 +334,23 @@ static int check_journal(struct fsck *f)
 
 /* ---- nodes -------------------------------------------------------------- */
 
-/* Number of sub-folders of @dir, through iterator @cit. */
-static int count_subdirs(struct fsck *f, struct kv_iter *cit, const char *dir,
-			 uint32_t *count)
+/* Number of sub-folders of @dir, through node iterator @cit. */
+static int count_subdirs(struct fsck *f, struct node_iter *cit,
+			 const char *dir, uint32_t *count)
 {
-	struct sbuf lo = {0}, hi = {0};
 	uint32_t n = 0;
+	int rc;
 
-	key_children_range(&lo, &hi, f->t->name, dir);
-	for (kv_iter_seek(cit, lo.buf, lo.len); kv_iter_valid(cit);
-	     kv_iter_next(cit)) {
-		size_t klen, vlen;
-		const char *key = kv_iter_key(cit, &klen);
-		const char *val = kv_iter_value(cit, &vlen);
+	node_iter_children(cit, dir, NULL);
+	while ((rc = node_iter_next(cit)) == 1) {
 		struct node c = {0};
-		size_t m = klen < hi.len ? klen : hi.len;
-		int d = memcmp(key, hi.buf, m);
 
-		if (d > 0 || (d == 0 && klen >= hi.len))
-			break;
-		if (node_decode(val, vlen, &c, false) == 0 && S_ISDIR(c.a.mode))
+		if (node_iter_node(cit, &c, false) == 0 && S_ISDIR(c.a.mode))
 			n++;
 		node_release(&c);
 	}
-	sbuf_release(&lo);
-	sbuf_release(&hi);
 	*count = n;
-	return kv_iter_status(cit);
+	return rc;
 }
 
 static void fix_nlink(struct fsck *f, const char *path, uint64_t ino,
@@ -477,31 +467,24 @@ out:
 static int check_nodes(struct fsck *f)
 {
 	struct tree *t = f->t;
-	struct sbuf lo = {0}, hi = {0}, path = {0}, last = {0};
-	struct kv_iter *it = NULL, *cit = NULL;
+	struct sbuf path = {0}, last = {0};
+	struct node_iter it = {0}, cit = {0};
 	bool root = false;
 	int last_rc = 0, rc;
 	uint64_t last_ino = 0;
 
-	key_kind_range(&lo, &hi, t->name, KEY_PATH);
-	rc = kv_iter_open(&it, t->store->kv, lo.buf, lo.len, hi.buf, hi.len);
+	rc = node_iter_open(&it, t, NODES_ALL, NULL, NULL);
 	if (rc == 0)
-		rc = kv_iter_open(&cit, t->store->kv, lo.buf, lo.len, hi.buf,
-				  hi.len);
-	if (rc)
-		goto out;
-	for (; kv_iter_valid(it); kv_iter_next(it)) {
-		size_t klen, vlen;
-		const char *key = kv_iter_key(it, &klen);
-		const char *val = kv_iter_value(it, &vlen);
+		rc = node_iter_open(&cit, t, NODES_ALL, NULL, NULL);
+	while (rc == 0 && (rc = node_iter_next(&it)) == 1) {
 		struct node n = {0};
 		bool busy;
 		char *ep;
 
+		rc = 0;
 		sbuf_reset(&path);
-		if (key_node_decode(key, klen, f->plen, &path) ||
-		    path_check(path.buf)) {
-			ep = esc(key, klen);
+		if (node_iter_path(&it, &path) || path_check(path.buf)) {
+			ep = esc(it.key, it.klen);
 			finding(f, "%s: malformed node key", ep);
 			free(ep);
 			continue;
@@ -512,9 +495,9 @@ static int check_nodes(struct fsck *f)
 		else if (!busy)
 			check_parent(f, path.buf, &last, &last_rc, &last_ino);
 		ep = esc(path.buf, path.len);
-		if (node_decode(val, vlen, &n, false)) {
+		if (node_iter_node(&it, &n, false)) {
 			finding(f, "%s: value does not decode (%zu bytes)", ep,
-				vlen);
+				it.vlen);
 			f->bad_nodes++;
 			free(ep);
 			continue;
@@ -537,7 +520,7 @@ static int check_nodes(struct fsck *f)
 		if (S_ISDIR(n.a.mode) && !busy) {
 			uint32_t sub;
 
-			rc = count_subdirs(f, cit, path.buf, &sub);
+			rc = count_subdirs(f, &cit, path.buf, &sub);
 			if (rc)
 				goto next;
 			if (n.a.nlink != 2 + sub) {
@@ -557,14 +540,11 @@ static int check_nodes(struct fsck *f)
 		if (rc)
 			goto out;
 	}
-	rc = kv_iter_status(it);
 	if (rc == 0 && !root)
 		finding(f, "/: the root folder is missing");
 out:
-	kv_iter_free(it);
-	kv_iter_free(cit);
-	sbuf_release(&lo);
-	sbuf_release(&hi);
+	node_iter_close(&it);
+	node_iter_close(&cit);
 	sbuf_release(&path);
 	sbuf_release(&last);
 	return rc;
@@ -903,22 +883,17 @@ static void on_xtmp(struct fsck *f, uint64_t seq, size_t nkeys, const char *val,
  * paid only when content is damaged. f->bad is in key order, so by inode. */
 static int name_blocks(struct fsck *f)
 {
-	struct tree *t = f->t;
-	struct sbuf lo = {0}, hi = {0}, path = {0};
-	struct kv_iter *it = NULL;
+	struct sbuf path = {0};
+	struct node_iter it;
 	int rc;
 
-	key_kind_range(&lo, &hi, t->name, KEY_PATH);
-	rc = kv_iter_open(&it, t->store->kv, lo.buf, lo.len, hi.buf, hi.len);
-	if (rc)
-		goto out;
-	for (; kv_iter_valid(it); kv_iter_next(it)) {
-		size_t klen, vlen, l = 0, h = f->nbad;
-		const char *key = kv_iter_key(it, &klen);
-		const char *val = kv_iter_value(it, &vlen);
+	rc = node_iter_open(&it, f->t, NODES_ALL, NULL, NULL);
+	while (rc == 0 && (rc = node_iter_next(&it)) == 1) {
+		size_t l = 0, h = f->nbad;
 		struct node n = {0};
 
-		if (node_decode(val, vlen, &n, false))
+		rc = 0;
+		if (node_iter_node(&it, &n, false))
 			continue;
 		while (l < h) {
 			size_t mid = l + (h - l) / 2;
@@ -931,16 +906,12 @@ static int name_blocks(struct fsck *f)
 		if (l == f->nbad || f->bad[l].ino != n.a.ino || f->bad[l].path)
 			continue;
 		sbuf_reset(&path);
-		if (key_node_decode(key, klen, f->plen, &path))
+		if (node_iter_path(&it, &path))
 			continue;
 		for (; l < f->nbad && f->bad[l].ino == n.a.ino; l++)
 			f->bad[l].path = strdup(path.buf);
 	}
-	rc = kv_iter_status(it);
-out:
-	kv_iter_free(it);
-	sbuf_release(&lo);
-	sbuf_release(&hi);
+	node_iter_close(&it);
 	sbuf_release(&path);
 	return rc;
 }

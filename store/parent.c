@@ -188,8 +188,8 @@ out:
 
 int parent_index_build(struct tree *t, uint64_t *count)
 {
-	struct sbuf lo = {0}, hi = {0}, pre = {0}, path = {0}, last = {0};
-	struct kv_iter *it = NULL;
+	struct sbuf lo = {0}, hi = {0}, path = {0}, last = {0};
+	struct node_iter ni = {0};
 	struct kv_batch *b = kv_batch_new(t->store->kv);
 	struct journal_hook h;
 	uint64_t last_ino = 0;
@@ -198,26 +198,18 @@ int parent_index_build(struct tree *t, uint64_t *count)
 
 	*count = 0;
 	journal_hook_init(&h);
-	key_drive_prefix(&pre, t->name);
 	/* from scratch: whatever an interrupted run (or anything else) left */
 	key_kind_range(&lo, &hi, t->name, KEY_PARENT);
 	kv_batch_delete_range(b, lo.buf, lo.len, hi.buf, hi.len);
-	sbuf_reset(&lo);
-	sbuf_reset(&hi);
-	key_kind_range(&lo, &hi, t->name, KEY_PATH);
-	rc = kv_iter_open(&it, t->store->kv, lo.buf, lo.len, hi.buf, hi.len);
-	if (rc)
-		goto out;
-	for (; kv_iter_valid(it); kv_iter_next(it)) {
-		size_t klen, vlen, pl;
-		const char *key = kv_iter_key(it, &klen);
-		const char *val = kv_iter_value(it, &vlen);
+	rc = node_iter_open(&ni, t, NODES_ALL, NULL, NULL);
+	while (rc == 0 && (rc = node_iter_next(&ni)) == 1) {
+		size_t pl;
 		struct node nd = {0};
 
+		rc = 0;
 		sbuf_reset(&path);
-		if (key_node_decode(key, klen, pre.len, &path) ||
-		    path_check(path.buf) || !strcmp(path.buf, "/") ||
-		    node_decode(val, vlen, &nd, false))
+		if (node_iter_path(&ni, &path) || path_check(path.buf) ||
+		    !strcmp(path.buf, "/") || node_iter_node(&ni, &nd, false))
 			continue; /* fsck's to report */
 		if (nd.a.flags & TREE_F_LINKED)
 			continue; /* (no target read: nothing to release) */
@@ -249,15 +241,13 @@ int parent_index_build(struct tree *t, uint64_t *count)
 			n = 0;
 		}
 	}
-	rc = kv_iter_status(it);
 	if (rc == 0)
 		rc = kv_batch_commit(t->store->kv, b, true);
 out:
-	kv_iter_free(it);
+	node_iter_close(&ni);
 	kv_batch_free(b);
 	sbuf_release(&lo);
 	sbuf_release(&hi);
-	sbuf_release(&pre);
 	sbuf_release(&path);
 	sbuf_release(&last);
 	return rc;

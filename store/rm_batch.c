@@ -75,24 +75,18 @@ static int rm_batch_scan(struct tree *t, const char *path, unsigned flags,
 			const struct open_check *oc, size_t limit,
 			struct rm_scan *s)
 {
-	struct sbuf lo = {0}, hi = {0}, pre = {0}, p = {0};
-	struct kv_iter *it = NULL;
+	struct node_iter ni;
+	struct sbuf p = {0};
 	int rc;
 
-	key_drive_prefix(&pre, t->name);
-	key_subtree_range(&lo, &hi, t->name, path);
-	rc = kv_iter_open(&it, t->store->kv, lo.buf, lo.len, hi.buf, hi.len);
-	if (rc)
-		goto out;
-	for (; kv_iter_valid(it); kv_iter_next(it)) {
-		size_t klen, vlen;
-		const char *key = kv_iter_key(it, &klen);
-		const char *val = kv_iter_value(it, &vlen);
+	rc = node_iter_open(&ni, t, NODES_BRANCH, path, NULL);
+	while (rc == 0 && (rc = node_iter_next(&ni)) == 1) {
 		struct node n = {0};
 		bool keep;
 
+		rc = 0;
 		if (s->n + s->nspecial >= limit ||
-		    node_decode(val, vlen, &n, false)) {
+		    node_iter_node(&ni, &n, false)) {
 			s->irregular = true;
 			goto out;
 		}
@@ -100,7 +94,7 @@ static int rm_batch_scan(struct tree *t, const char *path, unsigned flags,
 		if (keep ||
 		    (!S_ISDIR(n.a.mode) && (n.a.flags & TREE_F_LINKED))) {
 			sbuf_reset(&p);
-			if (key_node_decode(key, klen, pre.len, &p)) {
+			if (node_iter_path(&ni, &p)) {
 				s->irregular = true;
 				goto out;
 			}
@@ -120,12 +114,8 @@ static int rm_batch_scan(struct tree *t, const char *path, unsigned flags,
 		s->ents[s->n].mode = n.a.mode;
 		s->n++;
 	}
-	rc = kv_iter_status(it);
 out:
-	kv_iter_free(it);
-	sbuf_release(&lo);
-	sbuf_release(&hi);
-	sbuf_release(&pre);
+	node_iter_close(&ni);
 	sbuf_release(&p);
 	return rc;
 }

@@ -12,6 +12,7 @@
 #include "keys_i.h"
 #include "kv_i.h"
 #include "log.h"
+#include "node_i.h"
 #include "tree.h"
 
 #define TREE_STRIPES	   64
@@ -69,31 +70,6 @@ struct store {
 	 * store is of format 3 or newer and the kv backend can patch */
 	bool patch;
 };
-
-/* ---- node values -------------------------------------------------------
- * Version byte 2, then varints: flags, ino, mode, uid, gid, size, nlink,
- * rdev, zigzag atime/mtime/ctime, target length, target bytes, blocks (the
- * allocated block count, tree_attr.blocks). Version 1 is the same without
- * blocks: records written before the count was kept, which decode with
- * blocks TREE_BLOCKS_UNKNOWN (regular files) or 0, and encode back to
- * version 1 while the count is unknown. A LINKED stub (version 1) holds
- * flags, ino and mode only (the rest zero). */
-#define NODE_VERSION   2
-#define NODE_VERSION_1 1
-
-struct node {
-	struct tree_attr a;
-	char *target; /* malloc'd symlink target or NULL; node_release frees */
-};
-void node_encode(struct sbuf *out, const struct tree_attr *a,
-		 const char *target);
-/* A hard-link stub: flags TREE_F_LINKED, ino and mode only; decodes with
- * every other attribute zero. */
-void node_encode_stub(struct sbuf *out, uint64_t ino, mode_t mode);
-/* Decodes @len bytes at @buf. Target copied (malloc) only if @n->target is
- * wanted (@want_target). Errors: -EIO. */
-int node_decode(const char *buf, size_t len, struct node *n, bool want_target);
-void node_release(struct node *n);
 
 /* ---- META value ----------------------------------------------------------
  * Version byte, then varints: format version, created ns (zigzag), block size,

@@ -340,23 +340,16 @@ out:
 
 int tree_dir_is_empty(struct tree *t, const char *dir)
 {
-	struct sbuf lo = {0}, hi = {0};
-	struct kv_iter *it = NULL;
+	struct node_iter ni;
 	int rc;
 
-	key_children_range(&lo, &hi, t->name, dir);
-	rc = kv_iter_open(&it, t->store->kv, lo.buf, lo.len, hi.buf, hi.len);
-	if (rc)
-		goto out;
-	if (kv_iter_valid(it))
-		rc = 0;
-	else
-		rc = kv_iter_status(it) ? -EIO : 1;
-out:
-	kv_iter_free(it);
-	sbuf_release(&lo);
-	sbuf_release(&hi);
-	return rc;
+	rc = node_iter_open(&ni, t, NODES_CHILDREN, dir, NULL);
+	if (rc == 0)
+		rc = node_iter_next(&ni);
+	node_iter_close(&ni);
+	if (rc < 0)
+		return rc == -ENOMEM ? rc : -EIO;
+	return rc == 0;
 }
 
 int tree_batch_moved(struct tree *t, struct kv_batch *b, const char *path,

@@ -20,28 +20,16 @@
 
 int walk_open(struct walk *w, struct tree *t, const char *root)
 {
-	struct sbuf pre = {0};
-	int rc;
-
 	memset(w, 0, sizeof(*w));
 	w->t = t;
 	w->root = root;
-	key_drive_prefix(&pre, t->name);
-	w->plen = pre.len;
-	sbuf_release(&pre);
-	key_subtree_range(&w->lo, &w->hi, t->name, root);
-	rc = kv_iter_open(&w->it, t->store->kv, w->lo.buf, w->lo.len, w->hi.buf,
-			  w->hi.len);
-	return rc;
+	return node_iter_open(&w->ni, t, NODES_BRANCH, root, NULL);
 }
 
 void walk_close(struct walk *w)
 {
 	node_release(&w->n);
-	kv_iter_free(w->it);
-	sbuf_release(&w->k);
-	sbuf_release(&w->lo);
-	sbuf_release(&w->hi);
+	node_iter_close(&w->ni);
 }
 
 /*
@@ -51,58 +39,19 @@ void walk_close(struct walk *w)
 static int walk_child(struct walk *w, const char *dir, const char *after,
 		      struct sbuf *out)
 {
-	struct sbuf lo = {0}, hi = {0};
-	const char *key;
-	size_t klen;
-	int rc = 0;
+	int rc;
 
-	key_children_range(&lo, &hi, w->t->name, dir);
-	if (after) {
-		sbuf_reset(&w->k);
-		key_child(&w->k, w->t->name, dir, after, strlen(after));
-		/* usually still there: the previous sibling, no seek */
-		if (!kv_iter_valid(w->it) ||
-		    (key = kv_iter_key(w->it, &klen), klen != w->k.len) ||
-		    memcmp(key, w->k.buf, klen))
-			kv_iter_seek(w->it, w->k.buf, w->k.len);
-		if (kv_iter_valid(w->it)) {
-			key = kv_iter_key(w->it, &klen);
-			if (klen == w->k.len && !memcmp(key, w->k.buf, klen))
-				kv_iter_next(w->it);
-		}
-	} else {
-		kv_iter_seek(w->it, lo.buf, lo.len);
-	}
-	if (!kv_iter_valid(w->it)) {
-		rc = kv_iter_status(w->it);
-		goto out;
-	}
-	key = kv_iter_key(w->it, &klen);
-	{
-		size_t m = klen < hi.len ? klen : hi.len;
-		int d = memcmp(key, hi.buf, m);
-
-		if (d > 0 || (d == 0 && klen >= hi.len))
-			goto out; /* past the children */
-	}
+	node_iter_children(&w->ni, dir, after);
+	rc = node_iter_next(&w->ni);
+	if (rc <= 0)
+		return rc;
 	sbuf_reset(out);
-	if (key_node_decode(key, klen, w->plen, out)) {
-		rc = -EIO;
-		goto out;
-	}
-	{
-		size_t vlen;
-		const char *val = kv_iter_value(w->it, &vlen);
-
-		node_release(&w->n);
-		w->bad = node_decode(val, vlen, &w->n, true) != 0;
-		w->have = true;
-	}
-	rc = 1;
-out:
-	sbuf_release(&lo);
-	sbuf_release(&hi);
-	return rc;
+	if (node_iter_path(&w->ni, out))
+		return -EIO;
+	node_release(&w->n);
+	w->bad = node_iter_node(&w->ni, &w->n, true) != 0;
+	w->have = true;
+	return 1;
 }
 
 /* Whether the current node certainly has no children (known, not a
