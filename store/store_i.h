@@ -66,6 +66,8 @@ struct store {
 	struct store_options opt;
 	pthread_mutex_t lock;
 	struct tree *drives; /* protected by lock */
+	/* protected by lock: deleted drives, freed at close */
+	struct tree *dead;
 	/* partial block writes patch blocks in place (kv_batch_patch): the
 	 * store is of format 3 or newer and the kv backend can patch */
 	bool patch;
@@ -93,7 +95,10 @@ void put_bytes(struct sbuf *b, const void *p,
 /* Borrowed pointer into the buffer. Errors: -EIO. */
 int get_bytes(const char **p, const char *end, const char **s, size_t *n);
 
-/* ---- drive internals ---------------------------------------------------- */
+/* ---- drive internals (drive.c) -------------------------------------------- */
+
+/* Frees drive @t's struct (store_close(): nothing may use it any more). */
+void tree_free(struct tree *t);
 
 /* Allocates a fresh inode number (also used for journal sequence numbers,
  * so they are unique too), persisting a new high-water mark to META first

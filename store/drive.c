@@ -1,0 +1,495 @@
+/*
+ * drive.c - the drives of a store (listing, creating, deleting, loading one
+ * at its first use), inode allocation and the helpers the other store files
+ * share (stripes, node reads, commits, stat conversion).
+ *
+ * Drives are found without a registry: every key of drive d lies in
+ * [DRIVE#d|, DRIVE#d}), so listing drives is one seek per drive, skipping
+ * over each drive's range.
+ *
+ * Inode numbers come from a per-drive counter persisted in META in ranges of
+ * INO_RANGE: META's high-water mark is committed before any number of a new
+ * range is handed out, and a reopened store starts at the mark, so a number
+ * is never reused, even after a crash (a crash only skips the rest of a
+ * range). The WAL keeps META's write before any node written with it.
+ *
+ * Limits: a loaded drive stays loaded until store_close(), also once deleted
+ * (handles to it may still be in use).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "store_i.h"
+
+void tree_free(struct tree *t)
+{
+	pthread_mutex_destroy(&t->alloc_lock);
+	pthread_mutex_destroy(&t->ns_lock);
+	for (int i = 0; i < TREE_STRIPES; i++)
+		pthread_mutex_destroy(&t->stripe[i]);
+	pthread_mutex_destroy(&t->check_lock);
+	pthread_mutex_destroy(&t->secret_lock);
+	pthread_mutex_destroy(&t->run_lock);
+	free(t->running);
+	free(t);
+}
+
+/* Reads drive @name's META into a new struct tree. Caller holds s->lock. */
+static int tree_load(struct store *s, const char *name, struct tree **out)
+{
+	struct sbuf key = {0};
+	struct meta m;
+	struct tree *t;
+	char *val = NULL;
+	size_t vlen;
+	int rc;
+
+	key_meta(&key, name);
+	rc = kv_get(s->kv, key.buf, key.len, &val, &vlen);
+	if (rc)
+		goto out;
+	rc = meta_decode(val, vlen, &m);
+	if (rc) {
+		/* a newer format is the caller's one line to say */
+		plog(rc == -EPROTONOSUPPORT ? LOG_DEBUG : LOG_ERR,
+		     "drive %s: META record %s", name,
+		     rc == -EPROTONOSUPPORT ? "is of a newer format"
+					    : "does not decode");
+		goto out;
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	t->store = s;
+	strcpy(t->name, name);
+	t->block_size = m.block_size;
+	t->created_ns = m.created_ns;
+	t->ino_next = m.ino_hwm;
+	t->ino_limit = m.ino_hwm;
+	pthread_mutex_init(&t->alloc_lock, NULL);
+	pthread_mutex_init(&t->ns_lock, NULL);
+	for (int i = 0; i < TREE_STRIPES; i++)
+		pthread_mutex_init(&t->stripe[i], NULL);
+	pthread_mutex_init(&t->check_lock, NULL);
+	pthread_mutex_init(&t->secret_lock, NULL);
+	pthread_mutex_init(&t->run_lock, NULL);
+	t->next = s->drives;
+	s->drives = t;
+	*out = t;
+out:
+	free(val);
+	sbuf_release(&key);
+	return rc;
+}
+
+int store_drive(struct store *s, const char *name, struct tree **out)
+{
+	struct tree *t;
+	int rc;
+
+	rc = store_drive_name_check(name);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&s->lock);
+	for (t = s->drives; t; t = t->next)
+		if (strcmp(t->name, name) == 0)
+			break;
+	rc = t ? 0 : tree_load(s, name, &t);
+	pthread_mutex_unlock(&s->lock);
+	if (!rc)
+		*out = t;
+	return rc;
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int store_drive_list(struct store *s, char ***names, size_t *count)
+{
+	struct kv_iter *it = NULL;
+	struct sbuf seek = {0};
+	char **v = NULL;
+	size_t n = 0;
+	int rc;
+
+	rc = kv_iter_open(&it, s->kv, "DRIVE#", 6, "DRIVE$", 6);
+	if (rc)
+		return rc;
+	while (kv_iter_valid(it)) {
+		size_t klen;
+		const char *k = kv_iter_key(it, &klen);
+		const char *bar = memchr(k + 6, '|', klen - 6);
+		char **nv;
+
+		if (!bar)
+			break; /* not a drive key: nothing of ours follows */
+		nv = realloc(v, (n + 1) * sizeof(*v));
+		if (!nv) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		v = nv;
+		v[n] = strndup(k + 6, (size_t)(bar - k - 6));
+		if (!v[n]) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		/* skip the whole drive: its keys end before DRIVE#<d>} */
+		sbuf_reset(&seek);
+		sbuf_adds(&seek, "DRIVE#");
+		sbuf_adds(&seek, v[n]);
+		sbuf_addc(&seek, '|' + 1);
+		n++;
+		kv_iter_seek(it, seek.buf, seek.len);
+	}
+	rc = kv_iter_status(it);
+out:
+	kv_iter_free(it);
+	sbuf_release(&seek);
+	if (rc) {
+		store_drive_list_free(v, n);
+		return rc;
+	}
+	/* key order puts "d10" before "d1" ('0' < '|'): sort by name */
+	if (n > 1)
+		qsort(v, n, sizeof(*v), cmp_names);
+	*names = v;
+	*count = n;
+	return 0;
+}
+
+void store_drive_list_free(char **names, size_t count)
+{
+	for (size_t i = 0; i < count; i++)
+		free(names[i]);
+	free(names);
+}
+
+int store_drive_create(struct store *s, const char *name, uid_t uid, gid_t gid)
+{
+	struct sbuf key = {0}, val = {0};
+	struct kv_batch *b = NULL;
+	struct tree_attr root = {0};
+	struct meta m = {0};
+	char *old = NULL;
+	size_t olen;
+	int rc;
+
+	rc = store_drive_name_check(name);
+	if (rc)
+		return rc;
+	if (kv_read_only(s->kv))
+		return -EROFS;
+	pthread_mutex_lock(&s->lock);
+	key_meta(&key, name);
+	rc = kv_get(s->kv, key.buf, key.len, &old, &olen);
+	if (rc == 0)
+		rc = -EEXIST;
+	if (rc != -ENOENT)
+		goto out;
+	m.format = TREE_FORMAT_VERSION;
+	m.created_ns = tree_now_ns();
+	m.block_size = DEFAULT_BLOCK_SIZE;
+	m.ino_hwm = INO_RANGE; /* hands out 2 .. INO_RANGE-1 first */
+	b = kv_batch_new(s->kv);
+	meta_encode(&val, &m);
+	kv_batch_put(b, key.buf, key.len, val.buf, val.len);
+
+	root.ino = TREE_ROOT_INO;
+	root.mode = S_IFDIR | 0755;
+	root.uid = uid;
+	root.gid = gid;
+	root.nlink = 2;
+	root.atime_ns = root.mtime_ns = root.ctime_ns = m.created_ns;
+	sbuf_reset(&key);
+	sbuf_reset(&val);
+	key_node(&key, name, "/");
+	node_encode(&val, &root, NULL);
+	kv_batch_put(b, key.buf, key.len, val.buf, val.len);
+	rc = kv_batch_commit(s->kv, b, true);
+	if (rc == 0) {
+		/* the next drive handle starts past the root's number */
+		struct tree *t;
+		rc = tree_load(s, name, &t);
+		if (rc == 0)
+			t->ino_next = TREE_ROOT_INO + 1;
+	}
+out:
+	pthread_mutex_unlock(&s->lock);
+	free(old);
+	kv_batch_free(b);
+	sbuf_release(&key);
+	sbuf_release(&val);
+	return rc;
+}
+
+int store_drive_delete(struct store *s, const char *name)
+{
+	struct sbuf lo = {0}, hi = {0};
+	struct kv_batch *b = NULL;
+	struct tree **pt;
+	char *old = NULL;
+	size_t olen;
+	int rc;
+
+	rc = store_drive_name_check(name);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&s->lock);
+	key_meta(&lo, name);
+	rc = kv_get(s->kv, lo.buf, lo.len, &old, &olen);
+	if (rc)
+		goto out;
+	sbuf_reset(&lo);
+	key_drive_range(&lo, &hi, name);
+	b = kv_batch_new(s->kv);
+	kv_batch_delete_range(b, lo.buf, lo.len, hi.buf, hi.len);
+	rc = kv_batch_commit(s->kv, b, true);
+	if (rc)
+		goto out;
+	kv_compact_range(s->kv, lo.buf, lo.len, hi.buf, hi.len);
+	/* handles may still be referenced: park them until store_close */
+	for (pt = &s->drives; *pt; pt = &(*pt)->next) {
+		if (strcmp((*pt)->name, name) == 0) {
+			struct tree *t = *pt;
+			*pt = t->next;
+			t->next = s->dead;
+			s->dead = t;
+			break;
+		}
+	}
+out:
+	pthread_mutex_unlock(&s->lock);
+	free(old);
+	kv_batch_free(b);
+	sbuf_release(&lo);
+	sbuf_release(&hi);
+	return rc;
+}
+
+/* ---- drive helpers shared by the store files ----------------------------- */
+
+const char *tree_drive_name(const struct tree *t)
+{
+	return t->name;
+}
+
+struct store *tree_store(struct tree *t)
+{
+	return t->store;
+}
+
+size_t tree_block_size(const struct tree *t)
+{
+	return t->block_size;
+}
+
+int tree_alloc_ino(struct tree *t, uint64_t *ino)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&t->alloc_lock);
+	if (t->ino_next >= t->ino_limit) {
+		struct sbuf key = {0}, val = {0};
+		struct kv_batch *b = kv_batch_new(t->store->kv);
+		struct meta m = {
+		    .format = TREE_FORMAT_VERSION,
+		    .created_ns = t->created_ns,
+		    .block_size = (uint32_t)t->block_size,
+		    .ino_hwm = t->ino_limit + INO_RANGE,
+		};
+		key_meta(&key, t->name);
+		meta_encode(&val, &m);
+		kv_batch_put(b, key.buf, key.len, val.buf, val.len);
+		rc = kv_batch_commit(t->store->kv, b, false);
+		if (rc == 0)
+			t->ino_limit = m.ino_hwm;
+		kv_batch_free(b);
+		sbuf_release(&key);
+		sbuf_release(&val);
+	}
+	if (rc == 0)
+		*ino = t->ino_next++;
+	pthread_mutex_unlock(&t->alloc_lock);
+	return rc;
+}
+
+/* The distinct stripe indexes of up to four inodes, ascending. */
+static int stripes_of(const uint64_t in[4], int out[4])
+{
+	int n = 0;
+
+	for (int i = 0; i < 4; i++) {
+		int s, j;
+		if (!in[i])
+			continue;
+		s = (int)(in[i] % TREE_STRIPES);
+		for (j = 0; j < n && out[j] != s; j++)
+			;
+		if (j < n)
+			continue;
+		for (j = n; j > 0 && out[j - 1] > s; j--)
+			out[j] = out[j - 1];
+		out[j] = s;
+		n++;
+	}
+	return n;
+}
+
+void tree_lock_inodes(struct tree *t, uint64_t a, uint64_t b, uint64_t c,
+		      uint64_t d)
+{
+	const uint64_t in[4] = {a, b, c, d};
+	int s[4];
+	int n = stripes_of(in, s);
+
+	for (int i = 0; i < n; i++)
+		pthread_mutex_lock(&t->stripe[s[i]]);
+}
+
+void tree_unlock_inodes(struct tree *t, uint64_t a, uint64_t b, uint64_t c,
+			uint64_t d)
+{
+	const uint64_t in[4] = {a, b, c, d};
+	int s[4];
+	int n = stripes_of(in, s);
+
+	for (int i = n - 1; i >= 0; i--)
+		pthread_mutex_unlock(&t->stripe[s[i]]);
+}
+
+size_t tree_batch_max_ops(const struct tree *t)
+{
+	return kv_limits(t->store->kv)->batch_ops;
+}
+
+int tree_commit(struct tree *t, struct kv_batch *b)
+{
+	int rc = kv_batch_commit(t->store->kv, b, false);
+
+	if (rc == 0)
+		journal_hook_commit();
+	return rc;
+}
+
+/* Reads and decodes one value at @key; logs a value that does not decode. */
+static int get_decoded(struct tree *t, const struct sbuf *key, const char *what,
+		       struct node *n, bool want_target)
+{
+	char *val = NULL;
+	size_t vlen;
+	int rc;
+
+	rc = kv_get(t->store->kv, key->buf, key->len, &val, &vlen);
+	if (rc)
+		return rc;
+	rc = node_decode(val, vlen, n, want_target);
+	if (rc == -EIO)
+		plog(LOG_ERR, "drive %s: %s: value does not decode (%zu bytes)",
+		     t->name, what, vlen);
+	free(val);
+	return rc;
+}
+
+int tree_get_node(struct tree *t, const char *path, struct node *n,
+		  bool want_target)
+{
+	struct sbuf key = {0};
+	int rc;
+
+	key_node(&key, t->name, path);
+	rc = get_decoded(t, &key, path, n, want_target);
+	sbuf_release(&key);
+	return rc;
+}
+
+int tree_get_inode(struct tree *t, uint64_t ino, struct node *n)
+{
+	struct sbuf key = {0};
+	char what[40];
+	int rc;
+
+	key_inode(&key, t->name, ino);
+	snprintf(what, sizeof(what), "inode %llu", (unsigned long long)ino);
+	rc = get_decoded(t, &key, what, n, false);
+	sbuf_release(&key);
+	return rc;
+}
+
+uint64_t tree_attr_blocks(const struct tree *t, const struct tree_attr *a)
+{
+	uint64_t upto = a->size / 512 + (a->size % 512 != 0);
+	uint64_t per = t->block_size / 512;
+
+	if (!S_ISREG(a->mode) || a->blocks == TREE_BLOCKS_UNKNOWN)
+		return upto;
+	/* no stored byte lies at or past the size (content.c), so the size
+	 * bounds what the blocks hold (and a bad count cannot overflow) */
+	if (a->blocks >= upto / per + 1)
+		return upto;
+	return a->blocks * per < upto ? a->blocks * per : upto;
+}
+
+void tree_attr_to_stat(const struct tree *t, const struct tree_attr *a,
+		       struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = a->ino;
+	st->st_mode = a->mode;
+	st->st_nlink = a->nlink;
+	st->st_uid = a->uid;
+	st->st_gid = a->gid;
+	st->st_rdev = a->rdev;
+	st->st_size = (off_t)a->size;
+	st->st_blksize = (blksize_t)t->block_size;
+	st->st_blocks = (blkcnt_t)tree_attr_blocks(t, a);
+	st->st_atim.tv_sec = a->atime_ns / 1000000000;
+	st->st_atim.tv_nsec = a->atime_ns % 1000000000;
+	st->st_mtim.tv_sec = a->mtime_ns / 1000000000;
+	st->st_mtim.tv_nsec = a->mtime_ns % 1000000000;
+	st->st_ctim.tv_sec = a->ctime_ns / 1000000000;
+	st->st_ctim.tv_nsec = a->ctime_ns % 1000000000;
+	/* keep nanoseconds in [0, 1e9) for times before 1970 */
+	if (st->st_atim.tv_nsec < 0) {
+		st->st_atim.tv_nsec += 1000000000;
+		st->st_atim.tv_sec--;
+	}
+	if (st->st_mtim.tv_nsec < 0) {
+		st->st_mtim.tv_nsec += 1000000000;
+		st->st_mtim.tv_sec--;
+	}
+	if (st->st_ctim.tv_nsec < 0) {
+		st->st_ctim.tv_nsec += 1000000000;
+		st->st_ctim.tv_sec--;
+	}
+}
+
+int tree_statfs(struct tree *t, struct statvfs *st)
+{
+	uint64_t reserve_blocks, keys;
+	int rc = kv_space(t->store->kv, st);
+
+	if (rc)
+		return rc;
+	reserve_blocks = kv_reserve_bytes(t->store->kv) / st->f_frsize;
+	st->f_bfree =
+	    st->f_bfree > reserve_blocks ? st->f_bfree - reserve_blocks : 0;
+	st->f_bavail =
+	    st->f_bavail > reserve_blocks ? st->f_bavail - reserve_blocks : 0;
+	/* inodes are only bounded by space: report what the space could
+	 * hold at ~1 KiB a node, plus what is in use */
+	keys = kv_estimate_keys(t->store->kv);
+	st->f_ffree = st->f_favail = st->f_bavail * st->f_frsize / 1024;
+	st->f_files = st->f_ffree + keys;
+	st->f_namemax = TREE_NAME_MAX;
+	st->f_flag = kv_read_only(t->store->kv) ? ST_RDONLY : 0;
+	return 0;
+}
