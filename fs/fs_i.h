@@ -108,6 +108,15 @@ struct fs {
 
 	pthread_mutex_t open_stripe[FS_STRIPES];
 
+	/* orphans due for reclaim, freed by one thread (reclaim.c) */
+	pthread_mutex_t rq_lock;
+	pthread_cond_t rq_cond; /* with rq_lock: queued, or stop */
+	uint64_t *rq;		/* protected by rq_lock */
+	size_t rq_n, rq_cap;	/* protected by rq_lock */
+	bool rq_started;	/* protected by rq_lock: rq_thread runs */
+	bool rq_stop;		/* protected by rq_lock: queue no more */
+	pthread_t rq_thread;
+
 	struct dircookies *cookies; /* listing offsets (dircookie.h) */
 
 	/* pathfsctl commands on the mounted drive, one at a time: held from
@@ -246,6 +255,26 @@ int itab_ref(struct fs *fs, uint64_t ino);
  */
 int itab_path(struct fs *fs, uint64_t ino, const char *name, bool need_path,
 	      struct fs_path *p);
+
+/* ---- reclaiming orphans (reclaim.c) ------------------------------------ */
+
+/* Sets up and frees the queue (fs_init, fs_release; fs_reclaim_release()
+ * only after fs_reclaim_stop()). */
+void fs_reclaim_init(struct fs *fs);
+void fs_reclaim_release(struct fs *fs);
+/*
+ * Frees orphan @ino (0: nothing) soon, in a batch with others, on a thread
+ * of its own (started by the first call); at once in the caller if it cannot
+ * be queued. The caller answers for the kernel no longer using @ino (it is
+ * forgotten and not open: itab_forget(), itab_close(), itab_orphaned()).
+ * Errors are logged; a number that is not an orphan is ignored.
+ */
+void fs_reclaim(struct fs *fs, uint64_t ino);
+/*
+ * Frees every queued orphan and ends the thread; later fs_reclaim() calls
+ * free at once. Before the store closes (fs_destroy at unmount).
+ */
+void fs_reclaim_stop(struct fs *fs);
 
 /* ---- subtree lock (inodes.c) ------------------------------------------- */
 

@@ -193,6 +193,7 @@ int fs_init(struct fs *fs, struct store *s, struct tree *t)
 	pthread_mutex_init(&fs->ctl_mutex, NULL);
 	for (i = 0; i < FS_STRIPES; i++)
 		pthread_mutex_init(&fs->open_stripe[i], NULL);
+	fs_reclaim_init(fs);
 	root = add(fs, TREE_ROOT_INO);
 	if (!root) {
 		rc = -ENOMEM;
@@ -221,6 +222,7 @@ void fs_release(struct fs *fs)
 	}
 	free(fs->buckets);
 	fs->buckets = NULL;
+	fs_reclaim_release(fs);
 	dircookies_free(fs->cookies);
 	fs->cookies = NULL;
 	for (b = fs->busy; b; b = bn) {

@@ -58,14 +58,7 @@ void note_attr(struct fs *fs, const struct tree_attr *a)
 
 void reclaim(struct fs *fs, uint64_t ino)
 {
-	int rc;
-
-	if (!ino)
-		return;
-	rc = tree_reclaim(fs->tree, ino);
-	if (rc && rc != -ENOENT)
-		plog(LOG_ERR, "reclaim of orphan inode %llu: %s",
-		     (unsigned long long)ino, strerror(-rc));
+	fs_reclaim(fs, ino);
 }
 
 static void fs_statfs(fuse_req_t req, fuse_ino_t ino)
@@ -85,7 +78,8 @@ static void fs_statfs(fuse_req_t req, fuse_ino_t ino)
 
 /*
  * The session ends (unmount): the kernel holds nothing any more, so the
- * orphans it still knew are reclaimed now rather than at the next mount.
+ * orphans it still knew are reclaimed now rather than at the next mount,
+ * with those queued (reclaim.c), before the store closes.
  */
 static void fs_destroy(void *userdata)
 {
@@ -93,11 +87,12 @@ static void fs_destroy(void *userdata)
 	uint64_t *v = NULL;
 	size_t i, n = 0;
 
-	if (fs->ro || itab_flagged(fs, INODE_ORPHAN, &v, &n))
-		return;
-	for (i = 0; i < n; i++)
-		reclaim(fs, v[i]);
-	free(v);
+	if (!fs->ro && !itab_flagged(fs, INODE_ORPHAN, &v, &n)) {
+		for (i = 0; i < n; i++)
+			reclaim(fs, v[i]);
+		free(v);
+	}
+	fs_reclaim_stop(fs);
 }
 
 static void fs_init_conn(void *userdata, struct fuse_conn_info *conn)

@@ -86,7 +86,8 @@ void fill_entry(struct fs *fs, const struct tree_attr *a,
 		struct fuse_entry_param *e);
 /* Tells the table what the store said about @a (hard-linked or not). */
 void note_attr(struct fs *fs, const struct tree_attr *a);
-/* Frees orphan @ino in the store (0: nothing to do); a failure is logged. */
+/* Frees orphan @ino (0: nothing to do) soon, in a batch (fs_reclaim(),
+ * reclaim.c); a failure is logged. */
 void reclaim(struct fs *fs, uint64_t ino);
 
 /* ---- attributes (attrs.c) ---------------------------------------------- */

@@ -1,7 +1,7 @@
 /*
  * tree_remove.c - removing names: tree_unlink(), tree_rmdir*() and the
- * reclaiming of orphans (tree_reclaim(), tree_reclaim_orphans() at
- * store_open()).
+ * reclaiming of orphans (tree_reclaim(), tree_reclaim_many() for the
+ * daemon's batches, tree_reclaim_orphans() at store_open()).
  *
  * A removal is one batch: the name, the parent folder's update and either the
  * inode's content (the last link of an inode nobody uses) or its orphan
@@ -100,21 +100,21 @@ int tree_rmdir_flags(struct tree *t, const char *path, unsigned flags,
 	return remove_node(t, path, true, flags, orphan);
 }
 
-int tree_reclaim(struct tree *t, uint64_t ino)
+/* Adds to @b the deletes that free orphan @ino: its ORPHAN mark, INODE
+ * record, content and xattrs. Caller holds @ino's stripe.
+ * Errors: -ENOENT (not an orphan), -EIO. */
+static int reclaim_add(struct tree *t, struct kv_batch *b, uint64_t ino)
 {
 	struct sbuf k = {0};
-	struct kv_batch *b = NULL;
 	struct node n = {0};
 	char *val = NULL;
 	size_t vlen;
 	int rc;
 
-	tree_lock_inodes(t, ino, 0, 0, 0);
 	key_orphan(&k, t->name, ino);
 	rc = kv_get(t->store->kv, k.buf, k.len, &val, &vlen);
 	if (rc)
 		goto out;
-	b = kv_batch_new(t->store->kv);
 	kv_batch_delete(b, k.buf, k.len);
 	sbuf_reset(&k);
 	key_inode(&k, t->name, ino);
@@ -126,14 +126,65 @@ int tree_reclaim(struct tree *t, uint64_t ino)
 		rc = tree_drop_file_content(t, b, ino, n.a.size);
 	else if (rc == 0 || rc == -ENOENT || rc == -EIO)
 		rc = tree_drop_inode_content(t, b, ino);
-	if (rc == 0)
-		rc = tree_commit(t, b);
 out:
-	tree_unlock_inodes(t, ino, 0, 0, 0);
-	kv_batch_free(b);
 	node_release(&n);
 	free(val);
 	sbuf_release(&k);
+	return rc;
+}
+
+int tree_reclaim(struct tree *t, uint64_t ino)
+{
+	struct kv_batch *b = NULL;
+	int rc;
+
+	tree_lock_inodes(t, ino, 0, 0, 0);
+	b = kv_batch_new(t->store->kv);
+	rc = reclaim_add(t, b, ino);
+	if (rc == 0)
+		rc = tree_commit(t, b);
+	tree_unlock_inodes(t, ino, 0, 0, 0);
+	kv_batch_free(b);
+	return rc;
+}
+
+int tree_reclaim_many(struct tree *t, const uint64_t *inos, size_t n,
+		      size_t *count)
+{
+	size_t max = tree_batch_max_ops(t) / 2, i, done = 0, in_b = 0;
+	struct kv_batch *b = kv_batch_new(t->store->kv);
+	int rc = 0;
+
+	for (i = 0; i < n && rc == 0; i++) {
+		/* each orphan's deletes in one batch: a batch near the
+		 * engine's limit is committed before the next one starts */
+		if (in_b && kv_batch_count(b) >= max) {
+			rc = tree_commit(t, b);
+			if (rc)
+				break;
+			done += in_b;
+			in_b = 0;
+			kv_batch_free(b);
+			b = kv_batch_new(t->store->kv);
+		}
+		/* the stripe only for the read: no one else writes an orphan
+		 * the kernel has let go of (the caller's promise) */
+		tree_lock_inodes(t, inos[i], 0, 0, 0);
+		rc = reclaim_add(t, b, inos[i]);
+		tree_unlock_inodes(t, inos[i], 0, 0, 0);
+		if (rc == 0)
+			in_b++;
+		else if (rc == -ENOENT)
+			rc = 0; /* not (or no longer) an orphan */
+	}
+	if (rc == 0 && in_b) {
+		rc = tree_commit(t, b);
+		if (rc == 0)
+			done += in_b;
+	}
+	kv_batch_free(b);
+	if (count)
+		*count = done;
 	return rc;
 }
 

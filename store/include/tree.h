@@ -380,6 +380,17 @@ int tree_rmdir_flags(struct tree *t, const char *path, unsigned flags,
  * Errors: -ENOENT (not an orphan), -EIO. */
 int tree_reclaim(struct tree *t, uint64_t ino);
 
+/*
+ * As tree_reclaim() for the @n orphans @inos, several to a commit (each
+ * orphan's deletes in one batch; a number that is not an orphan is skipped).
+ * The caller answers for no one else using them (the daemon: the kernel has
+ * forgotten them and they are not open), and for each number being there
+ * once. *count (if not NULL) gets the number freed. On an error the batches before it stay committed.
+ * Errors: -EIO, -ENOSPC.
+ */
+int tree_reclaim_many(struct tree *t, const uint64_t *inos, size_t n,
+		      size_t *count);
+
 /* Flags of tree_rename(), beside TREE_KEEP_ORPHAN (for a replaced target). */
 #define TREE_RENAME_NOREPLACE 0x2
 #define TREE_RENAME_EXCHANGE  0x4

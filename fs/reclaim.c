@@ -1,0 +1,170 @@
+/*
+ * reclaim.c - frees the daemon's orphans in the background, many to a commit.
+ *
+ * An orphan (an inode whose last name went while the kernel still knew it or
+ * had it open, see inodes.c) is due for reclaim at its last FORGET or
+ * release. rm -rf makes one per file: the kernel holds a lookup on every
+ * entry it unlinks, so each UNLINK leaves an orphan that the FORGET right
+ * after it frees. Freed in the FORGET, that was a commit of its own per file
+ * (16 us of the daemon's 56 us per file of rm -rf). Instead fs_reclaim()
+ * queues the number and one thread frees the queue with tree_reclaim_many():
+ * whatever came within RECLAIM_DELAY_MS of the first, or RECLAIM_BATCH
+ * numbers, in one commit.
+ *
+ * The delay loses nothing and shows nothing: a queued orphan is an orphan in
+ * the store already (its ORPHAN mark went in the batch that removed its last
+ * name); the kernel holds no reference to its number any more (it forgot it
+ * and closed it, and a file handle of it is ESTALE, lookup_dot); a crash
+ * leaves it to the next mount, which reclaims every orphan (store_open);
+ * unmount drains the queue (fs_reclaim_stop() from fs_destroy). Space: the
+ * store's deletes free disk only when RocksDB compacts, so statfs shows no
+ * difference.
+ *
+ * Limits: one thread; the queue grows while the store is slower than the
+ * kernel forgets (a batch frees an orphan in a few us, the kernel sends at
+ * most one FORGET per round trip of the unlink). If the queue cannot grow
+ * (ENOMEM) or the thread cannot start, or after fs_reclaim_stop(), the caller
+ * frees the orphan itself, at once. A failed batch is logged; its orphans
+ * stay for the next mount.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fs_i.h"
+#include "log.h"
+
+/* ~20,000 forgets a second in rm -rf: a few hundred orphans per commit */
+#define RECLAIM_DELAY_MS 20
+#define RECLAIM_BATCH	 1024
+
+void fs_reclaim_init(struct fs *fs)
+{
+	pthread_condattr_t ca;
+
+	pthread_mutex_init(&fs->rq_lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&fs->rq_cond, &ca);
+	pthread_condattr_destroy(&ca);
+}
+
+void fs_reclaim_release(struct fs *fs)
+{
+	free(fs->rq);
+	fs->rq = NULL;
+	fs->rq_n = fs->rq_cap = 0;
+	pthread_cond_destroy(&fs->rq_cond);
+	pthread_mutex_destroy(&fs->rq_lock);
+}
+
+/* Frees @n orphans @v now. */
+static void reclaim_now(struct fs *fs, const uint64_t *v, size_t n)
+{
+	size_t done = 0;
+	int rc = tree_reclaim_many(fs->tree, v, n, &done);
+
+	if (rc)
+		plog(LOG_ERR,
+		     "reclaim of %zu orphan inode%s: %s (%zu freed; the rest "
+		     "at the next mount)",
+		     n, n == 1 ? "" : "s", strerror(-rc), done);
+}
+
+static void deadline(struct timespec *ts)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	ts->tv_nsec += RECLAIM_DELAY_MS * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
+static void *reclaimer(void *arg)
+{
+	struct fs *fs = arg;
+	struct timespec ts;
+	uint64_t *v;
+	size_t n;
+
+	pthread_mutex_lock(&fs->rq_lock);
+	for (;;) {
+		while (!fs->rq_n && !fs->rq_stop)
+			pthread_cond_wait(&fs->rq_cond, &fs->rq_lock);
+		if (!fs->rq_n)
+			break; /* stopped with nothing left */
+		/* gather what comes soon after the first into one commit */
+		deadline(&ts);
+		while (fs->rq_n < RECLAIM_BATCH && !fs->rq_stop &&
+		       pthread_cond_timedwait(&fs->rq_cond, &fs->rq_lock,
+					      &ts) != ETIMEDOUT)
+			;
+		v = fs->rq;
+		n = fs->rq_n;
+		fs->rq = NULL;
+		fs->rq_n = fs->rq_cap = 0;
+		pthread_mutex_unlock(&fs->rq_lock);
+		reclaim_now(fs, v, n);
+		free(v);
+		pthread_mutex_lock(&fs->rq_lock);
+	}
+	pthread_mutex_unlock(&fs->rq_lock);
+	return NULL;
+}
+
+/* Caller holds rq_lock. Appends @ino, starting the thread the first time.
+ * Returns false if the caller must free it itself. */
+static bool enqueue(struct fs *fs, uint64_t ino)
+{
+	if (fs->rq_stop)
+		return false;
+	if (!fs->rq_started) {
+		if (pthread_create(&fs->rq_thread, NULL, reclaimer, fs))
+			return false;
+		fs->rq_started = true;
+	}
+	if (fs->rq_n == fs->rq_cap) {
+		size_t cap = fs->rq_cap ? 2 * fs->rq_cap : 256;
+		uint64_t *v = realloc(fs->rq, cap * sizeof(*v));
+
+		if (!v)
+			return false;
+		fs->rq = v;
+		fs->rq_cap = cap;
+	}
+	fs->rq[fs->rq_n++] = ino;
+	/* wake the thread from its idle wait, or from gathering when full */
+	if (fs->rq_n == 1 || fs->rq_n == RECLAIM_BATCH)
+		pthread_cond_signal(&fs->rq_cond);
+	return true;
+}
+
+void fs_reclaim(struct fs *fs, uint64_t ino)
+{
+	bool queued;
+
+	if (!ino)
+		return;
+	pthread_mutex_lock(&fs->rq_lock);
+	queued = enqueue(fs, ino);
+	pthread_mutex_unlock(&fs->rq_lock);
+	if (!queued)
+		reclaim_now(fs, &ino, 1);
+}
+
+void fs_reclaim_stop(struct fs *fs)
+{
+	bool started;
+
+	pthread_mutex_lock(&fs->rq_lock);
+	fs->rq_stop = true;
+	started = fs->rq_started;
+	fs->rq_started = false;
+	pthread_cond_signal(&fs->rq_cond);
+	pthread_mutex_unlock(&fs->rq_lock);
+	/* the thread drains the queue before it ends */
+	if (started)
+		pthread_join(fs->rq_thread, NULL);
+}
