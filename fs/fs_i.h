@@ -258,8 +258,9 @@ int itab_path(struct fs *fs, uint64_t ino, const char *name, bool need_path,
 
 /* ---- reclaiming orphans (reclaim.c) ------------------------------------ */
 
-/* Sets up and frees the queue (fs_init, fs_release; fs_reclaim_release()
- * only after fs_reclaim_stop()). */
+/* Sets up and frees the queue (fs_init, fs_release). fs_reclaim_release()
+ * stops the thread if fs_reclaim_stop() has not: the store must be open
+ * then. */
 void fs_reclaim_init(struct fs *fs);
 void fs_reclaim_release(struct fs *fs);
 /*

@@ -52,6 +52,9 @@ void fs_reclaim_init(struct fs *fs)
 
 void fs_reclaim_release(struct fs *fs)
 {
+	/* no fs_destroy (a unit test driving fs_do_*() with no mount): the
+	 * thread ends here, with the store still open */
+	fs_reclaim_stop(fs);
 	free(fs->rq);
 	fs->rq = NULL;
 	fs->rq_n = fs->rq_cap = 0;
