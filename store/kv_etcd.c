@@ -256,6 +256,22 @@ static struct json_object *kve_failure_kv(struct json_object *resp, size_t i)
 	return NULL;
 }
 
+/*
+ * Whether a txn's compare held (its success branch ran); if so, @rev gets
+ * the revision it made (left as it is when the answer carries none).
+ */
+static bool kve_succeeded(struct json_object *resp, long long *rev)
+{
+	struct json_object *ok, *h;
+
+	if (!json_object_object_get_ex(resp, "succeeded", &ok) ||
+	    !json_object_get_boolean(ok))
+		return false;
+	if (json_object_object_get_ex(resp, "header", &h))
+		*rev = etcd_int(h, "revision");
+	return true;
+}
+
 /* ---- ownership ----------------------------------------------------------- */
 
 /* The store's NAME, for log lines: kv->meta without its "/m/". */
@@ -364,7 +380,7 @@ static void kve_revoke(struct kve *kv)
  */
 static int kve_own(struct kve *kv)
 {
-	struct json_object *req = json_object_new_object(), *resp = NULL, *ok;
+	struct json_object *req = json_object_new_object(), *resp = NULL;
 	struct json_object *cmps, *succ, *fail, *o, *r;
 	char host[256] = "?";
 	int rc;
@@ -406,12 +422,7 @@ static int kve_own(struct kve *kv)
 	json_object_put(req);
 	if (rc)
 		return rc;
-	if (json_object_object_get_ex(resp, "succeeded", &ok) &&
-	    json_object_get_boolean(ok)) {
-		struct json_object *h;
-		if (json_object_object_get_ex(resp, "header", &h))
-			kv->owner_rev = etcd_int(h, "revision");
-	} else {
+	if (!kve_succeeded(resp, &kv->owner_rev)) {
 		/* ours from an earlier send whose answer was lost? */
 		struct json_object *e = kve_failure_kv(resp, 0);
 		size_t vlen = 0;
@@ -1151,7 +1162,7 @@ static int kve_txn(struct kve *kv, struct kve_batch *b, const char *slot_key,
 		   size_t slot_klen, long long slot_rev, const char *id,
 		   long long *rev)
 {
-	struct json_object *req = json_object_new_object(), *resp = NULL, *ok;
+	struct json_object *req = json_object_new_object(), *resp = NULL;
 	struct json_object *succ = json_object_new_array();
 	struct json_object *cmps = json_object_new_array();
 	struct json_object *fail = json_object_new_array();
@@ -1185,11 +1196,7 @@ static int kve_txn(struct kve *kv, struct kve_batch *b, const char *slot_key,
 	json_object_put(req);
 	if (rc)
 		return rc;
-	if (json_object_object_get_ex(resp, "succeeded", &ok) &&
-	    json_object_get_boolean(ok)) {
-		struct json_object *h;
-		if (json_object_object_get_ex(resp, "header", &h))
-			*rev = etcd_int(h, "revision");
+	if (kve_succeeded(resp, rev)) {
 		json_object_put(resp);
 		return 0;
 	}
