@@ -39,8 +39,8 @@
 #include "log.h"
 #include "proto.h"
 
-#define CONTROL_MAX_CONN   16
-#define CONTROL_TIMEOUT_S  10 /* for reading a request / a stalled client */
+#define CONTROL_MAX_CONN  16
+#define CONTROL_TIMEOUT_S 10 /* for reading a request / a stalled client */
 
 struct control {
 	struct ctl_env tmpl;

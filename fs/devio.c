@@ -59,8 +59,7 @@ static ssize_t dev_read(int fd, void *buf, size_t len, void *userdata)
 	return n;
 }
 
-static ssize_t dev_writev(int fd, struct iovec *iov, int count,
-			  void *userdata)
+static ssize_t dev_writev(int fd, struct iovec *iov, int count, void *userdata)
 {
 	struct fs *fs = userdata;
 	const struct fuse_out_header *out = iov[0].iov_base;
@@ -71,8 +70,8 @@ static ssize_t dev_writev(int fd, struct iovec *iov, int count,
 	if (!fs->init_killpriv_v2 || count != 2 ||
 	    iov[0].iov_len < sizeof(*out) || out->unique != fs->init_unique ||
 	    out->error ||
-	    iov[1].iov_len < offsetof(struct fuse_init_out, flags) +
-				 sizeof(init.flags) ||
+	    iov[1].iov_len <
+		offsetof(struct fuse_init_out, flags) + sizeof(init.flags) ||
 	    iov[1].iov_len > sizeof(init))
 		return writev(fd, iov, count);
 	/* libfuse's INIT reply: the same with one flag more */

@@ -74,7 +74,7 @@ struct fs {
 	struct tree *tree;
 	struct fuse_session *se; /* set once mounted; notify calls use it */
 	bool ro;
-	bool writeback; /* kernel writeback cache wanted */
+	bool writeback;	  /* kernel writeback cache wanted */
 	bool noatime;	  /* -o noatime: access times never change */
 	bool strictatime; /* -o strictatime: every read sets atime */
 	bool nodiratime;  /* -o nodiratime: listing keeps a folder's atime */

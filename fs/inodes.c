@@ -479,8 +479,7 @@ void itab_replace_place(struct fs *fs, uint64_t ino, uint64_t parent,
 /* itab_attach_path(), and with @ref one more kernel lookup of the inode at
  * @path (a node found by number: fs_do_lookup of "." and ".."), counted in
  * the same hold of fs->lock as its entry is made. */
-static int attach_path(struct fs *fs, const char *path, bool ref,
-		       uint64_t *ino)
+static int attach_path(struct fs *fs, const char *path, bool ref, uint64_t *ino)
 {
 	char *prefix = strdup(path);
 	struct tree_attr a;
@@ -642,8 +641,7 @@ static int build_path(struct fs *fs, uint64_t ino, const char *name,
 	p->path = NULL;
 	if (!top || (top->flags & INODE_STALE))
 		return -ENOENT;
-	if (!name && !need_path &&
-	    (top->flags & (INODE_LINKED | INODE_ORPHAN)))
+	if (!name && !need_path && (top->flags & (INODE_LINKED | INODE_ORPHAN)))
 		return 0;
 	if (name)
 		len = strlen(name) + 1;
@@ -828,7 +826,8 @@ bool fs_retry(struct fs *fs, int rc, uint64_t ino, const char *name,
 	 * table: let it finish (it never waits for requests meanwhile) */
 	while (fs->renaming && fs->ns_gen == p->gen)
 		pthread_cond_wait(&fs->renamed, &fs->lock);
-	if (fs->ns_gen != p->gen && build_path(fs, ino, name, false, &np) == 0) {
+	if (fs->ns_gen != p->gen &&
+	    build_path(fs, ino, name, false, &np) == 0) {
 		if (!np.path || !p->path)
 			again = np.path != p->path;
 		else

@@ -251,7 +251,9 @@ out:
 int fs_loop(struct fuse_session *se, struct fs *fs, unsigned max_threads,
 	    unsigned max_idle)
 {
-	struct loop l = {.se = se, .fs = fs, .max_threads = max_threads,
+	struct loop l = {.se = se,
+			 .fs = fs,
+			 .max_threads = max_threads,
 			 .max_idle = max_idle};
 	pthread_condattr_t ca;
 	struct timespec ts;

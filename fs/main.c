@@ -54,7 +54,8 @@
 
 struct options {
 	char *drive;
-	char *log; /* -o log=: syslog, stderr or a file (absolute once parsed) */
+	char
+	    *log; /* -o log=: syslog, stderr or a file (absolute once parsed) */
 	unsigned rename_batch, rename_bytes;
 	unsigned cache_mb;
 	double timeout;
@@ -112,10 +113,10 @@ static const struct fuse_opt opt_spec[] = {
  * go to libfuse, which sets the kernel's mount flags.
  */
 static const char *const dropped_opts[] = {
-    "defaults", "_netdev",    "nofail",	   "auto",  "noauto",
-    "user",	"nouser",     "users",	   "owner", "group",
-    "lazytime", "nolazytime", "iversion",  "noiversion",
-    "mand",	"nomand",     "silent",	   "loud",  NULL};
+    "defaults", "_netdev",    "nofail",	  "auto",	"noauto",
+    "user",	"nouser",     "users",	  "owner",	"group",
+    "lazytime", "nolazytime", "iversion", "noiversion", "mand",
+    "nomand",	"silent",     "loud",	  NULL};
 
 /*
  * Access times: the kernel leaves them to a FUSE filesystem, so the atime
@@ -436,8 +437,9 @@ static int serves_mount(pid_t pid, const char *dir)
 			continue;
 		unescape_mountinfo(src);
 		found = !strncmp(src, dir, dlen) &&
-			(!src[dlen] || (src[dlen] == ':' &&
-			 store_drive_name_check(src + dlen + 1) == 0));
+			(!src[dlen] ||
+			 (src[dlen] == ':' &&
+			  store_drive_name_check(src + dlen + 1) == 0));
 	}
 	free(line);
 	fclose(f);
@@ -450,7 +452,7 @@ static int serves_mount(pid_t pid, const char *dir)
  * long it says that it waits.
  */
 #define CLOSE_WAIT_SECONDS 60
-#define CLOSE_WAIT_NOTICE 1
+#define CLOSE_WAIT_NOTICE  1
 
 static double now_seconds(void)
 {
@@ -532,8 +534,7 @@ static int open_store(const char *dir, bool exists, const struct options *o,
 		if (!exists)
 			fprintf(stderr, "pathfs: created store %s\n", dir);
 		if (waited_for)
-			fprintf(stderr, "pathfs: store %s is free now\n",
-				dir);
+			fprintf(stderr, "pathfs: store %s is free now\n", dir);
 		break;
 	case -EBUSY: {
 		char who[512];
@@ -647,7 +648,7 @@ static int start_log(struct options *o, const char *dir, const char **where)
 	int rc;
 
 	if (!want)
-		want = o->foreground ? "stderr"
+		want = o->foreground		? "stderr"
 		       : log_syslog_listening() ? "syslog"
 						: NULL;
 	if (want && !strcmp(want, "stderr")) {
@@ -759,8 +760,10 @@ static int serve(struct options *o, struct fuse_args *args, const char *dir,
 	/* INIT flags libfuse 3.14 does not know (HANDLE_KILLPRIV_V2) */
 	rc = fs_devio_install(se);
 	if (rc)
-		plog(LOG_WARNING, "/dev/fuse hooks: %s (writes ask for "
-		     "security.capability each time)", strerror(-rc));
+		plog(LOG_WARNING,
+		     "/dev/fuse hooks: %s (writes ask for "
+		     "security.capability each time)",
+		     strerror(-rc));
 	/* from here until store_close(), a new mount that finds the store
 	 * busy and this mount gone waits for us instead of failing */
 	rc = store_serve(s);
@@ -792,7 +795,8 @@ static int serve(struct options *o, struct fuse_args *args, const char *dir,
 	/* mounted: say so and where the log goes, tell the parent, then
 	 * leave the terminal */
 	if (strcmp(log_where, "stderr"))
-		fprintf(stderr, "pathfs: mounted drive %s of %s on %s (log: %s)\n",
+		fprintf(stderr,
+			"pathfs: mounted drive %s of %s on %s (log: %s)\n",
 			o->drive, dir, mnt, log_where);
 	plog(LOG_INFO, "mounted drive %s of %s on %s (log: %s)", o->drive, dir,
 	     mnt, log_where);

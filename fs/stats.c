@@ -73,13 +73,13 @@ enum op {
 };
 
 static const char *const op_name[NOPS] = {
-    "LOOKUP",	  "FORGET",	 "BATCH_FORGET", "GETATTR",	"SETATTR",
-    "READLINK",	  "MKNOD",	 "MKDIR",	 "UNLINK",	"RMDIR",
-    "SYMLINK",	  "RENAME",	 "LINK",	 "OPEN",	"READ",
-    "WRITE",	  "FLUSH",	 "RELEASE",	 "FSYNC",	"OPENDIR",
-    "READDIR",	  "READDIRPLUS", "RELEASEDIR",	 "FSYNCDIR",	"STATFS",
-    "SETXATTR",	  "GETXATTR",	 "LISTXATTR",	 "REMOVEXATTR", "ACCESS",
-    "CREATE",	  "FALLOCATE",	 "LSEEK",
+    "LOOKUP",	"FORGET",      "BATCH_FORGET", "GETATTR",     "SETATTR",
+    "READLINK", "MKNOD",       "MKDIR",	       "UNLINK",      "RMDIR",
+    "SYMLINK",	"RENAME",      "LINK",	       "OPEN",	      "READ",
+    "WRITE",	"FLUSH",       "RELEASE",      "FSYNC",	      "OPENDIR",
+    "READDIR",	"READDIRPLUS", "RELEASEDIR",   "FSYNCDIR",    "STATFS",
+    "SETXATTR", "GETXATTR",    "LISTXATTR",    "REMOVEXATTR", "ACCESS",
+    "CREATE",	"FALLOCATE",   "LSEEK",
 };
 
 #define NBUCKETS 24 /* < 1 us ... >= 2^22 us (4.2 s) */
@@ -123,9 +123,9 @@ static void account(enum op op, uint64_t t0)
 	__atomic_fetch_add(&s->count, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&s->ns, ns, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&s->bucket[bucket_of(ns)], 1, __ATOMIC_RELAXED);
-	while (ns > max && !__atomic_compare_exchange_n(&s->max_ns, &max, ns,
-							true, __ATOMIC_RELAXED,
-							__ATOMIC_RELAXED))
+	while (ns > max &&
+	       !__atomic_compare_exchange_n(&s->max_ns, &max, ns, true,
+					    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		;
 }
 
@@ -146,8 +146,7 @@ W(forget_multi, OP_FORGET_MULTI,
   (fuse_req_t r, size_t c, struct fuse_forget_data *f), (r, c, f))
 W(getattr, OP_GETATTR, (fuse_req_t r, fuse_ino_t i, fi_t *f), (r, i, f))
 W(setattr, OP_SETATTR,
-  (fuse_req_t r, fuse_ino_t i, struct stat *a, int s, fi_t *f),
-  (r, i, a, s, f))
+  (fuse_req_t r, fuse_ino_t i, struct stat *a, int s, fi_t *f), (r, i, a, s, f))
 W(readlink, OP_READLINK, (fuse_req_t r, fuse_ino_t i), (r, i))
 W(mknod, OP_MKNOD,
   (fuse_req_t r, fuse_ino_t p, const char *n, mode_t m, dev_t d),
@@ -171,19 +170,17 @@ W(write, OP_WRITE,
   (fuse_req_t r, fuse_ino_t i, const char *b, size_t s, off_t o, fi_t *f),
   (r, i, b, s, o, f))
 W(release, OP_RELEASE, (fuse_req_t r, fuse_ino_t i, fi_t *f), (r, i, f))
-W(fsync, OP_FSYNC, (fuse_req_t r, fuse_ino_t i, int d, fi_t *f),
-  (r, i, d, f))
+W(fsync, OP_FSYNC, (fuse_req_t r, fuse_ino_t i, int d, fi_t *f), (r, i, d, f))
 W(opendir, OP_OPENDIR, (fuse_req_t r, fuse_ino_t i, fi_t *f), (r, i, f))
-W(readdir, OP_READDIR,
-  (fuse_req_t r, fuse_ino_t i, size_t s, off_t o, fi_t *f), (r, i, s, o, f))
+W(readdir, OP_READDIR, (fuse_req_t r, fuse_ino_t i, size_t s, off_t o, fi_t *f),
+  (r, i, s, o, f))
 W(readdirplus, OP_READDIRPLUS,
   (fuse_req_t r, fuse_ino_t i, size_t s, off_t o, fi_t *f), (r, i, s, o, f))
 W(fsyncdir, OP_FSYNCDIR, (fuse_req_t r, fuse_ino_t i, int d, fi_t *f),
   (r, i, d, f))
 W(statfs, OP_STATFS, (fuse_req_t r, fuse_ino_t i), (r, i))
 W(setxattr, OP_SETXATTR,
-  (fuse_req_t r, fuse_ino_t i, const char *n, const char *v, size_t s,
-   int f),
+  (fuse_req_t r, fuse_ino_t i, const char *n, const char *v, size_t s, int f),
   (r, i, n, v, s, f))
 W(getxattr, OP_GETXATTR, (fuse_req_t r, fuse_ino_t i, const char *n, size_t s),
   (r, i, n, s))
@@ -346,7 +343,8 @@ void stats_print(FILE *f, bool json)
 	}
 	if (json)
 		fprintf(f, "\n}, \"count\": %llu, \"ns\": %llu}\n",
-			(unsigned long long)total, (unsigned long long)total_ns);
+			(unsigned long long)total,
+			(unsigned long long)total_ns);
 	else
 		fprintf(f, "%-12s %12llu %12.1f\n", "total",
 			(unsigned long long)total, (double)total_ns / 1e6);

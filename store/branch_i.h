@@ -153,9 +153,8 @@ int branch_args(struct tree *t, const char *src, struct tree *dt,
  * goes to k->seq. On return *done tells whether the clone is finished; *used
  * counts nodes.
  */
-int clone_op(struct tree *t, const char *src, struct tree *dt,
-	     const char *dst, uint64_t budget, uint64_t *used,
-	     struct token *k, bool resuming, struct journal_hook *h,
-	     struct tree_op_result *r, bool *done);
+int clone_op(struct tree *t, const char *src, struct tree *dt, const char *dst,
+	     uint64_t budget, uint64_t *used, struct token *k, bool resuming,
+	     struct journal_hook *h, struct tree_op_result *r, bool *done);
 
 #endif

@@ -47,7 +47,7 @@ struct clone {
 	struct clone_dir {
 		char *path;
 		uint64_t ino;
-	} *dirs;
+	} * dirs;
 	size_t ndirs, capdirs;
 };
 
@@ -117,7 +117,8 @@ static void clone_add(struct clone *c, const char *k, size_t klen,
 
 static int clone_maybe_commit(struct clone *c)
 {
-	if (c->n >= branch_batch_limit(c->dt) || c->bytes >= branch_bytes_limit(c->dt))
+	if (c->n >= branch_batch_limit(c->dt) ||
+	    c->bytes >= branch_bytes_limit(c->dt))
 		return clone_commit(c);
 	return 0;
 }
@@ -354,8 +355,8 @@ static int clone_node(struct clone *c, const char *spath, const char *dpath,
 		rc = tree_get_inode(c->t, x, &in);
 		if (rc == -ENOENT || rc == -EIO) {
 			op_fail(c->r, spath,
-			     "its hard-link record is %s; not copied",
-			     rc == -EIO ? "bad" : "missing");
+				"its hard-link record is %s; not copied",
+				rc == -EIO ? "bad" : "missing");
 			rc = 0;
 			if (c->strict) {
 				c->stop = true;
@@ -561,10 +562,9 @@ out:
 	return rc;
 }
 
-int clone_op(struct tree *t, const char *src, struct tree *dt,
-	     const char *dst, uint64_t budget, uint64_t *used,
-	     struct token *k, bool resuming, struct journal_hook *h,
-	     struct tree_op_result *r, bool *done)
+int clone_op(struct tree *t, const char *src, struct tree *dt, const char *dst,
+	     uint64_t budget, uint64_t *used, struct token *k, bool resuming,
+	     struct journal_hook *h, struct tree_op_result *r, bool *done)
 {
 	struct clone c = {.t = t,
 			  .dt = dt,

@@ -221,8 +221,8 @@ int tree_drop_file_content(struct tree *t, struct kv_batch *b, uint64_t ino,
 	return rc;
 }
 
-int tree_batch_truncate(struct tree *t, struct kv_batch *b,
-			struct tree_attr *a, uint64_t new_size)
+int tree_batch_truncate(struct tree *t, struct kv_batch *b, struct tree_attr *a,
+			uint64_t new_size)
 {
 	struct sbuf lo = {0}, hi = {0};
 	uint64_t bs = t->block_size, ino = a->ino, dropped;
@@ -710,7 +710,8 @@ int tree_fallocate(struct tree *t, const char *path, uint64_t ino,
 		if (cb < limit) {
 			sbuf_reset(&lo);
 			sbuf_reset(&hi);
-			block_range(t, &lo, &hi, ino, cb, ce < limit ? ce : limit);
+			block_range(t, &lo, &hi, ino, cb,
+				    ce < limit ? ce : limit);
 			rc = kv_iter_open(&it, t->store->kv, lo.buf, lo.len,
 					  hi.buf, hi.len);
 			if (rc)
@@ -719,9 +720,10 @@ int tree_fallocate(struct tree *t, const char *path, uint64_t ino,
 		for (uint64_t blk = cb; blk < ce; blk++) {
 			uint64_t bstart = blk * bs;
 			size_t from = off > bstart ? (size_t)(off - bstart) : 0;
-			size_t to = stop - bstart < bs ? (size_t)(stop - bstart)
-						       : bs;
-			bool whole = from == 0 && (to == bs || bstart + to >= old);
+			size_t to =
+			    stop - bstart < bs ? (size_t)(stop - bstart) : bs;
+			bool whole =
+			    from == 0 && (to == bs || bstart + to >= old);
 			const char *val = NULL;
 			size_t vlen = 0;
 			bool exists;

@@ -107,7 +107,7 @@ struct kve {
 	struct kve_slot slots[KVE_SLOTS]; /* protected by lock */
 	uint64_t seq;			  /* protected by lock */
 	/* ownership (read-write opens): see the overview */
-	char *owner;	     /* NAME/m/owner */
+	char *owner; /* NAME/m/owner */
 	size_t olen;
 	char *holder;	     /* the value this open put there */
 	long long lease;     /* its lease; 0: none */
@@ -1185,8 +1185,7 @@ static int kve_txn(struct kve *kv, struct kve_batch *b, const char *slot_key,
 		kve_add_range(fail, slot_key, slot_klen);
 	}
 	if (kv->owner_rev > 0) {
-		kve_add_cmp(cmps, "CREATE", kv->owner, kv->olen,
-			    kv->owner_rev);
+		kve_add_cmp(cmps, "CREATE", kv->owner, kv->olen, kv->owner_rev);
 		kve_add_range(fail, kv->owner, kv->olen);
 	}
 	json_object_object_add(req, "compare", cmps);

@@ -118,7 +118,7 @@ static int file_rotate(void)
 
 static const char *level_name(int level)
 {
-	static const char *names[] = {"EMERG", "ALERT", "CRIT", "ERR",
+	static const char *names[] = {"EMERG",	 "ALERT",  "CRIT", "ERR",
 				      "WARNING", "NOTICE", "INFO", "DEBUG"};
 
 	return level >= 0 && level <= LOG_DEBUG ? names[level] : "?";
@@ -144,8 +144,8 @@ static int file_write(int level, const char *msg)
 		line[len - 1] = '\n';
 	}
 	pthread_mutex_lock(&file_lock);
-	if (file_fd < 0 || (file_size >= file_max && file_rotate() < 0 &&
-			    file_fd < 0)) {
+	if (file_fd < 0 ||
+	    (file_size >= file_max && file_rotate() < 0 && file_fd < 0)) {
 		rc = -EBADF;
 		goto out;
 	}

@@ -94,8 +94,10 @@ int parent_get(struct tree *t, uint64_t ino, uint64_t *parent,
 	if (rc == 0) {
 		rc = parent_decode(val, vlen, parent, name);
 		if (rc)
-			plog(LOG_ERR, "drive %s: PARENT#%016llx: value does "
-			     "not decode", t->name, (unsigned long long)ino);
+			plog(LOG_ERR,
+			     "drive %s: PARENT#%016llx: value does "
+			     "not decode",
+			     t->name, (unsigned long long)ino);
 	}
 	free(val);
 	sbuf_release(&k);

@@ -57,7 +57,6 @@ bool keep_orphan(const struct open_check *oc, unsigned flags, uint64_t ino)
 
 /* ---- rm -r by the walk ---------------------------------------------------- */
 
-
 /* Commits the pending removals of rm -r under ns_lock. */
 static int rm_flush(struct tree *t, struct kv_batch *b, size_t *n,
 		    struct journal_hook *h)
@@ -184,7 +183,8 @@ static int rm_run(struct tree *t, const char *path, struct sbuf *cursor,
 			r->skipped++; /* removed by an earlier call */
 			rc = 0;
 		} else if (rc == -EIO) {
-			op_fail(r, p.buf, "value does not decode; left in place");
+			op_fail(r, p.buf,
+				"value does not decode; left in place");
 			rc = 0;
 		} else if (rc) {
 			goto out_node;

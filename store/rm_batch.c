@@ -72,8 +72,8 @@ static int ent_cmp(const void *a, const void *b)
  * nodes: s->n + s->nspecial > limit). Errors: -EIO.
  */
 static int rm_batch_scan(struct tree *t, const char *path, unsigned flags,
-			const struct open_check *oc, size_t limit,
-			struct rm_scan *s)
+			 const struct open_check *oc, size_t limit,
+			 struct rm_scan *s)
 {
 	struct node_iter ni;
 	struct sbuf p = {0};
@@ -124,7 +124,7 @@ out:
  * inodes s->ents (sorted; all freed by @b): range deletes for long runs of consecutive
  * numbers, point deletes for the rest. Errors: -EIO. */
 static int rm_batch_content(struct tree *t, struct kv_batch *b,
-			   const struct rm_scan *s)
+			    const struct rm_scan *s)
 {
 	struct sbuf k = {0}, hi = {0}, tmp = {0};
 	struct kv_iter *xit = NULL;
@@ -300,4 +300,3 @@ out:
 	rm_scan_release(&s);
 	return rc;
 }
-

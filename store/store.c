@@ -44,7 +44,7 @@
 #define MARKER_NAME "PATHFS"
 /* operations a rename chunk leaves for its journal record and the like */
 #define STORE_BATCH_SLACK 8
-#define MARKER_TEXT "pathfs store\nformat %d\n"
+#define MARKER_TEXT	  "pathfs store\nformat %d\n"
 
 struct store_priv {
 	struct store pub;
@@ -215,11 +215,14 @@ static int store_upgrade(struct store *s, int fd, int from, int to)
 	if (rc == 0)
 		rc = marker_set_format(fd, to);
 	if (rc)
-		plog(LOG_ERR, "store %s: upgrade stopped: %s (opening it again "
-		     "continues it)", s->dir, strerror(-rc));
+		plog(LOG_ERR,
+		     "store %s: upgrade stopped: %s (opening it again "
+		     "continues it)",
+		     s->dir, strerror(-rc));
 	else
-		plog(LOG_NOTICE, "store %s: upgraded, %llu content blocks moved",
-		     s->dir, (unsigned long long)moved);
+		plog(LOG_NOTICE,
+		     "store %s: upgraded, %llu content blocks moved", s->dir,
+		     (unsigned long long)moved);
 	return rc;
 }
 
@@ -253,8 +256,10 @@ static int store_upgrade_index(struct store *s, int fd, int from)
 	if (rc == 0)
 		rc = marker_set_format(fd, PARENT_FORMAT);
 	if (rc)
-		plog(LOG_ERR, "store %s: upgrade stopped: %s (opening it again "
-		     "continues it)", s->dir, strerror(-rc));
+		plog(LOG_ERR,
+		     "store %s: upgrade stopped: %s (opening it again "
+		     "continues it)",
+		     s->dir, strerror(-rc));
 	else
 		plog(LOG_NOTICE, "store %s: upgraded, %llu nodes indexed",
 		     s->dir, (unsigned long long)total);
@@ -371,7 +376,8 @@ static void store_fit_limits(struct store *s)
 		s->opt.rename_batch = l->batch_ops > 2 * STORE_BATCH_SLACK
 					  ? l->batch_ops - STORE_BATCH_SLACK
 					  : l->batch_ops / 2;
-	if (l->batch_bytes != SIZE_MAX && s->opt.rename_bytes > l->batch_bytes / 2)
+	if (l->batch_bytes != SIZE_MAX &&
+	    s->opt.rename_bytes > l->batch_bytes / 2)
 		s->opt.rename_bytes = l->batch_bytes / 2;
 }
 
@@ -396,7 +402,8 @@ static int marker_key(struct store *s, const struct store_options *opt,
 	rc = kv_get(s->kv, MARKER_NAME, strlen(MARKER_NAME), &val, &vlen);
 	if (rc == -ENOENT && opt->create && !opt->read_only) {
 		struct kv_batch *b = kv_batch_new(s->kv);
-		n = snprintf(buf, sizeof(buf), MARKER_TEXT, TREE_FORMAT_VERSION);
+		n = snprintf(buf, sizeof(buf), MARKER_TEXT,
+			     TREE_FORMAT_VERSION);
 		kv_batch_put(b, MARKER_NAME, strlen(MARKER_NAME), buf,
 			     (size_t)n);
 		rc = kv_batch_commit(s->kv, b, true);

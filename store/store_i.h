@@ -307,8 +307,8 @@ int tree_dir_is_empty(struct tree *t, const char *dir);
  * at the new end (so an extension later reads zeros); a->blocks is updated
  * (a->size is the caller's). Growing changes no content. Errors: -EIO.
  */
-int tree_batch_truncate(struct tree *t, struct kv_batch *b,
-			struct tree_attr *a, uint64_t new_size);
+int tree_batch_truncate(struct tree *t, struct kv_batch *b, struct tree_attr *a,
+			uint64_t new_size);
 
 /* content.c: *n = the DATA keys of @ino in blocks [from, to) (@to
  * UINT64_MAX: all). Errors: -EIO. */

@@ -171,8 +171,7 @@ static void token_payload(struct sbuf *p, const struct token *k)
 	put_bytes(p, k->cursor.buf, k->cursor.len);
 }
 
-int token_issue(struct tree *t, const struct token *k,
-		struct tree_op_result *r)
+int token_issue(struct tree *t, const struct token *k, struct tree_op_result *r)
 {
 	uint8_t key[SECRET_LEN], tag[8];
 	struct sbuf p = {0}, o = {0};
@@ -275,4 +274,3 @@ void token_fill(struct token *k, uint32_t op, struct tree *t, const char *src,
 	sbuf_reset(&k->cursor);
 	sbuf_nul(&k->cursor);
 }
-

@@ -355,9 +355,8 @@ Test(cascade, rm_r_batches_are_sized_by_bytes, .init = tu_setup,
 	char *outside, *outside2;
 
 	reopen_opts(1000, bytes);
-	cr_assert_eq(tree_mknode(T, "/keep", S_IFREG | 0644, 0, 0, 0, NULL,
-				 NULL),
-		     0);
+	cr_assert_eq(
+	    tree_mknode(T, "/keep", S_IFREG | 0644, 0, 0, 0, NULL, NULL), 0);
 	tu_mkdir(T, "/x");
 	memset(xn, 'n', sizeof(xn) - 1);
 	xn[sizeof(xn) - 1] = '\0';
@@ -631,9 +630,8 @@ Test(cascade, open_check_of_each_of_many_drives, .init = tu_setup,
 		cr_assert_eq(tree_lookup(d[i], "/docs/open", &a), 0);
 		cr_assert_eq(tree_lookup(d[i], "/docs/shut", &b), 0);
 		open_ino = a.ino;
-		cr_assert_eq(tree_rm_r(d[i], "/docs", 0, NULL,
-				       TREE_KEEP_ORPHAN, &r),
-			     0);
+		cr_assert_eq(
+		    tree_rm_r(d[i], "/docs", 0, NULL, TREE_KEEP_ORPHAN, &r), 0);
 		cr_assert_eq(r.failed, 0);
 		release(&r);
 		assert_gone(d[i], "/docs");

@@ -14,9 +14,8 @@
 
 Test(codec, varints_round_trip_at_their_boundaries)
 {
-	static const uint64_t vals[] = {0,	   1,	      127,
-					128,	   16383,     16384,
-					1ULL << 35, 1ULL << 63, UINT64_MAX};
+	static const uint64_t vals[] = {
+	    0, 1, 127, 128, 16383, 16384, 1ULL << 35, 1ULL << 63, UINT64_MAX};
 	struct sbuf b = {0};
 	const char *p, *end;
 	uint64_t v;

@@ -707,9 +707,9 @@ Test(content, fallocate_modes_and_holes, .init = tu_setup, .fini = tu_teardown)
 	cr_expect_eq(blocks_of("/h"), 5);
 	cr_expect_eq(count_blocks(ino), 5);
 	/* modes Linux refuses too */
-	cr_expect_eq(tree_fallocate(T, "/h", ino, TREE_FALLOC_PUNCH_HOLE, 0, 1,
-				    NULL),
-		     -EOPNOTSUPP);
+	cr_expect_eq(
+	    tree_fallocate(T, "/h", ino, TREE_FALLOC_PUNCH_HOLE, 0, 1, NULL),
+	    -EOPNOTSUPP);
 	cr_expect_eq(tree_fallocate(T, "/h", ino, 0x8, 0, 1, NULL),
 		     -EOPNOTSUPP);
 	cr_expect_eq(tree_fallocate(T, "/h", ino, 0, 0, 0, NULL), -EINVAL);
@@ -738,8 +738,8 @@ Test(content, fallocate_random_against_model, .init = tu_setup,
 	for (int op = 0; op < 1500; op++) {
 		unsigned r = rand_r(&seed) % 100;
 		size_t off = rand_r(&seed) % 2 ? (rand_r(&seed) % 7) * bs +
-						      (rand_r(&seed) % 5) - 2
-					      : rand_r(&seed) % (6 * bs);
+						     (rand_r(&seed) % 5) - 2
+					       : rand_r(&seed) % (6 * bs);
 		size_t n = rand_r(&seed) % 2 ? rand_r(&seed) % (2 * bs) + 1
 					     : rand_r(&seed) % 300u + 1;
 
@@ -772,7 +772,7 @@ Test(content, fallocate_random_against_model, .init = tu_setup,
 			mode = kind == 0   ? 0
 			       : kind == 1 ? TREE_FALLOC_KEEP_SIZE
 			       : kind == 2 ? TREE_FALLOC_PUNCH_HOLE
-			       : TREE_FALLOC_ZERO_RANGE;
+					   : TREE_FALLOC_ZERO_RANGE;
 			if (keep)
 				mode |= TREE_FALLOC_KEEP_SIZE;
 			falloc("/m", ino, mode, off, n);
@@ -782,8 +782,8 @@ Test(content, fallocate_random_against_model, .init = tu_setup,
 			     b++) {
 				size_t bstart = b * bs;
 				size_t from = off > bstart ? off - bstart : 0;
-				size_t to = stop - bstart < bs ? stop - bstart
-							       : bs;
+				size_t to =
+				    stop - bstart < bs ? stop - bstart : bs;
 				if (kind != 2)
 					alloc[b] = true;
 				else if (from == 0 &&
@@ -837,9 +837,8 @@ static void compact_blocks(uint64_t ino)
 	struct sbuf lo = {0}, hi = {0};
 
 	key_data_range(&lo, &hi, T->name, ino, 0);
-	cr_assert_eq(kv_compact_range(tu_store->kv, lo.buf, lo.len, hi.buf,
-				      hi.len),
-		     0);
+	cr_assert_eq(
+	    kv_compact_range(tu_store->kv, lo.buf, lo.len, hi.buf, hi.len), 0);
 	sbuf_release(&lo);
 	sbuf_release(&hi);
 }
@@ -934,12 +933,11 @@ Test(content, patched_blocks_against_model, .init = tu_setup,
 			/* punch a hole inside: no longer dense */
 			size_t off = rand_r(&seed) % len;
 			size_t n = 1 + rand_r(&seed) % (len - off);
-			cr_assert_eq(
-			    tree_fallocate(T, "/p", ino,
-					   TREE_FALLOC_PUNCH_HOLE |
-					       TREE_FALLOC_KEEP_SIZE,
-					   off, n, NULL),
-			    0);
+			cr_assert_eq(tree_fallocate(T, "/p", ino,
+						    TREE_FALLOC_PUNCH_HOLE |
+							TREE_FALLOC_KEEP_SIZE,
+						    off, n, NULL),
+				     0);
 			memset(model + off, 0, n);
 		} else if (r < 91) {
 			/* fill it again from 0: dense */
@@ -961,7 +959,8 @@ Test(content, patched_blocks_against_model, .init = tu_setup,
 			n = off >= len ? 0
 				       : (len - off < want ? len - off : want);
 			cr_assert_eq(got, n);
-			cr_assert(got == 0 || memcmp(buf, model + off, got) == 0,
+			cr_assert(got == 0 ||
+				      memcmp(buf, model + off, got) == 0,
 				  "op %d: read at %zu", op, off);
 		}
 		cr_assert_eq(blocks_of("/p"), count_blocks(ino), "op %d", op);
@@ -1002,7 +1001,8 @@ Test(content, kv_patches_fold_in_flush_and_compaction, .init = tu_setup,
 	kv_batch_put(b, k.buf, k.len, model, 50);
 	cr_assert_eq(kv_batch_commit(tu_store->kv, b, false), 0);
 	kv_batch_free(b);
-	cr_assert_eq(kv_compact_range(tu_store->kv, lo.buf, lo.len, hi.buf, hi.len), 0);
+	cr_assert_eq(
+	    kv_compact_range(tu_store->kv, lo.buf, lo.len, hi.buf, hi.len), 0);
 	for (int round = 0; round < 3; round++) {
 		/* overlapping patches, one past the end with a gap */
 		b = kv_batch_new(tu_store->kv);
@@ -1023,22 +1023,22 @@ Test(content, kv_patches_fold_in_flush_and_compaction, .init = tu_setup,
 		cr_assert_eq(vlen, 63 + (size_t)round * 20);
 		cr_assert(memcmp(v, model, vlen) == 0, "round %d", round);
 		free(v);
-		cr_assert_eq(kv_get(tu_store->kv, k2.buf, k2.len, &v, &vlen), 0);
+		cr_assert_eq(kv_get(tu_store->kv, k2.buf, k2.len, &v, &vlen),
+			     0);
 		cr_assert(vlen == 8 && memcmp(v, "\0\0\0\0\0new", 8) == 0);
 		free(v);
 		/* round 0: compacted (full merge); 1: folded in a flush of
 		 * the memtable only; 2: read from the memtable */
 		if (round == 0)
-			cr_assert_eq(kv_compact_range(tu_store->kv, lo.buf, lo.len,
-						      hi.buf, hi.len),
+			cr_assert_eq(kv_compact_range(tu_store->kv, lo.buf,
+						      lo.len, hi.buf, hi.len),
 				     0);
 		else if (round == 1)
 			tu_reopen();
 	}
 	tu_reopen();
-	cr_assert_eq(kv_compact_range(tu_store->kv, lo.buf, lo.len, hi.buf,
-				      hi.len),
-		     0);
+	cr_assert_eq(
+	    kv_compact_range(tu_store->kv, lo.buf, lo.len, hi.buf, hi.len), 0);
 	cr_assert_eq(kv_get(tu_store->kv, k.buf, k.len, &v, &vlen), 0);
 	cr_assert(vlen == 103 && memcmp(v, model, vlen) == 0);
 	free(v);

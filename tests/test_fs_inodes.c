@@ -301,8 +301,7 @@ Test(fs_inodes, paths_up_to_the_limit_and_no_further)
 	cr_assert_eq(itab_path(&fs, 100 + 126, name, false, &p), 0);
 	cr_expect_eq(strlen(p.path), TREE_PATH_MAX);
 	name[254] = 'n';
-	cr_expect_eq(itab_path(&fs, 100 + 126, name, false, &p),
-		     -ENAMETOOLONG);
+	cr_expect_eq(itab_path(&fs, 100 + 126, name, false, &p), -ENAMETOOLONG);
 	cr_expect_eq(itab_path(&fs, ino, NULL, false, &p), -ENAMETOOLONG);
 	fs_path_release(&p);
 }

@@ -608,9 +608,8 @@ Test(fsck, wrong_block_count_reported_and_repaired, .init = tu_setup,
 
 	populate();
 	cr_assert_eq(tree_lookup(T, "/d/sub/g", &a), 0);
-	cr_assert_eq(tree_write(T, "/d/sub/g", a.ino, 3 * bs, "x", 1, false,
-				&a),
-		     0);
+	cr_assert_eq(
+	    tree_write(T, "/d/sub/g", a.ino, 3 * bs, "x", 1, false, &a), 0);
 	cr_assert_eq(a.blocks, 2);
 	cr_assert_eq(fsck(false)->n, 0, "%s", fsck(false)->text);
 	set_count("/d/sub/g", 7);

@@ -346,9 +346,8 @@ Test(journal, replay_while_a_rename_runs_leaves_it_alone, .init = tu_setup,
  * checks it was killed (or, if !@killed, finished). Reopens tu_store, which
  * replays the journal.
  */
-static void crash_rename_bytes(const char *src, const char *dst,
-			       unsigned flags, long n, size_t batch,
-			       size_t bytes, bool killed)
+static void crash_rename_bytes(const char *src, const char *dst, unsigned flags,
+			       long n, size_t batch, size_t bytes, bool killed)
 {
 	pid_t pid;
 	int status;
@@ -670,7 +669,8 @@ static void raw_branch(struct tree *t, const char *root, size_t n)
 			 i);
 		tree_batch_put_node(t, b, p, &a, NULL);
 		parent_batch_put(t, b, a.ino, dino, p);
-		if (kv_batch_count(b) + 3 > kv_limits(t->store->kv)->batch_ops ||
+		if (kv_batch_count(b) + 3 >
+			kv_limits(t->store->kv)->batch_ops ||
 		    kv_batch_count(b) >= 10000) {
 			cr_assert_eq(tree_commit(t, b), 0);
 			kv_batch_clear(b);

@@ -103,9 +103,9 @@ Test(keys, parent_and_name)
 Test(keys, children_range_is_exact)
 {
 	struct sbuf lo = {0}, hi = {0}, k = {0};
-	static const char *out[] = {"/docs",   "/docs-archive", "/docs.txt",
-				    "/docs 2", "/docs!",	"/docs0",
-				    "/docs/a/b", "/doc",	"/"};
+	static const char *out[] = {"/docs",	 "/docs-archive", "/docs.txt",
+				    "/docs 2",	 "/docs!",	  "/docs0",
+				    "/docs/a/b", "/doc",	  "/"};
 
 	key_children_range(&lo, &hi, "d", "/docs");
 	cr_expect(node_in("d", "/docs/a", &lo, &hi));
@@ -142,9 +142,9 @@ Test(keys, subtree_range_is_exact)
 	struct sbuf lo = {0}, hi = {0};
 	static const char *in[] = {"/docs/a", "/docs/a/b/c", "/docs/\x01",
 				   "/docs/\xff"};
-	static const char *out[] = {"/docs",   "/docs-archive", "/docs.txt",
-				    "/docs 2", "/docs!",	"/docs0",
-				    "/doc",    "/",		"/e"};
+	static const char *out[] = {
+	    "/docs",  "/docs-archive", "/docs.txt", "/docs 2", "/docs!",
+	    "/docs0", "/doc",	       "/",	    "/e"};
 
 	key_subtree_range(&lo, &hi, "d", "/docs");
 	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++)

@@ -30,11 +30,10 @@ Test(siphash, reference_vectors)
 	for (int i = 0; i < 64; i++)
 		msg[i] = (uint8_t)i;
 	for (size_t i = 0; i < sizeof(vectors) / sizeof(vectors[0]); i++)
-		cr_expect_eq(siphash24(key, msg, vectors[i].len),
-			     vectors[i].hash, "length %zu: %016llx",
-			     vectors[i].len,
-			     (unsigned long long)siphash24(key, msg,
-							  vectors[i].len));
+		cr_expect_eq(
+		    siphash24(key, msg, vectors[i].len), vectors[i].hash,
+		    "length %zu: %016llx", vectors[i].len,
+		    (unsigned long long)siphash24(key, msg, vectors[i].len));
 }
 
 /* The key matters: one bit of it changes the hash (a token MAC'd with one
@@ -46,7 +45,8 @@ Test(siphash, another_key_another_hash)
 
 	for (int bit = 0; bit < 8 * SIPHASH_KEY_LEN; bit++) {
 		key[bit / 8] ^= (uint8_t)(1u << (bit % 8));
-		cr_expect_neq(siphash24(key, msg, sizeof(msg)), h, "bit %d", bit);
+		cr_expect_neq(siphash24(key, msg, sizeof(msg)), h, "bit %d",
+			      bit);
 		key[bit / 8] ^= (uint8_t)(1u << (bit % 8));
 	}
 }

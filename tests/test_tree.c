@@ -129,25 +129,21 @@ Test(tree, mknode_kinds_and_attrs, .init = tu_setup, .fini = tu_teardown)
 	cr_expect_neq(st("/fifo").ino, st("/sock").ino);
 }
 
-Test(tree, setgid_folder_gives_its_group, .init = tu_setup,
-     .fini = tu_teardown)
+Test(tree, setgid_folder_gives_its_group, .init = tu_setup, .fini = tu_teardown)
 {
 	struct tree_attr a;
 
 	cr_assert_eq(tree_mknode(T, "/g", S_IFDIR | S_ISGID | 0775, 1, 1234, 0,
 				 NULL, NULL),
 		     0);
-	cr_assert_eq(tree_mknode(T, "/g/f", S_IFREG | 0644, 7, 99, 0, NULL,
-				 &a),
+	cr_assert_eq(tree_mknode(T, "/g/f", S_IFREG | 0644, 7, 99, 0, NULL, &a),
 		     0);
 	cr_expect(a.gid == 1234 && a.uid == 7 && !(a.mode & S_ISGID));
-	cr_assert_eq(tree_mknode(T, "/g/d", S_IFDIR | 0755, 7, 99, 0, NULL,
-				 &a),
+	cr_assert_eq(tree_mknode(T, "/g/d", S_IFDIR | 0755, 7, 99, 0, NULL, &a),
 		     0);
 	cr_expect(a.gid == 1234 && (a.mode & S_ISGID));
-	cr_assert_eq(tree_mknode(T, "/g/d/l", S_IFLNK | 0777, 7, 99, 0, "t",
-				 &a),
-		     0);
+	cr_assert_eq(
+	    tree_mknode(T, "/g/d/l", S_IFLNK | 0777, 7, 99, 0, "t", &a), 0);
 	cr_expect_eq(a.gid, 1234);
 	/* stored so, and not outside */
 	cr_assert_eq(tree_lookup(T, "/g/d", &a), 0);
@@ -448,8 +444,7 @@ Test(tree, folder_orphans, .init = tu_setup, .fini = tu_teardown)
 	tu_mkdir(T, "/p/d");
 	a = st("/p/d");
 	cr_assert_eq(tree_setxattr(T, "/p/d", a.ino, "user.x", "1", 1, 0), 0);
-	cr_assert_eq(tree_rmdir_flags(T, "/p/d", TREE_KEEP_ORPHAN, &orphan),
-		     0);
+	cr_assert_eq(tree_rmdir_flags(T, "/p/d", TREE_KEEP_ORPHAN, &orphan), 0);
 	cr_expect_eq(orphan, a.ino);
 	cr_expect_eq(lk("/p/d"), -ENOENT);
 	cr_expect_eq(st("/p").nlink, 2);
@@ -457,8 +452,7 @@ Test(tree, folder_orphans, .init = tu_setup, .fini = tu_teardown)
 	cr_expect(S_ISDIR(out.mode));
 	cr_expect_eq(out.nlink, 0);
 	in.mode = 0700;
-	cr_assert_eq(tree_setattr(T, NULL, a.ino, &in, TREE_SET_MODE, &out),
-		     0);
+	cr_assert_eq(tree_setattr(T, NULL, a.ino, &in, TREE_SET_MODE, &out), 0);
 	cr_expect_eq(out.mode, S_IFDIR | 0700);
 	cr_assert_eq(tree_getxattr(T, a.ino, "user.x", (void **)&v, &n), 0);
 	free(v);
@@ -473,8 +467,7 @@ Test(tree, folder_orphans, .init = tu_setup, .fini = tu_teardown)
 	tu_mkdir(T, "/e");
 	tu_mkdir(T, "/t1");
 	a = st("/t1");
-	cr_assert_eq(tree_rename(T, "/e", "/t1", TREE_KEEP_ORPHAN, &orphan),
-		     0);
+	cr_assert_eq(tree_rename(T, "/e", "/t1", TREE_KEEP_ORPHAN, &orphan), 0);
 	cr_expect_eq(orphan, a.ino);
 	cr_assert_eq(tree_getattr(T, NULL, a.ino, &out), 0);
 	cr_expect_eq(out.nlink, 0);
@@ -569,9 +562,8 @@ Test(tree, reclaim_many, .init = tu_setup, .fini = tu_teardown)
 		snprintf(body, sizeof(body), "file %d", i);
 		tu_mkfile(T, path, body, strlen(body));
 		inos[i] = st(path).ino;
-		cr_assert_eq(tree_setxattr(T, path, inos[i], "user.x", "1", 1,
-					   0),
-			     0);
+		cr_assert_eq(
+		    tree_setxattr(T, path, inos[i], "user.x", "1", 1, 0), 0);
 		cr_assert_eq(tree_unlink(T, path, TREE_KEEP_ORPHAN, &orphan),
 			     0);
 		cr_assert_eq(orphan, inos[i]);

@@ -25,7 +25,7 @@
 #include "branchutil.h"
 #include "testutil.h"
 
-#define T tu_tree
+#define T     tu_tree
 #define BATCH 4 /* keys per upgrade batch in the kill tests */
 
 /* The format number in the store's marker file. */
@@ -120,9 +120,9 @@ static char *make_old_store(int format, int files)
 	/* sparse: one block at 10 MiB, nothing before it */
 	tu_mkfile(T, "/sparse", "", 0);
 	cr_assert_eq(tree_lookup(T, "/sparse", &a), 0);
-	cr_assert_eq(tree_write(T, "/sparse", a.ino, 10 << 20, "tail", 4,
-				false, NULL),
-		     0);
+	cr_assert_eq(
+	    tree_write(T, "/sparse", a.ino, 10 << 20, "tail", 4, false, NULL),
+	    0);
 	mkfile_n(t2, "/other", 300000, 9);
 	s1 = snap(T, "/", true);
 	s2 = snap(t2, "/", true);

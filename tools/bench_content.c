@@ -268,8 +268,8 @@ int bench_content(const struct bench_opts *o)
 		snprintf(hostd, sizeof(hostd), "%s/host", base);
 	mkdir(hostd, 0755);
 	dirs[T_HOST] = hostd;
-	dirs[T_TMPFS] = o->tmpfs && strcmp(o->tmpfs, "none") ? o->tmpfs
-							      : "/dev/shm";
+	dirs[T_TMPFS] =
+	    o->tmpfs && strcmp(o->tmpfs, "none") ? o->tmpfs : "/dev/shm";
 	for (int t = 0; t < NT; t++) {
 		char p[4400];
 
@@ -299,8 +299,7 @@ int bench_content(const struct bench_opts *o)
 				sq[s][t][r] = sqlite_run(db, sql[s]);
 				progress("content: sqlite %s on %s: %s",
 					 s ? "WAL" : "rollback", tname[t],
-					 fmt_secs(b1, sizeof(b1),
-						  sq[s][t][r]));
+					 fmt_secs(b1, sizeof(b1), sq[s][t][r]));
 			}
 	for (int t = 0; t < NT; t++)
 		run_sh("rm -f '%s/pw.bin'", dirs[t]);

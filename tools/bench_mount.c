@@ -44,8 +44,7 @@
 #include "bench.h"
 
 enum { T_PATHFS, T_HOST, T_TMPFS, T_PT, NT };
-static const char *const tname[NT] = {"pathfs", "host", "tmpfs",
-				      "passthrough"};
+static const char *const tname[NT] = {"pathfs", "host", "tmpfs", "passthrough"};
 
 static bool wanted(const struct bench_opts *o, int k);
 
@@ -109,8 +108,8 @@ struct target {
 struct mctx {
 	const struct bench_opts *o;
 	struct shape sh;
-	char dir[2048];	    /* our temp dir */
-	char hostdir[3072]; /* the host folder: ours or in --host */
+	char dir[2048];	     /* our temp dir */
+	char hostdir[3072];  /* the host folder: ours or in --host */
 	char tmpfsdir[3072]; /* ours in --tmpfs, "" if none */
 	char archive[2100];  /* tar of --tar-src, in dir */
 	uint64_t tar_entries, copy_entries; /* below the top folder */
@@ -676,18 +675,18 @@ static void run_target(struct mctx *c, int k, unsigned r)
 
 	snprintf(a, sizeof(a), "%s/real", tg.base);
 	if (want_w(c, W_TAR)) {
-		char *argv[] = {(char *)"tar", (char *)"xf", c->archive,
-				(char *)"-C", a, NULL};
+		char *argv[] = {
+		    (char *)"tar", (char *)"xf", c->archive, (char *)"-C", a,
+		    NULL};
 
 		if (mkdir(a, 0755))
 			failed(c, W_TAR, k, strerror(errno));
 		else /* the archive holds the folder itself too */
-			timed_copy(c, W_TAR, k, r, argv, a,
-				   c->tar_entries + 1);
+			timed_copy(c, W_TAR, k, r, argv, a, c->tar_entries + 1);
 	}
 	if (want_w(c, W_CP_REAL)) {
-		char *argv[] = {(char *)"cp", (char *)"-a",
-				(char *)o->copy_src, a, NULL};
+		char *argv[] = {(char *)"cp", (char *)"-a", (char *)o->copy_src,
+				a, NULL};
 
 		timed_copy(c, W_CP_REAL, k, r, argv, a, c->copy_entries);
 	}
@@ -823,9 +822,9 @@ static void report(struct mctx *c)
 			snprintf(lab, sizeof(lab), "create/stat/unlink %llu",
 				 (unsigned long long)o->churn);
 		if (w == W_TAR)
-			snprintf(lab, sizeof(lab), "tar x, %llu entries %.0f MB",
-				 (unsigned long long)c->tar_entries + 1,
-				 c->tar_mb);
+			snprintf(
+			    lab, sizeof(lab), "tar x, %llu entries %.0f MB",
+			    (unsigned long long)c->tar_entries + 1, c->tar_mb);
 		if (w == W_CP_REAL || w == W_RSYNC)
 			snprintf(lab, sizeof(lab), "%s, %llu entries %.0f MB",
 				 w == W_CP_REAL ? "cp -a" : "rsync -a",
@@ -855,8 +854,8 @@ static void report(struct mctx *c)
 				fmt_secs(s3, sizeof(s3), tm);
 			printf(" %10s %8s", s3,
 			       fmt_ratio(r2, sizeof(r2), p / tm));
-			res_add("mount", "ratio_vs_tmpfs", wl[w].metric,
-				p / tm, "x");
+			res_add("mount", "ratio_vs_tmpfs", wl[w].metric, p / tm,
+				"x");
 			res_plot(MOUNT_PANEL, "vs tmpfs", wl[w].label, p / tm);
 		}
 		if (o->vs_pt) {

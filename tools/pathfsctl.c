@@ -68,11 +68,12 @@ static int open_error(const char *dir, int rc)
 	case -EBUSY: {
 		char who[512];
 		if (store_holder(dir, who, sizeof(who)) == 0) {
-			fprintf(stderr,
-				"pathfsctl: store %s is open read-write by %s "
-				"(one writer per drive on etcd: unmount it, or "
-				"wait for its lease if it died); nothing done\n",
-				dir, who);
+			fprintf(
+			    stderr,
+			    "pathfsctl: store %s is open read-write by %s "
+			    "(one writer per drive on etcd: unmount it, or "
+			    "wait for its lease if it died); nothing done\n",
+			    dir, who);
 			break;
 		}
 		fprintf(stderr,

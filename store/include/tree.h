@@ -41,7 +41,7 @@
 #include <sys/statvfs.h>
 #include <sys/types.h>
 
-#define TREE_NAME_MAX  255
+#define TREE_NAME_MAX 255
 /*
  * The longest path inside a drive, from its root: 32 KiB - 1, 128 levels of
  * 255-byte names or 16384 levels of 1-byte ones. Linux bounds only each
@@ -59,11 +59,11 @@
  *  - the daemon builds a request's path on the heap at its own length, so
  *    the limit costs nothing per request.
  */
-#define TREE_PATH_MAX  32767
+#define TREE_PATH_MAX 32767
 /* The longest symlink target: the kernel's own limit (PATH_MAX - 1). */
 #define TREE_SYMLINK_MAX 4095
-#define TREE_DRIVE_MAX 64
-#define TREE_ROOT_INO  1
+#define TREE_DRIVE_MAX	 64
+#define TREE_ROOT_INO	 1
 /*
  * Store format version, in the store's marker and every drive's META record.
  * 2: content blocks in their own kv family (1: all keys in one).

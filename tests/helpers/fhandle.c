@@ -29,14 +29,22 @@
 static const char *errname(int e)
 {
 	switch (e) {
-	case ESTALE: return "ESTALE";
-	case ENOENT: return "ENOENT";
-	case EACCES: return "EACCES";
-	case EPERM: return "EPERM";
-	case EIO: return "EIO";
-	case EOPNOTSUPP: return "EOPNOTSUPP";
-	case EINVAL: return "EINVAL";
-	default: return "E?";
+	case ESTALE:
+		return "ESTALE";
+	case ENOENT:
+		return "ENOENT";
+	case EACCES:
+		return "EACCES";
+	case EPERM:
+		return "EPERM";
+	case EIO:
+		return "EIO";
+	case EOPNOTSUPP:
+		return "EOPNOTSUPP";
+	case EINVAL:
+		return "EINVAL";
+	default:
+		return "E?";
 	}
 }
 
