@@ -22,7 +22,8 @@
 #ifndef PATHFS_BRANCH_I_H
 #define PATHFS_BRANCH_I_H
 
-#include "store_i.h"
+#include "drive_i.h"
+#include "journal_i.h"
 
 /* ---- results and tokens (token.c) ---------------------------------------- */
 

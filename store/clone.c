@@ -24,7 +24,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "batch_i.h"
 #include "branch_i.h"
+#include "content_i.h"
+#include "drive_i.h"
+#include "journal_i.h"
+#include "parent_i.h"
 
 struct clone {
 	struct tree *t, *dt; /* source and destination drives */

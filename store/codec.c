@@ -11,7 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store_i.h"
+#include "codec_i.h"
+#include "drive_i.h"
 
 void put_varint(struct sbuf *b, uint64_t v)
 {

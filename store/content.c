@@ -71,7 +71,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "store_i.h"
+#include "batch_i.h"
+#include "content_i.h"
+#include "drive_i.h"
+#include "log.h"
 
 /* Point deletes up to this many keys (and a quarter of a batch's operations,
  * kv_limits), then one range delete for the rest. */

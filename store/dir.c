@@ -20,7 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store_i.h"
+#include "drive_i.h"
+#include "log.h"
 
 struct tree_dir {
 	struct tree *t;

@@ -23,7 +23,10 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "store_i.h"
+#include "codec_i.h"
+#include "drive_i.h"
+#include "journal_i.h"
+#include "log.h"
 
 void tree_free(struct tree *t)
 {

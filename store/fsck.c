@@ -62,7 +62,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec_i.h"
+#include "drive_i.h"
 #include "fsck_i.h"
+#include "journal_i.h"
 
 void fsck_vec_push(struct u64vec *a, uint64_t x)
 {

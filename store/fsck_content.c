@@ -14,7 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "batch_i.h"
+#include "content_i.h"
+#include "drive_i.h"
 #include "fsck_i.h"
+#include "parent_i.h"
 
 /* ---- inodes, orphans, content ------------------------------------------- */
 

@@ -15,7 +15,8 @@
 #ifndef PATHFS_FSCK_I_H
 #define PATHFS_FSCK_I_H
 
-#include "store_i.h"
+#include "drive_i.h"
+#include "parent_i.h"
 
 /* A growable array of inode numbers; sorted before it is searched. */
 struct u64vec {

@@ -15,7 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "batch_i.h"
+#include "drive_i.h"
 #include "fsck_i.h"
+#include "parent_i.h"
 
 /* ---- nodes -------------------------------------------------------------- */
 

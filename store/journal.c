@@ -73,7 +73,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "store_i.h"
+#include "batch_i.h"
+#include "codec_i.h"
+#include "content_i.h"
+#include "drive_i.h"
+#include "journal_i.h"
+#include "log.h"
 
 /* ---- records ------------------------------------------------------------ */
 

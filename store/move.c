@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "branch_i.h"
+#include "drive_i.h"
+#include "journal_i.h"
 
 int tree_mv(struct tree *t, const char *src, struct tree *dt, const char *dst,
 	    uint64_t max_items, const char *resume, struct tree_op_result *r)

@@ -35,7 +35,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store_i.h"
+#include "codec_i.h"
+#include "drive_i.h"
+#include "journal_i.h"
+#include "log.h"
+#include "parent_i.h"
 
 #define PARENT_VERSION 1
 

@@ -25,6 +25,10 @@
 #include <string.h>
 
 #include "branch_i.h"
+#include "content_i.h"
+#include "drive_i.h"
+#include "journal_i.h"
+#include "parent_i.h"
 
 /* ---- the open check ----------------------------------------------------- */
 

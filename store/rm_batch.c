@@ -34,7 +34,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "batch_i.h"
 #include "branch_i.h"
+#include "content_i.h"
+#include "drive_i.h"
+#include "journal_i.h"
+#include "parent_i.h"
 
 #define RM_BATCH_MIN 64
 #define RM_BATCH_MAX (1u << 20)

@@ -39,7 +39,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "store_i.h"
+#include "drive_i.h"
+#include "journal_i.h"
+#include "log.h"
+#include "parent_i.h"
 
 #define MARKER_NAME "PATHFS"
 /* operations a rename chunk leaves for its journal record and the like */

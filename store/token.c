@@ -21,6 +21,9 @@
 #include <sys/random.h>
 
 #include "branch_i.h"
+#include "codec_i.h"
+#include "drive_i.h"
+#include "log.h"
 #include "siphash.h"
 
 #define TOKEN_VERSION 1

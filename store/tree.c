@@ -16,7 +16,7 @@
  * Every change is one atomic batch: the node(s), the parent folders' mtime,
  * ctime and nlink, the INODE record and content drops together. Namespace
  * changes hold t->ns_lock, then the stripes of every inode whose record they
- * rewrite (store_i.h); node values are re-read after the stripes are taken,
+ * rewrite (drive_i.h); node values are re-read after the stripes are taken,
  * because attributes change under the stripe alone (setattr, write). Create
  * and unlink guess the parent folder's stripe from the folder the thread used
  * last and so read the parent once (lock_nodes()).
@@ -30,6 +30,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "batch_i.h"
+#include "content_i.h"
+#include "drive_i.h"
+#include "log.h"
+#include "parent_i.h"
 #include "tree_i.h"
 
 /* ---- helpers of tree*.c (tree_i.h) -------------------------------------- */
@@ -173,7 +178,7 @@ int tree_lock_nodes(struct tree *t, const char *p1, struct node *n1,
 	}
 }
 
-/* ---- shared helpers (store_i.h) ----------------------------------------- */
+/* ---- shared helpers (batch_i.h) ------------------------------------------ */
 
 void attr_ref_release(struct attr_ref *r)
 {

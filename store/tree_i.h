@@ -1,7 +1,7 @@
 /*
  * tree_i.h - what the files of the namespace share:
  *
- *   tree.c        lookups, attributes, the batch builders (store_i.h) and
+ *   tree.c        lookups, attributes, the batch builders (batch_i.h) and
  *                 the helpers below
  *   tree_make.c   creating nodes (mknode, O_TMPFILE) and hard links
  *   tree_remove.c unlink, rmdir and reclaiming orphans
@@ -14,7 +14,7 @@
 #ifndef PATHFS_TREE_I_H
 #define PATHFS_TREE_I_H
 
-#include "store_i.h"
+#include "drive_i.h"
 
 /* The parent of checked non-root @path, malloc'd (caller frees): paths may
  * be TREE_PATH_MAX long, too much for a stack buffer. */

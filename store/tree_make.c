@@ -15,6 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "batch_i.h"
+#include "drive_i.h"
+#include "parent_i.h"
 #include "tree_i.h"
 
 /* 1 if a key exists at @path, 0 if not, or -EIO. */

@@ -13,6 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "batch_i.h"
+#include "content_i.h"
+#include "drive_i.h"
+#include "log.h"
 #include "tree_i.h"
 
 /* unlink and rmdir: removes @path (a folder iff @dir). */

@@ -14,6 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "batch_i.h"
+#include "drive_i.h"
+#include "journal_i.h"
 #include "tree_i.h"
 
 /* The one-batch rename of nodes that are not non-empty folders; ns_lock held,

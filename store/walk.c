@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "branch_i.h"
+#include "drive_i.h"
 
 int walk_open(struct walk *w, struct tree *t, const char *root)
 {

@@ -15,7 +15,8 @@
 #include <string.h>
 #include <sys/xattr.h>
 
-#include "store_i.h"
+#include "batch_i.h"
+#include "drive_i.h"
 
 static int check_name(const char *name)
 {

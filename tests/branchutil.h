@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "store_i.h"
+#include "drive_i.h"
 
 void reopen_opts(size_t batch, size_t bytes);
 void describe(struct tree *t, FILE *f, const char *rel, const char *path,

@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "store_i.h"
+#include "drive_i.h"
 #include "branchutil.h"
 #include "testutil.h"
 

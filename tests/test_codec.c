@@ -10,7 +10,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "store_i.h"
+#include "codec_i.h"
+#include "node_i.h"
 
 Test(codec, varints_round_trip_at_their_boundaries)
 {

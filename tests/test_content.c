@@ -12,8 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "content_i.h"
+#include "drive_i.h"
 #include "branchutil.h"
-#include "store_i.h"
 #include "testutil.h"
 
 #define T tu_tree

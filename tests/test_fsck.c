@@ -12,7 +12,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "store_i.h"
+#include "batch_i.h"
+#include "codec_i.h"
+#include "drive_i.h"
+#include "journal_i.h"
 #include "testutil.h"
 
 #define T tu_tree

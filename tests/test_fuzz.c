@@ -20,7 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store_i.h"
+#include "codec_i.h"
+#include "journal_i.h"
 #include "testutil.h"
 
 #define ROUNDS 200000
@@ -314,7 +315,7 @@ Test(fuzz, journal_rec_decode)
 				buf[0] = JOURNAL_REC_VERSION;
 			sbuf_add(&in, buf, n);
 		} else {
-			/* the layout store_i.h documents, then mutated */
+			/* the layout journal_i.h documents, then mutated */
 			sbuf_addc(&in, JOURNAL_REC_VERSION);
 			put_varint(&in, 1 + below(3));
 			put_varint(&in, below(8));

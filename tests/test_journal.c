@@ -16,7 +16,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "store_i.h"
+#include "batch_i.h"
+#include "drive_i.h"
+#include "journal_i.h"
+#include "parent_i.h"
 #include "branchutil.h"
 #include "testutil.h"
 

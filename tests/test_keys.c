@@ -10,8 +10,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "store_i.h"
-
+#include "keys_i.h"
+#include "kv_i.h"
 /* Whether @k is in [lo, hi), bytewise as the kv engine orders keys. */
 static bool in_range(const struct sbuf *k, const struct sbuf *lo,
 		     const struct sbuf *hi)

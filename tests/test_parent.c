@@ -12,8 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "drive_i.h"
+#include "parent_i.h"
 #include "branchutil.h"
-#include "store_i.h"
 #include "testutil.h"
 
 #define T tu_tree

@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "store_i.h"
+#include "drive_i.h"
 #include "testutil.h"
 
 /* "ls -la --time-style=full-iso" + sizes of @dir, to prove nothing changed */

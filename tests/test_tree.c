@@ -10,7 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "store_i.h"
+#include "batch_i.h"
+#include "content_i.h"
+#include "drive_i.h"
 #include "testutil.h"
 
 #define T tu_tree

@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "parent_i.h"
 #include "branchutil.h"
 #include "testutil.h"
 

@@ -23,8 +23,11 @@
  * Limits: the garbage is fixed (version byte 0xEE then 0xEE bytes): a node
  * value no decoder may accept, a block value longer than two blocks.
  */
+#include "batch_i.h"
+#include "codec_i.h"
+#include "drive_i.h"
+#include "parent_i.h"
 #include "rel_common.h"
-#include "store_i.h"
 
 static int open_kv(struct kv **kv, const char *dir, bool ro)
 {

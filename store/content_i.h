@@ -1,0 +1,57 @@
+/*
+ * content_i.h - what content.c lends the rest of store/: the batch builders
+ * that drop or cut a file's content blocks and xattrs (the one place that
+ * chooses point or range deletes), block counts, and the size limit.
+ *
+ * Internal to store/. fs/ and tools/ use tree.h only.
+ */
+#ifndef PATHFS_CONTENT_I_H
+#define PATHFS_CONTENT_I_H
+
+#include <stdint.h>
+
+#include "drive_i.h"
+
+/* Largest file size: writes and truncates beyond are -EFBIG. */
+#define TREE_FILE_MAX (1ULL << 50)
+
+/* content.c: adds to @b the deletes of every DATA and XATTR key of @ino. */
+int tree_drop_inode_content(struct tree *t, struct kv_batch *b, uint64_t ino);
+/*
+ * content.c: adds to @b the deletes of the DATA keys of a regular file of
+ * @size bytes, without reading them: by content.c's invariant its blocks are
+ * 0 .. ceil(size / block size) - 1. Point deletes, or one range delete for
+ * many: the one place that chooses. A block that breaks the invariant (past
+ * the end) is left behind; fsck reports and drops it.
+ */
+void tree_batch_drop_blocks(struct tree *t, struct kv_batch *b, uint64_t ino,
+			    uint64_t size);
+/* The same, and the deletes of the file's xattrs. Errors: -EIO. */
+int tree_drop_file_content(struct tree *t, struct kv_batch *b, uint64_t ino,
+			   uint64_t size);
+
+/*
+ * content.c: adds to @b the content changes of a size change of regular file
+ * @a (its record, under the inode's stripe) from a->size to @new_size:
+ * blocks wholly past the new end are deleted and the last kept block is cut
+ * at the new end (so an extension later reads zeros); a->blocks is updated
+ * (a->size is the caller's). Growing changes no content. Errors: -EIO.
+ */
+int tree_batch_truncate(struct tree *t, struct kv_batch *b, struct tree_attr *a,
+			uint64_t new_size);
+
+/* content.c: *n = the DATA keys of @ino in blocks [from, to) (@to
+ * UINT64_MAX: all). Errors: -EIO. */
+int tree_count_blocks(struct tree *t, uint64_t ino, uint64_t from, uint64_t to,
+		      uint64_t *n);
+
+/*
+ * content.c: adds to @b the deletion of every key in [lo, hi): point deletes
+ * for the first keys, one range delete for the rest when there are many
+ * (many range tombstones slow RocksDB iterators, so small ranges never get
+ * one). Errors: -EIO.
+ */
+int tree_batch_drop_range(struct tree *t, struct kv_batch *b, const char *lo,
+			  size_t lolen, const char *hi, size_t hilen);
+
+#endif

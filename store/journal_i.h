@@ -1,0 +1,62 @@
+/*
+ * journal_i.h - the journal (journal.c): the rename of a non-empty folder,
+ * the records of unfinished subtree operations (shared with clone.c and
+ * fsck.c) and the crash hooks the tests use.
+ *
+ * Internal to store/. fs/ and tools/ use tree.h only.
+ */
+#ifndef PATHFS_JOURNAL_I_H
+#define PATHFS_JOURNAL_I_H
+
+#include <stdint.h>
+
+#include "drive_i.h"
+
+/* journal.c: rewrites a non-empty folder; called by tree_rename() with the
+ * namespace checks done. tree_rename() calls it with t->ns_lock held and no
+ * stripe held, and unlocks ns_lock after it returns (it may drop and retake
+ * ns_lock meanwhile). @flags are tree_rename()'s (TREE_RENAME_EXCHANGE: both
+ * exist, at least one is a non-empty folder; otherwise @dst is absent or an
+ * empty folder, which it replaces). */
+int journal_rename_dir(struct tree *t, const char *src, const char *dst,
+		       unsigned flags, uint64_t *orphan);
+
+/* ---- journal records ---------------------------------------------------
+ * JOURNAL#<seq> values: version byte 1, then varints op, flags, phase, then
+ * put_bytes src, dst, cursor, sdrive, then varints ino, blk, aux.
+ * Temporary keys of record seq: key_xtmp_range() (keys_i.h). */
+#define JOURNAL_REC_VERSION 1
+#define JOP_RENAME	    1 /* folder rename; phase 1 copies src/ -> dst/ */
+#define JOP_EXCHANGE	    2 /* phases 1 A/->tmp, 2 B/->A/, 3 tmp->B/ */
+#define JOP_CLONE                                                              \
+	3 /* cascade clone (cp -r / cross-drive mv), budgeted:
+			  never replayed at open, resumed by its token */
+struct journal_rec {
+	uint64_t seq;
+	uint32_t op, flags, phase;
+	struct sbuf src, dst; /* paths */
+	struct sbuf cursor;   /* last item done (key suffix or relative path) */
+	struct sbuf sdrive;   /* JOP_CLONE: the source drive */
+	uint64_t ino, blk, aux; /* JOP_CLONE: file in progress */
+};
+void journal_rec_release(struct journal_rec *r);
+/* Errors: -EIO (does not decode). */
+int journal_rec_decode(const char *buf, size_t len, struct journal_rec *r);
+/* Adds to @b the put of @r at JOURNAL#<r->seq> of drive @t. */
+void journal_rec_put(struct tree *t, struct kv_batch *b,
+		     const struct journal_rec *r);
+/* Reads JOURNAL#<seq>. Errors: -ENOENT, -EIO. */
+int journal_rec_get(struct tree *t, uint64_t seq, struct journal_rec *r);
+/* The crash hook (PATHFS_CRASH_AFTER_BATCHES, see journal.c): init reads the
+ * environment; call batch() right after each committed batch. */
+struct journal_hook {
+	long limit; /* -1: off */
+	long done;  /* batches committed so far */
+};
+void journal_hook_init(struct journal_hook *h);
+void journal_hook_batch(struct journal_hook *h);
+/* The process-wide crash hook (PATHFS_CRASH_AFTER_COMMITS, see journal.c):
+ * tree_commit() calls it right after each successful commit. */
+void journal_hook_commit(void);
+
+#endif
