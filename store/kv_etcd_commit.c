@@ -1,0 +1,218 @@
+/*
+ * kv_etcd_commit.c - commits of the etcd backend: a batch becomes one
+ * txn, applied exactly once, fenced by the owner key (see kv_etcd.c).
+ *
+ * Commits are exactly once though the transport retries (etcd_i.h): each
+ * open holds a few commit slots, keys under NAME/m/txn/; a Txn that puts
+ * anything compares its slot's mod revision with the one its last commit
+ * left and puts its own id there. If an answer is lost and the Txn is sent
+ * again after it was applied, the compare fails, the failure branch reads the
+ * slot, and finding its own id there the commit knows it was applied. Such
+ * slots cost one operation of a Txn (kv_limits says one less). Batches that
+ * only delete use their slot too (a delete sent twice would take a key
+ * recreated in between). Only when etcd's quota is full (NOSPACE: it refuses
+ * any Txn that puts, the slot's too) is a delete-only batch sent again
+ * without its slot, so that deletes pass and free space; no key can be
+ * recreated while the alarm stands, every put being refused.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+#include "kv_etcd_i.h"
+
+static int kve_take_slot(struct kve *kv)
+{
+	int s = -1;
+
+	pthread_mutex_lock(&kv->lock);
+	for (;;) {
+		for (int i = 0; i < KVE_SLOTS; i++)
+			if (!kv->slots[i].busy) {
+				s = i;
+				break;
+			}
+		if (s >= 0)
+			break;
+		pthread_cond_wait(&kv->slot_free, &kv->lock);
+	}
+	kv->slots[s].busy = true;
+	pthread_mutex_unlock(&kv->lock);
+	return s;
+}
+
+static void kve_give_slot(struct kve *kv, int s, long long rev)
+{
+	pthread_mutex_lock(&kv->lock);
+	kv->slots[s].busy = false;
+	kv->slots[s].rev = rev;
+	pthread_cond_signal(&kv->slot_free);
+	pthread_mutex_unlock(&kv->lock);
+}
+
+/* The mod revision of key @k now (0 if missing), or -errno. */
+static long long kve_mod_rev(struct kve *kv, const char *k, size_t klen)
+{
+	struct json_object *req = json_object_new_object(), *resp = NULL, *kvs;
+	long long rev = 0;
+	int rc;
+
+	kve_add_b64(req, "key", k, klen);
+	rc = etcd_call(kv->e, "/v3/kv/range", req, &resp);
+	json_object_put(req);
+	if (rc)
+		return rc;
+	if (json_object_object_get_ex(resp, "kvs", &kvs) &&
+	    json_object_array_length(kvs) > 0)
+		rev =
+		    etcd_int(json_object_array_get_idx(kvs, 0), "mod_revision");
+	json_object_put(resp);
+	return rev;
+}
+
+/* True if @b (normalised) puts anything. */
+static bool kve_has_puts(const struct kve_batch *b)
+{
+	for (size_t i = 0; i < b->n; i++)
+		if (!b->ops[i].dead && b->ops[i].type == KVE_PUT)
+			return true;
+	return false;
+}
+
+/*
+ * Sends @b (normalised) as one txn. With @slot_key, the txn compares the
+ * slot's mod revision with @slot_rev and puts @id there; a failed compare
+ * whose slot holds @id means an earlier send was applied. A read-write open
+ * also compares the owner key's create revision with its own: a failed
+ * compare there fences this open. *rev: the revision the commit made (-1 if
+ * unknown). Errors: as etcd_call, -EROFS (fenced: the owner key is not
+ * ours), -EIO (the slot changed under this process).
+ */
+static int kve_txn(struct kve *kv, struct kve_batch *b, const char *slot_key,
+		   size_t slot_klen, long long slot_rev, const char *id,
+		   long long *rev)
+{
+	struct json_object *req = json_object_new_object(), *resp = NULL;
+	struct json_object *succ = json_object_new_array();
+	struct json_object *cmps = json_object_new_array();
+	struct json_object *fail = json_object_new_array();
+	struct json_object *e;
+	size_t vlen = 0;
+	char *v;
+	int rc;
+
+	*rev = -1;
+	kve_txn_ops(kv, b, succ);
+	if (slot_key) {
+		struct json_object *o = json_object_new_object();
+		struct json_object *r = json_object_new_object();
+
+		kve_add_cmp(cmps, "MOD", slot_key, slot_klen, slot_rev);
+		kve_add_b64(r, "key", slot_key, slot_klen);
+		kve_add_b64(r, "value", id, strlen(id));
+		json_object_object_add(o, "request_put", r);
+		json_object_array_add(succ, o);
+		kve_add_range(fail, slot_key, slot_klen);
+	}
+	if (kv->owner_rev > 0) {
+		kve_add_cmp(cmps, "CREATE", kv->owner, kv->olen, kv->owner_rev);
+		kve_add_range(fail, kv->owner, kv->olen);
+	}
+	json_object_object_add(req, "compare", cmps);
+	json_object_object_add(req, "success", succ);
+	json_object_object_add(req, "failure", fail);
+	rc = etcd_call(kv->e, "/v3/kv/txn", req, &resp);
+	json_object_put(req);
+	if (rc)
+		return rc;
+	if (kve_succeeded(resp, rev)) {
+		json_object_put(resp);
+		return 0;
+	}
+	/* applied by an earlier send whose answer was lost? */
+	e = slot_key ? kve_failure_kv(resp, 0) : NULL;
+	v = e ? kve_get_b64(e, "value", &vlen) : NULL;
+	if (v && vlen == strlen(id) && !memcmp(v, id, vlen)) {
+		*rev = etcd_int(e, "mod_revision");
+		goto out;
+	}
+	free(v);
+	v = NULL;
+	/* still the writer? */
+	e = kv->owner_rev > 0 ? kve_failure_kv(resp, slot_key ? 1 : 0) : NULL;
+	if (kv->owner_rev > 0 &&
+	    (!e || etcd_int(e, "create_revision") != kv->owner_rev)) {
+		v = e ? kve_get_b64(e, "value", &vlen) : NULL;
+		kve_fence(kv, v);
+		rc = -EROFS;
+		goto out;
+	}
+	plog(LOG_ERR, "etcd: commit slot %s changed under this process",
+	     slot_key ? slot_key : "?");
+	rc = -EIO;
+out:
+	free(v);
+	json_object_put(resp);
+	return rc;
+}
+
+int kve_batch_commit(struct kv *kv_, struct kv_batch *b_, bool sync)
+{
+	struct kve *kv = (struct kve *)kv_;
+	struct kve_batch *b = (struct kve_batch *)b_;
+	char slot_key[KVE_NAME_MAX + 64], id[64];
+	long long rev = -1;
+	size_t nops;
+	int s, rc, klen;
+
+	(void)sync; /* every commit is durable on a quorum when answered */
+	if (kv->base.read_only || kve_is_fenced(kv))
+		return -EROFS;
+	nops = kve_normalise(b);
+	if (nops == 0)
+		return 0;
+	if (nops + 1 > kv->txn_ops) {
+		plog(
+		    LOG_ERR,
+		    "etcd: a batch of %zu operations (%zu normalised) does not "
+		    "fit one txn (--max-txn-ops %zu)",
+		    b->n, nops, kv->txn_ops);
+		return -E2BIG;
+	}
+	s = kve_take_slot(kv);
+	klen = snprintf(slot_key, sizeof(slot_key), "%stxn/%016llx/%d",
+			kv->meta, (unsigned long long)kv->client, s);
+	if (kv->slots[s].rev < 0) {
+		/* its last commit's fate was unknown: ask */
+		long long r = kve_mod_rev(kv, slot_key, (size_t)klen);
+		if (r < 0) {
+			rc = (int)r;
+			goto out;
+		}
+		kv->slots[s].rev = r;
+	}
+	pthread_mutex_lock(&kv->lock);
+	snprintf(id, sizeof(id), "%016llx.%llu", (unsigned long long)kv->client,
+		 (unsigned long long)++kv->seq);
+	pthread_mutex_unlock(&kv->lock);
+	rc = kve_txn(kv, b, slot_key, (size_t)klen, kv->slots[s].rev, id, &rev);
+	if (rc == -ENOSPC && !kve_has_puts(b)) {
+		/*
+		 * etcd's quota is full and refuses any txn that puts, the
+		 * slot's too; deletes must pass to free space. Sent without
+		 * the slot, a retried delete is not guarded, but no key can
+		 * be recreated meanwhile: every put is refused until an
+		 * operator disarms the alarm. The slot's fate (an earlier
+		 * send may have been applied) is asked at its next use.
+		 */
+		rc = kve_txn(kv, b, NULL, 0, 0, NULL, &rev);
+		rev = -1;
+	}
+out:
+	kve_give_slot(kv, s, rc ? -1 : rev);
+	return rc;
+}

@@ -1,0 +1,197 @@
+/*
+ * kv_etcd_owner.c - one writer per etcd store: the owner key, its lease
+ * and the keeper thread that renews it (see kv_etcd.c).
+ *
+ * One writer per store: a read-write open takes the owner key NAME/m/owner
+ * (its value names the holder: program, pid, host) with a Txn that puts it
+ * only if missing, under a lease of lease-ttl seconds that a keeper thread
+ * renews every third of it; a second read-write open finds the key and fails
+ * with -EBUSY (kv_etcd_holder() says who holds it). Every commit also
+ * compares the key's create revision with the one this open made: once the
+ * lease expired (the writer stopped, hung or lost the cluster for lease-ttl
+ * seconds) the key is gone or another writer's, the compare fails, and this
+ * open is fenced: its commits fail with -EROFS from then on, logged once;
+ * nothing it sends lands. A writer that died (kill -9) frees the store when
+ * its lease expires; the next writer replays the journal as after a crash.
+ * kv_close revokes the lease, which deletes the key at once. Read-only opens
+ * take nothing and are allowed anywhere.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+
+#include "kv_etcd_i.h"
+
+/*
+ * Marks this open fenced: from now on its commits fail with -EROFS. Says so
+ * once, naming the owner key's value @by now (NULL: the key is gone, the
+ * lease expired).
+ */
+void kve_fence(struct kve *kv, const char *by)
+{
+	bool first;
+
+	pthread_mutex_lock(&kv->lock);
+	first = !kv->fenced;
+	kv->fenced = true;
+	pthread_cond_signal(&kv->wake);
+	pthread_mutex_unlock(&kv->lock);
+	if (first)
+		plog(LOG_ERR,
+		     "etcd: store %.*s: this process is no longer its writer "
+		     "(%s%s); its writes fail with EROFS from now on: unmount, "
+		     "and mount again to write",
+		     KVE_NAME(kv),
+		     by ? "another writer took over: " : "its lease expired",
+		     by ? by : "");
+}
+
+bool kve_is_fenced(struct kve *kv)
+{
+	bool f;
+
+	pthread_mutex_lock(&kv->lock);
+	f = kv->fenced;
+	pthread_mutex_unlock(&kv->lock);
+	return f;
+}
+
+/* Renews the lease once: its TTL left (> 0), 0 if it is gone, or -errno. */
+static long long kve_keepalive(struct kve *kv)
+{
+	struct json_object *req = json_object_new_object(), *resp = NULL, *r;
+	long long ttl = 0;
+	int rc;
+
+	kve_add_int(req, "ID", kv->lease);
+	rc = etcd_call(kv->e, "/v3/lease/keepalive", req, &resp);
+	json_object_put(req);
+	if (rc)
+		return rc == -ENOENT ? 0 : rc;
+	if (json_object_object_get_ex(resp, "result", &r))
+		ttl = etcd_int(r, "TTL"); /* absent once expired */
+	json_object_put(resp);
+	return ttl;
+}
+
+/* The keeper thread: renews the lease every third of its TTL. */
+static void *kve_keeper(void *arg)
+{
+	struct kve *kv = arg;
+
+	pthread_mutex_lock(&kv->lock);
+	while (!kv->stop && !kv->fenced) {
+		struct timespec ts;
+		long long ttl;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += (long)kv->ttl * 1000000000L / 3;
+		ts.tv_sec += ts.tv_nsec / 1000000000L;
+		ts.tv_nsec %= 1000000000L;
+		pthread_cond_timedwait(&kv->wake, &kv->lock, &ts);
+		if (kv->stop || kv->fenced)
+			break;
+		pthread_mutex_unlock(&kv->lock);
+		ttl = kve_keepalive(kv);
+		if (ttl == 0)
+			kve_fence(kv, NULL);
+		else if (ttl < 0)
+			plog(LOG_WARNING,
+			     "etcd: store %.*s: cannot renew its lease: %s "
+			     "(trying again)",
+			     KVE_NAME(kv), strerror((int)-ttl));
+		pthread_mutex_lock(&kv->lock);
+	}
+	pthread_mutex_unlock(&kv->lock);
+	return NULL;
+}
+
+/* Revokes the lease (and so deletes the owner key, if still ours). */
+void kve_revoke(struct kve *kv)
+{
+	struct json_object *req = json_object_new_object(), *resp = NULL;
+
+	kve_add_int(req, "ID", kv->lease);
+	if (etcd_call(kv->e, "/v3/lease/revoke", req, &resp) == 0)
+		json_object_put(resp);
+	json_object_put(req);
+	kv->lease = 0;
+}
+
+/*
+ * Takes the owner key for this read-write open: grants a lease, puts the key
+ * under it if missing, starts the keeper. Errors: -EBUSY (another open holds
+ * it), as etcd_call.
+ */
+int kve_own(struct kve *kv)
+{
+	struct json_object *req = json_object_new_object(), *resp = NULL;
+	struct json_object *cmps, *succ, *fail, *o, *r;
+	char host[256] = "?";
+	int rc;
+
+	kve_add_int(req, "TTL", kv->ttl);
+	rc = etcd_call(kv->e, "/v3/lease/grant", req, &resp);
+	json_object_put(req);
+	if (rc)
+		return rc;
+	kv->lease = etcd_int(resp, "ID");
+	json_object_put(resp);
+	resp = NULL;
+	if (kv->lease <= 0)
+		return -EIO;
+	gethostname(host, sizeof(host) - 1);
+	if (asprintf(&kv->holder, "%s (pid %d on %s, open %016llx)",
+		     program_invocation_short_name, (int)getpid(), host,
+		     (unsigned long long)kv->client) < 0) {
+		kv->holder = NULL;
+		return -ENOMEM;
+	}
+	req = json_object_new_object();
+	cmps = json_object_new_array();
+	kve_add_cmp(cmps, "CREATE", kv->owner, kv->olen, 0);
+	json_object_object_add(req, "compare", cmps);
+	succ = json_object_new_array();
+	o = json_object_new_object();
+	r = json_object_new_object();
+	kve_add_b64(r, "key", kv->owner, kv->olen);
+	kve_add_b64(r, "value", kv->holder, strlen(kv->holder));
+	kve_add_int(r, "lease", kv->lease);
+	json_object_object_add(o, "request_put", r);
+	json_object_array_add(succ, o);
+	json_object_object_add(req, "success", succ);
+	fail = json_object_new_array();
+	kve_add_range(fail, kv->owner, kv->olen);
+	json_object_object_add(req, "failure", fail);
+	rc = etcd_call(kv->e, "/v3/kv/txn", req, &resp);
+	json_object_put(req);
+	if (rc)
+		return rc;
+	if (!kve_succeeded(resp, &kv->owner_rev)) {
+		/* ours from an earlier send whose answer was lost? */
+		struct json_object *e = kve_failure_kv(resp, 0);
+		size_t vlen = 0;
+		char *v = e ? kve_get_b64(e, "value", &vlen) : NULL;
+
+		if (v && !strcmp(v, kv->holder))
+			kv->owner_rev = etcd_int(e, "create_revision");
+		else
+			plog(LOG_DEBUG,
+			     "etcd: store %.*s is open read-write by %s",
+			     KVE_NAME(kv), v ? v : "?");
+		free(v);
+	}
+	json_object_put(resp);
+	if (kv->owner_rev <= 0)
+		return -EBUSY;
+	if (pthread_create(&kv->keeper, NULL, kve_keeper, kv))
+		return -ENOMEM;
+	kv->keeper_running = true;
+	return 0;
+}
