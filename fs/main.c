@@ -792,9 +792,11 @@ static int serve(struct options *o, struct fuse_args *args, const char *dir,
 		ctl = NULL;
 	}
 
-	/* mounted: say so and where the log goes, tell the parent, then
-	 * leave the terminal */
-	if (strcmp(log_where, "stderr"))
+	/* mounted: tell a user at a terminal where the log goes (silent
+	 * otherwise, as mount(8) and other filesystems are on success:
+	 * scripts and test suites compare what a mount prints), tell the
+	 * parent, then leave the terminal */
+	if (strcmp(log_where, "stderr") && isatty(STDERR_FILENO))
 		fprintf(stderr,
 			"pathfs: mounted drive %s of %s on %s (log: %s)\n",
 			o->drive, dir, mnt, log_where);
