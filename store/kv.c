@@ -5,7 +5,7 @@
  * limits, so that a batch that would not fit is refused with -E2BIG before
  * the backend sees it, the same way on every engine.
  *
- * Backends (kv_backend_i.h): kv_rocksdb.c, the embedded RocksDB store (a
+ * Backends (kv_backend_i.h): kv_rocksdb*.c, the embedded RocksDB store (a
  * directory), and kv_etcd.c, a store on an etcd cluster (etcd://...). Each call costs one indirect call on top of the engine's.
  *
  * Limits: the counts are of operations as added: a key put twice counts

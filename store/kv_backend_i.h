@@ -6,8 +6,8 @@
  * member of its own handles and fills in a const struct kv_ops. kv.c keeps
  * the bookkeeping common to every engine (a batch's operation and byte
  * counts, the engine's limits, refusing a batch that exceeds them), so a
- * backend sees only batches that fit. Backends: kv_rocksdb.c (embedded
- * RocksDB, the only file that includes rocksdb/c.h) and kv_etcd.c (an etcd
+ * backend sees only batches that fit. Backends: kv_rocksdb*.c (embedded
+ * RocksDB, the only files that include rocksdb/c.h) and kv_etcd.c (an etcd
  * cluster over its v3 JSON gateway).
  *
  * Internal to store/.

@@ -5,8 +5,8 @@
  * The seam is deliberately narrow (point get, bounded iterators, atomic
  * batches with delete-range, sync) so that more than one ordered KV engine
  * sits behind it: kv.c dispatches to the backend chosen at open by the
- * location (kv_backend_i.h). kv_rocksdb.c is the only file that includes
- * rocksdb/c.h; RocksDB's errptr strings never leave it: they become a
+ * location (kv_backend_i.h). kv_rocksdb*.c are the only files that include
+ * rocksdb/c.h; RocksDB's errptr strings never leave them: they become a
  * negative errno and a log line.
  *
  * Limits: an engine may bound what one batch holds (kv_limits(): operations,

@@ -1,110 +1,9 @@
 /*
  * kv_rocksdb.c - the kv backend on an embedded RocksDB database (see kv_i.h,
- * kv_backend_i.h): the only file in the project that includes rocksdb/c.h.
+ * kv_backend_i.h): reads, iterators, batches and their commits, sync, and the
+ * upgrade of format-1 stores. Its options and why: kv_rocksdb_open.c;
+ * patches: kv_rocksdb_patch.c (all three: kv_rocksdb_i.h).
  * It sets no batch limits of its own (kv.c enforces etcd's in strict mode).
- *
- * Two families (column families, see kv_i.h), because a drive's keys have two
- * access patterns: the tree (nodes, META, xattrs, inodes, orphans, journal:
- * values of ~40-100 bytes read in long prefix scans and point lookups that
- * often miss) and content (64 KiB blocks read and written by inode and block
- * number). In one family every SST mixed both, so every node lookup went
- * through tables whose index had one entry per 64 KiB block (~60 bytes each:
- * ~1 MB of index per GiB of content; issue 11 measured a 2.5 MB index block
- * after a 2.5 GiB file, re-read and LZ4-decompressed on every kvr_get, 86-88%
- * of the daemon's CPU, metadata 10-20x slower). Apart, the tree's tables hold
- * nodes only, whatever the content. The rest of the tree's kinds (xattrs,
- * inodes, orphans, journal) are few and small next to the nodes and are read
- * with them, so they earn no family of their own. A batch spans families
- * and commits atomically (one WAL record), so journal, cascade and orphan
- * invariants hold as with one family.
- *
- * Options common to both, chosen for a path-keyed filesystem:
- *  - block-based tables (format 5) with a full bloom filter, 10 bits/key
- *    (~1% false positives): a lookup of a missing path (negative dentry,
- *    O_CREAT, `git status`) answers from the filter without a disk read. No
- *    prefix extractor: our prefixes have no fixed length, and
- *    iterate_upper_bound bounds every scan instead;
- *  - 32 MiB memtables per family (up to 3; smaller on small disks, see
- *    below), two background jobs (the machines have two cores), dynamic
- *    level sizes, 1 MiB bytes_per_sync so flushes don't stall;
- *  - a whole-key bloom filter on the memtable (lookups that miss it skip the
- *    skiplist), RocksDB's per-thread perf counters off (kvr_thread_init);
- *  - the WAL is always on; commits sync it only when asked (fsync, -o sync),
- *    and kvr_sync() skips the sync when no unsynced commit came since the
- *    last one.
- *
- * The write path keeps RocksDB's defaults (no enable_pipelined_write, no
- * unordered_write, no manual WAL flush), by measurement: creating the 100k
- * tree through the mount, commits are 15% of the daemon's CPU (WAL append 7%,
- * memtable insert 5%) and point gets 6%, against ~65% in the kernel's FUSE
- * transport (BENCHMARKS.md, issue 14). The daemon serves such a workload
- * with one thread (fs/loop.c), so there is never a second writer to group a
- * WAL write with or to pipeline behind; unordered_write would give up the
- * order of two batches' visibility; a manual WAL flush would leave a
- * commit answered to the kernel in process memory, lost with the daemon.
- *
- * The tree family (RocksDB's default column family):
- *  - 4 KiB data blocks (KV_TREE_BLOCK; were 16 KiB): ~40-60 nodes a block, so
- *    a point lookup reads and decompresses a quarter of what it did, while a
- *    readdir of 1,000 names still reads only ~20 contiguous blocks;
- *  - a partitioned (two-level) index and partitioned filters, 4 KiB
- *    partitions, the top level pinned in the cache: at 4 KiB blocks an index
- *    has ~4x the entries, and a flat index of a large table is one block
- *    that must be read whole on a miss; partitions are read one at a time,
- *    and the pinned top level (one entry per partition, ~0.1% of the data)
- *    never leaves memory;
- *  - index and filter blocks cached with high priority (and L0's pinned):
- *    they are what every lookup touches first, so a scan of cold data does
- *    not push them out;
- *  - 3/4 of the block cache budget (48 of 64 MiB by default), its own LRU;
- *  - LZ4 on all levels but the last, ZSTD on the last: paths share long
- *    prefixes and compress well; LZ4 is cheap enough for the write path.
- *
- * The content family:
- *  - 64 KiB blocks, i.e. one value per block (a data block holds at least one
- *    value): its index has one entry per file block either way;
- *  - 1/4 of the block cache budget (16 of 64 MiB), its own LRU: a 1 GiB
- *    sequential read cycles through it without evicting a single node (in one
- *    shared cache it evicted all 64 MiB); the kernel's page cache keeps the
- *    table files too;
- *  - no compression above the last level, LZ4 on the last: content is often
- *    incompressible (media, archives, random data), where every flush and
- *    compaction tried LZ4 for nothing (LZ4 was 15% of the daemon's CPU in
- *    issue 11's sqlite run, where it compressed 64 KiB blocks just written);
- *    data that settles on the last level (~90% of it) is still compressed
- *    once, and RocksDB keeps a block uncompressed when that saves < 1/8;
- *  - optimize_filters_for_hits: reads of content almost always find their
- *    block (a miss is a hole), so the last level has no filter (1.25 bytes
- *    a block saved).
- *
- * Patches (kv_batch_patch, a RocksDB merge operator, "pathfs.patch.1"): a
- * partial write of a content block is a merge operand holding only the
- * written bytes and their offset, folded into the block by reads and by
- * compaction, so a 4 KiB write into a 64 KiB block writes ~4 KiB to the WAL
- * and the memtable and reads nothing (a 4 KiB pwrite into a 256 MiB file
- * through the mount, median: 460 us with the read-modify-write, 76 us with
- * patches; BENCHMARKS.md). Chosen over smaller content blocks, measured side by side
- * (4 KiB pwrites into a 256 MiB file, BENCHMARKS.md): 4 KiB blocks write
- * as fast, but multiply the content keys (and their index) by 16 and the
- * per-key cost of every sequential write and read, and still read-modify-
- * write any write smaller than a block. The operator also does the partial
- * merge (a flush or compaction of patches with no block under them folds
- * them into one list of disjoint byte runs, never longer than the bytes
- * they cover). max_successive_merges stays 0 (a key's patches pile up in
- * the memtable until its flush folds them): measured in-process, gets of a
- * block after 2,000 patches in the memtable cost 12 us of CPU unbounded
- * against 7 us with a bound of 16, and after 6,000 (flushed meanwhile) 5.3
- * against 4.8 us, while the bound's check on every patch
- * (CountSuccessiveMergeEntries) was 5% of the daemon's CPU in the pwrite
- * loop.
- *
- * Content blocks stay in the LSM tree, not in BlobDB blob files: measured
- * through the mount (1 GiB write + fsync, cold read), blob files cut the
- * daemon's CPU by ~20% on compressible content only with LZ4 on the blobs,
- * and then cost ~10% more CPU and ~25% slower cold reads on incompressible
- * content; without compression they write compressible content out in full.
- * Their space comes back only when a whole blob file is garbage (or GC moves
- * what lives), which the space reserve below would have to account for.
  *
  * Space: RocksDB turns read-only when a WAL write fails for lack of space and
  * frees space only after compaction, so a full disk would wedge the store.
@@ -124,10 +23,6 @@
  * take the next; only free space held below the reserve makes every
  * growing write fail (tests/mount/rel_enospc.sh tests exactly that).
  *
- * Upgrade: a format-1 store kept every key in the default column family;
- * kvr_upgrade() moves the content keys to their family in atomic batches
- * (see kv_i.h), and kvr_open's single_family mode reads such a store as it is.
- *
  * Limits: a family is chosen per key by the classifier, so an iterator sees
  * one family (a range spanning two must be read as two); no transactions
  * beyond atomic batches.
@@ -141,56 +36,10 @@
 #include <sys/statvfs.h>
 #include <time.h>
 
-#include <rocksdb/c.h>
-
-#include "kv_backend_i.h"
+#include "kv_rocksdb_i.h"
 #include "log.h"
 
-#define KV_RANGES_MAX	       8	  /* delete-ranges a batch remembers */
-#define KV_SPACE_TTL_NS	       50000000ll /* re-read free space every 50 ms */
-#define KV_TREE_BLOCK	       4096 /* data block size of the tree family */
-#define KV_CONTENT_COMPRESSION rocksdb_no_compression /* above the last level */
-
-/* One family: a RocksDB column family and the options it was opened with. */
-struct kv_fam {
-	rocksdb_options_t *opts;
-	rocksdb_block_based_table_options_t *topts;
-	rocksdb_cache_t *cache;
-	rocksdb_column_family_handle_t *h; /* single_family: all share one */
-};
-
-/* RocksDB's name for each family; the tree keeps the default column family,
- * where a format-1 store holds every key. */
-static const char *const kvr_fam_names[KV_FAMILIES] = {"default", "content"};
-
-struct kvr {
-	struct kv base; /* first: a struct kv * is a struct kvr * */
-	rocksdb_t *db;
-	rocksdb_options_t *opts; /* the database's own options */
-	struct kv_fam fam[KV_FAMILIES];
-	int nfam; /* distinct column families open: 1 or 2 */
-	int (*family)(const char *key, size_t klen);
-	rocksdb_readoptions_t *ropts;
-	rocksdb_writeoptions_t *wopts;
-	rocksdb_writeoptions_t *wopts_sync;
-	char *dir;
-	bool sync;
-	uint64_t reserve; /* bytes kept free, see kvr_reserve_bytes() */
-
-	/* deletes committed since the last full compaction, and the lock that
-	 * lets one writer at a time compact to get their space back */
-	atomic_ulong deletes_pending;
-	pthread_mutex_t compact_lock;
-
-	/* commits written without a WAL sync, and how many of them the last
-	 * kvr_sync() covered: a sync with nothing new to sync is skipped */
-	atomic_ulong unsynced;
-	atomic_ulong synced;
-
-	pthread_mutex_t space_lock;
-	int64_t space_at; /* protected by space_lock: when avail was read */
-	uint64_t avail;	  /* protected by space_lock */
-};
+#define KV_SPACE_TTL_NS 50000000ll /* re-read free space every 50 ms */
 
 struct kvr_iter {
 	struct kv_iter base;
@@ -199,212 +48,10 @@ struct kvr_iter {
 	char *lo, *hi;
 	size_t lolen, hilen;
 };
-
-struct kvr_batch {
-	struct kv_batch base; /* its kv and the counts (kv.c) */
-	rocksdb_writebatch_t *wb;
-	/* delete-ranges, compacted after commit when space runs short */
-	struct {
-		char *lo, *hi;
-		size_t lolen, hilen;
-	} ranges[KV_RANGES_MAX];
-	int nranges;
-};
-
-static const struct kv_ops kvr_ops;
-static void kvr_close(struct kv *kv_);
 static int kvr_compact_range(struct kv *kv_, const char *lo, size_t lolen,
 			     const char *hi, size_t hilen);
-
-/* ---- patches: the merge operator ------------------------------------------
- *
- * An operand is a list of records [u32 LE offset][u32 LE length][bytes]. A
- * value folds the records in order: each writes its bytes at its offset,
- * the value growing to the record's end with zeros before the offset if it
- * was shorter (as a write past a file's end). The partial merge (of
- * operands with no value under them yet) folds a run of operands into one
- * list of disjoint records, so a chain of patches never holds more than the
- * patched span. A record that does not decode (or reaches past
- * KV_PATCH_SPAN) is skipped, not failed: a failed merge would stop
- * compaction and turn the whole store read-only over one bad operand.
- */
-#define KV_PATCH_SPAN (16u << 20) /* no patched value is longer */
-
-struct kv_patch_rec {
-	uint32_t off, len;
-	const char *p;
-};
-
-static uint32_t kv_get32(const char *p)
-{
-	const unsigned char *u = (const unsigned char *)p;
-
-	return (uint32_t)u[0] | (uint32_t)u[1] << 8 | (uint32_t)u[2] << 16 |
-	       (uint32_t)u[3] << 24;
-}
-
-static void kv_put32(char *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (char)(v >> (8 * i));
-}
-
-/* The record at *pos of operand @op (@n bytes); false at its end. */
-static bool kv_patch_next(const char *op, size_t n, size_t *pos,
-			  struct kv_patch_rec *r)
-{
-	while (n - *pos >= 8) {
-		r->off = kv_get32(op + *pos);
-		r->len = kv_get32(op + *pos + 4);
-		r->p = op + *pos + 8;
-		if (r->len > n - *pos - 8)
-			break; /* cut short: nothing more decodes */
-		*pos += 8 + r->len;
-		if (r->off <= KV_PATCH_SPAN && r->len <= KV_PATCH_SPAN - r->off)
-			return true;
-	}
-	*pos = n;
-	return false;
-}
-
-/* Length of @base (@blen) after the records of @ops. */
-static size_t kv_patch_len(size_t blen, const char *const *ops,
-			   const size_t *lens, int nops)
-{
-	size_t end = blen;
-
-	for (int i = 0; i < nops; i++) {
-		struct kv_patch_rec r;
-		size_t pos = 0;
-
-		while (kv_patch_next(ops[i], lens[i], &pos, &r))
-			if ((size_t)r.off + r.len > end)
-				end = (size_t)r.off + r.len;
-	}
-	return end;
-}
-
-/* Folds the records of @ops into @out (@end bytes, *have of them valid,
- * the rest to be zeroed when reached); marks written bytes in @mask if not
- * NULL. */
-static void kv_patch_fold(char *out, size_t *have, unsigned char *mask,
-			  const char *const *ops, const size_t *lens, int nops)
-{
-	for (int i = 0; i < nops; i++) {
-		struct kv_patch_rec r;
-		size_t pos = 0;
-
-		while (kv_patch_next(ops[i], lens[i], &pos, &r)) {
-			if (r.off > *have)
-				memset(out + *have, 0, r.off - *have);
-			memcpy(out + r.off, r.p, r.len);
-			if (mask)
-				memset(mask + r.off, 1, r.len);
-			if ((size_t)r.off + r.len > *have)
-				*have = (size_t)r.off + r.len;
-		}
-	}
-}
-
-static char *kv_patch_full(void *state, const char *key, size_t klen,
-			   const char *base, size_t blen,
-			   const char *const *ops, const size_t *lens, int nops,
-			   unsigned char *success, size_t *outlen)
-{
-	size_t end = kv_patch_len(base ? blen : 0, ops, lens, nops), have;
-	char *out = malloc(end ? end : 1);
-
-	(void)state;
-	(void)key;
-	(void)klen;
-	*success = out != NULL;
-	*outlen = 0;
-	if (!out)
-		return NULL;
-	have = base ? blen : 0;
-	if (have)
-		memcpy(out, base, have);
-	kv_patch_fold(out, &have, NULL, ops, lens, nops);
-	if (have < end) /* cannot be: every record was counted */
-		memset(out + have, 0, end - have);
-	*outlen = end;
-	return out;
-}
-
-static char *kv_patch_partial(void *state, const char *key, size_t klen,
-			      const char *const *ops, const size_t *lens,
-			      int nops, unsigned char *success, size_t *outlen)
-{
-	size_t end = kv_patch_len(0, ops, lens, nops), have = 0, n = 0;
-	char *buf = malloc(end ? end : 1), *out = NULL;
-	unsigned char *mask = calloc(end ? end : 1, 1);
-	size_t cap = 0;
-
-	(void)state;
-	(void)key;
-	(void)klen;
-	*success = 0;
-	*outlen = 0;
-	if (!buf || !mask)
-		goto out;
-	kv_patch_fold(buf, &have, mask, ops, lens, nops);
-	/* the written runs, in order, and a record of length 0 at the end
-	 * if no run reaches it (a record that grew the value without data) */
-	for (size_t i = 0; i < end; i++)
-		if (mask[i] && (i == 0 || !mask[i - 1]))
-			cap += 8;
-	cap += end + 8;
-	out = malloc(cap);
-	if (!out)
-		goto out;
-	for (size_t i = 0; i < end;) {
-		size_t j = i;
-
-		if (!mask[i]) {
-			i++;
-			continue;
-		}
-		while (j < end && mask[j])
-			j++;
-		kv_put32(out + n, (uint32_t)i);
-		kv_put32(out + n + 4, (uint32_t)(j - i));
-		memcpy(out + n + 8, buf + i, j - i);
-		n += 8 + (j - i);
-		i = j;
-	}
-	if (end && !mask[end - 1]) {
-		kv_put32(out + n, (uint32_t)end);
-		kv_put32(out + n + 4, 0);
-		n += 8;
-	}
-	*success = 1;
-	*outlen = n;
-out:
-	free(buf);
-	free(mask);
-	return out;
-}
-
-static void kv_patch_free(void *state, const char *value, size_t len)
-{
-	(void)state;
-	(void)len;
-	free((char *)value);
-}
-
-static const char *kv_patch_name(void *state)
-{
-	(void)state;
-	return "pathfs.patch.1";
-}
-
-static void kv_patch_destroy(void *state)
-{
-	(void)state;
-}
-
 /* Maps a RocksDB error string to an errno, logs it with @what, frees it. */
-static int kvr_error(char *err, const char *what)
+int kvr_error(char *err, const char *what)
 {
 	int rc = -EIO;
 
@@ -436,7 +83,7 @@ static int kvr_error(char *err, const char *what)
  */
 static __thread bool kvr_thread_ready;
 
-static void kvr_thread_init(void)
+void kvr_thread_init(void)
 {
 	if (!kvr_thread_ready) {
 		rocksdb_set_perf_level(rocksdb_disable);
@@ -452,7 +99,7 @@ static int64_t mono_ns(void)
 }
 
 /* The family of a key (never KV_ANY: a key that names no kind is the tree's). */
-static int kvr_key_fam(const struct kvr *kv, const char *key, size_t klen)
+int kvr_key_fam(const struct kvr *kv, const char *key, size_t klen)
 {
 	int f = kv->family ? kv->family(key, klen) : KV_TREE;
 
@@ -471,230 +118,6 @@ static int kvr_range_fam(const struct kvr *kv, const char *lo, size_t lolen,
 	g = hi ? kv->family(hi, hilen) : KV_ANY;
 	return f == g ? f : KV_ANY;
 }
-
-/*
- * Table options of family @f: see the overview for the numbers behind them.
- * @cache_bytes is the whole budget of block caches.
- */
-static void kvr_fam_tune(struct kv_fam *fam, int f, size_t cache_bytes)
-{
-	rocksdb_block_based_table_options_t *t;
-	int levels[7];
-
-	fam->topts = t = rocksdb_block_based_options_create();
-	rocksdb_block_based_options_set_format_version(t, 5);
-	if (f == KV_TREE) {
-		fam->cache = rocksdb_cache_create_lru(cache_bytes / 4 * 3);
-		rocksdb_block_based_options_set_block_size(t, KV_TREE_BLOCK);
-		rocksdb_block_based_options_set_filter_policy(
-		    t, rocksdb_filterpolicy_create_bloom_full(10));
-		rocksdb_block_based_options_set_index_type(
-		    t,
-		    rocksdb_block_based_table_index_type_two_level_index_search);
-		rocksdb_block_based_options_set_partition_filters(t, 1);
-		rocksdb_block_based_options_set_metadata_block_size(t, 4096);
-		rocksdb_block_based_options_set_cache_index_and_filter_blocks(
-		    t, 1);
-		rocksdb_block_based_options_set_cache_index_and_filter_blocks_with_high_priority(
-		    t, 1);
-		rocksdb_block_based_options_set_pin_top_level_index_and_filter(
-		    t, 1);
-		rocksdb_block_based_options_set_pin_l0_filter_and_index_blocks_in_cache(
-		    t, 1);
-	} else {
-		fam->cache = rocksdb_cache_create_lru(cache_bytes / 4);
-		rocksdb_block_based_options_set_block_size(t, 64 << 10);
-		/* a filter only pays for reads of holes; a full bloom is
-		 * 1.25 bytes a 64 KiB block, and skipped on the last level */
-		rocksdb_block_based_options_set_filter_policy(
-		    t, rocksdb_filterpolicy_create_bloom_full(10));
-		rocksdb_block_based_options_set_cache_index_and_filter_blocks(
-		    t, 1);
-		rocksdb_block_based_options_set_cache_index_and_filter_blocks_with_high_priority(
-		    t, 1);
-		rocksdb_block_based_options_set_pin_l0_filter_and_index_blocks_in_cache(
-		    t, 1);
-		rocksdb_options_set_optimize_filters_for_hits(fam->opts, 1);
-	}
-	rocksdb_block_based_options_set_block_cache(t, fam->cache);
-	rocksdb_options_set_block_based_table_factory(fam->opts, t);
-	for (int i = 0; i < 7; i++)
-		levels[i] = f == KV_TREE ? rocksdb_lz4_compression
-					 : KV_CONTENT_COMPRESSION;
-	levels[6] =
-	    f == KV_TREE ? rocksdb_zstd_compression : rocksdb_lz4_compression;
-	rocksdb_options_set_compression_per_level(fam->opts, levels, 7);
-}
-
-/* 1 if the database in @dir has a column family we do not open in
- * single-family mode, 0 if not (or no database yet), -errno. */
-static int kvr_has_families(const rocksdb_options_t *o, const char *dir)
-{
-	char *err = NULL;
-	size_t n = 0;
-	char **names = rocksdb_list_column_families(o, dir, &n, &err);
-	int rc = n > 1;
-
-	if (names) /* also on an error: an empty array */
-		rocksdb_list_column_families_destroy(names, n);
-	if (err) {
-		free(err); /* no database yet: rocksdb_open decides */
-		return 0;
-	}
-	return rc;
-}
-
-int kv_rocksdb_open(struct kv **out, const char *dir,
-		    const struct kv_options *opt)
-{
-	const char *names[KV_FAMILIES];
-	const rocksdb_options_t *fopts[KV_FAMILIES];
-	rocksdb_column_family_handle_t *hs[KV_FAMILIES];
-	struct kvr *kv;
-	char *err = NULL;
-	int rc = 0;
-	size_t cache_bytes = (opt->cache_mb ? opt->cache_mb : 64) << 20;
-
-	struct statvfs vfs;
-	uint64_t total = UINT64_MAX, wbs = 32 << 20;
-
-	kv = calloc(1, sizeof(*kv));
-	if (!kv)
-		return -ENOMEM;
-	kv->base.ops = &kvr_ops;
-	kv->base.limits = (struct kv_limits){SIZE_MAX, SIZE_MAX, SIZE_MAX};
-	/*
-	 * Size memtables to the disk: flushing one needs its size again on
-	 * disk, so a 32 MiB memtable on a 64 MiB file system would wedge it.
-	 * The reserve covers every memtable's flush plus an L0 compaction.
-	 */
-	if (statvfs(dir, &vfs) == 0)
-		total = (uint64_t)vfs.f_blocks * vfs.f_frsize;
-	if (total / 64 < wbs)
-		wbs = total / 64 < (2 << 20) ? (2 << 20) : total / 64;
-	kv->reserve = wbs * 8 + (4 << 20);
-	/* on a small disk, compacting all the data at once must fit too */
-	if (total != UINT64_MAX && kv->reserve < total / 2)
-		kv->reserve =
-		    total / 2 > (256ull << 20) ? kv->reserve : total / 2;
-	kv->dir = strdup(dir);
-	kv->base.read_only = opt->read_only;
-	kv->sync = opt->sync;
-	kv->family = opt->single_family ? NULL : opt->family;
-	kv->nfam = opt->single_family ? 1 : KV_FAMILIES;
-	pthread_mutex_init(&kv->space_lock, NULL);
-	pthread_mutex_init(&kv->compact_lock, NULL);
-
-	kv->opts = rocksdb_options_create();
-	rocksdb_options_set_create_if_missing(kv->opts, opt->create);
-	rocksdb_options_set_create_missing_column_families(kv->opts, 1);
-	rocksdb_options_set_write_buffer_size(kv->opts, wbs);
-	rocksdb_options_set_max_write_buffer_number(kv->opts, 3);
-	/* a bloom filter over the memtable's whole keys: the lookups that miss
-	 * it (a name about to be created, a node already flushed) skip the
-	 * skiplist search of long shared-prefix keys; ~2% of its size */
-	rocksdb_options_set_memtable_whole_key_filtering(kv->opts, 1);
-	rocksdb_options_set_memtable_prefix_bloom_size_ratio(kv->opts, 0.02);
-	/* WAL preallocation is min(1.1 x memtable, max_total_wal_size) and
-	 * really takes space on tmpfs: keep both modest */
-	rocksdb_options_set_manifest_preallocation_size(kv->opts, 64 << 10);
-	rocksdb_options_set_max_background_jobs(kv->opts, 2);
-	rocksdb_options_set_level_compaction_dynamic_level_bytes(kv->opts, 1);
-	rocksdb_options_set_bytes_per_sync(kv->opts, 1 << 20);
-	rocksdb_options_set_max_total_wal_size(kv->opts, 4 * wbs);
-	rocksdb_options_set_keep_log_file_num(kv->opts, 3);
-	rocksdb_options_set_max_log_file_size(kv->opts, 4 << 20);
-	rocksdb_options_set_info_log_level(kv->opts, 2 /* WARN */);
-	/* every family folds patches (only content is patched); the options
-	 * own the operator, their copies share it */
-	rocksdb_options_set_merge_operator(
-	    kv->opts, rocksdb_mergeoperator_create(
-			  NULL, kv_patch_destroy, kv_patch_full,
-			  kv_patch_partial, kv_patch_free, kv_patch_name));
-
-	for (int f = 0; f < KV_FAMILIES; f++) {
-		kv->fam[f].opts = rocksdb_options_create_copy(kv->opts);
-		kvr_fam_tune(&kv->fam[f], f, cache_bytes);
-		names[f] = kvr_fam_names[f];
-		fopts[f] = kv->fam[f].opts;
-	}
-	if (opt->single_family) {
-		rc = kvr_has_families(kv->opts, dir);
-		if (rc) {
-			if (rc > 0) {
-				plog(LOG_ERR,
-				     "%s: the database has column families "
-				     "(an upgrade was interrupted)",
-				     dir);
-				rc = -EUCLEAN;
-			}
-			goto out;
-		}
-	}
-	if (opt->read_only)
-		kv->db = rocksdb_open_for_read_only_column_families(
-		    kv->opts, dir, kv->nfam, names, fopts, hs, 0, &err);
-	else
-		kv->db = rocksdb_open_column_families(kv->opts, dir, kv->nfam,
-						      names, fopts, hs, &err);
-	if (err) {
-		rc = kvr_error(err, dir);
-		goto out;
-	}
-	for (int f = 0; f < KV_FAMILIES; f++)
-		kv->fam[f].h = hs[f < kv->nfam ? f : KV_TREE];
-
-	kv->ropts = rocksdb_readoptions_create();
-	kv->wopts = rocksdb_writeoptions_create();
-	kv->wopts_sync = rocksdb_writeoptions_create();
-	rocksdb_writeoptions_set_sync(kv->wopts_sync, 1);
-out:
-	if (rc) {
-		kvr_close(&kv->base);
-		return rc;
-	}
-	*out = &kv->base;
-	return 0;
-}
-
-static void kvr_close(struct kv *kv_)
-{
-	struct kvr *kv = (struct kvr *)kv_;
-	if (!kv)
-		return;
-	if (kv->db && !kv->base.read_only) {
-		char *err = NULL;
-		rocksdb_flush_wal(kv->db, 1, &err);
-		if (err)
-			kvr_error(err, "flush wal at close");
-	}
-	for (int f = 0; f < kv->nfam; f++)
-		if (kv->fam[f].h)
-			rocksdb_column_family_handle_destroy(kv->fam[f].h);
-	if (kv->db)
-		rocksdb_close(kv->db);
-	if (kv->ropts)
-		rocksdb_readoptions_destroy(kv->ropts);
-	if (kv->wopts)
-		rocksdb_writeoptions_destroy(kv->wopts);
-	if (kv->wopts_sync)
-		rocksdb_writeoptions_destroy(kv->wopts_sync);
-	for (int f = 0; f < KV_FAMILIES; f++) {
-		if (kv->fam[f].opts)
-			rocksdb_options_destroy(kv->fam[f].opts);
-		if (kv->fam[f].topts)
-			rocksdb_block_based_options_destroy(kv->fam[f].topts);
-		if (kv->fam[f].cache)
-			rocksdb_cache_destroy(kv->fam[f].cache);
-	}
-	if (kv->opts)
-		rocksdb_options_destroy(kv->opts);
-	pthread_mutex_destroy(&kv->space_lock);
-	pthread_mutex_destroy(&kv->compact_lock);
-	free(kv->dir);
-	free(kv);
-}
-
 static int kvr_get(struct kv *kv_, const char *key, size_t klen, char **val,
 		   size_t *vlen)
 {
@@ -847,26 +270,6 @@ static void kvr_batch_put(struct kv_batch *b_, const char *key, size_t klen,
 	rocksdb_writebatch_put_cf(b->wb, kv->fam[kvr_key_fam(kv, key, klen)].h,
 				  key, klen, val, vlen);
 }
-
-static void kvr_batch_patch(struct kv_batch *b_, const char *key, size_t klen,
-			    uint32_t off, const char *data, size_t len)
-{
-	struct kvr_batch *b = (struct kvr_batch *)b_;
-	struct kvr *kv = (struct kvr *)b->base.kv;
-	char stack[8 + 4096], *op = len <= 4096 ? stack : malloc(8 + len);
-
-	if (!op)
-		abort();
-	kv_put32(op, off);
-	kv_put32(op + 4, (uint32_t)len);
-	memcpy(op + 8, data, len);
-	rocksdb_writebatch_merge_cf(b->wb,
-				    kv->fam[kvr_key_fam(kv, key, klen)].h, key,
-				    klen, op, 8 + len);
-	if (op != stack)
-		free(op);
-}
-
 static void kvr_batch_delete(struct kv_batch *b_, const char *key, size_t klen)
 {
 	struct kvr_batch *b = (struct kvr_batch *)b_;
@@ -1179,7 +582,7 @@ static uint64_t kvr_reserve_bytes(struct kv *kv_)
 	return kv->reserve;
 }
 
-static const struct kv_ops kvr_ops = {
+const struct kv_ops kvr_ops = {
     .name = "rocksdb",
     .close = kvr_close,
     .get = kvr_get,
