@@ -19,6 +19,11 @@
  *  - control_stop() waits for running commands to finish.
  *  - a store path longer than sun_path is reached through /proc/self/fd.
  *
+ * A store on etcd has no directory: its read-write mount serves the abstract
+ * socket proto.h names after the store (a -o ro mount serves none, so
+ * pathfsctl reaches the writer when it runs here, and otherwise opens the
+ * store itself); a second daemon binding it gets -EADDRINUSE.
+ *
  * Inside the daemon, the store's open check of the mounted drive (fs/main.c
  * registers it) makes a branch delete keep only open files as orphans.
  */
@@ -343,6 +348,10 @@ static int bind_socket(struct control *c, int fd, const char *dir)
 	rc = proto_sock_addr(&sa, dir, c->dirfd);
 	if (rc)
 		goto out;
+	if (!sa.sun_path[0]) { /* abstract (etcd): no file, nothing stale */
+		rc = bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ? -errno : 0;
+		goto out;
+	}
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
 		goto bound;
 	if (errno != EADDRINUSE) {
@@ -415,8 +424,10 @@ int control_start(struct control **out, const struct ctl_env *tmpl, uid_t owner)
 	c->tmpl.default_drive = c->default_drive;
 	c->tmpl.mounted_drive = c->mounted_drive;
 
-	c->dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (c->dirfd < 0) {
+	c->dirfd = store_is_remote(dir)
+		       ? -1
+		       : open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (c->dirfd < 0 && !store_is_remote(dir)) {
 		rc = -errno;
 		goto out;
 	}

@@ -781,9 +781,11 @@ static int serve(struct options *o, struct fuse_args *args, const char *dir,
 	env.end = fs_ctl_end;
 	env.ctx = &fs;
 	env.stats = stats_ctl;
-	/* a store on etcd has no directory for the socket: pathfsctl -s
-	 * opens such a store itself */
-	rc = store_is_remote(dir) ? 0 : control_start(&ctl, &env, getuid());
+	/* a -o ro mount of a store on etcd serves no socket: pathfsctl
+	 * reaches the writer, or opens the store itself (fs/control.c) */
+	rc = store_is_remote(dir) && o->ro
+		 ? 0
+		 : control_start(&ctl, &env, getuid());
 	if (rc) {
 		plog(LOG_WARNING,
 		     "control socket: %s (pathfsctl cannot reach "

@@ -10,9 +10,19 @@
  * directory the user chose when mounting); DRIVE defaults to $PATHFS_DRIVE,
  * else "main", as the daemon's.
  *
+ * A store on etcd (etcd://...) has one writer: its read-write mount on this
+ * machine serves the control socket (an abstract one, proto.h), so commands
+ * go to it as on a RocksDB store. With no writer here, a command that only
+ * reads (ctl_reads_only: ls, stat, tree, du, fsck without --repair, drives)
+ * opens the store read-only, with no owner key, wherever the writer is; the
+ * others open it read-write and are refused in one line naming the writer
+ * while there is one.
+ *
  * Limits: only one process may open a RocksDB store; when a daemon holds it
  * and does not answer on its socket (hung, or another user's), the command
- * fails with a clear message rather than waiting.
+ * fails with a clear message rather than waiting. A read on an etcd store
+ * being written sees the state of one moment per scan (etcd.c's iterators
+ * read at one revision), not one moment for the whole command.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -281,6 +291,9 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[0], "recover"))
 		list_unfinished(dir);
 	opt.create = !strcmp(argv[0], "mkdrive");
+	/* On etcd a writer may hold the store on another machine: a command
+	 * that only reads opens it read-only (no owner key), as -o ro does. */
+	opt.read_only = store_is_remote(dir) && ctl_reads_only(argc, argv);
 	/* Why the store cannot be opened is said below in one line; the
 	 * store's own log lines about it are for -v. */
 	if (!verbose)

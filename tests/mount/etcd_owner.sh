@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # etcd_owner.sh - one writer per drive on etcd (tests/with_etcd.sh starts a
 # 3-member cluster and passes its endpoints in $PATHFS_TEST_ETCD):
-# - a second read-write mount of the store, and pathfsctl, are refused with
-#   one line naming the writer; a -o ro mount beside it is allowed;
+# - a second read-write mount of the store is refused with one line naming
+#   the writer; a -o ro mount beside it is allowed; pathfsctl reaches the
+#   writer's daemon on this machine (reads and writes);
+# - beside a writer elsewhere (its owner key put with curl), pathfsctl's
+#   read commands work (the store opened read-only, no owner key taken) and
+#   its write commands are refused in one line naming that writer;
 # - the writer killed (kill -9) in the middle of a 10,000-entry folder
 #   rename: a second daemon mounts once the lease expires, finishes the
 #   rename from the journal, nothing is lost, fsck is clean;
@@ -57,10 +61,17 @@ check "... in one line" [ "$(printf '%s\n' "$out" | wc -l)" = 1 ]
 check "... naming the writer (pid $(pfs_pid))" \
 	grep -q "open read-write by pathfs (pid $(pfs_pid) on " <<<"$out"
 check "... and nothing is mounted there" bash -c "! mountpoint -q '$MNT2'"
-out=$("$PATHFSCTL" -s "$STORE" mkdir /x 2>&1) && rc=0 || rc=$?
-echo "# pathfsctl: $out"
-check "pathfsctl on the mounted store is refused" [ "$rc" != 0 ]
-check "... naming the writer" grep -q "open read-write by pathfs (pid" <<<"$out"
+mkdir "$MNT/d"
+check "pathfsctl ls reaches the writer on this machine" \
+	bash -c "'$PATHFSCTL' -s '$STORE' ls / | grep -q ' one\$'"
+check "... and so does a write command (mv)" \
+	"$PATHFSCTL" -s "$STORE" mv /d /d2
+check "... which the mount sees" bash -c "[ -d '$MNT/d2' ] && [ ! -e '$MNT/d' ]"
+check "... for a URL naming the members in another order" \
+	"$PATHFSCTL" -s "etcd://$(tr , '\n' <<<"$PATHFS_TEST_ETCD" | tac | paste -sd,)/ow$$" \
+	mv /d2 /d3
+check "... (seen)" [ -d "$MNT/d3" ]
+rmdir "$MNT/d3"
 check "a -o ro mount beside the writer" \
 	"$PATHFS" -o ro -o "log=$T/ro.log" "$STORE" "$MNT2"
 check "... reads the writer's file" [ "$(cat "$MNT2/one")" = one ]
@@ -72,6 +83,44 @@ pfs_umount
 check "after its unmount a new writer mounts at once" mount_until "$MNT2" "$T/b.log" 0
 fusermount3 -u "$MNT2"
 while [ -n "$(pid_at "$MNT2")" ]; do sleep 0.05; done
+
+# ---- pathfsctl beside a writer on another machine ---------------------------
+# etcd_v3 PATH JSON: a call to etcd's JSON gateway; key_b64 STRING: base64.
+etcd_v3() {
+	curl -s -X POST "http://${PATHFS_TEST_ETCD%%,*}/v3/$1" -d "$2"
+}
+key_b64() { printf '%s' "$1" | base64 -w0; }
+# The owner key as a writer elsewhere holds it (kv_etcd.c): under a lease.
+lease=$(etcd_v3 lease/grant '{"TTL": 120}' |
+	python3 -c 'import json,sys; print(json.load(sys.stdin)["ID"])')
+far="pathfs (pid 4242 on elsewhere, open 00000000000000aa)"
+etcd_v3 kv/put "{\"key\": \"$(key_b64 "ow$$/m/owner")\", \"value\": \"$(key_b64 "$far")\", \"lease\": \"$lease\"}" >/dev/null
+owner_key() {
+	etcd_v3 kv/range "{\"key\": \"$(key_b64 "ow$$/m/owner")\"}" |
+		python3 -c 'import base64,json,sys; kv=json.load(sys.stdin).get("kvs",[]); print(base64.b64decode(kv[0]["value"]).decode() if kv else "")'
+}
+check "the far writer holds the store" [ "$(owner_key)" = "$far" ]
+for cmd in "ls /" "ls --json /" "stat /one" "tree /" "du /" "du --json /" \
+	"fsck" "fsck --json" "drives"; do
+	out=$("$PATHFSCTL" -s "$STORE" $cmd 2>&1) && rc=0 || rc=$?
+	check "pathfsctl $cmd works beside it" [ "$rc" = 0 ]
+done
+check "... and reads what the store holds" \
+	bash -c "'$PATHFSCTL' -s '$STORE' ls / | grep -q ' two\$'"
+check "... du counts it" bash -c "'$PATHFSCTL' -s '$STORE' du --json / | grep -q '\"files\": 2'"
+for cmd in "mv /one /uno" "rm -r /two" "fsck --repair" "mkdrive x" "recover"; do
+	out=$("$PATHFSCTL" -s "$STORE" $cmd 2>&1 >/dev/null) && rc=0 || rc=$?
+	check "pathfsctl $cmd is refused" [ "$rc" != 0 ]
+	check "... in one line naming the writer" bash -c \
+		"[ \"\$(wc -l <<<'$out')\" = 1 ] && grep -qF 'open read-write by $far' <<<'$out'"
+done
+echo "# refused: $out"
+check "nothing was changed" \
+	bash -c "'$PATHFSCTL' -s '$STORE' ls / | grep -q ' one\$'"
+check "the readers took no owner key" [ "$(owner_key)" = "$far" ]
+etcd_v3 lease/revoke "{\"ID\": \"$lease\"}" >/dev/null
+check "once it is gone pathfsctl writes" "$PATHFSCTL" -s "$STORE" mkdrive x
+check "... and removes" "$PATHFSCTL" -s "$STORE" rmdrive x
 
 # ---- the writer killed mid-rename, another daemon takes over -----------------
 check "plant a 10,000-entry folder" "$PLANT" many "$STORE" main /big 10000

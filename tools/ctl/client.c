@@ -84,6 +84,21 @@ int control_call(const char *store_dir, const char *drive, int argc,
 			rc = -errno;
 		goto out;
 	}
+	if (!sa.sun_path[0]) {
+		/* An abstract name (a store on etcd) has no file mode: anyone
+		 * may have bound it. Talk only to root or ourselves. */
+		struct ucred cred;
+		socklen_t clen = sizeof(cred);
+
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen)) {
+			rc = -errno;
+			goto out;
+		}
+		if (cred.uid != 0 && cred.uid != getuid() && getuid() != 0) {
+			rc = -EACCES;
+			goto out;
+		}
+	}
 
 	memcpy(hdr, CONTROL_MAGIC, CONTROL_MAGIC_LEN);
 	proto_put_u32(hdr + CONTROL_MAGIC_LEN,

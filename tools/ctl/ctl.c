@@ -73,6 +73,10 @@ static const struct cmd cmds[] = {
 
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
 
+/* The commands that only read the store (fsck without --repair too). */
+static const char *const readers[] = {"drives", "ls",	 "stat", "tree",
+				      "du",	"fsck", "stats", "help"};
+
 static const struct cmd *find_cmd(const char *name)
 {
 	size_t i;
@@ -81,6 +85,24 @@ static const struct cmd *find_cmd(const char *name)
 		if (!strcmp(cmds[i].name, name))
 			return &cmds[i];
 	return NULL;
+}
+
+bool ctl_reads_only(int argc, char **argv)
+{
+	size_t i;
+	int j;
+
+	if (argc < 1)
+		return false;
+	for (i = 0; i < sizeof(readers) / sizeof(readers[0]); i++) {
+		if (strcmp(argv[0], readers[i]))
+			continue;
+		for (j = 1; j < argc && strcmp(argv[j], "--"); j++)
+			if (!strncmp(argv[j], "--repair", 8))
+				return false;
+		return true;
+	}
+	return false;
 }
 
 static void cmd_usage(FILE *f, const struct cmd *c)

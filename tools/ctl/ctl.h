@@ -54,4 +54,12 @@ struct ctl_env {
  * the exit status. Global options (-s, -d) are parsed by the caller. */
 int ctl_run(struct ctl_env *env, int argc, char **argv);
 
+/*
+ * true if the command line @argv (argv[0] the command) only reads the store:
+ * drives, ls, stat, tree, du, fsck without --repair, stats, help. pathfsctl
+ * opens a store on etcd read-only for these (no owner key: a writer may hold
+ * it elsewhere). An unknown command is not one.
+ */
+bool ctl_reads_only(int argc, char **argv);
+
 #endif

@@ -4,10 +4,65 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
 #include "proto.h"
+#include "tree.h"
+
+#define PROTO_EPS_MAX 16
+
+struct ep {
+	const char *p;
+	size_t n;
+};
+
+static int ep_cmp(const void *a, const void *b)
+{
+	const struct ep *x = a, *y = b;
+	int c = memcmp(x->p, y->p, x->n < y->n ? x->n : y->n);
+
+	return c ? c : (x->n > y->n) - (x->n < y->n);
+}
+
+static uint64_t fnv(uint64_t h, const char *p, size_t n)
+{
+	while (n--) {
+		h ^= (unsigned char)*p++;
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+/* The identity of an etcd store: its members sorted, then its NAME (the
+ * options after '?' left out), hashed. */
+static uint64_t remote_id(const char *url)
+{
+	const char *s = url + strlen("etcd://");
+	size_t elen = strcspn(s, "/"), i, k = 0;
+	const char *name = s[elen] ? s + elen + 1 : s + elen;
+	struct ep eps[PROTO_EPS_MAX];
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (i = 0; i < elen && k < PROTO_EPS_MAX;) {
+		size_t n = strcspn(s + i, ",/");
+
+		if (n > elen - i)
+			n = elen - i;
+		if (n)
+			eps[k++] = (struct ep){s + i, n};
+		i += n + 1;
+	}
+	if (i < elen) { /* more members than we sort: take them as given */
+		h = fnv(h, s, elen);
+	} else {
+		qsort(eps, k, sizeof(eps[0]), ep_cmp);
+		for (i = 0; i < k; i++)
+			h = fnv(fnv(h, eps[i].p, eps[i].n), ",", 1);
+	}
+	return fnv(fnv(h, "/", 1), name, strcspn(name, "?"));
+}
 
 int proto_sock_addr(struct sockaddr_un *sa, const char *dir, int dirfd)
 {
@@ -15,6 +70,12 @@ int proto_sock_addr(struct sockaddr_un *sa, const char *dir, int dirfd)
 
 	memset(sa, 0, sizeof(*sa));
 	sa->sun_family = AF_UNIX;
+	if (store_is_remote(dir)) {
+		snprintf(sa->sun_path + 1, sizeof(sa->sun_path) - 1,
+			 CONTROL_SOCKET_REMOTE "%016llx",
+			 (unsigned long long)remote_id(dir));
+		return 0;
+	}
 	n = snprintf(sa->sun_path, sizeof(sa->sun_path), "%s/%s", dir,
 		     CONTROL_SOCKET_NAME);
 	if (n > 0 && (size_t)n < sizeof(sa->sun_path))

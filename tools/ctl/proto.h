@@ -11,7 +11,12 @@
  *             'x' frame carrying the exit status as a u32, or 'r' (refused:
  *             the peer is not root nor the mounting user; payload a message).
  *
- * The socket is <store dir>/pathfs.sock, mode 0600.
+ * The socket is <store dir>/pathfs.sock, mode 0600. A store on etcd has no
+ * directory: its writer's socket is in the abstract namespace (no file; seen
+ * by the processes of this machine's network namespace), named after the
+ * store (its members sorted, and its NAME): "@pathfs-ctl/etcd/<hash>". Its
+ * client checks that root or its own user serves it (anyone may bind an
+ * abstract name), its server who connects, as on the socket file.
  *
  * Limits: a request holds at most CONTROL_MAX_ARGS strings of
  * CONTROL_MAX_ARG bytes each; a frame at most CONTROL_MAX_FRAME bytes. A
@@ -26,6 +31,9 @@
 
 /* Name of the socket file inside the store directory. */
 #define CONTROL_SOCKET_NAME "pathfs.sock"
+
+/* The abstract socket of a store on etcd: this, then 16 hex digits. */
+#define CONTROL_SOCKET_REMOTE "pathfs-ctl/etcd/"
 
 #define CONTROL_MAGIC	   "PFSCTL1\n"
 #define CONTROL_MAGIC_LEN  8
@@ -45,7 +53,9 @@
 /*
  * Fills @sa with the socket path of the store whose directory is @dir, open
  * as @dirfd (-1: not open): the plain path when it fits, else through
- * /proc/self/fd/N. Errors: -ENAMETOOLONG.
+ * /proc/self/fd/N; for an etcd URL the abstract name (sun_path[0] is NUL;
+ * give sizeof(*sa) as its length to bind and connect). Errors:
+ * -ENAMETOOLONG.
  */
 int proto_sock_addr(struct sockaddr_un *sa, const char *dir, int dirfd);
 
