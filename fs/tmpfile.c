@@ -24,13 +24,12 @@
  * from birth (tree_mktmp: nlink 0, addressed by number, reclaimed at its
  * last close and FORGET, or at the next mount after a crash), opened, its
  * entry counted as one lookup. Owner and set-group-ID folders as for
- * fs_do_mknode(). linkat(2) may name it later (fs_do_link, INODE_TMPFILE).
+ * fs_do_mknode() (the store applies the folder's group). linkat(2) may
+ * name it later (fs_do_link, INODE_TMPFILE).
  */
 int fs_do_tmpfile(struct fs *fs, const struct fs_who *w, uint64_t parent,
 		  mode_t mode, int flags, struct tree_attr *a, struct fh **fh)
 {
-	gid_t gid = w->gid;
-	struct tree_attr pa;
 	struct fs_path p = {0};
 	int rc;
 
@@ -39,13 +38,13 @@ int fs_do_tmpfile(struct fs *fs, const struct fs_who *w, uint64_t parent,
 	rc = fs_enter(fs, parent, NULL, &p);
 	if (rc)
 		goto out;
-	do {
-		rc = p.path ? tree_lookup(fs->tree, p.path, &pa) : -ENOTDIR;
-		if (!rc && (pa.mode & S_ISGID))
-			gid = pa.gid;
-		if (!rc)
-			rc = tree_mktmp(fs->tree, p.path, mode, w->uid, gid, a);
-	} while (fs_retry(fs, rc, parent, NULL, &p));
+	/* tree_mktmp gives a set-group-ID folder's group, as tree_mknode;
+	 * a node addressed by number (no path) is no folder */
+	do
+		rc = p.path
+			 ? tree_mktmp(fs->tree, p.path, mode, w->uid, w->gid, a)
+			 : -ENOTDIR;
+	while (fs_retry(fs, rc, parent, NULL, &p));
 	if (!rc)
 		rc = itab_lookup(fs, a->ino, 0, "", a->flags);
 	if (!rc)

@@ -68,6 +68,17 @@ static int check_new_node(mode_t mode, const char *target, mode_t *type)
 	}
 }
 
+/* A set-group-ID folder (@dir) gives its group to what is made in it (*a,
+ * mode and owner set), and its bit to a new folder, as ext4 does. */
+static void inherit_group(const struct tree_attr *dir, struct tree_attr *a)
+{
+	if (!(dir->mode & S_ISGID))
+		return;
+	a->gid = dir->gid;
+	if (S_ISDIR(a->mode))
+		a->mode |= S_ISGID;
+}
+
 int tree_mknode(struct tree *t, const char *path, mode_t mode, uid_t uid,
 		gid_t gid, uint64_t rdev, const char *target,
 		struct tree_attr *out)
@@ -117,13 +128,7 @@ int tree_mknode(struct tree *t, const char *path, mode_t mode, uid_t uid,
 	a.mode = type == S_IFLNK ? (S_IFLNK | 0777) : (type | (mode & 07777));
 	a.uid = uid;
 	a.gid = gid;
-	if (pn.a.mode & S_ISGID) {
-		/* a set-group-ID folder gives its group to what is made in
-		 * it, and its bit to a new folder (as ext4 does) */
-		a.gid = pn.a.gid;
-		if (S_ISDIR(type))
-			a.mode |= S_ISGID;
-	}
+	inherit_group(&pn.a, &a);
 	a.size = target ? strlen(target) : 0;
 	a.nlink = S_ISDIR(type) ? 2 : 1;
 	a.rdev = (S_ISCHR(type) || S_ISBLK(type)) ? rdev : 0;
@@ -163,17 +168,19 @@ int tree_mktmp(struct tree *t, const char *dir, mode_t mode, uid_t uid,
 	rc = tree_get_node(t, dir, &pn, false);
 	if (rc == 0 && !S_ISDIR(pn.a.mode))
 		rc = -ENOTDIR;
-	node_release(&pn);
 	if (rc == 0)
 		rc = tree_alloc_ino(t, &a.ino);
-	if (rc)
-		return rc;
 	/* an orphan from the start: INODE record (nlink 0) and ORPHAN key in
 	 * one batch, as tree_batch_remove() leaves a file unlinked while open */
 	a.flags = TREE_F_LINKED;
 	a.mode = S_IFREG | (mode & 07777);
 	a.uid = uid;
 	a.gid = gid;
+	if (rc == 0)
+		inherit_group(&pn.a, &a);
+	node_release(&pn);
+	if (rc)
+		return rc;
 	a.atime_ns = a.mtime_ns = a.ctime_ns = tree_now_ns();
 	b = kv_batch_new(t->store->kv);
 	key_inode(&k, t->name, a.ino);

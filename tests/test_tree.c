@@ -147,6 +147,11 @@ Test(tree, setgid_folder_gives_its_group, .init = tu_setup, .fini = tu_teardown)
 	cr_assert_eq(
 	    tree_mknode(T, "/g/d/l", S_IFLNK | 0777, 7, 99, 0, "t", &a), 0);
 	cr_expect_eq(a.gid, 1234);
+	/* an O_TMPFILE file too, and it keeps the group when named */
+	cr_assert_eq(tree_mktmp(T, "/g", 0640, 7, 99, &a), 0);
+	cr_expect(a.gid == 1234 && a.uid == 7 && !(a.mode & S_ISGID));
+	cr_assert_eq(tree_link_tmp(T, a.ino, "/g/t", &a), 0);
+	cr_expect_eq(st("/g/t").gid, 1234);
 	/* stored so, and not outside */
 	cr_assert_eq(tree_lookup(T, "/g/d", &a), 0);
 	cr_expect(a.gid == 1234 && (a.mode & S_ISGID));

@@ -327,7 +327,8 @@ int tree_link_ino(struct tree *t, uint64_t ino, const char *newpath,
 
 /*
  * Creates an unnamed regular file (open(O_TMPFILE) in folder @dir): a new
- * inode with @mode's permission bits and owner @uid/@gid that is an orphan
+ * inode with @mode's permission bits and owner @uid/@gid (group: a
+ * set-group-ID @dir's, as tree_mknode() gives it) that is an orphan
  * from the start (nlink 0, addressed by number, reclaimed by tree_reclaim()
  * or at the next store_open() unless tree_link_tmp() names it first). @dir
  * is only checked (a folder), not changed. Errors: -ENOENT, -ENOTDIR,

@@ -4,7 +4,8 @@
 # has no name and nlink 0 meanwhile, gets one by linkat through
 # /proc/self/fd, keeps every byte across a remount; one never named leaves
 # nothing behind at its close; one open when the daemon is killed is an
-# orphan in the store, reclaimed at the next mount; O_EXCL forbids the link.
+# orphan in the store, reclaimed at the next mount; O_EXCL forbids the link;
+# in a set-group-ID folder it takes the folder's group.
 . "$(dirname "$0")/lib.sh"
 sanitizer_logs
 
@@ -55,11 +56,31 @@ check "O_EXCL tmpfile cannot be linked (ENOENT)" grep -qx "excl True" <<<"$out"
 check "only the named file is listed" grep -qx "names \['named'\]" <<<"$out"
 python3 -c 'import sys; sys.stdout.buffer.write(b"tmp data " * 20000 + b"more")' >"$T/expect"
 check "content through the name" cmp -s "$T/expect" "$MNT/dir/named"
+
+# in a set-group-ID folder, the file takes the folder's group (as a file
+# created there by name does) and keeps it when named
+mkdir "$MNT/sg"
+chgrp 4321 "$MNT/sg"
+chmod 2775 "$MNT/sg"
+python3 - "$MNT/sg" <<'PY'
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+fd = os.open(sys.argv[1], os.O_TMPFILE | os.O_RDWR, 0o600)
+print("tmp-gid", os.fstat(fd).st_gid)
+if libc.linkat(-100, b"/proc/self/fd/%d" % fd, -100,
+               (sys.argv[1] + "/t").encode(), 0x400):
+    print("linkat failed", ctypes.get_errno())
+os.close(fd)
+PY
+check "O_TMPFILE in a set-group-ID folder takes its group" \
+	test "$(stat -c %g "$MNT/sg/t")" = 4321
 pfs_umount
 check "no orphan left after the closes" test "$(kv_count 'DRIVE#main|ORPHAN#')" = 0
 pfs_mount
 check "content after remount" cmp -s "$T/expect" "$MNT/dir/named"
 check "nlink 1 after remount" test "$(stat -c %h "$MNT/dir/named")" = 1
+check "the set-group-ID folder's group after remount" \
+	test "$(stat -c %g "$MNT/sg/t")" = 4321
 
 # a tmpfile open when the daemon dies: an orphan, reclaimed at the next mount
 python3 - "$MNT/dir" >"$T/holder.out" 2>&1 <<'PY' &
