@@ -465,6 +465,10 @@ static int fs_do_remove(struct fs *fs, uint64_t parent, const char *name,
 	flags = itab_in_use(fs, a.ino) ? TREE_KEEP_ORPHAN : 0;
 	rc = dir ? tree_rmdir_flags(fs->tree, p.path, flags, &orphan)
 		 : tree_unlink(fs->tree, p.path, flags, &orphan);
+	if (rc == -ENOSPC && flags && !dir && !itab_is_open(fs, a.ino))
+		/* a full store takes deletes only: a file the kernel knows
+		 * but nobody has open is freed now, not kept as an orphan */
+		rc = tree_unlink(fs->tree, p.path, 0, &orphan);
 	if (!rc)
 		lost_name(fs, &a, parent, name, orphan);
 	fs_rename_done(fs);

@@ -7,6 +7,13 @@
  * inode's content (the last link of an inode nobody uses) or its orphan
  * records (TREE_KEEP_ORPHAN), built by tree_batch_remove() (tree.c).
  *
+ * On a full store (-ENOSPC) an unlink is sent again without the folder's
+ * update, so that it only deletes: deletes are what frees space, and etcd's
+ * NOSPACE alarm refuses any batch that puts. The folder then keeps its
+ * times; an unlink that puts anyway (another link's count, an orphan's
+ * records: TREE_KEEP_ORPHAN) and rmdir (the parent's link count) still fail
+ * with -ENOSPC.
+ *
  * Limits: rmdir removes an empty folder only (a branch: rm.c).
  */
 #include <errno.h>
@@ -73,6 +80,18 @@ static int remove_node(struct tree *t, const char *path, bool dir,
 		rc = tree_dir_touch_node(t, b, parent, &pn, dir ? -1 : 0, now);
 	if (rc == 0)
 		rc = tree_commit(t, b);
+	if (rc == -ENOSPC && !dir) {
+		/*
+		 * A full store takes deletes only (etcd's NOSPACE alarm
+		 * refuses every batch that puts): the unlink goes again
+		 * without the folder's new times, so that removing a file's
+		 * last link, which frees its content, only deletes.
+		 */
+		kv_batch_clear(b);
+		rc = tree_batch_remove(t, b, path, &n, flags, orphan, now);
+		if (rc == 0)
+			rc = tree_commit(t, b);
+	}
 	if (rc && orphan)
 		*orphan = 0;
 out:

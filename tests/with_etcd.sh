@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
-# with_etcd.sh CMD [ARGS...] - runs CMD with a fresh 3-member etcd cluster
-# (tests/etcd_cluster.sh) whose endpoints are in $PATHFS_TEST_ETCD, and
-# PATHFS_TEST_KV=etcd; stops the cluster by pid and removes its data after,
-# whatever CMD does. Its exit status is CMD's.
+# with_etcd.sh [--quota BYTES] CMD [ARGS...] - runs CMD with a fresh
+# 3-member etcd cluster (tests/etcd_cluster.sh) whose endpoints are in
+# $PATHFS_TEST_ETCD, and PATHFS_TEST_KV=etcd; stops the cluster by pid and
+# removes its data after, whatever CMD does. Its exit status is CMD's.
+# --quota starts the members with --quota-backend-bytes BYTES (also passed
+# to CMD as $PATHFS_TEST_ETCD_QUOTA), for the tests of a full cluster.
 set -uo pipefail
+if [ "${1:-}" = --quota ]; then
+	export ETCD_QUOTA=${2:?--quota BYTES}
+	export PATHFS_TEST_ETCD_QUOTA=$ETCD_QUOTA
+	shift 2
+fi
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 dir=$(mktemp -d /tmp/pathfs-etcd.XXXXXX)
 trap '"$here/etcd_cluster.sh" stop "$dir"; rm -rf "$dir"' EXIT

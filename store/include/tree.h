@@ -359,7 +359,9 @@ int tree_link_tmp(struct tree *t, uint64_t ino, const char *newpath,
  * stay, reachable by inode number with path NULL, until tree_reclaim() or the
  * next store_open()), and *orphan (if not NULL) is set to its number;
  * otherwise its content and xattrs are deleted in the same batch and *orphan
- * is set to 0. Errors: -ENOENT, -EISDIR, -ENOTDIR, -EIO, -ENOSPC.
+ * is set to 0. On a full store (-ENOSPC) it is tried again without the
+ * parent folder's new times, so that it only deletes (tree_remove.c).
+ * Errors: -ENOENT, -EISDIR, -ENOTDIR, -EIO, -ENOSPC.
  */
 int tree_unlink(struct tree *t, const char *path, unsigned flags,
 		uint64_t *orphan);
