@@ -10,7 +10,9 @@
  * slot, and finding its own id there the commit knows it was applied. Such
  * slots cost one operation of a Txn (kv_limits says one less). Batches that
  * only delete use their slot too (a delete sent twice would take a key
- * recreated in between). Only when etcd's quota is full (NOSPACE: it refuses
+ * recreated in between). An answer NOSPACE may follow a send that was
+ * applied (the one that filled the quota): the slot is read then, and
+ * holding the commit's id it says the commit was applied. Only when etcd's quota is full (NOSPACE: it refuses
  * any Txn that puts, the slot's too) is a delete-only batch sent again
  * without its slot, so that deletes pass and free space; no key can be
  * recreated while the alarm stands, every put being refused.
@@ -52,6 +54,34 @@ static void kve_give_slot(struct kve *kv, int s, long long rev)
 	kv->slots[s].rev = rev;
 	pthread_cond_signal(&kv->slot_free);
 	pthread_mutex_unlock(&kv->lock);
+}
+
+/*
+ * Whether slot @k holds @id, i.e. a send of the commit that put @id there
+ * was applied; *rev gets the slot's mod revision then.
+ */
+static bool kve_slot_holds(struct kve *kv, const char *k, size_t klen,
+			   const char *id, long long *rev)
+{
+	struct json_object *req = json_object_new_object(), *resp = NULL, *kvs;
+	bool held = false;
+
+	kve_add_b64(req, "key", k, klen);
+	if (etcd_call(kv->e, "/v3/kv/range", req, &resp) == 0 &&
+	    json_object_object_get_ex(resp, "kvs", &kvs) &&
+	    json_object_array_length(kvs) > 0) {
+		struct json_object *e = json_object_array_get_idx(kvs, 0);
+		size_t vlen = 0;
+		char *v = kve_get_b64(e, "value", &vlen);
+
+		held = v && vlen == strlen(id) && !memcmp(v, id, vlen);
+		if (held)
+			*rev = etcd_int(e, "mod_revision");
+		free(v);
+	}
+	json_object_put(req);
+	json_object_put(resp);
+	return held;
 }
 
 /* The mod revision of key @k now (0 if missing), or -errno. */
@@ -200,6 +230,11 @@ int kve_batch_commit(struct kv *kv_, struct kv_batch *b_, bool sync)
 		 (unsigned long long)++kv->seq);
 	pthread_mutex_unlock(&kv->lock);
 	rc = kve_txn(kv, b, slot_key, (size_t)klen, kv->slots[s].rev, id, &rev);
+	if (rc == -ENOSPC &&
+	    kve_slot_holds(kv, slot_key, (size_t)klen, id, &rev))
+		/* a send whose answer was lost was applied, and filled the
+		 * quota: the transport's next send found it full */
+		rc = 0;
 	if (rc == -ENOSPC && !kve_has_puts(b)) {
 		/*
 		 * etcd's quota is full and refuses any txn that puts, the
