@@ -50,6 +50,7 @@ int kv_open(struct kv **out, const char *where, const struct kv_options *opt)
 		rc = kv_rocksdb_open(&kv, where, &o);
 	if (rc)
 		return rc;
+	kv->family = o.family;
 	if (o.strict) {
 		struct kv_limits *l = &kv->limits;
 		if (l->batch_ops > KV_ETCD_TXN_OPS)
@@ -79,20 +80,43 @@ const struct kv_limits *kv_limits(const struct kv *kv)
 	return &kv->limits;
 }
 
+#define KV_COUNT(x) __atomic_add_fetch(&(x), 1, __ATOMIC_RELAXED)
+
+void kv_counts(const struct kv *kv, struct kv_counts *out)
+{
+	const struct kv_counts *c = &kv->counts;
+
+	out->gets = __atomic_load_n(&c->gets, __ATOMIC_RELAXED);
+	out->content_gets = __atomic_load_n(&c->content_gets, __ATOMIC_RELAXED);
+	out->iters = __atomic_load_n(&c->iters, __ATOMIC_RELAXED);
+	out->seeks = __atomic_load_n(&c->seeks, __ATOMIC_RELAXED);
+	out->nexts = __atomic_load_n(&c->nexts, __ATOMIC_RELAXED);
+	out->commits = __atomic_load_n(&c->commits, __ATOMIC_RELAXED);
+}
+
 int kv_get(struct kv *kv, const char *key, size_t klen, char **val,
 	   size_t *vlen)
 {
+	KV_COUNT(kv->counts.gets);
+	if (kv->family && kv->family(key, klen) == KV_CONTENT)
+		KV_COUNT(kv->counts.content_gets);
 	return kv->ops->get(kv, key, klen, val, vlen);
 }
 
 int kv_iter_open(struct kv_iter **out, struct kv *kv, const char *lo,
 		 size_t lolen, const char *hi, size_t hilen)
 {
-	return kv->ops->iter_open(out, kv, lo, lolen, hi, hilen);
+	int rc = kv->ops->iter_open(out, kv, lo, lolen, hi, hilen);
+
+	KV_COUNT(kv->counts.iters);
+	if (rc == 0)
+		(*out)->kv = kv;
+	return rc;
 }
 
 void kv_iter_seek(struct kv_iter *it, const char *key, size_t klen)
 {
+	KV_COUNT(it->kv->counts.seeks);
 	it->ops->iter_seek(it, key, klen);
 }
 
@@ -113,6 +137,7 @@ const char *kv_iter_value(struct kv_iter *it, size_t *len)
 
 void kv_iter_next(struct kv_iter *it)
 {
+	KV_COUNT(it->kv->counts.nexts);
 	it->ops->iter_next(it);
 }
 
@@ -222,6 +247,7 @@ int kv_batch_commit(struct kv *kv, struct kv_batch *b, bool sync)
 		     l->batch_ops, l->batch_bytes, l->value_bytes);
 		return -E2BIG;
 	}
+	KV_COUNT(kv->counts.commits);
 	return kv->ops->batch_commit(kv, b, sync);
 }
 

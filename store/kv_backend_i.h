@@ -61,11 +61,15 @@ struct kv {
 	const struct kv_ops *ops;
 	struct kv_limits limits; /* set by the backend's open; kv.c may lower */
 	bool read_only;
+	/* kv.c: kv_options.family, and the calls counted (relaxed atomics) */
+	int (*family)(const char *key, size_t klen);
+	struct kv_counts counts;
 };
 
 /* The head of every backend's iterator. */
 struct kv_iter {
 	const struct kv_ops *ops;
+	struct kv *kv; /* set by kv.c: whose counts its seeks and nexts bump */
 };
 
 /* The head of every backend's batch: kv.c keeps these counts. */

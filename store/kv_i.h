@@ -105,6 +105,22 @@ bool kv_read_only(const struct kv *kv);
 const struct kv_limits *kv_limits(const struct kv *kv);
 
 /*
+ * The calls made into the seam since kv_open(), counted by kv.c (relaxed
+ * atomics: exact once the calls counted have returned), so the bench and the
+ * tests can say how many round trips an operation costs without wrapping
+ * the seam. Calls a backend makes itself are not counted.
+ */
+struct kv_counts {
+	uint64_t gets;	       /* kv_get */
+	uint64_t content_gets; /* kv_get of a key in KV_CONTENT (a block) */
+	uint64_t iters;	       /* kv_iter_open */
+	uint64_t seeks;	       /* kv_iter_seek */
+	uint64_t nexts;	       /* kv_iter_next */
+	uint64_t commits;      /* kv_batch_commit that reached the engine */
+};
+void kv_counts(const struct kv *kv, struct kv_counts *out);
+
+/*
  * Point read. On success *val is a malloc'd copy (caller frees; NUL-terminated
  * one byte past *vlen for convenience), *vlen its length.
  * Errors: -ENOENT, -EIO.

@@ -565,3 +565,16 @@ const char *store_dir(const struct store *s)
 {
 	return s->dir;
 }
+
+void store_kv_counts(const struct store *s, struct store_kv_counts *out)
+{
+	struct kv_counts c;
+
+	kv_counts(s->kv, &c);
+	out->gets = c.gets;
+	out->content_gets = c.content_gets;
+	out->iters = c.iters;
+	out->seeks = c.seeks;
+	out->nexts = c.nexts;
+	out->commits = c.commits;
+}

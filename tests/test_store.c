@@ -364,3 +364,53 @@ Test(store, inode_numbers_survive_a_crash, .init = tu_setup,
 	}
 	tu_store = tu_open(tu_dir);
 }
+
+/*
+ * The store counts the calls it makes into its kv engine (store_kv_counts):
+ * a create is one commit, a one-block read one content get, a lookup point
+ * gets of the tree only, a listing one iterator and its steps.
+ */
+Test(store, counts_its_kv_calls, .init = tu_setup, .fini = tu_teardown)
+{
+	struct store_kv_counts a, b;
+	struct tree_attr at;
+	struct tree_dir *d;
+	const char *name;
+	size_t namelen, n;
+	char buf[8];
+
+	store_kv_counts(tu_store, &a);
+	cr_assert_eq(tree_mknode(tu_tree, "/f", S_IFREG | 0644, 0, 0, 0, NULL,
+				 &at),
+		     0);
+	cr_assert_eq(tree_write(tu_tree, "/f", at.ino, 0, "hello", 5, false,
+				NULL),
+		     0);
+	store_kv_counts(tu_store, &b);
+	cr_expect_eq(b.commits - a.commits, 2);
+	cr_expect_gt(b.gets, a.gets);
+
+	a = b;
+	cr_assert_eq(tree_read(tu_tree, "/f", at.ino, 0, 5, buf, &n), 0);
+	cr_assert_eq(n, 5);
+	store_kv_counts(tu_store, &b);
+	cr_expect_eq(b.content_gets - a.content_gets, 1);
+	cr_expect_eq(b.commits, a.commits, "a read commits nothing");
+
+	a = b;
+	cr_assert_eq(tree_lookup(tu_tree, "/f", &at), 0);
+	store_kv_counts(tu_store, &b);
+	cr_expect_gt(b.gets, a.gets);
+	cr_expect_eq(b.content_gets, a.content_gets);
+	cr_expect_eq(b.iters, a.iters);
+
+	a = b;
+	cr_assert_eq(tree_dir_open(&d, tu_tree, "/", NULL), 0);
+	cr_expect_eq(tree_dir_next(d, &name, &namelen, &at), 1);
+	cr_expect_eq(tree_dir_next(d, &name, &namelen, &at), 0);
+	tree_dir_free(d);
+	store_kv_counts(tu_store, &b);
+	cr_expect_eq(b.iters - a.iters, 1);
+	cr_expect_geq(b.nexts - a.nexts, 1);
+	cr_expect_eq(b.content_gets, a.content_gets);
+}

@@ -183,15 +183,6 @@ int make_tmpdir(const struct bench_opts *o, char *buf, size_t len);
  * inode); returns the new soft limit. */
 uint64_t raise_nofile(void);
 
-/* ---- store-call counters (see bench_kvcount.c) -------------------------- */
-
-/* Calls into the kv seam made by store/ since the last kvc_reset(). */
-struct kv_counts {
-	uint64_t gets, iters, seeks, nexts;
-};
-void kvc_reset(void);
-void kvc_get(struct kv_counts *c);
-
 /* ---- benchmarks --------------------------------------------------------- */
 
 int bench_subtree(const struct bench_opts *o);

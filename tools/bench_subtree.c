@@ -12,8 +12,8 @@
  * benchmark fails. For each we report entries/s (median of --runs, the three
  * ways run in alternation), the tree API calls it made and the calls store/
  * made into its kv seam (point gets, iterator opens and seeks: each one is a
- * round trip once the ordered KV engine is remote; counted by
- * bench_kvcount.c).
+ * round trip once the ordered KV engine is remote; the store counts them:
+ * store_kv_counts()).
  *
  * The store is closed and reopened after the build, so reads come from
  * RocksDB's table files rather than the memtable.
@@ -97,7 +97,7 @@ out:
 struct readout {
 	uint64_t entries, dirs, bytes;
 	uint64_t api_calls; /* opens + lookups (not the per-entry nexts) */
-	struct kv_counts kv;
+	struct store_kv_counts kv; /* made during the read */
 };
 
 static int read_scan(struct tree *t, const char *branch, struct readout *r)
@@ -338,9 +338,11 @@ int bench_subtree(const struct bench_opts *o)
 		for (r = 0; r < o->runs; r++) {
 			for (w = 0; w < NWAYS; w++) {
 				struct readout ro = {0};
-				double t0 = now_s();
+				struct store_kv_counts k0, k1;
+				double t0;
 
-				kvc_reset();
+				store_kv_counts(s, &k0);
+				t0 = now_s();
 				if (w == WAY_SCAN)
 					rc = read_scan(t, branch, &ro);
 				else if (w == WAY_WALK)
@@ -348,7 +350,11 @@ int bench_subtree(const struct bench_opts *o)
 				else
 					rc = read_lookup(t, &pl, &ro);
 				times[r * NWAYS + w] = now_s() - t0;
-				kvc_get(&ro.kv);
+				store_kv_counts(s, &k1);
+				ro.kv.gets = k1.gets - k0.gets;
+				ro.kv.iters = k1.iters - k0.iters;
+				ro.kv.seeks = k1.seeks - k0.seeks;
+				ro.kv.nexts = k1.nexts - k0.nexts;
 				if (rc < 0) {
 					progress("%s of %s failed: %s",
 						 way_name[w], branch,

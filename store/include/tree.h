@@ -157,6 +157,22 @@ int store_sync(struct store *s);
 /* The directory the store lives in (borrowed, valid until store_close). */
 const char *store_dir(const struct store *s);
 
+/*
+ * The calls store @s has made into its kv engine since it was opened, all
+ * its drives together: how the bench and the tests count the round trips
+ * an operation costs. The counters only grow (subtract two readings); a
+ * reading is exact once the calls it counts have returned.
+ */
+struct store_kv_counts {
+	uint64_t gets;	       /* point reads */
+	uint64_t content_gets; /* of them, reads of a content block */
+	uint64_t iters;	       /* iterators opened */
+	uint64_t seeks;	       /* iterator seeks */
+	uint64_t nexts;	       /* iterator steps */
+	uint64_t commits;      /* batches committed */
+};
+void store_kv_counts(const struct store *s, struct store_kv_counts *out);
+
 /* 0 if @name is a valid drive id ([A-Za-z0-9_.-]{1,64}), else -EINVAL. */
 int store_drive_name_check(const char *name);
 
