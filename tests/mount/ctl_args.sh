@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# ctl_args.sh - hostile pathfsctl arguments (issue 7): bad drive ids, paths
-# without a leading '/', empty, '.' and '..' names, over-long names, unknown
-# commands and options, bad counts, operations on '/' or into their own
-# branch, and resume tokens that are truncated, altered (at the end or in
-# the middle), for another operation, other paths or another drive: the
-# store's MAC'd token refuses them all. Each is refused with a
-# message and exit 2 (usage) and changes nothing: every key of the store is
-# the same afterwards (unmounted), the mount's manifest is the same (mounted).
+# ctl_args.sh - hostile pathfsctl arguments (issue 7), the one suite for
+# them: bad drive ids, paths without a leading '/', empty paths, empty, '.'
+# and '..' names, over-long names and paths, unknown commands and options,
+# bad counts, operations on '/' or into their own branch, and resume tokens
+# that are empty, truncated, altered (at the end or in the middle), for
+# another operation, other paths or another drive: the store's MAC'd token
+# refuses them all. Each is refused with a message and exit 2 (usage);
+# missing drives, paths and existing drives exit 1 or 2 with a message.
+# Nothing changes: every key of the store is the same afterwards, unmounted
+# and after the same run through the daemon. The genuine tokens still finish their jobs afterwards.
 source "$(dirname "$0")/lib.sh"
 
 C() { "$PATHFSCTL" -s "$STORE" "$@"; }
@@ -20,6 +22,21 @@ refused() {
 	CHECKS=$((CHECKS + 1))
 	if [ "$rc" = 2 ] && [ -s "$T/err" ] && grep -q '^pathfsctl: ' "$T/err"; then
 		echo "ok - $what (exit 2: $(head -n1 "$T/err" | cut -c1-90))"
+	else
+		echo "FAIL - $what: exit $rc, stderr: $(head -c 300 "$T/err")" >&2
+		FAILS=$((FAILS + 1))
+	fi
+}
+
+# rejected DESCRIPTION ARGS...: pathfsctl ARGS must exit 1 or 2 with a
+# message (the operation's own errors, not only usage).
+rejected() {
+	local what=$1 rc=0
+	shift
+	C "$@" >"$T/out" 2>"$T/err" </dev/null || rc=$?
+	CHECKS=$((CHECKS + 1))
+	if { [ "$rc" = 1 ] || [ "$rc" = 2 ]; } && [ -s "$T/err" ]; then
+		echo "ok - $what (exit $rc: $(head -n1 "$T/err" | cut -c1-90))"
 	else
 		echo "FAIL - $what: exit $rc, stderr: $(head -c 300 "$T/err")" >&2
 		FAILS=$((FAILS + 1))
@@ -51,6 +68,7 @@ TOKRM=${TOKRM#resume: }
 check "a real rm token" grep -Eq '^[A-Za-z0-9_-]{40,}$' <<<"$TOKRM"
 
 LONG=$(printf 'n%.0s' $(seq 1 256))
+LONGP=$(python3 -c "print('/d' * 16384)") # TREE_PATH_MAX + 1 bytes
 DRV65=$(printf 'd%.0s' $(seq 1 65))
 bad_args() {
 	refused "bad drive id with '|'" -d 'a|b' ls /
@@ -91,6 +109,16 @@ bad_args() {
 	refused "cp token altered in the middle" \
 		cp -r --resume "$(forge "$TOKCP")" /data /c
 	refused "rm token altered in the middle" rm -r --resume "$(forge "$TOKRM")" /r
+	rejected "drive id with a space" -d 'a b' ls /
+	rejected "missing drive" -d nosuch ls /
+	rejected "cp -r to a bad drive id" cp -r /data 'bad|id:/x'
+	rejected "cp -r to a missing drive" cp -r /data nosuch:/x
+	rejected "empty path" ls ''
+	rejected "path over 32767 bytes" rm -r "$LONGP"
+	rejected "rm -r of a missing path" rm -r /nosuch
+	rejected "empty token" rm -r --resume '' /r
+	rejected "mkdrive of an existing drive" mkdrive main
+	rejected "rmdrive of a missing drive" rmdrive nosuch
 }
 
 # ---- unmounted: every key must be unchanged ------------------------------
@@ -99,19 +127,26 @@ bad_args
 "$REL_PLANT" dump "$STORE" >"$T/dump.after"
 same_file "unmounted: the store is byte for byte unchanged" "$T/dump.before" "$T/dump.after"
 
-# ---- mounted: the daemon refuses the same, the mount is unchanged ---------
+# ---- mounted: the daemon refuses the same, every key is unchanged --------
+# (nothing reads the mount meanwhile: a read would move atimes)
 pfs_mount
-manifest "$MNT" "$T/m.before"
 bad_args
-manifest "$MNT" "$T/m.after"
-same_file "mounted: the mount is unchanged" "$T/m.before" "$T/m.after"
+rejected "rmdrive of the mounted drive" rmdrive main
+check "the daemon still serves" test "$(C drives)" = "main (mounted)
+other"
 pfs_umount
+"$REL_PLANT" dump "$STORE" >"$T/dump.after2"
+same_file "mounted: the store is unchanged, key by key" "$T/dump.before" "$T/dump.after2"
 
 # The real tokens still work after all that.
 RC=0; C cp -r --resume "$TOKCP" /data /c >/dev/null || RC=$?
 check "the genuine cp token still finishes the clone" test "$RC" = 0
 RC=0; C rm -r --resume "$TOKRM" /r >/dev/null || RC=$?
 check "the genuine rm token still finishes the delete" test "$RC" = 0
+pfs_mount
+check "... /r is gone" test ! -e "$MNT/r"
+check "... /c equals /data" diff -r --no-dereference "$MNT/data" "$MNT/c"
+pfs_umount
 check "fsck --all is clean" C fsck --all
 
 finish

@@ -1,13 +1,11 @@
 #!/usr/bin/env bash
-# rel_access.sh - access control through the mount and the control socket.
-# Without allow_other, other users cannot enter the mount at all;
-# default_permissions is on by default, so with -o allow_other the kernel
-# enforces mode bits: an unprivileged user (setpriv to nobody) is refused what
-# they refuse, cannot read or change root's 0600 file, cannot chown, and a
-# write by a non-owner clears setuid/setgid. The control socket
-# <store>/pathfs.sock is mode 0600, and a connection from nobody that gets
-# past the file mode is refused by the daemon's peer-credential check, and
-# logged.
+# rel_access.sh - access control through the mount. Without allow_other,
+# other users cannot enter the mount at all; default_permissions is on by
+# default, so with -o allow_other the kernel enforces mode bits: an
+# unprivileged user (setpriv to nobody) is refused what they refuse, cannot
+# read or change root's 0600 file, cannot chown, and a write by a non-owner
+# clears setuid/setgid. The control socket's access (mode 0600, the daemon's
+# peer-credential check): ctl_access.sh.
 source "$(dirname "$0")/rel_lib.sh"
 
 nb() {
@@ -102,30 +100,6 @@ check "  and its bit to a new folder ($(stat -c %a "$MNT/sg/d"))" \
 touch "$MNT/pub/plain"
 check "  not outside it" [ "$(stat -c %G "$MNT/pub/plain")" = root ]
 
-# ---- control socket ---------------------------------------------------------
-SOCK=$STORE/pathfs.sock
-check "control socket exists" [ -S "$SOCK" ]
-check "control socket is mode 0600 ($(stat -c %a "$SOCK"))" \
-	[ "$(stat -c %a "$SOCK")" = 600 ]
-check "control socket belongs to root" [ "$(stat -c %u "$SOCK")" = 0 ]
-check "root's pathfsctl goes through the socket" \
-	bash -c "timeout 60 '$PATHFSCTL' -s '$STORE' ls / >/dev/null"
-mode=$(stat -c %a "$STORE")
-chmod 0711 "$STORE" # let nobody reach the socket file
-check "nobody's pathfsctl fails against the 0600 socket" \
-	bash -c "! timeout 60 setpriv --reuid=nobody --regid=nogroup --clear-groups '$PATHFSCTL' -s '$STORE' ls / >/dev/null 2>&1"
-chmod 0666 "$SOCK" # past the file mode: the daemon's own check must refuse
-: >"$T/ctl.err"
-check "nobody's pathfsctl is refused by the daemon" \
-	bash -c "! timeout 60 setpriv --reuid=nobody --regid=nogroup --clear-groups '$PATHFSCTL' -s '$STORE' ls / >/dev/null 2>'$T/ctl.err'"
-check "nobody is told why: $(head -n 1 "$T/ctl.err")" \
-	grep -Eqi "refus|denied|not allowed|permission" "$T/ctl.err"
-check "the refusal is logged with the uid" \
-	grep -Eqi "uid $NOBODY|uid=$NOBODY|$NOBODY.*(refus|denied|reject)|(refus|denied|reject).*$NOBODY" "$DLOG"
-chmod 0600 "$SOCK"
-chmod "$mode" "$STORE"
-check "root's pathfsctl still works" \
-	bash -c "timeout 60 '$PATHFSCTL' -s '$STORE' ls / >/dev/null"
 check "daemon alive" rel_alive
 rel_umount_fg
 check "fsck clean" rel_fsck

@@ -3,8 +3,9 @@
 # another daemon, a directory that is not a pathfs store, a store whose
 # format version is newer than the program (marker and META planted, META
 # by tests/helpers/rel_plant.c), a store whose parent is missing. pathfs and
-# pathfsctl must print one clear line, exit non-zero, mount nothing, and
-# write nothing (the directory's listing and checksums are unchanged).
+# pathfsctl must print one clear line, exit non-zero (pathfsctl: 1), mount
+# nothing, and write nothing (the directory's listing and checksums are
+# unchanged). The one suite for "not a pathfs store".
 source "$(dirname "$0")/rel_lib.sh"
 
 MNT2=$T/mnt2
@@ -17,6 +18,7 @@ refused() {
 	shift 3
 	before=$(rel_tree_sum "$dir" 2>/dev/null || echo missing)
 	timeout 60 "$@" >"$T/out" 2>"$T/err" </dev/null || rc=$?
+	LAST_RC=$rc
 	after=$(rel_tree_sum "$dir" 2>/dev/null || echo missing)
 	check "$what: non-zero exit ($rc)" [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ]
 	check "$what: one line on stderr: $(head -n 1 "$T/err")" \
@@ -48,12 +50,16 @@ J=$T/junk
 mkdir -p "$J/sub"
 head -c 5000 /dev/urandom >"$J/a.bin"
 echo "notes" >"$J/sub/b.txt"
-refused "not a pathfs store (pathfs)" "not a pathfs|pathfs store|not empty" \
+refused "not a pathfs store (pathfs)" "not a pathfs store" \
 	"$J" "$PATHFS" "$J" "$MNT2"
-refused "not a pathfs store (pathfsctl fsck)" "not a pathfs|pathfs store|not empty" \
+refused "not a pathfs store (pathfs -f)" "not a pathfs store" \
+	"$J" "$PATHFS" -f "$J" "$MNT2"
+refused "not a pathfs store (pathfsctl fsck)" "not a pathfs store" \
 	"$J" "$PATHFSCTL" -s "$J" fsck
-refused "not a pathfs store (pathfsctl drives)" "not a pathfs|pathfs store|not empty" \
+check "... exit 1" [ "$LAST_RC" = 1 ]
+refused "not a pathfs store (pathfsctl drives)" "not a pathfs store" \
 	"$J" "$PATHFSCTL" -s "$J" drives
+check "... exit 1" [ "$LAST_RC" = 1 ]
 
 # 3. a format version newer than the program, as a newer pathfs would leave
 # it: the store's format in its PATHFS marker (checked before RocksDB opens

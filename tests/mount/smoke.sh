@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # smoke.sh - the daemon's quick mount test: mount, use the drive with the
 # standard tools, unmount, remount, and the startup errors a user meets
-# (locked store, bad mountpoints, not a store), -o ro, and a mount the way
+# (locked store, bad mountpoints), -o ro, and a mount the way
 # /etc/fstab does it (mount.fuse3 running `pathfs STORE MNT -o ...`).
 source "$(dirname "$0")/lib.sh"
 
@@ -189,9 +189,6 @@ mkdir -p "$T/full" && touch "$T/full/x"
 one_line_error "non-empty mountpoint" "not empty" "$STORE" "$T/full"
 one_line_error "missing parent of the store" "parent directory" \
 	"$T/no/such/store" "$MNT"
-mkdir -p "$T/notastore" && echo data >"$T/notastore/file"
-one_line_error "not a pathfs store" "not a pathfs store" \
-	"$T/notastore" "$MNT"
 one_line_error "bad drive name" "bad drive name" -o drive=no/slash \
 	"$STORE" "$MNT"
 check "no mount left behind" not_mounted "$MNT"
