@@ -47,20 +47,29 @@ out:
 	return rc;
 }
 
-void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+/* The reply of GETATTR and SETATTR: error @rc, or inode @ino's attributes
+ * @a. */
+static void reply_attrs(fuse_req_t req, fuse_ino_t ino, int rc,
+			const struct tree_attr *a)
 {
 	struct fs *fs = req_fs(req);
-	struct tree_attr a;
 	struct stat st;
-	int rc = fs_do_getattr(fs, ino, &a);
 
 	if (rc) {
 		reply_err(req, rc);
 		return;
 	}
-	tree_attr_to_stat(fs->tree, &a, &st);
+	tree_attr_to_stat(fs->tree, a, &st);
 	st.st_ino = ino;
 	fuse_reply_attr(req, &st, fs->timeout);
+}
+
+void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct tree_attr a;
+	int rc = fs_do_getattr(req_fs(req), ino, &a);
+
+	reply_attrs(req, ino, rc, &a);
 }
 
 static int64_t ts_ns(const struct timespec *ts)
@@ -139,6 +148,20 @@ void fs_content_changed(struct fs *fs, const struct fs_who *w, uint64_t ino,
 		clear_privs(fs, ino, kill, a);
 }
 
+/* FUSE's setattr bits and the store's: the same set, one for one. */
+static const struct {
+	int fuse;
+	unsigned tree;
+} set_bits[] = {
+    {FUSE_SET_ATTR_MODE, TREE_SET_MODE},
+    {FUSE_SET_ATTR_UID, TREE_SET_UID},
+    {FUSE_SET_ATTR_GID, TREE_SET_GID},
+    {FUSE_SET_ATTR_SIZE, TREE_SET_SIZE},
+    {FUSE_SET_ATTR_ATIME, TREE_SET_ATIME},
+    {FUSE_SET_ATTR_MTIME, TREE_SET_MTIME},
+    {FUSE_SET_ATTR_CTIME, TREE_SET_CTIME},
+};
+
 int fs_do_setattr(struct fs *fs, const struct fs_who *w, uint64_t ino,
 		  const struct stat *st, int to_set, struct tree_attr *out)
 {
@@ -169,39 +192,24 @@ int fs_do_setattr(struct fs *fs, const struct fs_who *w, uint64_t ino,
 			to_set |= FUSE_SET_ATTR_MODE;
 		}
 	}
+	for (size_t i = 0; i < sizeof(set_bits) / sizeof(set_bits[0]); i++)
+		if (to_set & set_bits[i].fuse)
+			mask |= set_bits[i].tree;
+	/* tree_setattr() reads only the fields @mask names */
 	memset(&in, 0, sizeof(in));
-	if (to_set & FUSE_SET_ATTR_MODE) {
-		in.mode = st->st_mode;
-		mask |= TREE_SET_MODE;
-	}
-	if (to_set & FUSE_SET_ATTR_UID) {
-		in.uid = st->st_uid;
-		mask |= TREE_SET_UID;
-	}
-	if (to_set & FUSE_SET_ATTR_GID) {
-		in.gid = st->st_gid;
-		mask |= TREE_SET_GID;
-	}
-	if (to_set & FUSE_SET_ATTR_SIZE) {
-		in.size = st->st_size;
-		mask |= TREE_SET_SIZE;
-	}
-	if (to_set & FUSE_SET_ATTR_ATIME) {
+	in.mode = st->st_mode;
+	in.uid = st->st_uid;
+	in.gid = st->st_gid;
+	in.size = st->st_size;
+	if (to_set & FUSE_SET_ATTR_ATIME)
 		in.atime_ns = (to_set & FUSE_SET_ATTR_ATIME_NOW)
 				  ? tree_now_ns()
 				  : ts_ns(&st->st_atim);
-		mask |= TREE_SET_ATIME;
-	}
-	if (to_set & FUSE_SET_ATTR_MTIME) {
+	if (to_set & FUSE_SET_ATTR_MTIME)
 		in.mtime_ns = (to_set & FUSE_SET_ATTR_MTIME_NOW)
 				  ? tree_now_ns()
 				  : ts_ns(&st->st_mtim);
-		mask |= TREE_SET_MTIME;
-	}
-	if (to_set & FUSE_SET_ATTR_CTIME) {
-		in.ctime_ns = ts_ns(&st->st_ctim);
-		mask |= TREE_SET_CTIME;
-	}
+	in.ctime_ns = ts_ns(&st->st_ctim);
 	if (!mask)
 		return fs_do_getattr(fs, ino, out);
 	if (fs->ro)
@@ -227,19 +235,11 @@ out:
 void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		struct fuse_file_info *fi)
 {
-	struct fs *fs = req_fs(req);
 	struct tree_attr a;
-	struct stat st;
 	struct fs_who w = req_who(req);
-	int rc = fs_do_setattr(fs, &w, ino, attr, to_set, &a);
+	int rc = fs_do_setattr(req_fs(req), &w, ino, attr, to_set, &a);
 
-	if (rc) {
-		reply_err(req, rc);
-		return;
-	}
-	tree_attr_to_stat(fs->tree, &a, &st);
-	st.st_ino = ino;
-	fuse_reply_attr(req, &st, fs->timeout);
+	reply_attrs(req, ino, rc, &a);
 }
 
 /*

@@ -176,14 +176,28 @@ void store_drive_list_free(char **names, size_t count)
 	free(names);
 }
 
+/* 0 if drive @name has its META record, -ENOENT if not, -EIO. Caller holds
+ * s->lock. */
+static int drive_meta_exists(struct store *s, const char *name)
+{
+	struct sbuf key = {0};
+	char *val = NULL;
+	size_t vlen;
+	int rc;
+
+	key_meta(&key, name);
+	rc = kv_get(s->kv, key.buf, key.len, &val, &vlen);
+	free(val);
+	sbuf_release(&key);
+	return rc;
+}
+
 int store_drive_create(struct store *s, const char *name, uid_t uid, gid_t gid)
 {
 	struct sbuf key = {0}, val = {0};
 	struct kv_batch *b = NULL;
 	struct tree_attr root = {0};
 	struct meta m = {0};
-	char *old = NULL;
-	size_t olen;
 	int rc;
 
 	rc = store_drive_name_check(name);
@@ -192,12 +206,12 @@ int store_drive_create(struct store *s, const char *name, uid_t uid, gid_t gid)
 	if (kv_read_only(s->kv))
 		return -EROFS;
 	pthread_mutex_lock(&s->lock);
-	key_meta(&key, name);
-	rc = kv_get(s->kv, key.buf, key.len, &old, &olen);
+	rc = drive_meta_exists(s, name);
 	if (rc == 0)
 		rc = -EEXIST;
 	if (rc != -ENOENT)
 		goto out;
+	key_meta(&key, name);
 	m.format = TREE_FORMAT_VERSION;
 	m.created_ns = tree_now_ns();
 	m.block_size = DEFAULT_BLOCK_SIZE;
@@ -227,7 +241,6 @@ int store_drive_create(struct store *s, const char *name, uid_t uid, gid_t gid)
 	}
 out:
 	pthread_mutex_unlock(&s->lock);
-	free(old);
 	kv_batch_free(b);
 	sbuf_release(&key);
 	sbuf_release(&val);
@@ -239,19 +252,15 @@ int store_drive_delete(struct store *s, const char *name)
 	struct sbuf lo = {0}, hi = {0};
 	struct kv_batch *b = NULL;
 	struct tree **pt;
-	char *old = NULL;
-	size_t olen;
 	int rc;
 
 	rc = store_drive_name_check(name);
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&s->lock);
-	key_meta(&lo, name);
-	rc = kv_get(s->kv, lo.buf, lo.len, &old, &olen);
+	rc = drive_meta_exists(s, name);
 	if (rc)
 		goto out;
-	sbuf_reset(&lo);
 	key_drive_range(&lo, &hi, name);
 	b = kv_batch_new(s->kv);
 	kv_batch_delete_range(b, lo.buf, lo.len, hi.buf, hi.len);
@@ -271,7 +280,6 @@ int store_drive_delete(struct store *s, const char *name)
 	}
 out:
 	pthread_mutex_unlock(&s->lock);
-	free(old);
 	kv_batch_free(b);
 	sbuf_release(&lo);
 	sbuf_release(&hi);

@@ -86,6 +86,28 @@ static struct tree_attr sample(mode_t mode)
 	return a;
 }
 
+/* node_decode()'s answer for the @len bytes at @buf (the node released). */
+static int decode_rc(const char *buf, size_t len)
+{
+	struct node n;
+	int rc = node_decode(buf, len, &n, true);
+
+	node_release(&n);
+	return rc;
+}
+
+/* node_decode()'s answer for @a encoded with symlink @target (or NULL). */
+static int encoded_rc(const struct tree_attr *a, const char *target)
+{
+	struct sbuf b = {0};
+	int rc;
+
+	node_encode(&b, a, target);
+	rc = decode_rc(b.buf, b.len);
+	sbuf_release(&b);
+	return rc;
+}
+
 Test(codec, node_round_trips_every_attribute)
 {
 	struct tree_attr a = sample(S_IFREG | 04755);
@@ -129,15 +151,9 @@ Test(codec, symlink_keeps_its_target)
 	node_release(&n);
 	sbuf_release(&b);
 	/* a symlink without a target, or a file with one, does not decode */
-	node_encode(&b, &a, NULL);
-	cr_expect_eq(node_decode(b.buf, b.len, &n, true), -EIO);
-	node_release(&n);
-	sbuf_reset(&b);
+	cr_expect_eq(encoded_rc(&a, NULL), -EIO);
 	a.mode = S_IFREG | 0644;
-	node_encode(&b, &a, "x");
-	cr_expect_eq(node_decode(b.buf, b.len, &n, true), -EIO);
-	node_release(&n);
-	sbuf_release(&b);
+	cr_expect_eq(encoded_rc(&a, "x"), -EIO);
 }
 
 Test(codec, stub_decodes_with_the_rest_zero)
@@ -185,22 +201,17 @@ Test(codec, node_cut_extended_or_of_another_version_is_refused)
 {
 	struct tree_attr a = sample(S_IFLNK | 0777);
 	struct sbuf b = {0};
-	struct node n;
 
 	a.blocks = 0;
 	node_encode(&b, &a, "target");
-	for (size_t len = 0; len < b.len; len++) {
-		cr_expect_eq(node_decode(b.buf, len, &n, true), -EIO,
-			     "cut at %zu of %zu", len, b.len);
-		node_release(&n);
-	}
+	for (size_t len = 0; len < b.len; len++)
+		cr_expect_eq(decode_rc(b.buf, len), -EIO, "cut at %zu of %zu",
+			     len, b.len);
 	sbuf_addc(&b, 0);
-	cr_expect_eq(node_decode(b.buf, b.len, &n, true), -EIO, "trailing");
-	node_release(&n);
+	cr_expect_eq(decode_rc(b.buf, b.len), -EIO, "trailing");
 	b.len--;
 	b.buf[0] = NODE_VERSION + 1;
-	cr_expect_eq(node_decode(b.buf, b.len, &n, true), -EIO, "version");
-	node_release(&n);
+	cr_expect_eq(decode_rc(b.buf, b.len), -EIO, "version");
 	sbuf_release(&b);
 }
 

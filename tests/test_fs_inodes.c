@@ -13,29 +13,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fs_i.h"
+#include "fsutil.h"
 #include "testutil.h"
 
-static struct fs fs;
-
-static void setup(void)
-{
-	tu_setup();
-	cr_assert_eq(fs_init(&fs, tu_store, tu_tree), 0);
-}
-
-static void teardown(void)
-{
-	fs_release(&fs);
-	tu_teardown();
-}
-
-TestSuite(fs_inodes, .init = setup, .fini = teardown);
+TestSuite(fs_inodes, .init = tu_fs_setup, .fini = tu_fs_teardown);
 
 static const char *path_of(uint64_t ino, const char *name)
 {
 	static struct fs_path p;
-	int rc = itab_path(&fs, ino, name, false, &p);
+	int rc = itab_path(&tu_fs, ino, name, false, &p);
 
 	if (rc)
 		return rc == -ENOENT ? "ENOENT" : "ERR";
@@ -46,9 +32,9 @@ Test(fs_inodes, paths_are_rebuilt_from_the_table)
 {
 	cr_expect_str_eq(path_of(1, NULL), "/");
 	cr_expect_str_eq(path_of(1, "x"), "/x");
-	cr_assert_eq(itab_lookup(&fs, 10, 1, "a", 0), 0);
-	cr_assert_eq(itab_lookup(&fs, 11, 10, "b c", 0), 0);
-	cr_assert_eq(itab_lookup(&fs, 12, 11, "-.d", 0), 0);
+	cr_assert_eq(itab_lookup(&tu_fs, 10, 1, "a", 0), 0);
+	cr_assert_eq(itab_lookup(&tu_fs, 11, 10, "b c", 0), 0);
+	cr_assert_eq(itab_lookup(&tu_fs, 12, 11, "-.d", 0), 0);
 	cr_expect_str_eq(path_of(12, NULL), "/a/b c/-.d");
 	cr_expect_str_eq(path_of(11, "new"), "/a/b c/new");
 	cr_expect_str_eq(path_of(99, NULL), "ENOENT");
@@ -56,33 +42,33 @@ Test(fs_inodes, paths_are_rebuilt_from_the_table)
 
 Test(fs_inodes, a_rename_moves_the_whole_branch)
 {
-	itab_lookup(&fs, 10, 1, "a", 0);
-	itab_lookup(&fs, 11, 10, "b", 0);
-	itab_lookup(&fs, 12, 11, "f", 0);
-	itab_lookup(&fs, 20, 1, "other", 0);
-	itab_move(&fs, 10, 20, "renamed");
+	itab_lookup(&tu_fs, 10, 1, "a", 0);
+	itab_lookup(&tu_fs, 11, 10, "b", 0);
+	itab_lookup(&tu_fs, 12, 11, "f", 0);
+	itab_lookup(&tu_fs, 20, 1, "other", 0);
+	itab_move(&tu_fs, 10, 20, "renamed");
 	cr_expect_str_eq(path_of(12, NULL), "/other/renamed/b/f");
-	itab_move(&fs, 12, 1, "top");
+	itab_move(&tu_fs, 12, 1, "top");
 	cr_expect_str_eq(path_of(12, NULL), "/top");
 	cr_expect_str_eq(path_of(11, NULL), "/other/renamed/b");
 }
 
 Test(fs_inodes, forget_frees_unused_entries_but_keeps_parents_of_live_ones)
 {
-	itab_lookup(&fs, 10, 1, "a", 0);
-	itab_lookup(&fs, 11, 10, "b", 0);
-	itab_lookup(&fs, 11, 10, "b", 0); /* two lookups */
-	cr_expect_eq(itab_forget(&fs, 10, 1), 0);
+	itab_lookup(&tu_fs, 10, 1, "a", 0);
+	itab_lookup(&tu_fs, 11, 10, "b", 0);
+	itab_lookup(&tu_fs, 11, 10, "b", 0); /* two lookups */
+	cr_expect_eq(itab_forget(&tu_fs, 10, 1), 0);
 	/* 10 has no lookups left but 11 lives below it */
 	cr_expect_str_eq(path_of(11, NULL), "/a/b");
-	itab_forget(&fs, 11, 1);
+	itab_forget(&tu_fs, 11, 1);
 	cr_expect_str_eq(path_of(11, NULL), "/a/b");
-	itab_forget(&fs, 11, 1);
+	itab_forget(&tu_fs, 11, 1);
 	cr_expect_str_eq(path_of(11, NULL), "ENOENT");
 	cr_expect_str_eq(path_of(10, NULL), "ENOENT");
-	cr_expect_eq(fs.count, 1); /* only the root is left */
+	cr_expect_eq(tu_fs.count, 1); /* only the root is left */
 	/* the root is never forgotten */
-	itab_forget(&fs, 1, 1000);
+	itab_forget(&tu_fs, 1, 1000);
 	cr_expect_str_eq(path_of(1, NULL), "/");
 }
 
@@ -90,63 +76,63 @@ Test(fs_inodes, stale_and_hard_linked_inodes)
 {
 	struct fs_path p = {0};
 
-	itab_lookup(&fs, 10, 1, "dir", 0);
-	itab_lookup(&fs, 11, 10, "f", 0);
-	itab_flags(&fs, 10, INODE_STALE, 0);
+	itab_lookup(&tu_fs, 10, 1, "dir", 0);
+	itab_lookup(&tu_fs, 11, 10, "f", 0);
+	itab_flags(&tu_fs, 10, INODE_STALE, 0);
 	cr_expect_str_eq(path_of(11, NULL), "ENOENT");
 
-	itab_lookup(&fs, 12, 1, "linked", TREE_F_LINKED);
+	itab_lookup(&tu_fs, 12, 1, "linked", TREE_F_LINKED);
 	cr_expect_str_eq(path_of(12, NULL), "BYNUM");
-	cr_assert_eq(itab_path(&fs, 12, NULL, true, &p), 0);
+	cr_assert_eq(itab_path(&tu_fs, 12, NULL, true, &p), 0);
 	cr_expect_str_eq(p.path, "/linked");
 	/* seen under another name: still known by its first one */
-	itab_lookup(&fs, 12, 1, "second", TREE_F_LINKED);
-	cr_assert_eq(itab_path(&fs, 12, NULL, true, &p), 0);
+	itab_lookup(&tu_fs, 12, 1, "second", TREE_F_LINKED);
+	cr_assert_eq(itab_path(&tu_fs, 12, NULL, true, &p), 0);
 	cr_expect_str_eq(p.path, "/linked");
 	fs_path_release(&p);
 }
 
 Test(fs_inodes, an_orphan_lives_until_its_last_forget_and_close)
 {
-	itab_lookup(&fs, 10, 1, "f", 0);
-	cr_assert_eq(itab_open(&fs, 10), 0);
-	cr_assert_eq(itab_open(&fs, 10), 0);
-	cr_expect_eq(itab_nopen(&fs, 10), 2);
-	cr_expect(itab_in_use(&fs, 10));
-	cr_expect_eq(itab_orphaned(&fs, 10), 0); /* in use: kept */
+	itab_lookup(&tu_fs, 10, 1, "f", 0);
+	cr_assert_eq(itab_open(&tu_fs, 10), 0);
+	cr_assert_eq(itab_open(&tu_fs, 10), 0);
+	cr_expect_eq(itab_nopen(&tu_fs, 10), 2);
+	cr_expect(itab_in_use(&tu_fs, 10));
+	cr_expect_eq(itab_orphaned(&tu_fs, 10), 0); /* in use: kept */
 	cr_expect_str_eq(path_of(10, NULL), "BYNUM");
-	cr_expect_eq(itab_close(&fs, 10), 0);
-	cr_expect_eq(itab_close(&fs, 10), 0); /* the kernel still knows it */
+	cr_expect_eq(itab_close(&tu_fs, 10), 0);
+	cr_expect_eq(itab_close(&tu_fs, 10), 0); /* the kernel still knows it */
 	/* a node id is valid until FORGET: it may be opened again */
-	cr_expect_eq(itab_open(&fs, 10), 0);
-	cr_expect_eq(itab_close(&fs, 10), 0);
-	cr_expect_eq(itab_forget(&fs, 10, 1), 10);
-	cr_expect_eq(itab_forget(&fs, 10, 1), 0); /* once */
-	cr_expect_eq(itab_open(&fs, 99), -ENOENT);
+	cr_expect_eq(itab_open(&tu_fs, 10), 0);
+	cr_expect_eq(itab_close(&tu_fs, 10), 0);
+	cr_expect_eq(itab_forget(&tu_fs, 10, 1), 10);
+	cr_expect_eq(itab_forget(&tu_fs, 10, 1), 0); /* once */
+	cr_expect_eq(itab_open(&tu_fs, 99), -ENOENT);
 }
 
 Test(fs_inodes, an_orphan_forgotten_first_is_reclaimed_at_its_last_close)
 {
-	itab_lookup(&fs, 10, 1, "f", 0);
-	itab_open(&fs, 10);
-	itab_lookup(&fs, 10, 1, "f", 0);
-	cr_expect_eq(itab_orphaned(&fs, 10), 0);
-	cr_expect_eq(itab_forget(&fs, 10, 2), 0); /* still open */
-	cr_expect(itab_in_use(&fs, 10));
-	cr_expect_eq(itab_close(&fs, 10), 10);
-	cr_expect(!itab_in_use(&fs, 10));
+	itab_lookup(&tu_fs, 10, 1, "f", 0);
+	itab_open(&tu_fs, 10);
+	itab_lookup(&tu_fs, 10, 1, "f", 0);
+	cr_expect_eq(itab_orphaned(&tu_fs, 10), 0);
+	cr_expect_eq(itab_forget(&tu_fs, 10, 2), 0); /* still open */
+	cr_expect(itab_in_use(&tu_fs, 10));
+	cr_expect_eq(itab_close(&tu_fs, 10), 10);
+	cr_expect(!itab_in_use(&tu_fs, 10));
 }
 
 Test(fs_inodes, an_orphan_the_kernel_let_go_of_is_reclaimed_at_once)
 {
-	itab_lookup(&fs, 10, 1, "f", 0);
-	cr_expect_eq(itab_forget(&fs, 10, 1), 0); /* not an orphan: freed */
-	cr_expect(!itab_in_use(&fs, 10));
-	cr_expect_eq(itab_orphaned(&fs, 10), 10); /* not in the table */
-	itab_lookup(&fs, 11, 1, "d", 0);
-	itab_lookup(&fs, 12, 11, "child", 0); /* keeps 11 in the table */
-	cr_expect_eq(itab_forget(&fs, 11, 1), 0);
-	cr_expect_eq(itab_orphaned(&fs, 11), 11);
+	itab_lookup(&tu_fs, 10, 1, "f", 0);
+	cr_expect_eq(itab_forget(&tu_fs, 10, 1), 0); /* not an orphan: freed */
+	cr_expect(!itab_in_use(&tu_fs, 10));
+	cr_expect_eq(itab_orphaned(&tu_fs, 10), 10); /* not in the table */
+	itab_lookup(&tu_fs, 11, 1, "d", 0);
+	itab_lookup(&tu_fs, 12, 11, "child", 0); /* keeps 11 in the table */
+	cr_expect_eq(itab_forget(&tu_fs, 11, 1), 0);
+	cr_expect_eq(itab_orphaned(&tu_fs, 11), 11);
 }
 
 Test(fs_inodes, attach_path_reads_the_store)
@@ -157,11 +143,11 @@ Test(fs_inodes, attach_path_reads_the_store)
 	tu_mkdir(tu_tree, "/x");
 	tu_mkdir(tu_tree, "/x/y");
 	tu_mkfile(tu_tree, "/x/y/z", "hello", 5);
-	cr_assert_eq(itab_attach_path(&fs, "/x/y/z", &ino), 0);
+	cr_assert_eq(itab_attach_path(&tu_fs, "/x/y/z", &ino), 0);
 	cr_assert_eq(tree_lookup(tu_tree, "/x/y/z", &a), 0);
 	cr_expect_eq(ino, a.ino);
 	cr_expect_str_eq(path_of(ino, NULL), "/x/y/z");
-	cr_expect_eq(itab_attach_path(&fs, "/x/nope", &ino), -ENOENT);
+	cr_expect_eq(itab_attach_path(&tu_fs, "/x/nope", &ino), -ENOENT);
 }
 
 /* ---- subtree lock ------------------------------------------------------- */
@@ -178,10 +164,10 @@ static void *enter_thread(void *arg)
 	struct waiter *w = arg;
 	struct fs_path p = {0};
 
-	w->rc = fs_enter(&fs, w->ino, NULL, &p);
+	w->rc = fs_enter(&tu_fs, w->ino, NULL, &p);
 	if (!w->rc) {
 		strcpy(w->path, p.path ? p.path : "BYNUM");
-		fs_leave(&fs);
+		fs_leave(&tu_fs);
 	}
 	fs_path_release(&p);
 	w->done = 1;
@@ -201,12 +187,13 @@ Test(fs_inodes, requests_inside_a_busy_branch_wait_and_see_the_new_path)
 	pthread_t t1, t2, t3;
 	struct busy *b = NULL;
 
-	itab_lookup(&fs, 10, 1, "src", 0);
-	itab_lookup(&fs, 11, 10, "sub", 0);
-	itab_lookup(&fs, 12, 11, "f", 0);
-	itab_lookup(&fs, 20, 1, "elsewhere", 0);
-	itab_lookup(&fs, 30, 1, "src-not-inside", 0); /* prefix, not inside */
-	cr_assert_eq(fs_busy_begin_paths(&fs, "/src", "/dst", &b), 0);
+	itab_lookup(&tu_fs, 10, 1, "src", 0);
+	itab_lookup(&tu_fs, 11, 10, "sub", 0);
+	itab_lookup(&tu_fs, 12, 11, "f", 0);
+	itab_lookup(&tu_fs, 20, 1, "elsewhere", 0);
+	itab_lookup(&tu_fs, 30, 1, "src-not-inside",
+		    0); /* prefix, not inside */
+	cr_assert_eq(fs_busy_begin_paths(&tu_fs, "/src", "/dst", &b), 0);
 
 	pthread_create(&t1, NULL, enter_thread, &in);
 	pthread_create(&t2, NULL, enter_thread, &out);
@@ -220,9 +207,9 @@ Test(fs_inodes, requests_inside_a_busy_branch_wait_and_see_the_new_path)
 	sleep_ms(100);
 	cr_expect_eq(in.done, 0, "a request inside the busy branch went on");
 
-	fs_busy_lock(&fs);
-	itab_move(&fs, 10, 1, "dst");
-	fs_busy_end(&fs, b);
+	fs_busy_lock(&tu_fs);
+	itab_move(&tu_fs, 10, 1, "dst");
+	fs_busy_end(&tu_fs, b);
 	pthread_join(t1, NULL);
 	cr_expect_eq(in.rc, 0);
 	cr_expect_str_eq(in.path, "/dst/sub/f");
@@ -238,7 +225,7 @@ static void *take_thread(void *arg)
 {
 	struct taker *k = arg;
 
-	cr_assert_eq(fs_busy_begin_paths(&fs, k->src, NULL, &k->b), 0);
+	cr_assert_eq(fs_busy_begin_paths(&tu_fs, k->src, NULL, &k->b), 0);
 	k->done = 1;
 	return NULL;
 }
@@ -249,34 +236,34 @@ Test(fs_inodes, overlapping_branches_are_taken_one_at_a_time)
 	struct taker up = {.src = "/a"};
 	pthread_t t;
 
-	cr_assert_eq(fs_busy_begin_paths(&fs, "/a/b", "/c", &b1), 0);
+	cr_assert_eq(fs_busy_begin_paths(&tu_fs, "/a/b", "/c", &b1), 0);
 	/* disjoint ("/a/bb" is not inside "/a/b"): does not wait */
-	cr_assert_eq(fs_busy_begin_paths(&fs, "/a/bb", "/d", &b2), 0);
-	fs_busy_lock(&fs);
-	fs_busy_end(&fs, b2);
+	cr_assert_eq(fs_busy_begin_paths(&tu_fs, "/a/bb", "/d", &b2), 0);
+	fs_busy_lock(&tu_fs);
+	fs_busy_end(&tu_fs, b2);
 	/* an ancestor of a busy branch waits until it is released */
 	pthread_create(&t, NULL, take_thread, &up);
 	sleep_ms(100);
 	cr_expect_eq(up.done, 0, "took /a while /a/b was busy");
-	fs_busy_lock(&fs);
-	fs_busy_end(&fs, b1);
+	fs_busy_lock(&tu_fs);
+	fs_busy_end(&tu_fs, b1);
 	pthread_join(t, NULL);
 	cr_expect_eq(up.done, 1);
-	fs_busy_lock(&fs);
-	fs_busy_end(&fs, up.b);
+	fs_busy_lock(&tu_fs);
+	fs_busy_end(&tu_fs, up.b);
 }
 
 static struct fs_path retry_p;
 
 Test(fs_inodes, retry_rebuilds_a_path_a_rename_changed)
 {
-	itab_lookup(&fs, 10, 1, "old", 0);
-	cr_assert_eq(itab_path(&fs, 10, NULL, false, &retry_p), 0);
-	cr_expect_not(fs_retry(&fs, -ENOENT, 10, NULL, &retry_p),
+	itab_lookup(&tu_fs, 10, 1, "old", 0);
+	cr_assert_eq(itab_path(&tu_fs, 10, NULL, false, &retry_p), 0);
+	cr_expect_not(fs_retry(&tu_fs, -ENOENT, 10, NULL, &retry_p),
 		      "nothing changed: no retry");
-	itab_move(&fs, 10, 1, "new");
-	cr_expect_not(fs_retry(&fs, -EIO, 10, NULL, &retry_p));
-	cr_assert(fs_retry(&fs, -ENOENT, 10, NULL, &retry_p));
+	itab_move(&tu_fs, 10, 1, "new");
+	cr_expect_not(fs_retry(&tu_fs, -EIO, 10, NULL, &retry_p));
+	cr_assert(fs_retry(&tu_fs, -ENOENT, 10, NULL, &retry_p));
 	cr_expect_str_eq(retry_p.path, "/new");
 }
 
@@ -291,18 +278,19 @@ Test(fs_inodes, paths_up_to_the_limit_and_no_further)
 	name[TREE_NAME_MAX] = '\0';
 	/* 127 levels of "/" + 255 bytes: 32512 bytes */
 	for (i = 0; i < 128; i++) {
-		itab_lookup(&fs, 100 + i, ino, name, 0);
+		itab_lookup(&tu_fs, 100 + i, ino, name, 0);
 		ino = 100 + i;
 	}
-	cr_assert_eq(itab_path(&fs, 100 + 126, NULL, false, &p), 0);
+	cr_assert_eq(itab_path(&tu_fs, 100 + 126, NULL, false, &p), 0);
 	cr_expect_eq(strlen(p.path), 127 * 256);
 	/* and a 254-byte name below: exactly TREE_PATH_MAX */
 	name[254] = '\0';
-	cr_assert_eq(itab_path(&fs, 100 + 126, name, false, &p), 0);
+	cr_assert_eq(itab_path(&tu_fs, 100 + 126, name, false, &p), 0);
 	cr_expect_eq(strlen(p.path), TREE_PATH_MAX);
 	name[254] = 'n';
-	cr_expect_eq(itab_path(&fs, 100 + 126, name, false, &p), -ENAMETOOLONG);
-	cr_expect_eq(itab_path(&fs, ino, NULL, false, &p), -ENAMETOOLONG);
+	cr_expect_eq(itab_path(&tu_fs, 100 + 126, name, false, &p),
+		     -ENAMETOOLONG);
+	cr_expect_eq(itab_path(&tu_fs, ino, NULL, false, &p), -ENAMETOOLONG);
 	fs_path_release(&p);
 }
 
@@ -314,10 +302,10 @@ Test(fs_inodes, deep_paths_of_short_names)
 
 	/* 10000 levels of "/d": far deeper than the 2048 levels of old */
 	for (i = 0; i < 10000; i++) {
-		cr_assert_eq(itab_lookup(&fs, 100 + i, ino, "d", 0), 0);
+		cr_assert_eq(itab_lookup(&tu_fs, 100 + i, ino, "d", 0), 0);
 		ino = 100 + i;
 	}
-	cr_assert_eq(itab_path(&fs, ino, "x", false, &p), 0);
+	cr_assert_eq(itab_path(&tu_fs, ino, "x", false, &p), 0);
 	cr_expect_eq(strlen(p.path), 10001 * 2);
 	cr_expect_eq(strncmp(p.path, "/d/d/d", 6), 0);
 	cr_expect_str_eq(p.path + 20000, "/x");

@@ -18,25 +18,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fs_i.h"
+#include "fsutil.h"
 #include "ops_i.h"
 #include "testutil.h"
 
-static struct fs fs;
-
-static void setup(void)
-{
-	tu_setup();
-	cr_assert_eq(fs_init(&fs, tu_store, tu_tree), 0);
-}
-
-static void teardown(void)
-{
-	fs_release(&fs);
-	tu_teardown();
-}
-
-TestSuite(fs_ops, .init = setup, .fini = teardown);
+TestSuite(fs_ops, .init = tu_fs_setup, .fini = tu_fs_teardown);
 
 static const struct fs_who root = {0, 0, NULL};
 static const struct fs_who user = {1000, 1000, NULL};
@@ -51,15 +37,15 @@ static uint64_t mkfile(const struct fs_who *w, const char *name, mode_t mode,
 	struct tree_attr a;
 	struct fh *fh = NULL;
 
-	cr_assert_eq(fs_do_create(&fs, w, TREE_ROOT_INO, name, mode,
+	cr_assert_eq(fs_do_create(&tu_fs, w, TREE_ROOT_INO, name, mode,
 				  O_CREAT | O_WRONLY, &e, &fh),
 		     0);
 	cr_assert_neq(e.ino, 0);
 	if (data)
-		cr_assert_eq(fs_do_write(&fs, w, e.ino, data, strlen(data), 0,
-					 false, false, &a),
+		cr_assert_eq(fs_do_write(&tu_fs, w, e.ino, data, strlen(data),
+					 0, false, false, &a),
 			     0);
-	fs_do_release(&fs, e.ino, fh);
+	fs_do_release(&tu_fs, e.ino, fh);
 	return e.ino;
 }
 
@@ -67,7 +53,7 @@ static mode_t mode_of(uint64_t ino)
 {
 	struct tree_attr a;
 
-	cr_assert_eq(fs_do_getattr(&fs, ino, &a), 0);
+	cr_assert_eq(fs_do_getattr(&tu_fs, ino, &a), 0);
 	return a.mode & 07777;
 }
 
@@ -79,7 +65,7 @@ static void make_privileged(uint64_t ino, mode_t mode)
 
 	st.st_gid = 50;
 	st.st_mode = mode;
-	cr_assert_eq(fs_do_setattr(&fs, &root, ino, &st,
+	cr_assert_eq(fs_do_setattr(&tu_fs, &root, ino, &st,
 				   FUSE_SET_ATTR_GID | FUSE_SET_ATTR_MODE, &a),
 		     0);
 	cr_assert_eq(mode_of(ino), mode);
@@ -95,29 +81,30 @@ Test(fs_ops, create_of_an_existing_name_opens_it_or_refuses)
 	uint64_t ino = mkfile(&user, "f", 0644, "hello");
 
 	/* another creator was first: no O_EXCL opens the same inode */
-	cr_assert_eq(fs_do_create(&fs, &user, TREE_ROOT_INO, "f", 0600,
+	cr_assert_eq(fs_do_create(&tu_fs, &user, TREE_ROOT_INO, "f", 0600,
 				  O_CREAT | O_RDWR, &e, &fh),
 		     0);
 	cr_expect_eq(e.ino, ino);
 	cr_expect_eq(mode_of(ino), 0644, "the first creator's mode stays");
-	cr_assert_eq(fs_do_read(&fs, ino, sizeof(buf), 0, buf, &n), 0);
+	cr_assert_eq(fs_do_read(&tu_fs, ino, sizeof(buf), 0, buf, &n), 0);
 	cr_expect_eq(n, 5, "no O_TRUNC: the content stays");
-	fs_do_release(&fs, ino, fh);
+	fs_do_release(&tu_fs, ino, fh);
 
 	fh = NULL;
-	cr_expect_eq(fs_do_create(&fs, &user, TREE_ROOT_INO, "f", 0600,
+	cr_expect_eq(fs_do_create(&tu_fs, &user, TREE_ROOT_INO, "f", 0600,
 				  O_CREAT | O_EXCL | O_RDWR, &e, &fh),
 		     -EEXIST);
 	cr_expect_null(fh);
 
-	cr_assert_eq(fs_do_mknode(&fs, &(struct fuse_ctx){.uid = 1000},
+	cr_assert_eq(fs_do_mknode(&tu_fs, &(struct fuse_ctx){.uid = 1000},
 				  TREE_ROOT_INO, "d", S_IFDIR | 0755, 0, NULL,
 				  &a),
 		     0);
-	cr_expect_eq(fs_do_create(&fs, &user, TREE_ROOT_INO, "d", 0600,
+	cr_expect_eq(fs_do_create(&tu_fs, &user, TREE_ROOT_INO, "d", 0600,
 				  O_CREAT | O_RDWR, &e, &fh),
 		     -EISDIR);
-	cr_expect_eq(itab_nopen(&fs, a.ino), 0, "the folder is not left open");
+	cr_expect_eq(itab_nopen(&tu_fs, a.ino), 0,
+		     "the folder is not left open");
 }
 
 /* The race of the last session: two creators with O_TRUNC, the second one
@@ -130,7 +117,7 @@ Test(fs_ops, create_o_trunc_of_an_existing_file_clears_set_user_id)
 	uint64_t ino = mkfile(&root, "f", 0666, "content");
 
 	make_privileged(ino, 06666);
-	cr_assert_eq(fs_do_create(&fs, &user, TREE_ROOT_INO, "f", 0644,
+	cr_assert_eq(fs_do_create(&tu_fs, &user, TREE_ROOT_INO, "f", 0644,
 				  O_CREAT | O_TRUNC | O_WRONLY, &e, &fh),
 		     0);
 	cr_expect_eq(e.ino, ino);
@@ -139,7 +126,7 @@ Test(fs_ops, create_o_trunc_of_an_existing_file_clears_set_user_id)
 		     "the entry shows the cleared mode (got %o)",
 		     e.attr.st_mode & 07777);
 	cr_expect_eq(mode_of(ino), 0666, "stored mode %o", mode_of(ino));
-	fs_do_release(&fs, ino, fh);
+	fs_do_release(&tu_fs, ino, fh);
 }
 
 Test(fs_ops, change_of_content_clears_privileges_by_ext4_rule)
@@ -151,34 +138,34 @@ Test(fs_ops, change_of_content_clears_privileges_by_ext4_rule)
 
 	/* root keeps both */
 	make_privileged(ino, 06666);
-	cr_assert_eq(fs_do_write(&fs, &root, ino, "x", 1, 0, false, false, &a),
-		     0);
+	cr_assert_eq(
+	    fs_do_write(&tu_fs, &root, ino, "x", 1, 0, false, false, &a), 0);
 	cr_expect_eq(mode_of(ino), 06666);
 	/* a member of the file's group: set-user-ID goes, set-group-ID
 	 * (without group execute: mandatory locking's mark) stays */
 	cr_assert_eq(
-	    fs_do_write(&fs, &member, ino, "x", 1, 0, false, false, &a), 0);
+	    fs_do_write(&tu_fs, &member, ino, "x", 1, 0, false, false, &a), 0);
 	cr_expect_eq(mode_of(ino), 02666, "got %o", mode_of(ino));
 	cr_expect_eq(a.mode & 07777, 02666, "the answer shows it");
 	/* anyone else: both go, by truncate */
 	make_privileged(ino, 06666);
 	st.st_size = 0;
 	cr_assert_eq(
-	    fs_do_setattr(&fs, &user, ino, &st, FUSE_SET_ATTR_SIZE, &a), 0);
+	    fs_do_setattr(&tu_fs, &user, ino, &st, FUSE_SET_ATTR_SIZE, &a), 0);
 	cr_expect_eq(mode_of(ino), 0666, "got %o", mode_of(ino));
 	/* group-executable set-group-ID goes for a member too */
 	make_privileged(ino, 06676);
-	cr_assert_eq(fs_do_fallocate(&fs, &member, ino, 0, 0, 4096, &a), 0);
+	cr_assert_eq(fs_do_fallocate(&tu_fs, &member, ino, 0, 0, 4096, &a), 0);
 	cr_expect_eq(mode_of(ino), 0676, "got %o", mode_of(ino));
 	/* open(O_TRUNC) by anyone else */
 	make_privileged(ino, 06666);
-	cr_assert_eq(fs_do_open(&fs, &user, ino, O_WRONLY | O_TRUNC, &fh, NULL),
-		     0);
+	cr_assert_eq(
+	    fs_do_open(&tu_fs, &user, ino, O_WRONLY | O_TRUNC, &fh, NULL), 0);
 	cr_expect_eq(mode_of(ino), 0666, "got %o", mode_of(ino));
-	fs_do_release(&fs, ino, fh);
+	fs_do_release(&tu_fs, ino, fh);
 	/* a chmod with the truncate says the mode itself */
 	st.st_mode = 06666;
-	cr_assert_eq(fs_do_setattr(&fs, &user, ino, &st,
+	cr_assert_eq(fs_do_setattr(&tu_fs, &user, ino, &st,
 				   FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_MODE, &a),
 		     0);
 	cr_expect_eq(mode_of(ino), 06666);
@@ -193,29 +180,29 @@ Test(fs_ops, seek_data_and_hole)
 
 	memset(block, 'x', sizeof(block));
 	/* a hole of 1 MiB, then 64 KiB of data */
-	cr_assert_eq(fs_do_write(&fs, &user, ino, block, sizeof(block), 1 << 20,
-				 false, false, &a),
+	cr_assert_eq(fs_do_write(&tu_fs, &user, ino, block, sizeof(block),
+				 1 << 20, false, false, &a),
 		     0);
-	cr_expect_eq(fs_do_lseek(&fs, ino, 0, SEEK_DATA, &res), 0);
+	cr_expect_eq(fs_do_lseek(&tu_fs, ino, 0, SEEK_DATA, &res), 0);
 	cr_expect_eq(res, 1 << 20);
-	cr_expect_eq(fs_do_lseek(&fs, ino, 0, SEEK_HOLE, &res), 0);
+	cr_expect_eq(fs_do_lseek(&tu_fs, ino, 0, SEEK_HOLE, &res), 0);
 	cr_expect_eq(res, 0);
-	cr_expect_eq(fs_do_lseek(&fs, ino, 1 << 20, SEEK_HOLE, &res), 0);
+	cr_expect_eq(fs_do_lseek(&tu_fs, ino, 1 << 20, SEEK_HOLE, &res), 0);
 	cr_expect_eq(res, (1 << 20) + sizeof(block), "the end is a hole");
-	cr_expect_eq(
-	    fs_do_lseek(&fs, ino, (1 << 20) + sizeof(block), SEEK_DATA, &res),
-	    -ENXIO);
-	cr_expect_eq(fs_do_lseek(&fs, ino, -1, SEEK_DATA, &res), -ENXIO,
+	cr_expect_eq(fs_do_lseek(&tu_fs, ino, (1 << 20) + sizeof(block),
+				 SEEK_DATA, &res),
+		     -ENXIO);
+	cr_expect_eq(fs_do_lseek(&tu_fs, ino, -1, SEEK_DATA, &res), -ENXIO,
 		     "a negative offset is ENXIO, as ext4");
-	cr_expect_eq(fs_do_lseek(&fs, ino, 0, SEEK_SET, &res), -EINVAL);
+	cr_expect_eq(fs_do_lseek(&tu_fs, ino, 0, SEEK_SET, &res), -EINVAL);
 	/* a punched block is a hole again */
-	cr_assert_eq(fs_do_fallocate(&fs, &user, ino,
+	cr_assert_eq(fs_do_fallocate(&tu_fs, &user, ino,
 				     FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 				     1 << 20, sizeof(block), &a),
 		     0);
-	cr_expect_eq(fs_do_lseek(&fs, ino, 0, SEEK_DATA, &res), -ENXIO);
-	cr_expect_eq(fs_do_fallocate(&fs, &user, ino, FALLOC_FL_COLLAPSE_RANGE,
-				     0, 65536, &a),
+	cr_expect_eq(fs_do_lseek(&tu_fs, ino, 0, SEEK_DATA, &res), -ENXIO);
+	cr_expect_eq(fs_do_fallocate(&tu_fs, &user, ino,
+				     FALLOC_FL_COLLAPSE_RANGE, 0, 65536, &a),
 		     -EOPNOTSUPP);
 }
 
@@ -226,30 +213,30 @@ Test(fs_ops, xattr_sizes_and_refusals)
 	size_t len = 0;
 	uint64_t ino = mkfile(&user, "f", 0644, NULL);
 
-	cr_assert_eq(fs_do_setxattr(&fs, ino, "user.k", "value", 5, 0), 0);
-	cr_expect_eq(fs_do_getxattr(&fs, ino, "user.k", 0, &val, &len), 0);
+	cr_assert_eq(fs_do_setxattr(&tu_fs, ino, "user.k", "value", 5, 0), 0);
+	cr_expect_eq(fs_do_getxattr(&tu_fs, ino, "user.k", 0, &val, &len), 0);
 	cr_expect_eq(len, 5, "size 0 asks for the size");
 	free(val);
-	cr_expect_eq(fs_do_getxattr(&fs, ino, "user.k", 4, &val, &len),
+	cr_expect_eq(fs_do_getxattr(&tu_fs, ino, "user.k", 4, &val, &len),
 		     -ERANGE);
 	free(val);
-	cr_assert_eq(fs_do_getxattr(&fs, ino, "user.k", 5, &val, &len), 0);
+	cr_assert_eq(fs_do_getxattr(&tu_fs, ino, "user.k", 5, &val, &len), 0);
 	cr_expect_eq(memcmp(val, "value", 5), 0);
 	free(val);
-	cr_expect_eq(fs_do_listxattr(&fs, ino, 3, &list, &len), -ERANGE);
+	cr_expect_eq(fs_do_listxattr(&tu_fs, ino, 3, &list, &len), -ERANGE);
 	free(list);
-	cr_assert_eq(fs_do_listxattr(&fs, ino, 64, &list, &len), 0);
+	cr_assert_eq(fs_do_listxattr(&tu_fs, ino, 64, &list, &len), 0);
 	cr_expect_eq(len, 7);
 	cr_expect_str_eq(list, "user.k");
 	free(list);
-	cr_expect_eq(
-	    fs_do_getxattr(&fs, ino, "system.posix_acl_access", 64, &val, &len),
-	    -EOPNOTSUPP);
-	free(val);
-	cr_expect_eq(fs_do_setxattr(&fs, ino, "security.selinux", "x", 1, 0),
+	cr_expect_eq(fs_do_getxattr(&tu_fs, ino, "system.posix_acl_access", 64,
+				    &val, &len),
 		     -EOPNOTSUPP);
-	cr_assert_eq(fs_do_setxattr(&fs, ino, "user.k", NULL, 0, 0), 0);
-	cr_expect_eq(fs_do_getxattr(&fs, ino, "user.k", 64, &val, &len),
+	free(val);
+	cr_expect_eq(fs_do_setxattr(&tu_fs, ino, "security.selinux", "x", 1, 0),
+		     -EOPNOTSUPP);
+	cr_assert_eq(fs_do_setxattr(&tu_fs, ino, "user.k", NULL, 0, 0), 0);
+	cr_expect_eq(fs_do_getxattr(&tu_fs, ino, "user.k", 64, &val, &len),
 		     -ENODATA);
 	free(val);
 }
@@ -260,26 +247,27 @@ Test(fs_ops, tmpfile_in_a_set_group_id_folder_takes_its_group)
 	struct stat st = {0};
 	struct fh *fh = NULL;
 
-	cr_assert_eq(fs_do_mknode(&fs, &(struct fuse_ctx){.uid = 0},
+	cr_assert_eq(fs_do_mknode(&tu_fs, &(struct fuse_ctx){.uid = 0},
 				  TREE_ROOT_INO, "shared", S_IFDIR | 02777, 0,
 				  NULL, &d),
 		     0);
 	st.st_gid = 50;
 	st.st_mode = 02777;
-	cr_assert_eq(fs_do_setattr(&fs, &root, d.ino, &st,
+	cr_assert_eq(fs_do_setattr(&tu_fs, &root, d.ino, &st,
 				   FUSE_SET_ATTR_GID | FUSE_SET_ATTR_MODE, &d),
 		     0);
-	cr_assert_eq(fs_do_tmpfile(&fs, &user, d.ino, 0600, O_RDWR, &a, &fh),
+	cr_assert_eq(fs_do_tmpfile(&tu_fs, &user, d.ino, 0600, O_RDWR, &a, &fh),
 		     0);
 	cr_expect_eq(a.uid, 1000);
 	cr_expect_eq(a.gid, 50, "the folder's group, not the caller's (%u)",
 		     (unsigned)a.gid);
 	cr_expect_eq(a.nlink, 0, "an orphan from birth");
-	fs_do_release(&fs, a.ino, fh);
+	fs_do_release(&tu_fs, a.ino, fh);
 	cr_expect_eq(
-	    fs_do_tmpfile(&fs, &user, TREE_ROOT_INO, 0600, O_RDWR, &a, &fh), 0);
+	    fs_do_tmpfile(&tu_fs, &user, TREE_ROOT_INO, 0600, O_RDWR, &a, &fh),
+	    0);
 	cr_expect_eq(a.gid, 1000, "a plain folder: the caller's group");
-	fs_do_release(&fs, a.ino, fh);
+	fs_do_release(&tu_fs, a.ino, fh);
 }
 
 /* keep_cache: a direct write went past the kernel's pages, so the next
@@ -291,15 +279,15 @@ Test(fs_ops, a_direct_write_drops_the_pages_at_the_next_open)
 	bool keep = false;
 	uint64_t ino = mkfile(&user, "f", 0644, "old");
 
-	cr_assert_eq(fs_do_open(&fs, &user, ino, O_RDWR, &fh, &keep), 0);
+	cr_assert_eq(fs_do_open(&tu_fs, &user, ino, O_RDWR, &fh, &keep), 0);
 	cr_expect(keep);
-	cr_assert_eq(fs_do_write(&fs, &user, ino, "new", 3, 0, false, true, &a),
-		     0);
-	fs_do_release(&fs, ino, fh);
-	cr_assert_eq(fs_do_open(&fs, &user, ino, O_RDONLY, &fh, &keep), 0);
+	cr_assert_eq(
+	    fs_do_write(&tu_fs, &user, ino, "new", 3, 0, false, true, &a), 0);
+	fs_do_release(&tu_fs, ino, fh);
+	cr_assert_eq(fs_do_open(&tu_fs, &user, ino, O_RDONLY, &fh, &keep), 0);
 	cr_expect_not(keep, "stale pages must be dropped");
-	fs_do_release(&fs, ino, fh);
-	cr_assert_eq(fs_do_open(&fs, &user, ino, O_RDONLY, &fh, &keep), 0);
+	fs_do_release(&tu_fs, ino, fh);
+	cr_assert_eq(fs_do_open(&tu_fs, &user, ino, O_RDONLY, &fh, &keep), 0);
 	cr_expect(keep);
-	fs_do_release(&fs, ino, fh);
+	fs_do_release(&tu_fs, ino, fh);
 }
