@@ -5,6 +5,9 @@
  * (the daemon is otherwise the only writer of the drive, so the kernel
  * caches entries and attributes for fs->timeout seconds).
  *
+ * fs_inval_path() is also how a -o ro mount forgets a path another process
+ * changed (watch.c).
+ *
  * Limits: one command at a time (fs->ctl_mutex); an open file of a removed
  * branch closed while the command ran stays an orphan until the next mount.
  */
@@ -42,23 +45,22 @@ static uint64_t ino_at(struct fs *fs, const char *path)
 	return a.ino;
 }
 
-/* Tells the kernel to forget what it cached about @path (its dentry and its
- * folder's attributes). Not a request handler: safe to call. */
-static void inval_path(struct fs *fs, const char *path)
+void fs_inval_name(struct fs *fs, uint64_t parent, const char *name)
 {
-	char *dir = NULL;
-	const char *name;
-	uint64_t parent;
-
-	if (!path || !fs->se || !(name = split(path, &dir)))
-		goto out;
-	parent = ino_at(fs, dir);
-	if (!parent)
-		goto out;
+	if (!fs->se || !parent)
+		return;
 	fuse_lowlevel_notify_inval_entry(fs->se, parent, name, strlen(name));
 	/* attributes and the cached listing (offset 0, length 0: all) */
 	fuse_lowlevel_notify_inval_inode(fs->se, parent, 0, 0);
-out:
+}
+
+void fs_inval_path(struct fs *fs, const char *path)
+{
+	char *dir = NULL;
+	const char *name;
+
+	if (path && fs->se && (name = split(path, &dir)))
+		fs_inval_name(fs, ino_at(fs, dir), name);
 	free(dir);
 }
 
@@ -134,8 +136,8 @@ void fs_ctl_end(void *ctx, struct tree *t, const char *path,
 	fs->ctl_busy = NULL;
 inval:
 	if (t == fs->tree || newpath) {
-		inval_path(fs, path);
-		inval_path(fs, newpath);
+		fs_inval_path(fs, path);
+		fs_inval_path(fs, newpath);
 		inval_linked(fs);
 	}
 	pthread_mutex_unlock(&fs->ctl_mutex);

@@ -118,6 +118,8 @@ struct fs {
 	pthread_t rq_thread;
 
 	struct dircookies *cookies; /* listing offsets (dircookie.h) */
+	/* -o ro on etcd: follows the writer's changes (watch.c) */
+	struct fs_watch *watch;
 
 	/* pathfsctl commands on the mounted drive, one at a time: held from
 	 * fs_ctl_begin() to fs_ctl_end(); the fields below are its state. */
@@ -198,6 +200,8 @@ uint64_t itab_orphaned(struct fs *fs, uint64_t ino);
 void itab_flags(struct fs *fs, uint64_t ino, unsigned set, unsigned clear);
 /* Whether @flag was set on @ino; clears it. */
 bool itab_take_flag(struct fs *fs, uint64_t ino, unsigned flag);
+/* Whether the table has an entry for @ino. */
+bool itab_knows(struct fs *fs, uint64_t ino);
 /* Whether @flag is set on @ino. */
 bool itab_has_flag(struct fs *fs, uint64_t ino, unsigned flag);
 
@@ -229,6 +233,20 @@ void itab_orphan_open_below(struct fs *fs, uint64_t top);
  * kernel never saw; the orphans (INODE_ORPHAN) at unmount. Errors: -ENOMEM.
  */
 int itab_flagged(struct fs *fs, unsigned flag, uint64_t **out, size_t *n);
+
+/* One table entry's place, as itab_places() copies it out. */
+struct itab_place {
+	uint64_t ino;
+	uint64_t parent; /* 0: detached (root, stale), name NULL */
+	char *name;	 /* malloc'd */
+};
+/*
+ * Every entry of the table and its place (a malloc'd array in *out of *n,
+ * freed with itab_places_free()): what the kernel may have cached, for a
+ * mount that must forget it all. Errors: -ENOMEM.
+ */
+int itab_places(struct fs *fs, struct itab_place **out, size_t *n);
+void itab_places_free(struct itab_place *v, size_t n);
 
 /*
  * Makes sure every folder of @path ("/" or absolute) has a table entry,
@@ -375,5 +393,25 @@ void fs_ctl_begin(void *ctx, struct tree *t, const char *path,
 		  const char *newpath);
 void fs_ctl_end(void *ctx, struct tree *t, const char *path,
 		const char *newpath);
+/*
+ * (ctl_hooks.c) Tells the kernel to forget what it cached about @path: its
+ * entry in its folder and the folder's attributes and listing. Not a
+ * request handler; a no-op before the mount, for "/" or a folder the store
+ * does not have.
+ */
+void fs_inval_path(struct fs *fs, const char *path);
+/* The same for child @name of folder @parent (0: nothing to do). */
+void fs_inval_name(struct fs *fs, uint64_t parent, const char *name);
+
+/*
+ * (watch.c) A -o ro mount of a store that another process writes (etcd)
+ * watches its drive (tree_watch) and makes the kernel and the inode table
+ * forget what each change makes stale. fs_watch_start() once mounted
+ * (fs->se set): 0, or -EOPNOTSUPP for a store nobody else writes, or the
+ * watch's errors; fs_watch_stop() before the session goes (safe if never
+ * started).
+ */
+int fs_watch_start(struct fs *fs);
+void fs_watch_stop(struct fs *fs);
 
 #endif

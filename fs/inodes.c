@@ -401,6 +401,16 @@ void itab_flags(struct fs *fs, uint64_t ino, unsigned set, unsigned clear)
 	pthread_mutex_unlock(&fs->lock);
 }
 
+bool itab_knows(struct fs *fs, uint64_t ino)
+{
+	bool is;
+
+	pthread_mutex_lock(&fs->lock);
+	is = find(fs, ino) != NULL;
+	pthread_mutex_unlock(&fs->lock);
+	return is;
+}
+
 bool itab_has_flag(struct fs *fs, uint64_t ino, unsigned flag)
 {
 	struct inode *e;
@@ -434,7 +444,9 @@ void itab_move(struct fs *fs, uint64_t ino, uint64_t parent, const char *name)
 
 	pthread_mutex_lock(&fs->lock);
 	e = find(fs, ino);
-	if (!e || ino == TREE_ROOT_INO)
+	if (!e || ino == TREE_ROOT_INO ||
+	    (!(e->flags & INODE_STALE) &&
+	     same_place(e->parent, e->name, parent, name)))
 		goto out;
 	p = find(fs, parent);
 	if (!p || attach(fs, e, p, name)) {
@@ -592,6 +604,46 @@ void itab_orphan_open_below(struct fs *fs, uint64_t top)
 		}
 	}
 	pthread_mutex_unlock(&fs->lock);
+}
+
+int itab_places(struct fs *fs, struct itab_place **out, size_t *n)
+{
+	struct itab_place *v;
+	struct inode *e;
+	size_t i, cnt = 0;
+	int rc = 0;
+
+	*out = NULL;
+	*n = 0;
+	pthread_mutex_lock(&fs->lock);
+	v = calloc(fs->count ? fs->count : 1, sizeof(*v));
+	for (i = 0; v && i < fs->nbuckets && !rc; i++) {
+		for (e = fs->buckets[i]; e && cnt < fs->count; e = e->next) {
+			v[cnt].ino = e->ino;
+			if (e->name && !(v[cnt].name = strdup(e->name))) {
+				rc = -ENOMEM;
+				break;
+			}
+			v[cnt++].parent = e->name ? e->parent : 0;
+		}
+	}
+	pthread_mutex_unlock(&fs->lock);
+	if (!v || rc) {
+		itab_places_free(v, cnt);
+		return -ENOMEM;
+	}
+	*out = v;
+	*n = cnt;
+	return 0;
+}
+
+void itab_places_free(struct itab_place *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; v && i < n; i++)
+		free(v[i].name);
+	free(v);
 }
 
 int itab_flagged(struct fs *fs, unsigned flag, uint64_t **out, size_t *n)

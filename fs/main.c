@@ -764,6 +764,15 @@ static int serve(struct options *o, struct fuse_args *args, const char *dir,
 		     "/dev/fuse hooks: %s (writes ask for "
 		     "security.capability each time)",
 		     strerror(-rc));
+	/* a -o ro mount of a store on etcd follows the writer (watch.c) */
+	if (o->ro && store_is_remote(dir)) {
+		rc = fs_watch_start(&fs);
+		if (rc)
+			plog(LOG_WARNING,
+			     "cannot watch the writer's changes: %s (this "
+			     "mount shows them after its cache timeout)",
+			     strerror(-rc));
+	}
 	/* from here until store_close(), a new mount that finds the store
 	 * busy and this mount gone waits for us instead of failing */
 	rc = store_serve(s);
@@ -827,6 +836,8 @@ static int serve(struct options *o, struct fuse_args *args, const char *dir,
 	rc = 0;
 out:
 	control_stop(ctl);
+	if (inited)
+		fs_watch_stop(&fs);
 	if (mounted)
 		fuse_session_unmount(se);
 	if (handlers)

@@ -112,6 +112,11 @@ void etcd_close(struct etcd *e)
 	free(e);
 }
 
+const char *etcd_endpoint(const struct etcd *e, unsigned i)
+{
+	return e->eps[i % (unsigned)e->neps];
+}
+
 static struct etcd_conn *etcd_get_conn(struct etcd *e)
 {
 	struct etcd_conn *c;

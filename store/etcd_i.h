@@ -1,7 +1,8 @@
 /*
  * etcd_i.h - the transport to an etcd cluster: JSON requests to its v3 gRPC
  * gateway (/v3/kv/range, /v3/kv/txn, /v3/lease/...) over HTTP (libcurl,
- * json-c). Only etcd.c talks HTTP; only kv_etcd.c uses it.
+ * json-c), and watches (/v3/watch). Only etcd.c and etcd_watch.c talk HTTP;
+ * only kv_etcd.c uses them.
  *
  * A call goes to one member; when the member cannot be reached or answers
  * that the cluster has no leader / timed out, the call is sent again, to the
@@ -30,6 +31,35 @@ struct etcd;
  */
 int etcd_open(struct etcd **out, const char *endpoints);
 void etcd_close(struct etcd *e);
+
+/* Member @i (modulo their number) as "host:port", borrowed from @e. */
+const char *etcd_endpoint(const struct etcd *e, unsigned i);
+
+/*
+ * Watches (etcd_watch.c): a thread of its own keeps a streaming POST to
+ * /v3/watch open on one member for the keys [@key, @end) (copied) from
+ * revision @rev (0: from now on), and calls @change(@ctx, key, klen, value,
+ * vlen) for each event in revision order, the key without its first @strip
+ * bytes (the caller's prefix): @value is the new value of a put,
+ * NULL for a delete (keys and values are borrowed for the call). When the
+ * watch cannot go on where it was (the stream dropped, the member went away,
+ * etcd compacted the revision it had reached), it watches again from now on
+ * another member, pausing as etcd_call does, and calls @reset(@ctx) once the
+ * new watch stands: events in between were missed. @reset is called each
+ * time etcd confirms a watch, the first too (a watch from a compacted
+ * revision is confirmed, then canceled: two calls). Callbacks run on the watch thread, one at a time.
+ * Errors: -ENOMEM, -EAGAIN (no thread). etcd_watch_stop() ends it.
+ */
+struct etcd_watch;
+typedef void (*etcd_change_fn)(void *ctx, const char *key, size_t klen,
+			       const char *value, size_t vlen);
+int etcd_watch_start(struct etcd_watch **out, struct etcd *e, const char *key,
+		     size_t klen, const char *end, size_t elen, size_t strip,
+		     long long rev, etcd_change_fn change,
+		     void (*reset)(void *ctx), void *ctx);
+/* Ends the watch and its thread (waits for a callback running); NULL is
+ * fine. No callback runs after it returns. */
+void etcd_watch_stop(struct etcd_watch *w);
 
 /*
  * POSTs @req (borrowed) to @path of a member. On success *resp is the parsed

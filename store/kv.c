@@ -75,6 +75,43 @@ bool kv_read_only(const struct kv *kv)
 	return kv->read_only;
 }
 
+struct kv_watch {
+	const struct kv_ops *ops;
+	void *w; /* the backend's */
+};
+
+int kv_watch(struct kv_watch **out, struct kv *kv, const char *lo, size_t lolen,
+	     const char *hi, size_t hilen, long long rev, kv_change_fn change,
+	     void (*reset)(void *ctx), void *ctx)
+{
+	struct kv_watch *w;
+	int rc;
+
+	*out = NULL;
+	if (!kv->ops->watch)
+		return -EOPNOTSUPP;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->ops = kv->ops;
+	rc = kv->ops->watch(&w->w, kv, lo, lolen, hi, hilen, rev, change, reset,
+			    ctx);
+	if (rc) {
+		free(w);
+		return rc;
+	}
+	*out = w;
+	return 0;
+}
+
+void kv_watch_stop(struct kv_watch *w)
+{
+	if (!w)
+		return;
+	w->ops->watch_stop(w->w);
+	free(w);
+}
+
 const struct kv_limits *kv_limits(const struct kv *kv)
 {
 	return &kv->limits;

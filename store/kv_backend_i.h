@@ -54,6 +54,11 @@ struct kv_ops {
 	int (*compact_range)(struct kv *kv, const char *lo, size_t lolen,
 			     const char *hi, size_t hilen);
 	uint64_t (*reserve_bytes)(struct kv *kv);
+	/* optional (NULL: -EOPNOTSUPP): kv_watch(), kv_watch_stop() */
+	int (*watch)(void **out, struct kv *kv, const char *lo, size_t lolen,
+		     const char *hi, size_t hilen, long long rev,
+		     kv_change_fn change, void (*reset)(void *ctx), void *ctx);
+	void (*watch_stop)(void *w);
 };
 
 /* The head of every backend's store handle. */

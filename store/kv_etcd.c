@@ -29,9 +29,9 @@
  * kv_sync has nothing to do; there is no space reserve (etcd's quota answers
  * NOSPACE: -ENOSPC) and no compaction to ask for.
  *
- * Limits: no watch: a read-only open is not told of the writer's changes
- * (its reads are current; caches above it are not invalidated). A fenced
- * open still reads (what etcd has, the new writer's changes included) until
+ * Watches (kv_watch) of the store's keys: etcd_watch.c.
+ *
+ * Limits: a fenced open still reads (what etcd has, the new writer's changes included) until
  * it is closed.
  */
 #include <errno.h>
@@ -315,6 +315,28 @@ static uint64_t kve_reserve_bytes(struct kv *kv)
 	return 0;
 }
 
+/* kv_watch: the keys under this store's prefix (etcd_watch.c) */
+static int kve_watch(void **out, struct kv *base, const char *lo, size_t lolen,
+		     const char *hi, size_t hilen, long long rev,
+		     kv_change_fn change, void (*reset)(void *ctx), void *ctx)
+{
+	struct kve *kv = (struct kve *)base;
+	size_t l1, l2;
+	char *k1 = kve_key(kv, lo, lolen, &l1),
+	     *k2 = kve_key(kv, hi, hilen, &l2);
+	int rc = etcd_watch_start((struct etcd_watch **)out, kv->e, k1, l1, k2,
+				  l2, kv->plen, rev, change, reset, ctx);
+
+	free(k1);
+	free(k2);
+	return rc;
+}
+
+static void kve_watch_stop(void *w)
+{
+	etcd_watch_stop(w);
+}
+
 const struct kv_ops kve_ops = {
     .name = "etcd",
     .close = kve_close,
@@ -340,4 +362,6 @@ const struct kv_ops kve_ops = {
     .estimate_keys = kve_estimate_keys,
     .compact_range = kve_compact_range,
     .reserve_bytes = kve_reserve_bytes,
+    .watch = kve_watch,
+    .watch_stop = kve_watch_stop,
 };

@@ -206,6 +206,29 @@ int kv_upgrade(struct kv *kv, size_t max_keys,
 	       void (*hook)(void *ctx, uint64_t moved), void *ctx,
 	       uint64_t *moved);
 
+/*
+ * Watches the keys [lo, hi) for other processes' changes (copied bounds;
+ * @hi not NULL) from revision @rev (0: from now on): on a thread of its own,
+ * @change(@ctx, key, klen, value, vlen) is called for each key put (@value
+ * its new value) or deleted (@value NULL) in the order they were committed,
+ * and @reset(@ctx) when the watch started and whenever changes may have been
+ * missed (the engine lost track: a dropped connection, a compacted
+ * revision): what the caller derived from the keys is to be dropped. Keys
+ * and values are borrowed for the call; callbacks run one at a time.
+ * kv_watch_stop() ends it (no callback runs after it returns). Only an
+ * engine that other processes write has it: on etcd; the embedded RocksDB
+ * store answers -EOPNOTSUPP (one process opens it). Errors: -EOPNOTSUPP,
+ * -ENOMEM, -EAGAIN.
+ */
+struct kv_watch;
+typedef void (*kv_change_fn)(void *ctx, const char *key, size_t klen,
+			     const char *value, size_t vlen);
+int kv_watch(struct kv_watch **out, struct kv *kv, const char *lo, size_t lolen,
+	     const char *hi, size_t hilen, long long rev, kv_change_fn change,
+	     void (*reset)(void *ctx), void *ctx);
+/* NULL is fine. */
+void kv_watch_stop(struct kv_watch *w);
+
 /* Syncs the WAL. Errors: -EIO. */
 int kv_sync(struct kv *kv);
 

@@ -425,13 +425,35 @@ Test(kv, concurrent_commits)
 
 /* etcd: an iterator whose revision was compacted stops with -ESTALE, and a
  * new one opened at the last key seen goes on. */
+/* Compacts the cluster's history up to now (etcd); returns that revision. */
+static long long compact_all(void)
+{
+	struct json_object *req, *resp = NULL, *h;
+	const char *eps = getenv("PATHFS_TEST_ETCD");
+	struct etcd *e;
+	long long rev;
+
+	cr_assert_eq(etcd_open(&e, eps), 0);
+	req = json_object_new_object();
+	json_object_object_add(req, "key", json_object_new_string("AA=="));
+	cr_assert_eq(etcd_call(e, "/v3/kv/range", req, &resp), 0);
+	json_object_put(req);
+	cr_assert(json_object_object_get_ex(resp, "header", &h));
+	rev = etcd_int(h, "revision");
+	req = json_object_new_object();
+	json_object_object_add(req, "revision", json_object_new_int64(rev));
+	json_object_put(resp);
+	cr_assert_eq(etcd_call(e, "/v3/kv/compaction", req, &resp), 0);
+	json_object_put(req);
+	json_object_put(resp);
+	etcd_close(e);
+	return rev;
+}
+
 Test(kv, compacted_revision)
 {
 	struct kv_batch *b;
 	struct kv_iter *it;
-	struct etcd *e;
-	struct json_object *req, *resp = NULL, *h;
-	const char *eps = getenv("PATHFS_TEST_ETCD");
 	char k[16], *last = NULL;
 	size_t n;
 	int seen = 0;
@@ -453,20 +475,7 @@ Test(kv, compacted_revision)
 	kv_batch_free(b);
 	cr_assert_eq(kv_iter_open(&it, kv, "c", 1, "d", 1), 0);
 	put("c0000", "newer"); /* the iterator's revision is history now */
-	cr_assert_eq(etcd_open(&e, eps), 0);
-	req = json_object_new_object();
-	json_object_object_add(req, "key", json_object_new_string("AA=="));
-	cr_assert_eq(etcd_call(e, "/v3/kv/range", req, &resp), 0);
-	json_object_put(req);
-	cr_assert(json_object_object_get_ex(resp, "header", &h));
-	req = json_object_new_object();
-	json_object_object_add(req, "revision",
-			       json_object_new_int64(etcd_int(h, "revision")));
-	json_object_put(resp);
-	cr_assert_eq(etcd_call(e, "/v3/kv/compaction", req, &resp), 0);
-	json_object_put(req);
-	json_object_put(resp);
-	etcd_close(e);
+	compact_all();
 	for (; kv_iter_valid(it); kv_iter_next(it)) {
 		free(last);
 		last = strndup(kv_iter_key(it, &n), 5);
@@ -662,4 +671,118 @@ Test(kv, stale_writer_fenced)
 	kv = other;
 	expect_value("k", "second");
 	cr_assert_eq(open_at(&other, where, false), -EBUSY);
+}
+
+/* ---- watches (etcd) ---------------------------------------------------------- */
+
+/* What a watch was told, as text: "reset;" and "put KEY=VALUE;" or "del KEY;" */
+static pthread_mutex_t seen_lock = PTHREAD_MUTEX_INITIALIZER;
+static char seen[4096];
+
+static void seen_add(const char *fmt, const char *k, size_t klen, const char *v,
+		     size_t vlen)
+{
+	size_t o;
+
+	pthread_mutex_lock(&seen_lock);
+	o = strlen(seen);
+	snprintf(seen + o, sizeof(seen) - o, fmt, (int)klen, k, (int)vlen, v);
+	pthread_mutex_unlock(&seen_lock);
+}
+
+static void on_change(void *ctx, const char *k, size_t klen, const char *v,
+		      size_t vlen)
+{
+	if (v)
+		seen_add("put %.*s=%.*s;", k, klen, v, vlen);
+	else
+		seen_add("del %.*s;%.*s", k, klen, "", 0);
+}
+
+static void on_reset(void *ctx)
+{
+	seen_add("%.*s%.*sreset;", "", 0, "", 0);
+}
+
+/* Waits up to 5 s for the log to read @want. */
+static void expect_seen(const char *want)
+{
+	bool ok = false;
+
+	for (int i = 0; i < 500 && !ok; i++) {
+		pthread_mutex_lock(&seen_lock);
+		ok = !strcmp(seen, want);
+		pthread_mutex_unlock(&seen_lock);
+		if (!ok)
+			usleep(10000);
+	}
+	pthread_mutex_lock(&seen_lock);
+	cr_expect_str_eq(seen, want);
+	pthread_mutex_unlock(&seen_lock);
+}
+
+/* A read-only open watching [w/, w0) is told of another open's commits in
+ * [w/, w0), keys and values (deletes without one), in commit order, of
+ * nothing else, and of nothing after kv_watch_stop(); RocksDB has no watch. */
+Test(kv, watch_tells_commits)
+{
+	struct kv_watch *w;
+	struct kv_batch *b;
+	struct kv *ro;
+
+	seen[0] = '\0';
+	if (!on_etcd()) {
+		cr_assert_eq(kv_watch(&w, kv, "w/", 2, "w0", 2, 0, on_change,
+				      on_reset, NULL),
+			     -EOPNOTSUPP);
+		cr_assert_null(w);
+		return;
+	}
+	cr_assert_eq(open_at(&ro, where, true), 0);
+	cr_assert_eq(
+	    kv_watch(&w, ro, "w/", 2, "w0", 2, 0, on_change, on_reset, NULL),
+	    0);
+	expect_seen("reset;");
+	put("w/a", "1");
+	put("x", "outside");
+	b = kv_batch_new(kv);
+	kv_batch_delete(b, "w/a", 3);
+	kv_batch_put(b, "w/b", 3, "", 0);
+	cr_assert_eq(kv_batch_commit(kv, b, false), 0);
+	kv_batch_free(b);
+	put("w/b", "2");
+	expect_seen("reset;put w/a=1;del w/a;put w/b=;put w/b=2;");
+	kv_watch_stop(w);
+	put("w/c", "3");
+	usleep(200000);
+	expect_seen("reset;put w/a=1;del w/a;put w/b=;put w/b=2;");
+	kv_close(ro);
+}
+
+/* A watch from a revision etcd compacted is canceled: it watches again from
+ * now and says so (a second reset), then tells the commits after. */
+Test(kv, watch_from_compacted_revision_resets)
+{
+	struct kv_watch *w;
+	struct kv *ro;
+	long long rev;
+
+	seen[0] = '\0';
+	if (!on_etcd()) {
+		cr_assert(true); /* no watch on RocksDB: watch_tells_commits */
+		return;
+	}
+	put("w/a", "1");
+	put("w/a", "2");
+	rev = compact_all();
+	cr_assert_eq(open_at(&ro, where, true), 0);
+	cr_assert_eq(kv_watch(&w, ro, "w/", 2, "w0", 2, rev - 1, on_change,
+			      on_reset, NULL),
+		     0);
+	/* created at the old revision, canceled, created again from now */
+	expect_seen("reset;reset;");
+	put("w/b", "3");
+	expect_seen("reset;reset;put w/b=3;");
+	kv_watch_stop(w);
+	kv_close(ro);
 }

@@ -611,6 +611,29 @@ void tree_set_open_check(struct tree *t,
 			 bool (*is_open)(void *ctx, uint64_t ino), void *ctx);
 
 /*
+ * Watching a drive that another process writes (watch.c): a -o ro mount of a
+ * store on etcd learns of the writer's changes through it. @fn(@ctx, c) is
+ * called on a thread of the watch's own, one change at a time in commit
+ * order: c->path is a node put or deleted (c->ino the inode its new value
+ * names, 0 if deleted), or c->path is NULL and c->ino an inode whose content,
+ * extended attributes or INODE record changed. @fn(@ctx, NULL): everything
+ * may have changed (the watch started, or restarted after changes were
+ * missed). @c and its path are borrowed for the call. tree_watch_stop() ends
+ * it (NULL is fine; no call runs after it returns), before the store closes.
+ * Errors: -EOPNOTSUPP (a RocksDB store: one process opens it), -ENOMEM,
+ * -EAGAIN.
+ */
+struct tree_change {
+	const char *path;
+	uint64_t ino;
+};
+typedef void (*tree_change_fn)(void *ctx, const struct tree_change *c);
+struct tree_watch;
+int tree_watch(struct tree *t, tree_change_fn fn, void *ctx,
+	       struct tree_watch **out);
+void tree_watch_stop(struct tree_watch *w);
+
+/*
  * Clones the branch at @src of drive @t to @dst of drive @dt (may equal @t):
  * new inode numbers, content and xattrs copied, hard links inside the branch
  * kept as hard links. Budget and token as for tree_rm_r().

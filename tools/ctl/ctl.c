@@ -74,7 +74,7 @@ static const struct cmd cmds[] = {
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
 
 /* The commands that only read the store (fsck without --repair too). */
-static const char *const readers[] = {"drives", "ls",	 "stat", "tree",
+static const char *const readers[] = {"drives", "ls",	"stat",	 "tree",
 				      "du",	"fsck", "stats", "help"};
 
 static const struct cmd *find_cmd(const char *name)

@@ -1,0 +1,103 @@
+/*
+ * watch.c - what another process's changes to a drive mean to a mount that
+ * caches it (tree_watch(), tree.h): the drive's keys are watched through
+ * kv_watch(), and each changed key becomes a tree_change:
+ *  - a node (PATH#): its path, and the inode its new value names (0 for a
+ *    deleted node or one that does not decode);
+ *  - a content block (DATA#), an extended attribute (XATTR#) or an INODE
+ *    record: the inode, no path;
+ *  - anything else (META, PARENT#, ORPHAN#, the journal and its temporary
+ *    keys): nothing; the node changes a journaled operation ends with are
+ *    reported when they land.
+ * When the watch (re)starts the caller is told everything may have changed
+ * (a NULL change).
+ *
+ * Limits: only engines other processes write can watch (etcd); others
+ * answer -EOPNOTSUPP. A change is reported once committed, in commit order,
+ * on the watch's thread.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "drive_i.h"
+#include "keys_i.h"
+#include "node_i.h"
+
+struct tree_watch {
+	struct tree *t;
+	tree_change_fn fn;
+	void *ctx;
+	size_t plen;	  /* the drive's key prefix */
+	struct sbuf path; /* on the watch thread only */
+	struct kv_watch *w;
+};
+
+static void watch_change(void *arg, const char *key, size_t klen,
+			 const char *value, size_t vlen)
+{
+	struct tree_watch *tw = arg;
+	struct tree_change c = {0};
+	uint64_t blk;
+
+	sbuf_reset(&tw->path);
+	if (key_node_decode(key, klen, tw->plen, &tw->path) == 0) {
+		struct node n = {0};
+
+		sbuf_nul(&tw->path);
+		c.path = tw->path.buf;
+		if (value && node_decode(value, vlen, &n, false) == 0)
+			c.ino = n.a.ino;
+		node_release(&n);
+	} else if (key_data_decode(key, klen, tw->plen, &c.ino, &blk) &&
+		   key_ino_decode(key, klen, tw->plen, KEY_XATTR, &c.ino) &&
+		   key_ino_decode(key, klen, tw->plen, KEY_INODE, &c.ino)) {
+		return;
+	}
+	tw->fn(tw->ctx, &c);
+}
+
+static void watch_reset(void *arg)
+{
+	struct tree_watch *tw = arg;
+
+	tw->fn(tw->ctx, NULL);
+}
+
+int tree_watch(struct tree *t, tree_change_fn fn, void *ctx,
+	       struct tree_watch **out)
+{
+	struct tree_watch *tw = calloc(1, sizeof(*tw));
+	struct sbuf lo = {0}, hi = {0};
+	int rc;
+
+	*out = NULL;
+	if (!tw)
+		return -ENOMEM;
+	tw->t = t;
+	tw->fn = fn;
+	tw->ctx = ctx;
+	key_drive_prefix(&lo, t->name);
+	tw->plen = lo.len;
+	sbuf_reset(&lo);
+	key_drive_range(&lo, &hi, t->name);
+	rc = kv_watch(&tw->w, t->store->kv, lo.buf, lo.len, hi.buf, hi.len, 0,
+		      watch_change, watch_reset, tw);
+	sbuf_release(&lo);
+	sbuf_release(&hi);
+	if (rc) {
+		free(tw);
+		return rc;
+	}
+	*out = tw;
+	return 0;
+}
+
+void tree_watch_stop(struct tree_watch *tw)
+{
+	if (!tw)
+		return;
+	kv_watch_stop(tw->w);
+	sbuf_release(&tw->path);
+	free(tw);
+}

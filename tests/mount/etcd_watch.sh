@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# etcd_watch.sh - a -o ro mount follows the writer (tests/with_etcd.sh starts
+# a 3-member cluster and passes its endpoints in $PATHFS_TEST_ETCD): the
+# writer mounted on $MNT, a -o ro mount of the same store on $T/ro. Before
+# each change the ro mount reads what the change will make stale (so the
+# kernel caches it: entries and attributes for an hour, listings and pages
+# until told), then the writer changes it, and the ro mount must show the
+# change within 1 s: a new file, new content (longer, and the same size),
+# a folder and its listing, the folder renamed (its listing under the new
+# name, the old name gone, a file open in it still answering fstat), files
+# removed; across the writer's unmount and remount; and after the member
+# its watch streams from is killed (the watch starts again elsewhere and
+# forgets everything: 5 s, a leader election may come first).
+source "$(dirname "$0")/lib.sh"
+sanitizer_logs
+
+: "${PATHFS_TEST_ETCD:?run through tests/with_etcd.sh}"
+CLUSTER=$PATHFS_TEST_ETCD_DIR
+CLUSTER_SH=$TESTS_DIR/etcd_cluster.sh
+STORE="etcd://$PATHFS_TEST_ETCD/wa$$"
+RO=$T/ro
+mkdir -p "$RO"
+
+# seen LIMIT_MS WHAT CMD...: polls CMD every 20 ms until it succeeds, for at
+# most LIMIT_MS; says how long it took; fails after.
+seen() {
+	local limit=$1 what=$2 start now
+	shift 2
+	start=$(date +%s%N)
+	while :; do
+		if "$@" 2>/dev/null; then
+			now=$(date +%s%N)
+			echo "# $what: seen after $(((now - start) / 1000000)) ms"
+			return 0
+		fi
+		now=$(date +%s%N)
+		if [ $(((now - start) / 1000000)) -ge "$limit" ]; then
+			echo "# $what: not seen within $limit ms" >&2
+			return 1
+		fi
+		sleep 0.02
+	done
+}
+is() { [ "$(eval "$1")" = "$2" ]; } # is 'COMMAND' TEXT
+
+pfs_mount -o "log=$T/w.log"
+echo one >"$MNT/one"
+check "a -o ro mount beside the writer" \
+	"$PATHFS" -o ro -o "log=$T/ro.log" "$STORE" "$RO"
+
+# ---- a new file ---------------------------------------------------------------
+ls "$RO" >/dev/null
+stat "$RO/new" >/dev/null 2>&1 || true # a negative entry
+echo hello >"$MNT/new"
+check "a new file is seen" seen 1000 "new file" is "cat '$RO/new'" hello
+check "... in the listing" seen 1000 "listing" is "ls '$RO' | paste -sd ' '" "new one"
+
+# ---- new content ----------------------------------------------------------------
+cat "$RO/new" >/dev/null
+echo "hello again, longer" >"$MNT/new"
+check "new content is seen" \
+	seen 1000 "longer content" is "cat '$RO/new'" "hello again, longer"
+cat "$RO/new" >/dev/null
+printf HELLO | dd of="$MNT/new" conv=notrunc status=none
+check "content of the same size is seen" \
+	seen 1000 "same-size content" is "cat '$RO/new'" "HELLO again, longer"
+stat -c %s "$RO/one" >/dev/null
+echo "one more" >>"$MNT/one"
+check "a file's new size is seen" seen 1000 "size" is "stat -c %s '$RO/one'" 13
+
+# ---- a folder, renamed ---------------------------------------------------------
+stat "$RO/dir" >/dev/null 2>&1 || true
+mkdir "$MNT/dir"
+echo a >"$MNT/dir/a"
+echo b >"$MNT/dir/b"
+check "a new folder's listing is seen" \
+	seen 1000 "folder" is "ls '$RO/dir' | paste -sd ' '" "a b"
+exec 7<"$RO/dir/a"
+ls "$RO/dir2" >/dev/null 2>&1 || true
+mv "$MNT/dir" "$MNT/dir2"
+check "the renamed folder's listing is seen" \
+	seen 1000 "rename" is "ls '$RO/dir2' | paste -sd ' '" "a b"
+check "... and the old name is gone" [ ! -e "$RO/dir" ]
+check "... a file open in it still answers fstat" \
+	is "stat -L -c %s /proc/$$/fd/7" 2
+check "... and reads" is "cat <&7" a
+exec 7<&-
+check "... its files read" is "cat '$RO/dir2/b'" b
+
+# ---- files removed -------------------------------------------------------------
+ls -l "$RO/dir2" >/dev/null
+rm "$MNT/dir2/a" "$MNT/one"
+check "removed files are gone" \
+	seen 1000 "remove" is "ls '$RO/dir2' | paste -sd ' '" b
+check "... both" seen 1000 "remove 2" bash -c "[ ! -e '$RO/one' ]"
+check "... from the listing too" is "ls '$RO' | paste -sd ' '" "dir2 new"
+
+# ---- the writer unmounts and comes back --------------------------------------
+pfs_umount
+check "the ro mount outlives the writer" is "cat '$RO/new'" "HELLO again, longer"
+pfs_mount -o "log=$T/w.log"
+stat "$RO/after" >/dev/null 2>&1 || true
+echo after >"$MNT/after"
+check "a remounted writer's file is seen" \
+	seen 1000 "after remount" is "cat '$RO/after'" after
+
+# ---- the watch's member killed ----------------------------------------------
+cat "$RO/new" "$RO/after" >/dev/null
+"$CLUSTER_SH" kill "$CLUSTER" 1 # the first member: the watch's
+echo changed >"$MNT/new"
+echo also >"$MNT/after"
+check "after the watch's member died, changes are seen" \
+	seen 5000 "member killed" is "cat '$RO/new' '$RO/after' | paste -sd ' '" "changed also"
+check "... it said so in its log" grep -q "etcd watch on .* ended" "$T/ro.log"
+check "... and later changes too" bash -c "echo later >'$MNT/later'"
+check "... within 1 s" seen 1000 "later" is "cat '$RO/later'" later
+"$CLUSTER_SH" restart "$CLUSTER" 1
+
+fusermount3 -u "$RO"
+while pgrep -f "pathfs .*$RO\$" >/dev/null; do sleep 0.05; done
+pfs_umount
+check "fsck is clean" pfs_fsck
+sanitizer_clean
+finish
