@@ -16,6 +16,9 @@
  *    lost track: a dropped stream, a compacted revision): every entry and
  *    inode the table knows (all the kernel can have cached but negative
  *    entries, below).
+ * The daemon's other cache, the listing cookies (dircookie.h), needs
+ * nothing: a cookie stands for a name, and a listing resumed after a name
+ * the writer removed or added meanwhile is still right.
  * The writer, and a mount of a RocksDB store, do not watch: nobody else
  * writes their drive.
  *
