@@ -31,8 +31,8 @@
  *
  * Watches (kv_watch) of the store's keys: etcd_watch.c.
  *
- * Limits: a fenced open still reads (what etcd has, the new writer's changes included) until
- * it is closed.
+ * Limits: a fenced open still reads (what etcd has, the new writer's changes
+ * included) until it is closed.
  */
 #include <errno.h>
 #include <pthread.h>
