@@ -24,7 +24,8 @@
  * `pathfs STORE MOUNTPOINT -o OPTIONS`: the atime options are the daemon's
  * (atime_opt), options only mount(8) acts on are dropped (mount_opt), and the
  * rest go to libfuse (allow_other, rw, nosuid, nodev, noexec, ...), which
- * refuses what it does not know, by name.
+ * refuses what it does not know, by name. `mount -o remount,...` comes the
+ * same way: remount.c changes the mount's flags and no daemon starts.
  *
  * Limits: one drive per mount; the store cannot be opened by another process
  * while mounted (pathfsctl talks to the daemon over the control socket).
@@ -50,6 +51,7 @@
 #include "control.h"
 #include "fs_i.h"
 #include "log.h"
+#include "remount.h"
 #include "stats.h"
 
 struct options {
@@ -62,6 +64,7 @@ struct options {
 	int ro, sync, writeback, noatime, strictatime, nodiratime;
 	int foreground, debug, single;
 	int help, version;
+	int remount;	   /* -o remount: change a mounted drive's flags */
 	char *store, *mnt; /* the two arguments (malloc'd) */
 	int nargs;
 };
@@ -74,6 +77,7 @@ enum {
 	KEY_SINGLE,
 	KEY_HELP,
 	KEY_VERSION,
+	KEY_REMOUNT,
 	KEY_KEEP,
 };
 
@@ -102,6 +106,7 @@ static const struct fuse_opt opt_spec[] = {
     FUSE_OPT_KEY("--help", KEY_HELP),
     FUSE_OPT_KEY("-V", KEY_VERSION),
     FUSE_OPT_KEY("--version", KEY_VERSION),
+    FUSE_OPT_KEY("remount", KEY_REMOUNT),
     FUSE_OPT_END};
 
 /*
@@ -194,6 +199,9 @@ static int opt_proc(void *data, const char *arg, int key,
 		return 0;
 	case KEY_VERSION:
 		o->version = 1;
+		return 0;
+	case KEY_REMOUNT:
+		o->remount = 1;
 		return 0;
 	case FUSE_OPT_KEY_OPT:
 		return mount_opt(o, arg);
@@ -938,6 +946,15 @@ int main(int argc, char *argv[])
 	}
 	if (o.debug)
 		log_set_debug(true);
+	if (o.remount) {
+		/* mount -o remount: the mount's flags change in place */
+		char err[PATH_MAX + 64];
+
+		rc = fs_remount(o.mnt, &args, err, sizeof(err)) ? 1 : 0;
+		if (rc)
+			fprintf(stderr, "pathfs: %s\n", err);
+		goto out;
+	}
 	if (absolute_log(&o)) {
 		fprintf(stderr, "pathfs: -o log=%s: %s\n", o.log,
 			strerror(errno));

@@ -7,7 +7,8 @@
 # refused, by name. nosuid, nodev and noexec take effect (shown against a
 # mount with suid,dev,exec), and so do relatime, strictatime, noatime and
 # nodiratime. The mount's source is the store, so findmnt -S and mount -a
-# know it is mounted.
+# know it is mounted. mount -o remount changes the flags (ro, rw, ...) of the
+# mounted drive in place: the same daemon serves it.
 source "$(dirname "$0")/lib.sh"
 
 chmod 755 "$T" # the unprivileged user below must reach the mount
@@ -132,6 +133,41 @@ mount -a -T "$T/fstab" 2>"$T/mount.err" || rc=$?
 check "mount -a skips the mounted line ($(cat "$T/mount.err"))" \
 	[ "$rc" -eq 0 -a ! -s "$T/mount.err" ]
 unmount
+
+# ---- mount -o remount: the same daemon, new flags ---------------------------
+# (mount(8) runs mount.fuse3, which runs pathfs with -o remount,...)
+fstab_mount "nosuid,allow_other"
+echo one >"$MNT/r"
+pid=$(pgrep -f "pathfs .*$MNT")
+remount() { mount -t fuse "$PATHFS#$STORE" "$MNT" -o "remount,$1" 2>"$T/mount.err"; }
+exec 3>>"$MNT/r"
+rc=0
+remount ro || rc=$?
+check "remount,ro with a file open for writing is refused, as on ext4 ($(cat "$T/mount.err"))" \
+	bash -c "[ $rc -ne 0 ] && grep -q 'busy' '$T/mount.err'"
+exec 3>&-
+rc=0
+remount ro || rc=$?
+check "remount,ro ($(cat "$T/mount.err"))" [ "$rc" -eq 0 ]
+check "ro is a mount flag" has_flag ro
+expect_errno EROFS "a write after remount,ro" bash -c "echo two >>'$MNT/r'"
+expect_errno EROFS "a create after remount,ro" touch "$MNT/new"
+check "reads go on after remount,ro" [ "$(cat "$MNT/r")" = one ]
+rc=0
+remount rw || rc=$?
+check "remount,rw ($(cat "$T/mount.err"))" [ "$rc" -eq 0 ]
+check "rw again, nosuid dropped (mount.fuse3 names suid)" \
+	bash -c "[[ ',$(mount_flags),' == *,rw,* ]] && ! [[ ',$(mount_flags),' == *,nosuid,* ]]"
+echo two >>"$MNT/r"
+check "writes after remount,rw" [ "$(cat "$MNT/r")" = "one
+two" ]
+check "the same daemon serves it, and only it" \
+	[ "$(pgrep -f "pathfs .*$MNT")" = "$pid" ]
+unmount
+rc=0
+out=$("$PATHFS" -o remount,ro "$STORE" "$MNT" 2>&1) || rc=$?
+check "remount of what is no pathfs mount is refused ($out)" \
+	bash -c "[ $rc -ne 0 ] && ! mountpoint -q '$MNT'"
 
 # ---- an unknown option is refused, by name ---------------------------------
 rc=0
