@@ -42,8 +42,19 @@ pfs_mount() {
 
 # pfs_umount: unmounts and waits for the daemon to exit (everything durable).
 pfs_umount() {
-	fusermount3 -u "$MNT"
 	local i
+	# a busy unmount is tried again for 3 s: another process (df, a walk
+	# of the mounts) may hold the mount for a moment
+	for i in $(seq 1 10); do
+		fusermount3 -u "$MNT" 2>"$T/umount.err" && break
+		grep -q 'busy' "$T/umount.err" && [ "$i" -lt 10 ] || {
+			cat "$T/umount.err" >&2
+			fuser -vm "$MNT" >&2 2>&1 || true
+			echo "FAIL: fusermount3 -u failed" >&2
+			exit 1
+		}
+		sleep 0.3
+	done
 	for i in $(seq 1 200); do
 		pgrep -f "pathfs .*$MNT" >/dev/null || return 0
 		sleep 0.05
