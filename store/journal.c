@@ -18,6 +18,12 @@
  *                range [src/, src0), updates both parents (mtime, ctime,
  *                nlink) and deletes the record.
  *
+ * On an engine where a range delete of many keys stalls (etcd:
+ * kv_range_keys()), the copied range is dropped in slices before the final
+ * (or phase-change) batch, one commit of at most kv_range_keys() keys each;
+ * the record stays until the final batch, so a crash between slices is
+ * replayed like one after the copy (drop_slices()).
+ *
  * A chunk holds at most store_options.rename_batch keys (default 1024) and
  * about rename_bytes bytes (default 4 MiB), so memory is bounded whatever the
  * branch size. Values are copied verbatim: content, xattrs and hard-link
@@ -68,6 +74,7 @@
  */
 #include <errno.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -392,6 +399,60 @@ out:
 	return rc;
 }
 
+/*
+ * Drops the keys of [lo, hi) in slices of kv_range_keys() keys, one commit
+ * each, until at most that many are left for the caller's batch (which
+ * drops the rest atomically with its other changes); nothing on an engine
+ * that keeps one range delete (RocksDB). Called once every key of the range
+ * is copied (the record's cursor is past them): a crash between slices
+ * leaves the record, and replay, which copies nothing more, drops the rest.
+ * Sets rec->dropping: from the first slice on the rename cannot be undone.
+ * Errors: as kv_iter_open, tree_commit.
+ */
+static int drop_slices(struct tree *t, struct journal_rec *rec,
+		       const struct sbuf *lo, const struct sbuf *hi,
+		       struct journal_hook *h)
+{
+	size_t max = kv_range_keys(t->store->kv);
+	struct kv_batch *b = NULL;
+	struct sbuf end = {0};
+	int rc = 0;
+
+	if (max == SIZE_MAX)
+		return 0;
+	b = kv_batch_new(t->store->kv);
+	for (;;) {
+		struct kv_iter *it = NULL;
+		size_t n = 0;
+
+		rc = kv_iter_open(&it, t->store->kv, lo->buf, lo->len, hi->buf,
+				  hi->len);
+		if (rc)
+			break;
+		for (; kv_iter_valid(it) && n < max; kv_iter_next(it))
+			n++;
+		sbuf_reset(&end);
+		if (kv_iter_valid(it)) { /* the first key of the next slice */
+			size_t klen;
+			const char *key = kv_iter_key(it, &klen);
+
+			sbuf_add(&end, key, klen);
+		}
+		rc = kv_iter_status(it);
+		kv_iter_free(it);
+		if (rc || !end.len)
+			break; /* at most max keys left: the caller's batch */
+		rec->dropping = true;
+		kv_batch_delete_range(b, lo->buf, lo->len, end.buf, end.len);
+		rc = commit(t, b, h);
+		if (rc)
+			break;
+	}
+	kv_batch_free(b);
+	sbuf_release(&end);
+	return rc;
+}
+
 /* A phase-change batch: drops [lo, hi) and moves the record to @phase. */
 static int next_phase(struct tree *t, struct journal_rec *rec,
 		      const struct sbuf *lo, const struct sbuf *hi,
@@ -562,6 +623,8 @@ static int journal_run(struct tree *t, struct journal_rec *rec,
 	key_subtree_range(&blo, &bhi, t->name, rec->dst.buf);
 	if (rec->op == JOP_RENAME) {
 		rc = copy_range(t, rec, &alo, &ahi, &blo, h);
+		if (rc == 0)
+			rc = drop_slices(t, rec, &alo, &ahi, h);
 		if (rc)
 			goto relock;
 		pthread_mutex_lock(&t->ns_lock);
@@ -572,15 +635,21 @@ static int journal_run(struct tree *t, struct journal_rec *rec,
 	if (rec->phase <= 1) {
 		rc = copy_range(t, rec, &alo, &ahi, &tlo, h);
 		if (rc == 0)
+			rc = drop_slices(t, rec, &alo, &ahi, h);
+		if (rc == 0)
 			rc = next_phase(t, rec, &alo, &ahi, 2, h);
 	}
 	if (rc == 0 && rec->phase == 2) {
 		rc = copy_range(t, rec, &blo, &bhi, &alo, h);
 		if (rc == 0)
+			rc = drop_slices(t, rec, &blo, &bhi, h);
+		if (rc == 0)
 			rc = next_phase(t, rec, &blo, &bhi, 3, h);
 	}
 	if (rc == 0 && rec->phase == 3)
 		rc = copy_range(t, rec, &tlo, &thi, &blo, h);
+	if (rc == 0)
+		rc = drop_slices(t, rec, &tlo, &thi, h);
 	if (rc)
 		goto relock;
 	pthread_mutex_lock(&t->ns_lock);
@@ -684,7 +753,8 @@ unlock:
 	if (rc)
 		goto out;
 	rc = journal_run(t, &rec, &h, true);
-	if (rc && rec.op == JOP_RENAME && !ino_dn && rollback(t, &rec) == 0) {
+	if (rc && rec.op == JOP_RENAME && !ino_dn && !rec.dropping &&
+	    rollback(t, &rec) == 0) {
 		plog(LOG_ERR, "drive %s: rename %s -> %s failed: %s; undone",
 		     t->name, src, dst, strerror(-rc));
 	} else if (rc) {

@@ -38,6 +38,7 @@ struct journal_rec {
 	struct sbuf cursor;   /* last item done (key suffix or relative path) */
 	struct sbuf sdrive;   /* JOP_CLONE: the source drive */
 	uint64_t ino, blk, aux; /* JOP_CLONE: file in progress */
+	bool dropping; /* in memory: drop_slices() began (no undo now) */
 };
 void journal_rec_release(struct journal_rec *r);
 /* Errors: -EIO (does not decode). */

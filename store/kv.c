@@ -131,6 +131,13 @@ void kv_counts(const struct kv *kv, struct kv_counts *out)
 	out->commits = __atomic_load_n(&c->commits, __ATOMIC_RELAXED);
 }
 
+size_t kv_range_keys(const struct kv *kv)
+{
+	size_t ops = kv->limits.batch_ops;
+
+	return ops == SIZE_MAX ? SIZE_MAX : ops * KV_RANGE_SLICE_OPS;
+}
+
 int kv_get(struct kv *kv, const char *key, size_t klen, char **val,
 	   size_t *vlen)
 {

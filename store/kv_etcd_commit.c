@@ -114,6 +114,30 @@ static bool kve_has_puts(const struct kve_batch *b)
 }
 
 /*
+ * Logs a commit whose delete-ranges took more keys than a slice holds
+ * (kv_range_keys): the store should have dropped that range in
+ * slices, since etcd applies a big delete-range while reads wait. The
+ * tests look for this line.
+ */
+static void kve_check_deleted(struct kve *kv, struct json_object *resp)
+{
+	struct json_object *rs, *dr;
+	long long n = 0;
+
+	if (!json_object_object_get_ex(resp, "responses", &rs))
+		return;
+	for (size_t i = 0; i < json_object_array_length(rs); i++)
+		if (json_object_object_get_ex(json_object_array_get_idx(rs, i),
+					      "response_delete_range", &dr))
+			n += etcd_int(dr, "deleted");
+	if (n > (long long)kv_range_keys(&kv->base))
+		plog(LOG_WARNING,
+		     "etcd: store %.*s: a commit deleted %lld keys, more than "
+		     "a slice of %zu",
+		     KVE_NAME(kv), n, kv_range_keys(&kv->base));
+}
+
+/*
  * Sends @b (normalised) as one txn. With @slot_key, the txn compares the
  * slot's mod revision with @slot_rev and puts @id there; a failed compare
  * whose slot holds @id means an earlier send was applied. A read-write open
@@ -160,6 +184,7 @@ static int kve_txn(struct kve *kv, struct kve_batch *b, const char *slot_key,
 	if (rc)
 		return rc;
 	if (kve_succeeded(resp, rev)) {
+		kve_check_deleted(kv, resp);
 		json_object_put(resp);
 		return 0;
 	}

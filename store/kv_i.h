@@ -121,6 +121,17 @@ struct kv_counts {
 void kv_counts(const struct kv *kv, struct kv_counts *out);
 
 /*
+ * The most keys one batch should delete through its range deletes, from the
+ * engine's limits: KV_RANGE_SLICE_OPS times its operations per batch
+ * (etcd: 1016), SIZE_MAX when it sets none (RocksDB, which keeps one range
+ * delete however many keys it covers). A delete-range of many keys stalls an
+ * etcd cluster while it applies (100k keys: 1.3 s, reads held up), so the
+ * store drops a big range in slices of this many keys, one commit each.
+ */
+#define KV_RANGE_SLICE_OPS 8
+size_t kv_range_keys(const struct kv *kv);
+
+/*
  * Point read. On success *val is a malloc'd copy (caller frees; NUL-terminated
  * one byte past *vlen for convenience), *vlen its length.
  * Errors: -ENOENT, -EIO.

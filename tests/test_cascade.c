@@ -422,6 +422,44 @@ Test(cascade, rm_r_large_branch_one_shot, .init = tu_setup, .fini = tu_teardown)
 }
 
 /*
+ * rm -r of a branch past one slice of range deletes on an engine that wants
+ * them sliced (kv_range_keys(): etcd, and RocksDB in strict mode, the
+ * rm_strict... cascade_strict suite; unbounded RocksDB keeps one batch):
+ * nested folders, names that sort before '/', files with content and
+ * xattrs, symlinks, FIFOs, hard links inside and from outside. Each slice
+ * leaves the drive whole, so the end is the same as one batch: every node
+ * processed once, the branch gone, nothing outside changed, fsck clean.
+ */
+Test(cascade, rm_r_past_a_range_slice, .init = tu_setup, .fini = tu_teardown)
+{
+	struct tree_op_result r;
+	struct tree_attr a;
+	char *outside, *outside2;
+	size_t nodes = build(T, "/docs", 1400);
+
+	cr_assert_gt(nodes, KV_ETCD_TXN_OPS * KV_RANGE_SLICE_OPS / 2,
+		     "the branch must not fit one slice: %zu nodes", nodes);
+	cr_assert_eq(tree_link(T, "/docs/f000", "/outside-link", NULL), 0);
+	outside = snap_outside(T, "/docs", "/outside-link");
+	cr_assert_eq(tree_rm_r(T, "/docs", 0, NULL, 0, &r), 0);
+	cr_assert_eq(r.processed, nodes + 1, "%llu of %zu",
+		     (unsigned long long)r.processed, nodes + 1);
+	cr_assert_eq(r.failed, 0);
+	cr_assert_null(r.token);
+	release(&r);
+	assert_gone(T, "/docs");
+	outside2 = snap_outside(T, "/docs", "/outside-link");
+	cr_assert_str_eq(outside2, outside);
+	cr_assert_eq(tree_lookup(T, "/outside-link", &a), 0);
+	cr_assert_eq(a.nlink, 1);
+	cr_assert_eq(kind_keys(T, KEY_ORPHAN), 0);
+	assert_no_journal(T);
+	assert_fsck_clean(T);
+	free(outside);
+	free(outside2);
+}
+
+/*
  * rm -r of /docs in slices of each budget of @maxes[0..2], each on a fresh
  * store with the small (setup_branch) or the large (setup_big_branch, which
  * has a hard link from /outside-link) branch: every node processed once, one

@@ -66,6 +66,7 @@ check "writes that fill the quota fail with ENOSPC (got $err)" \
 	[ "$err" = ENOSPC ]
 check "the daemon survives a full cluster" kill -0 "$pid"
 if [ -n "$failed" ]; then
+	echo "# acknowledged $(stat -c %s "$T/expect") bytes, the file has $(stat -c %s "$failed")"
 	check "the file whose write failed holds the acknowledged bytes" \
 		cmp "$T/expect" "$failed"
 fi

@@ -4,7 +4,9 @@
 # ls, mv and diff of a folder of 1,200 entries with content, remount, df, the
 # same drive through pathfsctl -s URL; then a rename of a 10,000-entry folder
 # during which the cluster's leader is killed with kill -9: the rename
-# completes, nothing is lost, fsck is clean.
+# completes, nothing is lost, fsck is clean, and no commit deleted more keys
+# than a slice (kv_range_keys); then pathfsctl rm -r of 21,501 entries, in
+# slices too.
 source "$(dirname "$0")/lib.sh"
 
 : "${PATHFS_TEST_ETCD:?run through tests/with_etcd.sh}"
@@ -62,7 +64,22 @@ check "10,000 entries under the new name" \
 check "the old name is gone" [ ! -e "$MNT/big" ]
 pfs_umount
 check "fsck is clean after the rename" "$PATHFSCTL" -s "$STORE" fsck
+# the source's 10,000 keys were dropped in slices, none past the limit
+check "no commit of the rename deleted more keys than a slice" \
+	bash -c "! grep 'more than a slice' '$T/pathfs.log'"
 "$CLUSTER_SH" restart "$CLUSTER" "$leader"
 check "the killed member serves again" \
 	bash -c "'$PATHFSCTL' -s '$STORE' ls /big2 | wc -l | grep -qx 10000"
+
+# ---- rm -r of 20,000 entries: range deletes in slices ----------------------
+"$PLANT" many "$STORE" main /wide 20000
+"$PLANT" many "$STORE" main /wide/sub 1500
+start=$(date +%s%N)
+check "pathfsctl rm -r of 21,501 entries" \
+	bash -c "'$PATHFSCTL' -v -s '$STORE' rm -r /wide >'$T/rm.out' 2>&1"
+echo "# rm -r of 21,501 entries: $((($(date +%s%N) - start) / 1000000)) ms"
+check "no commit of the rm -r deleted more keys than a slice" \
+	bash -c "! grep 'more than a slice' '$T/rm.out'"
+check "the branch is gone" bash -c "! '$PATHFSCTL' -s '$STORE' stat /wide 2>/dev/null"
+check "fsck is clean after the rm -r" "$PATHFSCTL" -s "$STORE" fsck
 finish
