@@ -442,6 +442,44 @@ Test(journal, crash_at_every_kind_of_batch_then_replay, .init = tu_setup,
 }
 
 /*
+ * On an engine that wants big range deletes sliced (kv_range_keys(): the
+ * journal_strict suite), the source's copied keys are dropped in slices
+ * before the final batch, which the crash hook counts: a crash right after
+ * the first slice, and after the next batch, replays to the whole branch
+ * at its new name (without slices these are the final batch and past it).
+ */
+Test(journal, crash_between_drop_slices_then_replay, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	const size_t batch = 64;
+	char *before, *after;
+	const char *a = "/docs", *b = "/moved";
+	size_t keys;
+	long k;
+
+	reopen_opts(batch, 0);
+	build(T, "/docs", 1400);
+	keys = subtree_keys(T, "/docs");
+	cr_assert_gt(keys, KV_ETCD_TXN_OPS * KV_RANGE_SLICE_OPS);
+	k = ceil_div(keys, batch); /* copy batches 1..k */
+	before = snap(T, a, true);
+	for (long n = k + 1; n <= k + 2; n++) {
+		crash_rename(a, b, 0, n, batch,
+			     kv_range_keys(tu_store->kv) != SIZE_MAX ||
+				 n == k + 1);
+		after = snap(T, b, true);
+		cr_assert_str_eq(after, before, "N=%ld", n);
+		assert_gone(T, a);
+		assert_no_journal(T);
+		assert_fsck_clean(T);
+		free(after);
+		a = b;
+		b = n == k + 1 ? "/docs" : "/moved";
+	}
+	free(before);
+}
+
+/*
  * Copy batches hold at most rename_bytes (plus one entry): a branch of ~10 KiB
  * paths (30 levels of 255-byte names, a file at each) is far fewer keys than
  * the entry bound, yet its rename takes one batch per 32 KiB of keys; a crash
