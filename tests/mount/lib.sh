@@ -40,13 +40,14 @@ pfs_mount() {
 	exit 1
 }
 
-# pfs_umount: unmounts and waits for the daemon to exit (everything durable).
-pfs_umount() {
+# pfs_fusermount_u: unmounts $MNT; fails the test if it cannot. An unmount
+# refused as busy is tried again for 3 s: another process (df, a walk of the
+# mounts or of /tmp) may pass through the mount for a moment; if it stays
+# busy, says who holds it.
+pfs_fusermount_u() {
 	local i
-	# a busy unmount is tried again for 3 s: another process (df, a walk
-	# of the mounts) may hold the mount for a moment
 	for i in $(seq 1 10); do
-		fusermount3 -u "$MNT" 2>"$T/umount.err" && break
+		timeout 30 fusermount3 -u "$MNT" 2>"$T/umount.err" && return 0
 		grep -q 'busy' "$T/umount.err" && [ "$i" -lt 10 ] || {
 			cat "$T/umount.err" >&2
 			fuser -vm "$MNT" >&2 2>&1 || true
@@ -55,6 +56,12 @@ pfs_umount() {
 		}
 		sleep 0.3
 	done
+}
+
+# pfs_umount: unmounts and waits for the daemon to exit (everything durable).
+pfs_umount() {
+	local i
+	pfs_fusermount_u
 	for i in $(seq 1 200); do
 		pgrep -f "pathfs .*$MNT" >/dev/null || return 0
 		sleep 0.05

@@ -71,21 +71,11 @@ rel_alive() {
 }
 
 # rel_umount_fg: unmounts and waits (at most 30 s) for the daemon to exit;
-# fails the test if it hangs or exits non-zero. An unmount refused as busy
-# is tried again for 3 s: a process that is not the test's (a walk of /tmp)
-# may pass through the mount for a moment.
+# fails the test if it hangs or exits non-zero (the unmount as
+# pfs_fusermount_u does it).
 rel_umount_fg() {
 	local i rc=0
-	for i in $(seq 1 10); do
-		timeout 30 fusermount3 -u "$MNT" 2>"$T/umount.err" && break
-		grep -q 'busy' "$T/umount.err" && [ "$i" -lt 10 ] || {
-			cat "$T/umount.err" >&2
-			fuser -vm "$MNT" >&2 2>&1 || true
-			echo "FAIL: fusermount3 -u failed" >&2
-			exit 1
-		}
-		sleep 0.3
-	done
+	pfs_fusermount_u
 	for i in $(seq 1 600); do
 		kill -0 "$DPID" 2>/dev/null || break
 		sleep 0.05
