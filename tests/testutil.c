@@ -69,6 +69,25 @@ void tu_mkdir(struct tree *t, const char *path)
 	cr_assert_eq(rc, 0, "mkdir %s: %s", path, strerror(-rc));
 }
 
+struct tree_attr tu_stat(struct tree *t, const char *path)
+{
+	struct tree_attr a;
+	int rc = tree_lookup(t, path, &a);
+
+	cr_assert_eq(rc, 0, "lookup %s: %s", path, strerror(-rc));
+	return a;
+}
+
+char *tu_read(struct tree *t, const char *path, uint64_t ino, size_t *len)
+{
+	static char buf[1 << 16];
+	int rc = tree_read(t, path, ino, 0, sizeof(buf), buf, len);
+
+	cr_assert_eq(rc, 0, "read %s: %s", path ? path : "(ino)",
+		     strerror(-rc));
+	return buf;
+}
+
 void tu_mkfile(struct tree *t, const char *path, const char *content,
 	       size_t len)
 {

@@ -27,6 +27,12 @@ void tu_mkdir(struct tree *t, const char *path);
 void tu_mkfile(struct tree *t, const char *path, const char *content,
 	       size_t len);
 
+/* The attributes of @path (asserts it exists) / the first 64 KiB of the
+ * file at @path or inode @ino (asserts the read succeeds; the buffer is
+ * static, overwritten by the next call), its length in *len. */
+struct tree_attr tu_stat(struct tree *t, const char *path);
+char *tu_read(struct tree *t, const char *path, uint64_t ino, size_t *len);
+
 /* rm -rf of @dir. */
 void tu_rmrf(const char *dir);
 
