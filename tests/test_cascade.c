@@ -391,14 +391,19 @@ Test(cascade, rm_r_batches_are_sized_by_bytes, .init = tu_setup,
 	free(outside2);
 }
 
-Test(cascade, rm_r_large_branch_one_shot, .init = tu_setup, .fini = tu_teardown)
+/*
+ * rm -r of /docs in one call, which must process @nodes nodes: the branch is
+ * gone; files outside, whose inodes lie between the branch's, keep their
+ * content and xattrs; /outside-link, a hard link into the branch, keeps its
+ * inode with one link; no orphan or journal record is left, and fsck (no
+ * content, xattr or INODE key of a freed inode) is clean.
+ */
+static void rm_r_whole(size_t nodes)
 {
 	struct tree_op_result r;
 	struct tree_attr a;
-	char *outside, *outside2;
-	size_t nodes = setup_big_branch(8);
+	char *outside = snap_outside(T, "/docs", "/outside-link"), *outside2;
 
-	outside = snap_outside(T, "/docs", "/outside-link");
 	cr_assert_eq(tree_rm_r(T, "/docs", 0, NULL, 0, &r), 0);
 	cr_assert_eq(r.processed, nodes, "%llu of %zu",
 		     (unsigned long long)r.processed, nodes);
@@ -406,19 +411,21 @@ Test(cascade, rm_r_large_branch_one_shot, .init = tu_setup, .fini = tu_teardown)
 	cr_assert_null(r.token);
 	release(&r);
 	assert_gone(T, "/docs");
-	/* files outside, whose inodes lie between the branch's, keep their
-	 * content and xattrs; the link from outside keeps its inode */
 	outside2 = snap_outside(T, "/docs", "/outside-link");
 	cr_assert_str_eq(outside2, outside);
 	cr_assert_eq(tree_lookup(T, "/outside-link", &a), 0);
 	cr_assert_eq(a.nlink, 1);
 	cr_assert_eq(kind_keys(T, KEY_ORPHAN), 0);
-	cr_assert_eq(kind_keys(T, KEY_INODE), 1); /* /outside-link's */
 	assert_no_journal(T);
-	/* fsck: no content, xattr or INODE key of a freed inode is left */
 	assert_fsck_clean(T);
 	free(outside);
 	free(outside2);
+}
+
+Test(cascade, rm_r_large_branch_one_shot, .init = tu_setup, .fini = tu_teardown)
+{
+	rm_r_whole(setup_big_branch(8));
+	cr_assert_eq(kind_keys(T, KEY_INODE), 1); /* /outside-link's */
 }
 
 /*
@@ -432,31 +439,12 @@ Test(cascade, rm_r_large_branch_one_shot, .init = tu_setup, .fini = tu_teardown)
  */
 Test(cascade, rm_r_past_a_range_slice, .init = tu_setup, .fini = tu_teardown)
 {
-	struct tree_op_result r;
-	struct tree_attr a;
-	char *outside, *outside2;
 	size_t nodes = build(T, "/docs", 1400);
 
 	cr_assert_gt(nodes, KV_ETCD_TXN_OPS * KV_RANGE_SLICE_OPS / 2,
 		     "the branch must not fit one slice: %zu nodes", nodes);
 	cr_assert_eq(tree_link(T, "/docs/f000", "/outside-link", NULL), 0);
-	outside = snap_outside(T, "/docs", "/outside-link");
-	cr_assert_eq(tree_rm_r(T, "/docs", 0, NULL, 0, &r), 0);
-	cr_assert_eq(r.processed, nodes + 1, "%llu of %zu",
-		     (unsigned long long)r.processed, nodes + 1);
-	cr_assert_eq(r.failed, 0);
-	cr_assert_null(r.token);
-	release(&r);
-	assert_gone(T, "/docs");
-	outside2 = snap_outside(T, "/docs", "/outside-link");
-	cr_assert_str_eq(outside2, outside);
-	cr_assert_eq(tree_lookup(T, "/outside-link", &a), 0);
-	cr_assert_eq(a.nlink, 1);
-	cr_assert_eq(kind_keys(T, KEY_ORPHAN), 0);
-	assert_no_journal(T);
-	assert_fsck_clean(T);
-	free(outside);
-	free(outside2);
+	rm_r_whole(nodes + 1);
 }
 
 /*
