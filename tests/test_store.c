@@ -380,12 +380,10 @@ Test(store, counts_its_kv_calls, .init = tu_setup, .fini = tu_teardown)
 	char buf[8];
 
 	store_kv_counts(tu_store, &a);
-	cr_assert_eq(tree_mknode(tu_tree, "/f", S_IFREG | 0644, 0, 0, 0, NULL,
-				 &at),
-		     0);
-	cr_assert_eq(tree_write(tu_tree, "/f", at.ino, 0, "hello", 5, false,
-				NULL),
-		     0);
+	cr_assert_eq(
+	    tree_mknode(tu_tree, "/f", S_IFREG | 0644, 0, 0, 0, NULL, &at), 0);
+	cr_assert_eq(
+	    tree_write(tu_tree, "/f", at.ino, 0, "hello", 5, false, NULL), 0);
 	store_kv_counts(tu_store, &b);
 	cr_expect_eq(b.commits - a.commits, 2);
 	cr_expect_gt(b.gets, a.gets);
