@@ -161,24 +161,19 @@ void kve_txn_ops(struct kve *kv, struct kve_batch *b, struct json_object *arr)
 
 		if (op->dead)
 			continue;
-		if (op->type == KVE_PUT) {
+		if (op->type == KVE_PUT || op->type == KVE_DEL) {
 			o = json_object_new_object();
 			r = json_object_new_object();
 			k = kve_key(kv, op->k, op->klen, &len);
 			kve_add_b64(r, "key", k, len);
 			free(k);
-			kve_add_b64(r, "value", op->v, op->vlen);
-			json_object_object_add(o, "request_put", r);
-			json_object_array_add(arr, o);
-			continue;
-		}
-		if (op->type == KVE_DEL) {
-			o = json_object_new_object();
-			r = json_object_new_object();
-			k = kve_key(kv, op->k, op->klen, &len);
-			kve_add_b64(r, "key", k, len);
-			free(k);
-			json_object_object_add(o, "request_delete_range", r);
+			if (op->type == KVE_PUT)
+				kve_add_b64(r, "value", op->v, op->vlen);
+			json_object_object_add(o,
+					       op->type == KVE_PUT
+						   ? "request_put"
+						   : "request_delete_range",
+					       r);
 			json_object_array_add(arr, o);
 			continue;
 		}
