@@ -47,6 +47,7 @@ struct bench_opts {
 	uint64_t host_max; /* --host-max: largest rename branch on host */
 	bool keep;	   /* --keep: leave temp dirs for inspection */
 	bool no_drop;	   /* --no-drop-caches */
+	const char *etcd;  /* --etcd: backends: a running cluster's endpoints */
 	const char *csv;   /* --csv FILE */
 	const char *plot;  /* --plot FILE.png */
 };
@@ -169,6 +170,13 @@ int fs_umount(struct fsmount *m);
  * fs_mount() and still up, then exit 128 + signal. */
 void bench_signals(void);
 
+/* Also calls @fn (async-signal-safe) in that handler, after the mounts. */
+void bench_at_signal(void (*fn)(void));
+
+/* Finds "key": NUMBER in a flat JSON object (pathfsctl --json) into *v.
+ * Errors: -ENOENT (no such key), -EINVAL (not a number). */
+int json_u64(const char *json, const char *key, uint64_t *v);
+
 /* True if @path is a mount point in /proc/self/mountinfo. */
 bool is_mounted(const char *path);
 
@@ -189,6 +197,16 @@ int bench_subtree(const struct bench_opts *o);
 int bench_mount(const struct bench_opts *o);
 int bench_rename(const struct bench_opts *o);
 int bench_content(const struct bench_opts *o);
+int bench_backends(const struct bench_opts *o);
+
+/* bench_etcd.c: starts a 3-member etcd cluster on loopback ports with its
+ * data in @dir (made by the caller), waits until it serves, and writes its
+ * client endpoints "h:p,h:p,h:p" into @endpoints. Errors: -ENOENT (no
+ * etcdctl), -ECHILD (a member exited), -ETIMEDOUT (not healthy in 30 s),
+ * -errno of fork; the members started are stopped then. */
+int etcd_start(const char *dir, char *endpoints, size_t len);
+/* Stops the cluster of etcd_start() (SIGKILL by pid, reaped); no-op if none. */
+void etcd_stop(void);
 
 /* Builds the generated tree under @root (created) of drive @t through the
  * store API; *secs (may be NULL) gets the time. Used by subtree and rename. */

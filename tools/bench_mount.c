@@ -105,25 +105,6 @@ static void timed_cmd(struct mctx *c, int w, int k, unsigned r,
 	*slot(c, w, k, r) = secs;
 }
 
-/* Finds "key": NUMBER in a JSON object (pathfsctl's flat output). */
-static int json_u64(const char *json, const char *key, uint64_t *v)
-{
-	char pat[64];
-	const char *p;
-
-	snprintf(pat, sizeof(pat), "\"%s\"", key);
-	p = strstr(json, pat);
-	if (!p)
-		return -ENOENT;
-	p += strlen(pat);
-	while (*p == ' ' || *p == ':' || *p == '\t')
-		p++;
-	if (*p < '0' || *p > '9')
-		return -EINVAL;
-	*v = strtoull(p, NULL, 10);
-	return 0;
-}
-
 static void run_target(struct mctx *c, int k, unsigned r)
 {
 	const struct bench_opts *o = c->o;

@@ -440,6 +440,25 @@ int shape_walk(const struct shape *sh, const char *root, unsigned k,
 	return walk_rec(sh, path, strlen(path), k, cb, ctx);
 }
 
+/* Finds "key": NUMBER in a JSON object (pathfsctl's flat output). */
+int json_u64(const char *json, const char *key, uint64_t *v)
+{
+	char pat[64];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), "\"%s\"", key);
+	p = strstr(json, pat);
+	if (!p)
+		return -ENOENT;
+	p += strlen(pat);
+	while (*p == ' ' || *p == ':' || *p == '\t')
+		p++;
+	if (*p < '0' || *p > '9')
+		return -EINVAL;
+	*v = strtoull(p, NULL, 10);
+	return 0;
+}
+
 /* ---- programs and mounts ------------------------------------------------- */
 
 int run_cmd(char *const argv[], double *secs, uint64_t *lines, char *out,
@@ -601,8 +620,17 @@ static void track(struct fsmount *m, bool on)
 	}
 }
 
-/* On SIGINT/SIGTERM: lazily unmount what we mounted, stop those daemons,
- * and leave the temp dirs (their paths were printed) for rm -rf. */
+/* What else a signal must stop (bench_at_signal), after the mounts. */
+static void (*volatile at_signal)(void);
+
+void bench_at_signal(void (*fn)(void))
+{
+	at_signal = fn;
+}
+
+/* On SIGINT/SIGTERM: lazily unmount what we mounted, stop those daemons
+ * (and what bench_at_signal named), and leave the temp dirs (their paths
+ * were printed) for rm -rf. */
 static void on_signal(int sig)
 {
 	static const char msg[] = "\npathfs-bench: interrupted; unmounted "
@@ -625,6 +653,8 @@ static void on_signal(int sig)
 			waitpid(p, &st, 0);
 		kill(m->pid, SIGTERM);
 	}
+	if (at_signal)
+		at_signal();
 	if (write(2, msg, sizeof(msg) - 1) < 0)
 		_exit(128 + sig);
 	_exit(128 + sig);

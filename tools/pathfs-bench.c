@@ -8,7 +8,9 @@
  *   pathfs-bench rename  [--sizes 1000,10000,100000,1000000] ...
  *   pathfs-bench content [--big-mb M] [--content-files N] [--pwrites N]
  *                        [--sqlite-rows N] [--host DIR] [--tmpfs DIR]
- *   pathfs-bench all     (the three in turn)
+ *   pathfs-bench backends [--etcd HOST:PORT,...] [--files N] [--churn N]
+ *                        [--write-mb M]
+ *   pathfs-bench all     (subtree, mount, rename in turn)
  *
  * Every variant runs --runs times (default 3), the targets in alternation
  * (pathfs, host, pathfs, host, ...), and the medians are reported: a table on
@@ -18,7 +20,8 @@
  * Exit status: 0 when every measurement ran and every check passed, 1 when
  * one failed (the table says FAIL where), 2 on a usage error.
  *
- * Limits: needs root (FUSE mounts, dropping caches) for `mount` and `rename`;
+ * Limits: needs root (FUSE mounts, dropping caches) for `mount`, `rename`
+ * and `backends` (which also needs etcd: it is not in `all`);
  * builds its trees in a fresh temp dir under --tmp ($TMPDIR or /tmp) and
  * removes it unless --keep.
  */
@@ -37,7 +40,7 @@ static void usage(FILE *f)
 {
 	fprintf(
 	    f,
-	    "usage: pathfs-bench subtree|mount|rename|content|all "
+	    "usage: pathfs-bench subtree|mount|rename|content|backends|all "
 	    "[options]\n"
 	    "\n"
 	    "  --runs R            repetitions, medians reported (3)\n"
@@ -82,6 +85,13 @@ static void usage(FILE *f)
 	    "with fsync)\n"
 	    "  --sqlite-rows N     sqlite3 rows, 1000 a transaction "
 	    "(200000)\n"
+	    "\n"
+	    "backends (the mount's workloads on RocksDB and on etcd;\n"
+	    "all is without it):\n"
+	    "  --etcd H:P,H:P,...  a running etcd cluster (default: start\n"
+	    "                      3 members on loopback ports, stop them\n"
+	    "                      after); --files 10000 --depth 2 --churn\n"
+	    "                      2000 --write-mb 64 unless given\n"
 	    "\n"
 	    "rename:\n"
 	    "  --sizes N,N,...     branch sizes (1000,10000,100000,1000000)\n"
@@ -163,6 +173,7 @@ enum {
 	OPT_CONTENT_FILES,
 	OPT_PWRITES,
 	OPT_SQLITE_ROWS,
+	OPT_ETCD,
 };
 
 static const struct option longopts[] = {
@@ -193,6 +204,7 @@ static const struct option longopts[] = {
     {"copy-src", required_argument, NULL, OPT_COPY_SRC},
     {"tar-src", required_argument, NULL, OPT_TAR_SRC},
     {"workloads", required_argument, NULL, OPT_WORKLOADS},
+    {"etcd", required_argument, NULL, OPT_ETCD},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -248,7 +260,7 @@ int main(int argc, char **argv)
 	    .tar_src = "/usr/include",
 	};
 	const char *cmd;
-	uint64_t v;
+	uint64_t v, given = 0; /* bit c - OPT_RUNS: option c was given */
 	int c, rc = 0, status = 0;
 
 	o.tmp = getenv("TMPDIR");
@@ -258,6 +270,8 @@ int main(int argc, char **argv)
 		return 1;
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		v = 0;
+		if (c >= OPT_RUNS && c - OPT_RUNS < 64)
+			given |= 1ull << (c - OPT_RUNS);
 		switch (c) {
 		case OPT_RUNS:
 		case OPT_FILES:
@@ -396,6 +410,9 @@ int main(int argc, char **argv)
 		case OPT_WORKLOADS:
 			o.workloads = optarg;
 			break;
+		case OPT_ETCD:
+			o.etcd = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			status = 0;
@@ -429,6 +446,19 @@ int main(int argc, char **argv)
 		rc = run_one("rename", bench_rename, &o);
 	} else if (!strcmp(cmd, "content")) {
 		rc = run_one("content", bench_content, &o);
+	} else if (!strcmp(cmd, "backends")) {
+		/* a run of minutes at load 15: a 10,000-entry tree etc. */
+#define GIVEN(opt) (given & (1ull << ((opt) - OPT_RUNS)))
+		if (!GIVEN(OPT_FILES))
+			o.files = 10000;
+		if (!GIVEN(OPT_DEPTH))
+			o.depth = 2;
+		if (!GIVEN(OPT_CHURN))
+			o.churn = 2000;
+		if (!GIVEN(OPT_WRITE_MB))
+			o.write_mb = 64;
+#undef GIVEN
+		rc = run_one("backends", bench_backends, &o);
 	} else if (!strcmp(cmd, "all")) {
 		rc = run_one("subtree", bench_subtree, &o);
 		c = run_one("mount", bench_mount, &o);
