@@ -12,6 +12,12 @@
  * once they have grown. A value that does not decode is returned with mode 0
  * and logged, so one bad record never stops a listing.
  *
+ * A listing reads its first entry at open: one that has an entry needs no
+ * read of the folder's own record to know it is a folder (only folders have
+ * children), so a listing costs one range read on etcd, not two; an empty
+ * one from the start reads the record (empty folder, -ENOENT or -ENOTDIR),
+ * and a resumed one that finds nothing more simply ends.
+ *
  * Limits: tree_dir_next resolves hard-link stubs with one extra point read
  * each; tree_scan_next does not (the caller decides). Entries come in byte
  * order of keys, which for a subtree is not parent-before-child order.
@@ -28,6 +34,8 @@ struct tree_dir {
 	struct node_iter ni;
 	struct sbuf name;
 	struct sbuf key; /* for INODE reads */
+	int first;	 /* node_iter_next()'s answer at open: 1 an entry,
+			  * 0 none; -1 once tree_dir_next() has taken it */
 };
 
 struct tree_scan {
@@ -192,15 +200,9 @@ int tree_dir_open(struct tree_dir **out, struct tree *t, const char *path,
 	int rc;
 
 	*out = NULL;
-	rc = check_dir(t, path);
+	rc = path_check(path);
 	if (rc)
 		goto out;
-	d = calloc(1, sizeof(*d));
-	if (!d) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	d->t = t;
 	if (after && after[0]) {
 		size_t n = strlen(after);
 
@@ -209,10 +211,30 @@ int tree_dir_open(struct tree_dir **out, struct tree *t, const char *path,
 			goto out;
 		}
 	}
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	d->t = t;
 	rc = node_iter_open(&d->ni, t, NODES_CHILDREN, path,
 			    after && after[0] ? after : NULL);
 	if (rc)
 		goto out;
+	/* an entry says @path is a folder (only folders have children); a
+	 * listing resumed after a name that finds none ends, even if the
+	 * folder went away meanwhile; one from the start must tell an empty
+	 * folder from no folder */
+	d->first = node_iter_next(&d->ni);
+	if (d->first < 0) {
+		rc = -EIO;
+		goto out;
+	}
+	if (!d->first && !(after && after[0])) {
+		rc = check_dir(t, path);
+		if (rc)
+			goto out;
+	}
 	*out = d;
 	d = NULL;
 out:
@@ -224,10 +246,20 @@ int tree_dir_next(struct tree_dir *d, const char **name, size_t *namelen,
 		  struct tree_attr *attr)
 {
 	struct node_iter *ni = &d->ni;
-	int rc = node_iter_next(ni);
+	int rc;
 
-	if (rc <= 0)
+	if (d->first == 0)
+		return 0; /* none at open: the iterator is past its end */
+	if (d->first > 0)
+		rc = d->first; /* read at open, not yet returned */
+	else
+		rc = node_iter_next(ni);
+	d->first = -1;
+	if (rc <= 0) {
+		if (rc == 0)
+			d->first = 0;
 		return rc ? -EIO : 0;
+	}
 	sbuf_reset(&d->name);
 	sbuf_add(&d->name, ni->key + ni->name_at, ni->klen - ni->name_at);
 	decode_entry(ni, attr);

@@ -389,6 +389,11 @@ bool store_is_remote(const char *where)
 	return kv_is_etcd(where);
 }
 
+bool store_remote(const struct store *s)
+{
+	return kv_is_etcd(s->dir);
+}
+
 /*
  * The marker of a remote store: key MARKER_NAME (outside every drive's
  * keys), holding the marker file's text; created (synced) if missing and

@@ -216,6 +216,73 @@ Test(dir, empty_folder, .init = tu_setup, .fini = tu_teardown)
 	cr_expect_eq(s.n, 0);
 }
 
+/*
+ * A listing with an entry costs its range read alone (on etcd each read is a
+ * round trip): the entry says the path is a folder, so the folder's record
+ * is not read; an empty listing from the start still reads it, so an empty
+ * folder, a file and a missing path stay apart; a listing resumed after a
+ * name that finds no more ends, whatever became of the folder.
+ */
+Test(dir, a_listing_with_entries_reads_no_folder_record, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	struct store_kv_counts c0, c1;
+	struct names s = {0};
+	struct tree_dir *d;
+	struct tree_attr a;
+	const char *name;
+	size_t nl;
+
+	tu_mkdir(T, "/d");
+	tu_mkfile(T, "/d/a", "x", 1);
+	tu_mkfile(T, "/d/b", "yy", 2);
+	tu_mkfile(T, "/f", "", 0);
+	tu_mkdir(T, "/e");
+
+	store_kv_counts(tu_store, &c0);
+	list_children("/d", NULL, &s);
+	store_kv_counts(tu_store, &c1);
+	cr_expect_eq(s.n, 2);
+	cr_expect_str_eq(s.v[0], "a"); /* the entry read at open is listed */
+	cr_expect_str_eq(s.v[1], "b");
+	cr_expect_eq(c1.gets - c0.gets, 0, "point reads: %llu",
+		     (unsigned long long)(c1.gets - c0.gets));
+	cr_expect_eq(c1.iters - c0.iters, 1);
+	names_free(&s);
+
+	/* resumed after "a": "b", still no record read */
+	store_kv_counts(tu_store, &c0);
+	list_children("/d", "a", &s);
+	store_kv_counts(tu_store, &c1);
+	cr_assert_eq(s.n, 1);
+	cr_expect_str_eq(s.v[0], "b");
+	cr_expect_eq(c1.gets - c0.gets, 0);
+	names_free(&s);
+
+	/* the end of a listing, resumed after its last name: no record read */
+	store_kv_counts(tu_store, &c0);
+	list_children("/d", "b", &s);
+	store_kv_counts(tu_store, &c1);
+	cr_expect_eq(s.n, 0);
+	cr_expect_eq(c1.gets - c0.gets, 0);
+
+	/* from the start and empty: the record tells the three apart */
+	list_children("/e", NULL, &s);
+	cr_expect_eq(s.n, 0);
+	cr_expect_eq(tree_dir_open(&d, T, "/f", NULL), -ENOTDIR);
+	cr_expect_eq(tree_dir_open(&d, T, "/nope", NULL), -ENOENT);
+
+	/* the folder gone between two calls of a listing: it ends */
+	cr_assert_eq(tree_unlink(T, "/d/a", 0, NULL), 0);
+	cr_assert_eq(tree_unlink(T, "/d/b", 0, NULL), 0);
+	cr_assert_eq(tree_rmdir(T, "/d"), 0);
+	cr_assert_eq(tree_dir_open(&d, T, "/d", "a"), 0);
+	cr_expect_eq(tree_dir_next(d, &name, &nl, &a), 0);
+	cr_expect_eq(tree_dir_next(d, &name, &nl, &a), 0); /* and stays so */
+	tree_dir_free(d);
+	cr_expect_eq(tree_dir_open(&d, T, "/d", NULL), -ENOENT);
+}
+
 Test(dir, resume_after_any_name, .init = tu_setup, .fini = tu_teardown)
 {
 	struct names all = {0}, s = {0};

@@ -118,6 +118,8 @@ int store_open(struct store **out, const char *dir,
 /* true if @where names a store on an etcd cluster (etcd://...), not a
  * directory: no lock file, no control socket, nothing on the local disk. */
 bool store_is_remote(const char *where);
+/* Whether open store @s is on etcd (every read a network round trip). */
+bool store_remote(const struct store *s);
 
 /* Flushes and closes. Safe on NULL. Handles from store_drive() die with it. */
 void store_close(struct store *s);
@@ -538,8 +540,11 @@ struct tree_dir;
 /*
  * Opens a streaming listing of the children of folder @path, in byte order of
  * names, starting after the name @after (NULL or "" = from the start). One
- * children range scan; bounded memory for any folder size.
- * Errors: -ENOENT, -ENOTDIR, -EINVAL, -EIO.
+ * children range scan (its first entry read here), and a read of the
+ * folder's record only when the listing from the start is empty; bounded
+ * memory for any folder size.
+ * Errors: -ENOENT, -ENOTDIR (a listing resumed after a name that finds no
+ * more ends instead, even if the folder went away), -EINVAL, -EIO.
  */
 int tree_dir_open(struct tree_dir **out, struct tree *t, const char *path,
 		  const char *after);
