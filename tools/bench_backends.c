@@ -12,13 +12,14 @@
  * runs already; each run's drive is a fresh key prefix, deleted after it.
  *
  * One run of one backend, on a fresh drive, mounted:
- *   create the generated tree (--files, --fanout, --depth; 10,000 files in
- *   100 folders by default) and a folder of 1,000 files, remount (a fresh
+ *   create the generated tree (--files, --fanout, --depth; 2,000 files in
+ *   20 folders by default: a create through the mount costs 20-60 ms on
+ *   etcd at load 15) and a folder of 1,000 files, remount (a fresh
  *   daemon) and drop the kernel's caches, find of the tree, then with the
  *   caches dropped before each: du -s of the tree, ls -l of the 1,000-file
  *   folder; pathfsctl du of the tree (the store's own scan, in the daemon);
  *   caches dropped, mv of the tree (every key rewritten: the rename rate);
- *   create/stat/unlink of --churn files in one folder (2,000); sequential
+ *   create/stat/unlink of --churn files in one folder (500); sequential
  *   write of --write-mb MiB (64) with fsync and its read with the caches
  *   dropped. Every step checks what it can (entry counts, lines, the bytes
  *   read back, the tree moved); a failed step is FAIL and exit status 1.

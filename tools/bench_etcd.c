@@ -84,7 +84,7 @@ static unsigned pick_base(void)
 
 static int start_member(const char *dir, unsigned base, int n)
 {
-	char name[8], data[4200], log[4200], curl[64], purl[64];
+	char name[16], data[4200], log[4200], curl[64], purl[64];
 	char cluster[256], token[64];
 	pid_t pid;
 	int fd;
