@@ -421,7 +421,7 @@ static int clone_node(struct clone *c, const char *spath, const char *dpath,
 			parent_batch_put(c->dt, c->b, y, pino, dpath);
 		if (S_ISDIR(a.mode))
 			clone_push_dir(c, dpath, y);
-		c->n++;
+		c->n += pino ? 2 : 1; /* the node and its PARENT record */
 		c->bytes += strlen(dpath) + 64;
 	}
 	c->r->processed++;

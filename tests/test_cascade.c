@@ -771,6 +771,35 @@ Test(cascade, cp_r_one_shot_same_drive, .init = tu_setup, .fini = tu_teardown)
 	free(dst);
 }
 
+/*
+ * Each file copied puts its node and its PARENT record (two operations) and
+ * its blocks: a batch counted one operation a node passed etcd's 128
+ * (strict mode: E2BIG) once ~40 files with content were in it.
+ */
+Test(cascade, cp_r_of_files_with_content_fits_the_engine, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	struct tree_op_result r;
+	char p[64], *src, *dst;
+	int i;
+
+	tu_mkdir(T, "/w");
+	for (i = 0; i < 150; i++) {
+		snprintf(p, sizeof(p), "/w/f%03d", i);
+		tu_mkfile(T, p, "0123456789abcdef", 16);
+	}
+	src = snap(T, "/w", false);
+	cr_assert_eq(tree_cp_r(T, "/w", T, "/w2", 0, NULL, &r), 0);
+	cr_assert_eq(r.processed, 151);
+	release(&r);
+	dst = snap(T, "/w2", false);
+	cr_assert_str_eq(dst, src);
+	assert_no_journal(T);
+	assert_fsck_clean(T);
+	free(src);
+	free(dst);
+}
+
 Test(cascade, cp_r_link_to_outside_gets_one_link, .init = tu_setup,
      .fini = tu_teardown)
 {
