@@ -391,7 +391,9 @@ static int clone_node(struct clone *c, const char *spath, const char *dpath,
 			goto out;
 	}
 	/* blocks (files) and xattrs (all) */
-	rc = clone_content(c, x, y, S_ISREG(a.mode) && a.size > 0);
+	rc = clone_content(c, x, y,
+			   S_ISREG(a.mode) &&
+			       (a.size > 0 || (a.flags & TREE_F_PREALLOC)));
 	if (rc)
 		goto out;
 	a.ino = y;

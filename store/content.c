@@ -6,7 +6,9 @@
  * exist and read as zeros. Invariant: no stored byte lies at or past the
  * file's size, so extending a file (truncate up, a write past the end) never
  * needs to zero anything. Truncating down deletes the blocks wholly past the
- * new end and cuts the last kept one.
+ * new end and cuts the last kept one. No block lies wholly past the end
+ * either, except empty ones fallocate(FALLOC_FL_KEEP_SIZE) allocated there:
+ * the record's flag TREE_F_PREALLOC says there may be some (below).
  *
  * A write is one atomic batch: the blocks it touches and the inode's new size
  * and times. Whole blocks are put. A partial block (at most two: the first
@@ -28,7 +30,9 @@
  * inode's stripe. Every change of DATA keys must keep it true, so whoever
  * puts or deletes a block must know whether that block existed before:
  *  - a block at or past ceil(old size / block size) never exists (the
- *    invariant above): putting one adds 1 without a read (appends);
+ *    invariant above) unless the file has TREE_F_PREALLOC: putting one
+ *    adds 1 without a read (appends); with the flag such blocks are read
+ *    or counted as the ones below the end;
  *  - a partial block below the old end of a file without holes exists (the
  *    count says every block below the end does): patching it adds nothing;
  *  - any other partial block below the old end is read (read-modify-write):
@@ -55,9 +59,19 @@
  * front that the free space (less the store's reserve) holds every block it
  * allocates, else fails with -ENOSPC having changed nothing; a write into the
  * range later may still meet a disk filled meanwhile. st_blocks counts the
- * allocated blocks, as it counts the written ones. Nothing is allocated past
- * the end of file (FALLOC_FL_KEEP_SIZE beyond it is a no-op), so the
- * invariant above holds for allocated blocks too.
+ * allocated blocks, as it counts the written ones.
+ *
+ * Blocks past the end (FALLOC_FL_KEEP_SIZE, as ext4 preallocates): the
+ * empty blocks allocated past the end of file are kept like any other, and
+ * the batch that puts the first of them sets TREE_F_PREALLOC in the record.
+ * While it is set, writes count or read the blocks they put at any offset
+ * (no "append" shortcut, no patches), st_blocks counts every block whole
+ * (tree_attr_blocks()), and removing the file drops its blocks with one
+ * range delete (tree_content_end()). Any size change (truncate, up, down or
+ * to the same size, as ext4 frees preallocation) drops the blocks past the
+ * new end and clears the flag. A punch stops at the end of file, as ext4's,
+ * so it leaves them. fsck accepts empty blocks past the end only with the
+ * flag; a clone copies them with it.
  *
  * Limits: files up to TREE_FILE_MAX (2^50) bytes; a single write is one batch,
  * so its size is bounded by memory (the daemon's writes are at most 1 MiB);
@@ -231,15 +245,17 @@ int tree_batch_truncate(struct tree *t, struct kv_batch *b, struct tree_attr *a,
 	uint64_t bs = t->block_size, ino = a->ino, dropped;
 	uint64_t keep = (new_size + bs - 1) / bs; /* blocks kept */
 	size_t tail = (size_t)(new_size % bs);
+	bool past = a->flags & TREE_F_PREALLOC; /* blocks past the end */
 	char *val = NULL;
 	size_t vlen;
 	int rc = 0;
 
-	if (new_size >= a->size)
+	if (new_size >= a->size && !past)
 		goto out;
+	a->flags &= ~TREE_F_PREALLOC; /* blocks past @new_size go now */
 	if (keep == 0) {
 		/* everything goes: no need to count */
-		tree_batch_drop_blocks(t, b, ino, a->size);
+		tree_batch_drop_blocks(t, b, ino, past ? UINT64_MAX : a->size);
 		a->blocks = 0;
 		goto out;
 	}
@@ -251,8 +267,8 @@ int tree_batch_truncate(struct tree *t, struct kv_batch *b, struct tree_attr *a,
 	if (rc)
 		goto out;
 	a->blocks = a->blocks > dropped ? a->blocks - dropped : 0;
-	if (tail == 0)
-		goto out;
+	if (tail == 0 || new_size >= a->size)
+		goto out; /* no stored byte lies past the new end */
 	/* cut the last kept block at the new end */
 	sbuf_reset(&lo);
 	key_data(&lo, t->name, ino, keep - 1);
@@ -400,7 +416,7 @@ int tree_write(struct tree *t, const char *path, uint64_t ino, uint64_t off,
 	uint64_t bs = t->block_size, end, blk, old, limit, added = 0, n;
 	uint64_t chk_lo = UINT64_MAX, chk_hi = 0; /* whole blocks to count */
 	char *scratch = NULL, *val = NULL;
-	bool st = false, dense;
+	bool st = false, dense, past;
 	int64_t now;
 	int rc;
 
@@ -421,9 +437,12 @@ int tree_write(struct tree *t, const char *path, uint64_t ino, uint64_t off,
 	if (rc)
 		goto out;
 	end = off + len;
-	limit = old / bs + (old % bs != 0); /* no block at or past this */
+	/* no block at or past limit exists, unless fallocate put (empty)
+	 * blocks past the end: then any block may exist */
+	past = a->flags & TREE_F_PREALLOC;
+	limit = past ? UINT64_MAX : old / bs + (old % bs != 0);
 	/* no holes: every block below the old end exists */
-	dense = a->blocks == limit;
+	dense = !past && a->blocks == limit;
 	b = kv_batch_new(t->store->kv);
 	for (blk = off / bs; blk * bs < end; blk++) {
 		uint64_t bstart = blk * bs;
@@ -446,17 +465,17 @@ int tree_write(struct tree *t, const char *path, uint64_t ino, uint64_t off,
 			}
 			continue;
 		}
-		if (bstart < old && dense && t->store->patch) {
+		if (blk < limit && dense && t->store->patch) {
 			/* it exists: patch it without reading it */
 			kv_batch_patch(b, k.buf, k.len, (uint32_t)from, src,
 				       to - from);
 			continue;
 		}
-		/* partial block: merge with what is stored (only blocks that
-		 * start before the old end can hold anything) */
+		/* partial block: merge with what is stored (only blocks
+		 * below the limit can exist) */
 		free(val);
 		val = NULL;
-		if (bstart < old) {
+		if (blk < limit) {
 			rc = kv_get(t->store->kv, k.buf, k.len, &val, &vlen);
 			if (rc == -ENOENT) {
 				rc = 0;
@@ -678,12 +697,17 @@ int tree_fallocate(struct tree *t, const char *path, uint64_t ino,
 	old = a->size;
 	end = off + len;
 	newsize = (mode & TREE_FALLOC_KEEP_SIZE) || end <= old ? old : end;
-	stop = end < newsize ? end : newsize; /* nothing past the end */
+	/* a punch stops at the end of file (as ext4's); allocation with
+	 * KEEP_SIZE reaches past it */
+	stop = (mode & TREE_FALLOC_PUNCH_HOLE) && end > newsize ? newsize : end;
 	if (off >= stop)
-		goto done; /* all past the end of file, size kept */
+		goto done; /* a punch past the end of file */
 	first = off / bs;
 	lastp1 = (stop + bs - 1) / bs;
-	limit = (old + bs - 1) / bs; /* no block at or past this exists */
+	/* no block at or past limit exists, unless some lie past the end */
+	limit = a->flags & TREE_F_PREALLOC ? UINT64_MAX : (old + bs - 1) / bs;
+	if (lastp1 > (newsize + bs - 1) / bs)
+		a->flags |= TREE_F_PREALLOC; /* stored with the first batch */
 	if (!(mode & TREE_FALLOC_PUNCH_HOLE)) {
 		/* every block of the range not stored yet is allocated: there
 		 * must be room for all of it, or nothing is done */
@@ -770,7 +794,8 @@ int tree_fallocate(struct tree *t, const char *path, uint64_t ino,
 			if (rc)
 				goto out;
 		}
-		/* every block of this batch lies below the size it stores */
+		/* every block of this batch lies below the size it stores,
+		 * or the flag it stores says some lie past it */
 		if (newsize > old) {
 			a->size = ce * bs < newsize ? ce * bs : newsize;
 			if (a->size < old)

@@ -22,10 +22,19 @@ int tree_drop_inode_content(struct tree *t, struct kv_batch *b, uint64_t ino);
  * @size bytes, without reading them: by content.c's invariant its blocks are
  * 0 .. ceil(size / block size) - 1. Point deletes, or one range delete for
  * many: the one place that chooses. A block that breaks the invariant (past
- * the end) is left behind; fsck reports and drops it.
+ * the end) is left behind; fsck reports and drops it. Callers pass
+ * tree_content_end(), which covers blocks allocated past the end.
  */
 void tree_batch_drop_blocks(struct tree *t, struct kv_batch *b, uint64_t ino,
 			    uint64_t size);
+/* What tree_batch_drop_blocks() is told of regular file @a: its size, or
+ * UINT64_MAX (every block, one range delete) when blocks may lie past it
+ * (TREE_F_PREALLOC). */
+static inline uint64_t tree_content_end(const struct tree_attr *a)
+{
+	return (a->flags & TREE_F_PREALLOC) ? UINT64_MAX : a->size;
+}
+
 /* The same, and the deletes of the file's xattrs. Errors: -EIO. */
 int tree_drop_file_content(struct tree *t, struct kv_batch *b, uint64_t ino,
 			   uint64_t size);
@@ -35,7 +44,10 @@ int tree_drop_file_content(struct tree *t, struct kv_batch *b, uint64_t ino,
  * @a (its record, under the inode's stripe) from a->size to @new_size:
  * blocks wholly past the new end are deleted and the last kept block is cut
  * at the new end (so an extension later reads zeros); a->blocks is updated
- * (a->size is the caller's). Growing changes no content. Errors: -EIO.
+ * (a->size is the caller's). Growing changes no content, except that any
+ * size change (growing, or to the same size) of a file with blocks past its
+ * end (TREE_F_PREALLOC) drops those past the new end and clears the flag,
+ * as ext4 frees preallocated blocks. Errors: -EIO.
  */
 int tree_batch_truncate(struct tree *t, struct kv_batch *b, struct tree_attr *a,
 			uint64_t new_size);

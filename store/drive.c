@@ -442,6 +442,8 @@ uint64_t tree_attr_blocks(const struct tree *t, const struct tree_attr *a)
 
 	if (!S_ISREG(a->mode) || a->blocks == TREE_BLOCKS_UNKNOWN)
 		return upto;
+	if (a->flags & TREE_F_PREALLOC)
+		return a->blocks * per; /* some lie past the size */
 	/* no stored byte lies at or past the size (content.c), so the size
 	 * bounds what the blocks hold (and a bad count cannot overflow) */
 	if (a->blocks >= upto / per + 1)

@@ -108,8 +108,7 @@ size_t fsck_vec_count(const struct u64vec *a, uint64_t x)
 	return n;
 }
 
-void fsck_size_push(struct sizevec *a, uint64_t ino, uint64_t size,
-		    uint64_t blocks)
+void fsck_size_push(struct sizevec *a, const struct tree_attr *attr)
 {
 	if (a->n == a->cap) {
 		a->cap = a->cap ? a->cap * 2 : 1024;
@@ -117,10 +116,11 @@ void fsck_size_push(struct sizevec *a, uint64_t ino, uint64_t size,
 		if (!a->v)
 			abort();
 	}
-	a->v[a->n].ino = ino;
-	a->v[a->n].blocks = blocks;
+	a->v[a->n].ino = attr->ino;
+	a->v[a->n].blocks = attr->blocks;
 	a->v[a->n].stored = 0;
-	a->v[a->n++].size = size;
+	a->v[a->n].prealloc = (attr->flags & TREE_F_PREALLOC) != 0;
+	a->v[a->n++].size = attr->size;
 }
 
 int fsck_cmp_isize(const void *a, const void *b)

@@ -1,7 +1,8 @@
 /*
  * fsck_content.c - fsck's checks of everything keyed by inode number
  * (fsck_i.h): ORPHAN and INODE records and hard-link counts, DATA blocks
- * (length, past the end, the last block's tail, the block count), XATTR keys,
+ * (length, past the end (empty ones are allowed there with TREE_F_PREALLOC),
+ * the last block's tail, the block count), XATTR keys,
  * the temporary keys of journal records (XTMP) and PARENT records nothing
  * points to; and their repairs.
  *
@@ -69,14 +70,18 @@ static void check_block(struct fsck *f, const char *key, size_t klen,
 		d.size = sz->size;
 		d.size_known = true;
 	}
-	if (sz && blk >= (sz->size + bs - 1) / bs)
+	if (sz && blk >= (sz->size + bs - 1) / bs) {
+		/* fallocate(FALLOC_FL_KEEP_SIZE) allocates there */
+		if (sz->prealloc && vlen == 0)
+			return;
 		d.kind = BLK_PAST_END; /* even when also too long */
-	else if (vlen > bs)
+	} else if (vlen > bs) {
 		d.kind = BLK_LONG;
-	else if (sz && blk * bs + vlen > sz->size)
+	} else if (sz && blk * bs + vlen > sz->size) {
 		d.kind = BLK_TAIL;
-	else
+	} else {
 		return;
+	}
 	bad_push(f, &d);
 }
 
@@ -225,7 +230,7 @@ static void on_inode(struct fsck *f, uint64_t ino, size_t nkeys,
 		return;
 	}
 	if (S_ISREG(n.a.mode) && (stubs || orphan))
-		fsck_size_push(&f->sizes, ino, n.a.size, n.a.blocks);
+		fsck_size_push(&f->sizes, &n.a);
 	if (stubs == 0 && !orphan) {
 		fsck_finding(
 		    f,
@@ -421,7 +426,10 @@ static int repair_block(struct fsck *f, const struct bad_block *d)
 		rc = 1;
 	if (rc)
 		goto out;
-	if (d->blk >= (ref.n.a.size + bs - 1) / bs)
+	if (d->blk >= (ref.n.a.size + bs - 1) / bs &&
+	    ((ref.n.a.flags & TREE_F_PREALLOC) && vlen == 0))
+		rc = 1; /* allocated past the end by now */
+	else if (d->blk >= (ref.n.a.size + bs - 1) / bs)
 		kv_batch_delete(b, k.buf, k.len);
 	else if (vlen <= bs && d->blk * bs + vlen > ref.n.a.size)
 		kv_batch_put(b, k.buf, k.len, val,

@@ -33,14 +33,15 @@ struct isize {
 	uint64_t ino, size;
 	uint64_t blocks; /* recorded (TREE_BLOCKS_UNKNOWN: not kept) */
 	uint64_t stored; /* DATA keys found */
+	bool prealloc;	 /* TREE_F_PREALLOC: empty blocks past the end */
 };
 
 struct sizevec {
 	struct isize *v;
 	size_t n, cap;
 };
-void fsck_size_push(struct sizevec *a, uint64_t ino, uint64_t size,
-		    uint64_t blocks);
+/* Adds regular file @attr (its ino, size, count and TREE_F_PREALLOC). */
+void fsck_size_push(struct sizevec *a, const struct tree_attr *attr);
 /* Orders by inode number (qsort, bsearch). */
 int fsck_cmp_isize(const void *a, const void *b);
 /* The size of regular file @ino, or NULL if no decodable record gives one. */

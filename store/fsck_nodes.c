@@ -198,8 +198,7 @@ int fsck_check_nodes(struct fsck *f)
 				check_parent_record(f, path.buf, n.a.ino,
 						    last_ino);
 			if (S_ISREG(n.a.mode))
-				fsck_size_push(&f->sizes, n.a.ino, n.a.size,
-					       n.a.blocks);
+				fsck_size_push(&f->sizes, &n.a);
 		}
 		if (S_ISDIR(n.a.mode) && !busy) {
 			uint32_t sub;

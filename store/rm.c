@@ -112,7 +112,7 @@ static void rm_plain(struct tree *t, struct kv_batch *b, const char *path,
 	kv_batch_delete(b, k.buf, k.len);
 	parent_batch_delete(t, b, ino);
 	if (S_ISREG(np->a.mode))
-		tree_batch_drop_blocks(t, b, ino, np->a.size);
+		tree_batch_drop_blocks(t, b, ino, tree_content_end(&np->a));
 	sbuf_reset(&k);
 	key_xattr(&k, t->name, ino, "");
 	for (kv_iter_seek(xit, k.buf, k.len); kv_iter_valid(xit);

@@ -195,7 +195,8 @@ static int rm_batch_scan(struct tree *t, const char *path, unsigned flags,
 			sbuf_add(&s->ekeys, ni.key, ni.klen);
 		}
 		s->ents[s->n].ino = n.a.ino;
-		s->ents[s->n].size = S_ISREG(n.a.mode) ? n.a.size : 0;
+		s->ents[s->n].size =
+		    S_ISREG(n.a.mode) ? tree_content_end(&n.a) : 0;
 		s->ents[s->n].mode = n.a.mode;
 		s->n++;
 	}

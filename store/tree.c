@@ -333,7 +333,7 @@ int tree_batch_remove(struct tree *t, struct kv_batch *b, const char *path,
 	if (n->a.flags & TREE_F_LINKED)
 		kv_batch_delete(b, k.buf, k.len);
 	if (S_ISREG(a.mode))
-		rc = tree_drop_file_content(t, b, a.ino, a.size);
+		rc = tree_drop_file_content(t, b, a.ino, tree_content_end(&a));
 	else
 		rc = tree_drop_inode_content(t, b, a.ino);
 out:

@@ -146,7 +146,7 @@ static int reclaim_add(struct tree *t, struct kv_batch *b, uint64_t ino)
 	 * it at once): point deletes, no scan; anything else is scanned */
 	rc = tree_load_key(t, &k, &n, false);
 	if (rc == 0 && S_ISREG(n.a.mode))
-		rc = tree_drop_file_content(t, b, ino, n.a.size);
+		rc = tree_drop_file_content(t, b, ino, tree_content_end(&n.a));
 	else if (rc == 0 || rc == -ENOENT || rc == -EIO)
 		rc = tree_drop_inode_content(t, b, ino);
 out:

@@ -687,10 +687,20 @@ Test(content, fallocate_modes_and_holes, .init = tu_setup, .fini = tu_teardown)
 	cr_expect_eq(blocks_of("/h"), 4);
 	cr_expect_eq(seek_of(ino, 0, SEEK_DATA), bs);
 	cr_expect_eq(seek_of(ino, bs, SEEK_HOLE), 3 * bs);
-	/* keep size: nothing past the end, size kept */
+	/* keep size past the end: blocks 4..6 allocated, size kept; st_blocks
+	 * counts them whole; a truncate to the same size frees them */
 	falloc("/h", ino, TREE_FALLOC_KEEP_SIZE, 3 * bs, 4 * bs);
 	cr_expect_eq(size_of("/h"), 4 * bs);
+	cr_expect_eq(blocks_of("/h"), 7);
+	cr_expect_eq(count_blocks(ino), 7);
+	cr_expect_eq(st_blocks_of("/h"), 7 * per);
+	check_model("/h", ino, model, 4 * bs, 5000);
+	cr_expect_eq(seek_of(ino, 3 * bs, SEEK_HOLE), 3 * bs);
+	trunc_to("/h", ino, 4 * bs);
 	cr_expect_eq(blocks_of("/h"), 4);
+	cr_expect_eq(count_blocks(ino), 4);
+	cr_assert_eq(tree_lookup(T, "/h", &a), 0);
+	cr_expect_eq(a.flags & TREE_F_PREALLOC, 0);
 	/* punch: whole block 2 freed, block 1 zeroed in part */
 	falloc("/h", ino, TREE_FALLOC_PUNCH_HOLE | TREE_FALLOC_KEEP_SIZE,
 	       bs + 11, 2 * bs - 11);
@@ -733,6 +743,7 @@ Test(content, fallocate_random_against_model, .init = tu_setup,
 	size_t cap = 8 * bs, len = 0;
 	char *model = calloc(1, cap + bs), *buf = malloc(cap);
 	bool alloc[9] = {0};
+	bool past = false; /* TREE_F_PREALLOC: blocks may lie past len */
 	unsigned seed = 777;
 	uint64_t ino = mkf("/m");
 
@@ -760,9 +771,12 @@ Test(content, fallocate_random_against_model, .init = tu_setup,
 			trunc_to("/m", ino, ns);
 			if (ns < len)
 				memset(model + ns, 0, len - ns);
-			for (size_t b = (ns + bs - 1) / bs; b < 9 && ns < len;
-			     b++)
+			/* any size change drops blocks allocated past the
+			 * end; shrinking drops those past the new end */
+			for (size_t b = (ns + bs - 1) / bs;
+			     b < 9 && (ns < len || past); b++)
 				alloc[b] = false;
+			past = false;
 			len = ns;
 		} else {
 			/* allocate, keep size, punch or zero [off, off+n) */
@@ -778,7 +792,11 @@ Test(content, fallocate_random_against_model, .init = tu_setup,
 				mode |= TREE_FALLOC_KEEP_SIZE;
 			falloc("/m", ino, mode, off, n);
 			newsize = keep || end <= len ? len : end;
-			stop = end < newsize ? end : newsize;
+			/* a punch stops at the end, allocation does not */
+			stop = kind == 2 && end > newsize ? newsize : end;
+			if (kind != 2 && off < stop &&
+			    (stop + bs - 1) / bs > (newsize + bs - 1) / bs)
+				past = true;
 			for (size_t b = off / bs; off < stop && b * bs < stop;
 			     b++) {
 				size_t bstart = b * bs;

@@ -569,6 +569,48 @@ Test(fsck, blocks_past_the_end_of_file_dropped_by_repair, .init = tu_setup,
 	sbuf_release(&k3);
 }
 
+Test(fsck, empty_blocks_past_the_end_only_with_the_prealloc_flag,
+     .init = tu_setup, .fini = tu_teardown)
+{
+	size_t bs = tree_block_size(T);
+	struct sbuf k1 = {0}, k2 = {0}, k3 = {0};
+	struct tree_attr g, fl;
+	struct found *f;
+
+	populate();
+	cr_assert_eq(tree_lookup(T, "/d/sub/g", &g), 0);
+	cr_assert_eq(tree_lookup(T, "/d/f", &fl), 0); /* hard-linked */
+	/* fallocate(KEEP_SIZE) past the end of /d/sub/g: blocks 1, 2 */
+	cr_assert_eq(tree_fallocate(T, "/d/sub/g", g.ino, TREE_FALLOC_KEEP_SIZE,
+				    0, 3 * bs, NULL),
+		     0);
+	cr_assert_eq(tree_lookup(T, "/d/sub/g", &g), 0);
+	cr_assert(g.flags & TREE_F_PREALLOC);
+	cr_assert_eq(g.blocks, 3);
+	cr_assert_eq(fsck(false)->n, 0, "%s", fsck(false)->text);
+	/* with the flag, a block holding bytes past the end is still wrong */
+	key_data(&k1, "main", g.ino, 4);
+	put_raw(&k1, "stale", 5);
+	/* without it, so is an empty one */
+	key_data(&k2, "main", fl.ino, 2);
+	put_raw(&k2, "", 0);
+	f = fsck(false);
+	/* two blocks, and two files with more blocks than counted */
+	cr_assert_eq(f->n, 4, "%s", f->text);
+	cr_assert(strstr(f->text, "/d/sub/g: block count 3, but 4 blocks"),
+		  "%s", f->text);
+	f = fsck(true);
+	cr_assert_eq(f->n, 2, "%s", f->text);
+	cr_assert(!key_exists(&k1));
+	cr_assert(!key_exists(&k2));
+	key_data(&k3, "main", g.ino, 2);
+	cr_assert(key_exists(&k3)); /* the allocation stays */
+	cr_assert_eq(fsck(false)->n, 0, "%s", fsck(false)->text);
+	sbuf_release(&k1);
+	sbuf_release(&k2);
+	sbuf_release(&k3);
+}
+
 Test(fsck, malformed_data_key_is_a_finding, .init = tu_setup,
      .fini = tu_teardown)
 {

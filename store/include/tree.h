@@ -240,13 +240,17 @@ struct tree_attr {
 /* The attributes live in the INODE record (the inode has or had hard links,
  * or is an orphan); path nodes of it are stubs pointing there. */
 #define TREE_F_LINKED 0x1
+/* Regular files: empty blocks may lie past the end of file, allocated by
+ * fallocate(FALLOC_FL_KEEP_SIZE) (content.c); a truncate drops them. */
+#define TREE_F_PREALLOC 0x8
 
 /*
  * Space used by @a in 512-byte units, as st_blocks shows it: for a regular
  * file the blocks allocated (a->blocks blocks of drive @t), each counted only
  * as far as the file reaches (a small file is not a whole block), so a
- * sparse file shows only what is stored; a file whose count is unknown (old
- * record) shows its size. Other nodes: their size rounded up.
+ * sparse file shows only what is stored; a file with blocks past its end
+ * (TREE_F_PREALLOC) counts every block whole; a file whose count is unknown
+ * (old record) shows its size. Other nodes: their size rounded up.
  */
 uint64_t tree_attr_blocks(const struct tree *t, const struct tree_attr *a);
 
