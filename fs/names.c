@@ -13,8 +13,11 @@
  * folder rename may rewrite a whole branch: it holds the two branches busy
  * (requests inside them wait) and runs with no lock held.
  *
- * Limits: RENAME_WHITEOUT is EINVAL; a name is at most TREE_NAME_MAX bytes
- * (ENAMETOOLONG), a symlink target TREE_SYMLINK_MAX.
+ * RENAME_WHITEOUT (overlayfs's upper layers) leaves a 0:0 character device
+ * at the old name in the rename's own batch (tree_rename_whiteout()).
+ *
+ * Limits: a name is at most TREE_NAME_MAX bytes (ENAMETOOLONG), a symlink
+ * target TREE_SYMLINK_MAX.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -516,9 +519,24 @@ static void renamed(struct fs *fs, const struct tree_attr *sa,
 		moved(fs, da, newparent, newname, parent, name);
 }
 
-static int fs_do_rename(struct fs *fs, uint64_t parent, const char *name,
-			uint64_t newparent, const char *newname,
-			unsigned int flags)
+/* tree_rename(), or with RENAME_WHITEOUT in @flags tree_rename_whiteout()
+ * (the whiteout owned by @ctx's caller). */
+static int do_rename(struct fs *fs, const struct fuse_ctx *ctx,
+		     const struct fs_path *p1, const struct fs_path *p2,
+		     unsigned tflags, unsigned flags, uint64_t *orphan)
+{
+	if (flags & RENAME_WHITEOUT)
+		return tree_rename_whiteout(fs->tree, p1->path, p2->path,
+					    tflags, ctx->uid, ctx->gid, orphan);
+	return tree_rename(fs->tree, p1->path, p2->path, tflags, orphan);
+}
+
+/* rename(2) and renameat2(2); RENAME_WHITEOUT leaves a whiteout (a 0:0
+ * character device) owned by @ctx's caller, privileged or not: Linux lets
+ * anyone make whiteouts since 5.8 (ext4 does). */
+static int fs_do_rename(struct fs *fs, const struct fuse_ctx *ctx,
+			uint64_t parent, const char *name, uint64_t newparent,
+			const char *newname, unsigned int flags)
 {
 	struct fs_path *p1 = NULL, *p2 = NULL;
 	struct tree_attr sa, da;
@@ -531,9 +549,10 @@ static int fs_do_rename(struct fs *fs, uint64_t parent, const char *name,
 
 	if (fs->ro)
 		return -EROFS;
-	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE))
-		return -EINVAL; /* RENAME_WHITEOUT and unknown flags */
-	if ((flags & RENAME_NOREPLACE) && (flags & RENAME_EXCHANGE))
+	if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT))
+		return -EINVAL;
+	if ((flags & RENAME_EXCHANGE) &&
+	    (flags & (RENAME_NOREPLACE | RENAME_WHITEOUT)))
 		return -EINVAL;
 	if (strlen(newname) > TREE_NAME_MAX)
 		return -ENAMETOOLONG;
@@ -587,8 +606,7 @@ static int fs_do_rename(struct fs *fs, uint64_t parent, const char *name,
 			if (da.ino && !(tflags & TREE_RENAME_EXCHANGE) &&
 			    itab_in_use(fs, da.ino))
 				tflags |= TREE_KEEP_ORPHAN;
-			rc = tree_rename(fs->tree, p1->path, p2->path, tflags,
-					 &orphan);
+			rc = do_rename(fs, ctx, p1, p2, tflags, flags, &orphan);
 		}
 		fs_busy_lock(fs);
 		if (!rc)
@@ -605,7 +623,7 @@ static int fs_do_rename(struct fs *fs, uint64_t parent, const char *name,
 			tflags |= TREE_KEEP_ORPHAN;
 	}
 	fs_rename_start(fs);
-	rc = tree_rename(fs->tree, p1->path, p2->path, tflags, &orphan);
+	rc = do_rename(fs, ctx, p1, p2, tflags, flags, &orphan);
 	if (!rc)
 		renamed(fs, &sa, &da, tflags, parent, name, newparent, newname,
 			orphan);
@@ -625,6 +643,6 @@ out:
 void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	       fuse_ino_t newparent, const char *newname, unsigned int flags)
 {
-	reply_status(req, fs_do_rename(req_fs(req), parent, name, newparent,
-				       newname, flags));
+	reply_status(req, fs_do_rename(req_fs(req), fuse_req_ctx(req), parent,
+				       name, newparent, newname, flags));
 }

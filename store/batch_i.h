@@ -97,6 +97,21 @@ int tree_batch_remove(struct tree *t, struct kv_batch *b, const char *path,
 int tree_batch_moved(struct tree *t, struct kv_batch *b, const char *path,
 		     uint64_t parent_ino, struct node *n, int64_t now_ns);
 
+/* A whiteout tree_rename_whiteout() leaves at the old path. */
+struct whiteout {
+	uint64_t ino; /* allocated before the rename */
+	uid_t uid;
+	gid_t gid;
+};
+
+/* tree_rename.c: adds to @b the whiteout @w at @path (a put of its node,
+ * where the batch would delete the renamed node's key) and its PARENT
+ * record; the parent folder's times and nlink are the caller's. Reads the
+ * parent for its number and set-group-ID bit. Errors: -ENOENT, -ENOTDIR,
+ * -EIO. */
+int tree_batch_whiteout(struct tree *t, struct kv_batch *b, const char *path,
+			const struct whiteout *w, int64_t now);
+
 /* 1 if folder @dir has no children, 0 if it has, or -EIO. */
 int tree_dir_is_empty(struct tree *t, const char *dir);
 

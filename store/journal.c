@@ -14,9 +14,10 @@
  *                suffix of the last key copied): after a crash every key up
  *                to the cursor is copied and none after it is (the copy is
  *                constructive; nothing is destroyed until the end);
- *   batch k+1    puts the dst node (ctime now), deletes the src node and the
- *                range [src/, src0), updates both parents (mtime, ctime,
- *                nlink) and deletes the record.
+ *   batch k+1    puts the dst node (ctime now), deletes the src node (or,
+ *                RENAME_WHITEOUT, puts the whiteout the record names there)
+ *                and the range [src/, src0), updates both parents (mtime,
+ *                ctime, nlink) and deletes the record.
  *
  * On an engine where a range delete of many keys stalls (etcd:
  * kv_range_keys()), the copied range is dropped in slices before the final
@@ -523,10 +524,17 @@ static int finish_rename(struct tree *t, struct journal_rec *rec,
 		goto unlock;
 	}
 	rc = tree_batch_moved(t, b, dst, ino_d, &n, now);
+	if (rc == 0 && (rec->flags & JOURNAL_F_WHITEOUT)) {
+		struct whiteout w = {rec->ino, (uid_t)rec->blk,
+				     (gid_t)rec->aux};
+
+		rc = tree_batch_whiteout(t, b, src, &w, now);
+	} else {
+		key_node(&k, t->name, src);
+		kv_batch_delete(b, k.buf, k.len);
+	}
 	if (rc)
 		goto unlock;
-	key_node(&k, t->name, src);
-	kv_batch_delete(b, k.buf, k.len);
 	key_subtree_range(&lo, &hi, t->name, src);
 	rc = tree_batch_drop_range(t, b, lo.buf, lo.len, hi.buf, hi.len);
 	if (rc)
@@ -695,7 +703,8 @@ static int rollback(struct tree *t, struct journal_rec *rec)
 }
 
 int journal_rename_dir(struct tree *t, const char *src, const char *dst,
-		       unsigned flags, uint64_t *orphan)
+		       unsigned flags, const struct whiteout *wo,
+		       uint64_t *orphan)
 {
 	struct journal_rec rec = {0};
 	struct journal_hook h;
@@ -716,6 +725,12 @@ int journal_rename_dir(struct tree *t, const char *src, const char *dst,
 	claimed = true;
 	rec.op = (flags & TREE_RENAME_EXCHANGE) ? JOP_EXCHANGE : JOP_RENAME;
 	rec.flags = flags;
+	if (wo) {
+		rec.flags |= JOURNAL_F_WHITEOUT;
+		rec.ino = wo->ino;
+		rec.blk = wo->uid;
+		rec.aux = wo->gid;
+	}
 	rec.phase = 1;
 	sbuf_adds(&rec.src, src);
 	sbuf_adds(&rec.dst, dst);

@@ -17,9 +17,12 @@
  * stripe held, and unlocks ns_lock after it returns (it may drop and retake
  * ns_lock meanwhile). @flags are tree_rename()'s (TREE_RENAME_EXCHANGE: both
  * exist, at least one is a non-empty folder; otherwise @dst is absent or an
- * empty folder, which it replaces). */
+ * empty folder, which it replaces). @wo (not NULL, not with an exchange):
+ * the final batch leaves this whiteout at @src (tree_batch_whiteout()). */
+struct whiteout; /* batch_i.h */
 int journal_rename_dir(struct tree *t, const char *src, const char *dst,
-		       unsigned flags, uint64_t *orphan);
+		       unsigned flags, const struct whiteout *wo,
+		       uint64_t *orphan);
 
 /* ---- journal records ---------------------------------------------------
  * JOURNAL#<seq> values: version byte 1, then varints op, flags, phase, then
@@ -31,13 +34,18 @@ int journal_rename_dir(struct tree *t, const char *src, const char *dst,
 #define JOP_CLONE                                                              \
 	3 /* cascade clone (cp -r / cross-drive mv), budgeted:
 			  never replayed at open, resumed by its token */
+/* In a JOP_RENAME record's flags (beside tree_rename()'s): leave a whiteout
+ * at src (RENAME_WHITEOUT). */
+#define JOURNAL_F_WHITEOUT 0x100
 struct journal_rec {
 	uint64_t seq;
 	uint32_t op, flags, phase;
 	struct sbuf src, dst; /* paths */
 	struct sbuf cursor;   /* last item done (key suffix or relative path) */
 	struct sbuf sdrive;   /* JOP_CLONE: the source drive */
-	uint64_t ino, blk, aux; /* JOP_CLONE: file in progress */
+	uint64_t ino, blk, aux; /* JOP_CLONE: file in progress;
+				 * JOP_RENAME with JOURNAL_F_WHITEOUT: the
+				 * whiteout's ino, uid, gid */
 	bool dropping; /* in memory: drop_slices() began (no undo now) */
 };
 void journal_rec_release(struct journal_rec *r);

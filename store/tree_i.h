@@ -32,6 +32,11 @@ static inline bool is_root(const char *path)
 	return path[0] == '/' && path[1] == '\0';
 }
 
+/* tree_make.c: a set-group-ID folder (@dir) gives its group to what is made
+ * in it (*a, mode and owner set), and its bit to a new folder, as ext4
+ * does. */
+void tree_inherit_group(const struct tree_attr *dir, struct tree_attr *a);
+
 /* Reads and decodes the record at @key. Errors: -ENOENT, -EIO (logged). */
 int tree_load_key(struct tree *t, const struct sbuf *key, struct node *n,
 		  bool want_target);

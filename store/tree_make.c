@@ -68,9 +68,7 @@ static int check_new_node(mode_t mode, const char *target, mode_t *type)
 	}
 }
 
-/* A set-group-ID folder (@dir) gives its group to what is made in it (*a,
- * mode and owner set), and its bit to a new folder, as ext4 does. */
-static void inherit_group(const struct tree_attr *dir, struct tree_attr *a)
+void tree_inherit_group(const struct tree_attr *dir, struct tree_attr *a)
 {
 	if (!(dir->mode & S_ISGID))
 		return;
@@ -128,7 +126,7 @@ int tree_mknode(struct tree *t, const char *path, mode_t mode, uid_t uid,
 	a.mode = type == S_IFLNK ? (S_IFLNK | 0777) : (type | (mode & 07777));
 	a.uid = uid;
 	a.gid = gid;
-	inherit_group(&pn.a, &a);
+	tree_inherit_group(&pn.a, &a);
 	a.size = target ? strlen(target) : 0;
 	a.nlink = S_ISDIR(type) ? 2 : 1;
 	a.rdev = (S_ISCHR(type) || S_ISBLK(type)) ? rdev : 0;
@@ -177,7 +175,7 @@ int tree_mktmp(struct tree *t, const char *dir, mode_t mode, uid_t uid,
 	a.uid = uid;
 	a.gid = gid;
 	if (rc == 0)
-		inherit_group(&pn.a, &a);
+		tree_inherit_group(&pn.a, &a);
 	node_release(&pn);
 	if (rc)
 		return rc;

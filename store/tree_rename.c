@@ -1,10 +1,12 @@
 /*
  * tree_rename.c - tree_rename(): rename, RENAME_NOREPLACE and
- * RENAME_EXCHANGE.
+ * RENAME_EXCHANGE; tree_rename_whiteout(): RENAME_WHITEOUT.
  *
  * Anything but a non-empty folder moves in one batch (rename_simple()); a
  * non-empty folder is rewritten key by key by journal.c, crash-safe through
- * its journal record.
+ * its journal record. A whiteout is put at the old path in the batch that
+ * deletes the node there: the one batch, or the journal's final batch (its
+ * number and owner are in the record, so a replay makes the same one).
  *
  * Limits: a folder cannot move into itself (-EINVAL); a move that would make
  * a descendant's path longer than TREE_PATH_MAX is refused before anything
@@ -17,13 +19,44 @@
 #include "batch_i.h"
 #include "drive_i.h"
 #include "journal_i.h"
+#include "parent_i.h"
 #include "tree_i.h"
 
+int tree_batch_whiteout(struct tree *t, struct kv_batch *b, const char *path,
+			const struct whiteout *w, int64_t now)
+{
+	char *pp = parent_of(path);
+	struct node pn = {0};
+	struct tree_attr a = {0};
+	int rc;
+
+	rc = tree_get_node(t, pp, &pn, false);
+	if (rc == 0 && !S_ISDIR(pn.a.mode))
+		rc = -ENOTDIR;
+	if (rc)
+		goto out;
+	a.ino = w->ino;
+	a.mode = S_IFCHR; /* the kernel's WHITEOUT_MODE, WHITEOUT_DEV 0 */
+	a.uid = w->uid;
+	a.gid = w->gid;
+	tree_inherit_group(&pn.a, &a);
+	a.nlink = 1;
+	a.atime_ns = a.mtime_ns = a.ctime_ns = now;
+	tree_batch_put_node(t, b, path, &a, NULL);
+	parent_batch_put(t, b, a.ino, pn.a.ino, path);
+out:
+	node_release(&pn);
+	free(pp);
+	return rc;
+}
+
 /* The one-batch rename of nodes that are not non-empty folders; ns_lock held,
- * every check done. @sn/@dn are the nodes at @src/@dst (@dn NULL if none). */
+ * every check done. @sn/@dn are the nodes at @src/@dst (@dn NULL if none);
+ * @wo (not NULL) the whiteout to leave at @src. */
 static int rename_simple(struct tree *t, const char *src, const char *dst,
-			 unsigned flags, const struct node *sn0,
-			 const struct node *dn0, uint64_t *orphan)
+			 unsigned flags, const struct whiteout *wo,
+			 const struct node *sn0, const struct node *dn0,
+			 uint64_t *orphan)
 {
 	char *sp = NULL, *dp = NULL;
 	struct node spn = {0}, dpn = {0}, sn = {0}, dn = {0};
@@ -68,8 +101,14 @@ static int rename_simple(struct tree *t, const char *src, const char *dst,
 			if (rc)
 				goto out;
 		}
-		key_node(&k, t->name, src);
-		kv_batch_delete(b, k.buf, k.len);
+		if (wo) {
+			rc = tree_batch_whiteout(t, b, src, wo, now);
+			if (rc)
+				goto out;
+		} else {
+			key_node(&k, t->name, src);
+			kv_batch_delete(b, k.buf, k.len);
+		}
 		rc = tree_batch_moved(t, b, dst, dpn.a.ino, &sn, now);
 		sdelta = -sd;
 		ddelta = sd - dd;
@@ -129,8 +168,10 @@ static int branch_fits(struct tree *t, const char *from, size_t newlen)
 	return longest - oldlen + newlen > TREE_PATH_MAX ? -ENAMETOOLONG : 0;
 }
 
-int tree_rename(struct tree *t, const char *src, const char *dst,
-		unsigned flags, uint64_t *orphan)
+/* tree_rename(), and with @wo tree_rename_whiteout() (its number not yet
+ * allocated). */
+static int rename_any(struct tree *t, const char *src, const char *dst,
+		      unsigned flags, struct whiteout *wo, uint64_t *orphan)
 {
 	char *dp = NULL;
 	struct node sn = {0}, dn = {0}, dpn = {0};
@@ -147,7 +188,8 @@ int tree_rename(struct tree *t, const char *src, const char *dst,
 	if (flags & ~(unsigned)(TREE_KEEP_ORPHAN | TREE_RENAME_NOREPLACE |
 				TREE_RENAME_EXCHANGE) ||
 	    ((flags & TREE_RENAME_NOREPLACE) &&
-	     (flags & TREE_RENAME_EXCHANGE))) {
+	     (flags & TREE_RENAME_EXCHANGE)) ||
+	    (wo && (flags & TREE_RENAME_EXCHANGE))) {
 		rc = -EINVAL;
 		goto out;
 	}
@@ -227,6 +269,11 @@ int tree_rename(struct tree *t, const char *src, const char *dst,
 			goto out;
 		big = big || rc == 0;
 	}
+	if (wo) {
+		rc = tree_alloc_ino(t, &wo->ino);
+		if (rc)
+			goto out;
+	}
 	if (big) {
 		rc = S_ISDIR(sn.a.mode) ? branch_fits(t, src, strlen(dst)) : 0;
 		if (rc == 0 && (flags & TREE_RENAME_EXCHANGE) &&
@@ -234,9 +281,9 @@ int tree_rename(struct tree *t, const char *src, const char *dst,
 			rc = branch_fits(t, dst, strlen(src));
 		if (rc)
 			goto out;
-		rc = journal_rename_dir(t, src, dst, flags, orphan);
+		rc = journal_rename_dir(t, src, dst, flags, wo, orphan);
 	} else
-		rc = rename_simple(t, src, dst, flags, &sn,
+		rc = rename_simple(t, src, dst, flags, wo, &sn,
 				   dexists ? &dn : NULL, orphan);
 out:
 	if (ns)
@@ -246,4 +293,18 @@ out:
 	node_release(&dpn);
 	free(dp);
 	return rc;
+}
+
+int tree_rename(struct tree *t, const char *src, const char *dst,
+		unsigned flags, uint64_t *orphan)
+{
+	return rename_any(t, src, dst, flags, NULL, orphan);
+}
+
+int tree_rename_whiteout(struct tree *t, const char *src, const char *dst,
+			 unsigned flags, uid_t uid, gid_t gid, uint64_t *orphan)
+{
+	struct whiteout wo = {.uid = uid, .gid = gid};
+
+	return rename_any(t, src, dst, flags, &wo, orphan);
 }

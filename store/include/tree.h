@@ -433,6 +433,19 @@ int tree_reclaim_many(struct tree *t, const uint64_t *inos, size_t n,
 int tree_rename(struct tree *t, const char *src, const char *dst,
 		unsigned flags, uint64_t *orphan);
 
+/*
+ * tree_rename() (not TREE_RENAME_EXCHANGE: -EINVAL) that leaves a whiteout
+ * at @src, as renameat2(RENAME_WHITEOUT) does for overlayfs: a character
+ * device 0:0 with mode 0, owned by @uid:@gid (in a set-group-ID folder, the
+ * folder's group), made in the same batch as the rename (a non-empty
+ * folder's: its final batch, replayed with it after a crash). Nothing is
+ * made when nothing moves (two links of one inode). Linux lets any caller
+ * make whiteouts (since 5.8), as ext4 does.
+ */
+int tree_rename_whiteout(struct tree *t, const char *src, const char *dst,
+			 unsigned flags, uid_t uid, gid_t gid,
+			 uint64_t *orphan);
+
 /* Which fields tree_setattr() changes. */
 #define TREE_SET_MODE  0x01 /* permission bits only; the type is kept */
 #define TREE_SET_UID   0x02

@@ -1,10 +1,12 @@
 /*
  * renameat2.c - mount-test helper: one renameat2(2) call with the flags named
- * on the command line, so the tests can drive RENAME_NOREPLACE and
- * RENAME_EXCHANGE (coreutils' mv cannot on Debian 12) and see the raw errno of
- * a plain rename(2) that mv would otherwise pre-check and reword.
+ * on the command line, so the tests can drive RENAME_NOREPLACE,
+ * RENAME_EXCHANGE and RENAME_WHITEOUT (coreutils' mv cannot on Debian 12) and
+ * see the raw errno of a plain rename(2) that mv would otherwise pre-check
+ * and reword.
  *
- *   renameat2 none|noreplace|exchange SRC DST
+ *   renameat2 none|noreplace|exchange|whiteout|noreplace,whiteout|
+ *             exchange,whiteout SRC DST
  *
  * Exit status 0 on success; on failure it prints "renameat2: SRC -> DST:
  * <strerror>" on stderr (what lib.sh's expect_errno matches) and exits 1.
@@ -24,6 +26,9 @@
 #ifndef RENAME_EXCHANGE
 #define RENAME_EXCHANGE (1 << 1)
 #endif
+#ifndef RENAME_WHITEOUT
+#define RENAME_WHITEOUT (1 << 2)
+#endif
 
 int main(int argc, char **argv)
 {
@@ -38,6 +43,12 @@ int main(int argc, char **argv)
 		flags = RENAME_NOREPLACE;
 	else if (!strcmp(argv[1], "exchange"))
 		flags = RENAME_EXCHANGE;
+	else if (!strcmp(argv[1], "whiteout"))
+		flags = RENAME_WHITEOUT;
+	else if (!strcmp(argv[1], "noreplace,whiteout"))
+		flags = RENAME_NOREPLACE | RENAME_WHITEOUT;
+	else if (!strcmp(argv[1], "exchange,whiteout"))
+		flags = RENAME_EXCHANGE | RENAME_WHITEOUT;
 	else
 		goto usage;
 
@@ -51,6 +62,7 @@ int main(int argc, char **argv)
 	}
 	return 0;
 usage:
-	fprintf(stderr, "usage: renameat2 none|noreplace|exchange SRC DST\n");
+	fprintf(stderr, "usage: renameat2 none|noreplace|exchange|whiteout|"
+			"noreplace,whiteout|exchange,whiteout SRC DST\n");
 	return 2;
 }
