@@ -539,8 +539,6 @@ static int open_store(const char *dir, bool exists, const struct options *o,
 	rc = open_waiting(dir, &so, out, &waited_for);
 	switch (rc) {
 	case 0:
-		if (!exists)
-			fprintf(stderr, "pathfs: created store %s\n", dir);
 		if (waited_for)
 			fprintf(stderr, "pathfs: store %s is free now\n", dir);
 		break;
@@ -582,16 +580,17 @@ static int open_store(const char *dir, bool exists, const struct options *o,
 	return rc;
 }
 
+/* Opens drive o->drive, creating it if it is missing (*created). */
 static int open_drive(struct store *s, const struct options *o,
-		      struct tree **out)
+		      struct tree **out, bool *created)
 {
 	int rc = store_drive(s, o->drive, out);
 
+	*created = false;
 	if (rc == -ENOENT && !o->ro) {
 		rc = store_drive_create(s, o->drive, getuid(), getgid());
 		if (!rc) {
-			fprintf(stderr, "pathfs: created drive %s in %s\n",
-				o->drive, store_dir(s));
+			*created = true;
 			rc = store_drive(s, o->drive, out);
 		}
 	}
@@ -697,6 +696,28 @@ static int start_log(struct options *o, const char *dir, const char **where)
 	return 0;
 }
 
+/* A line about what a successful startup did (made a store or a drive,
+ * mounted): to the log, and to stderr only when it is a terminal the log
+ * does not already write to; silent otherwise, as mount(8) and other
+ * filesystems are on success (scripts and test suites compare what a mount
+ * prints). */
+static void startup_note(const char *log_where, const char *fmt, ...)
+{
+	char *line = NULL;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&line, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if (strcmp(log_where, "stderr") && isatty(STDERR_FILENO))
+		fprintf(stderr, "pathfs: %s\n", line);
+	plog(LOG_INFO, "%s", line);
+	free(line);
+}
+
 /* Opens, mounts, serves, unmounts, closes. Runs in the serving process. */
 static int serve(struct options *o, struct fuse_args *args, const char *dir,
 		 bool exists, const char *mnt)
@@ -709,7 +730,7 @@ static int serve(struct options *o, struct fuse_args *args, const char *dir,
 	struct ctl_env env;
 	const char *log_where = NULL;
 	struct fs fs;
-	bool mounted = false, handlers = false, inited = false;
+	bool mounted = false, handlers = false, inited = false, made_drive;
 	int rc;
 
 	/* first: every thread made later must block SIGUSR1 (stats.h) */
@@ -720,7 +741,7 @@ static int serve(struct options *o, struct fuse_args *args, const char *dir,
 	rc = open_store(dir, exists, o, &s);
 	if (rc)
 		goto out;
-	rc = open_drive(s, o, &t);
+	rc = open_drive(s, o, &t, &made_drive);
 	if (rc)
 		goto out;
 	rc = fs_init(&fs, s, t);
@@ -732,6 +753,11 @@ static int serve(struct options *o, struct fuse_args *args, const char *dir,
 	rc = start_log(o, dir, &log_where);
 	if (rc)
 		goto out;
+	if (!exists)
+		startup_note(log_where, "created store %s", dir);
+	if (made_drive)
+		startup_note(log_where, "created drive %s in %s", o->drive,
+			     dir);
 	/* branch deletes (pathfsctl rm -r, mv) keep only open files as orphans */
 	tree_set_open_check(t, itab_is_open, &fs);
 	fs.ro = o->ro;
@@ -811,16 +837,10 @@ static int serve(struct options *o, struct fuse_args *args, const char *dir,
 		ctl = NULL;
 	}
 
-	/* mounted: tell a user at a terminal where the log goes (silent
-	 * otherwise, as mount(8) and other filesystems are on success:
-	 * scripts and test suites compare what a mount prints), tell the
-	 * parent, then leave the terminal */
-	if (strcmp(log_where, "stderr") && isatty(STDERR_FILENO))
-		fprintf(stderr,
-			"pathfs: mounted drive %s of %s on %s (log: %s)\n",
-			o->drive, dir, mnt, log_where);
-	plog(LOG_INFO, "mounted drive %s of %s on %s (log: %s)", o->drive, dir,
-	     mnt, log_where);
+	/* mounted: tell the log and a user at a terminal where the log goes,
+	 * tell the parent, then leave the terminal */
+	startup_note(log_where, "mounted drive %s of %s on %s (log: %s)",
+		     o->drive, dir, mnt, log_where);
 	if (status_fd >= 0) {
 		if (write(status_fd, "0", 1) != 1)
 			rc = 0;
