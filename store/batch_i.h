@@ -76,11 +76,15 @@ int tree_batch_dir_touch(struct tree *t, struct kv_batch *b, const char *dir,
  *  - a link of a hard-linked inode: INODE nlink - 1 and ctime = @now_ns;
  *  - a last link: with TREE_KEEP_ORPHAN in @flags the inode becomes an orphan
  *    (INODE#ino with nlink 0 + ORPHAN#ino) and *orphan (may be NULL) = ino;
+ *    so does a regular file whose blocks do not fit one batch's drop
+ *    (tree_content_fits) with TREE_PARK_BIG, which the caller reclaims
+ *    (tree_reclaim: in slices) once @b is committed and its locks dropped;
  *    otherwise its content, xattrs and INODE record are deleted, *orphan = 0;
  *  - a node not hard-linked: its PARENT record is deleted.
  * The parent folder is NOT touched (tree_batch_dir_touch). Caller holds
  * ns_lock and the stripe of n->a.ino. Errors: -EIO.
  */
+#define TREE_PARK_BIG 0x100 /* tree_batch_remove(): see there */
 int tree_batch_remove(struct tree *t, struct kv_batch *b, const char *path,
 		      const struct node *n, unsigned flags, uint64_t *orphan,
 		      int64_t now_ns);

@@ -88,6 +88,7 @@
 #include "batch_i.h"
 #include "content_i.h"
 #include "drive_i.h"
+#include "journal_i.h"
 #include "log.h"
 
 /* Point deletes up to this many keys (and a quarter of a batch's operations,
@@ -222,6 +223,158 @@ void tree_batch_drop_blocks(struct tree *t, struct kv_batch *b, uint64_t ino,
 	}
 	sbuf_release(&lo);
 	sbuf_release(&hi);
+}
+
+/* ---- big drops in slices ------------------------------------------------ */
+
+uint64_t tree_drop_slice(const struct tree *t)
+{
+	size_t k = kv_range_keys(t->store->kv);
+
+	return k == SIZE_MAX ? UINT64_MAX : k / 2;
+}
+
+uint64_t tree_drop_keys(const struct tree *t, const struct tree_attr *a)
+{
+	uint64_t bs = t->block_size, end = tree_content_end(a);
+	uint64_t n = end == UINT64_MAX ? UINT64_MAX : end / bs + (end % bs != 0);
+
+	if (!S_ISREG(a->mode))
+		return 0;
+	if (a->blocks < n) /* known (not TREE_BLOCKS_UNKNOWN) and lower */
+		n = a->blocks;
+	return n;
+}
+
+bool tree_content_fits(const struct tree *t, const struct tree_attr *a)
+{
+	return tree_drop_keys(t, a) <= tree_drop_slice(t);
+}
+
+/*
+ * The slices of tree_shrink_in_slices(): the DATA keys of @ino at or past
+ * block @keep, counted from there, the key at position j * @max (j >= 1)
+ * starts slice j; *cuts (malloc'd) gets their block numbers in ascending
+ * order, *total the keys. A file without holes (blocks == @nblk) needs no
+ * read; any other is scanned once. Errors: -EIO, -ENOMEM.
+ */
+static int slice_cuts(struct tree *t, uint64_t ino, uint64_t keep,
+		      uint64_t nblk, bool dense, uint64_t max, uint64_t **cuts,
+		      size_t *ncuts, uint64_t *total)
+{
+	struct sbuf lo = {0}, hi = {0}, pre = {0};
+	struct kv_iter *it = NULL;
+	size_t n = 0, cap = 0;
+	uint64_t pos = 0, *v = NULL;
+	int rc = 0;
+
+	*cuts = NULL;
+	*ncuts = 0;
+	if (dense) {
+		*total = nblk - keep;
+		cap = (size_t)(*total / max) + 1;
+		v = malloc(cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		for (uint64_t c = keep + max; c < nblk; c += max)
+			v[n++] = c;
+		goto out;
+	}
+	key_drive_prefix(&pre, t->name);
+	key_data_range(&lo, &hi, t->name, ino, keep);
+	rc = kv_iter_open(&it, t->store->kv, lo.buf, lo.len, hi.buf, hi.len);
+	for (; rc == 0 && kv_iter_valid(it); kv_iter_next(it), pos++) {
+		size_t klen;
+		const char *key = kv_iter_key(it, &klen);
+		uint64_t kino, blk;
+
+		if (pos == 0 || pos % max)
+			continue;
+		if (key_data_decode(key, klen, pre.len, &kino, &blk)) {
+			rc = -EIO;
+			break;
+		}
+		if (n == cap) {
+			uint64_t *nv;
+
+			cap = cap ? 2 * cap : 16;
+			nv = realloc(v, cap * sizeof(*v));
+			if (!nv) {
+				rc = -ENOMEM;
+				break;
+			}
+			v = nv;
+		}
+		v[n++] = blk;
+	}
+	if (rc == 0)
+		rc = kv_iter_status(it);
+	*total = pos;
+	kv_iter_free(it);
+out:
+	sbuf_release(&lo);
+	sbuf_release(&hi);
+	sbuf_release(&pre);
+	if (rc) {
+		free(v);
+		return rc;
+	}
+	*cuts = v;
+	*ncuts = n;
+	return 0;
+}
+
+int tree_shrink_in_slices(struct tree *t, struct attr_ref *r,
+			  uint64_t new_size, struct journal_hook *h)
+{
+	struct tree_attr *a = &r->n.a, prev;
+	uint64_t bs = t->block_size, max = tree_drop_slice(t), total;
+	uint64_t keep = new_size / bs + (new_size % bs != 0);
+	uint64_t nblk = a->size / bs + (a->size % bs != 0), *cuts = NULL;
+	bool past = a->flags & TREE_F_PREALLOC; /* blocks past the end */
+	struct sbuf lo = {0}, hi = {0};
+	struct kv_batch *b = NULL;
+	size_t ncuts = 0;
+	int rc;
+
+	if (max == UINT64_MAX || !S_ISREG(a->mode) ||
+	    (!past && (keep >= nblk || nblk - keep <= max)))
+		return 0;
+	rc = blocks_known(t, a);
+	if (rc || a->blocks <= max)
+		return rc;
+	rc = slice_cuts(t, a->ino, keep, nblk, !past && a->blocks == nblk, max,
+			&cuts, &ncuts, &total);
+	if (rc)
+		return rc;
+	b = kv_batch_new(t->store->kv);
+	/* from the end: each slice leaves a shorter file, its count right */
+	for (size_t j = ncuts; j-- > 0;) {
+		uint64_t from = (uint64_t)(j + 1) * max, gone = total - from;
+
+		kv_batch_clear(b);
+		sbuf_reset(&lo);
+		sbuf_reset(&hi);
+		key_data_range(&lo, &hi, t->name, a->ino, cuts[j]);
+		kv_batch_delete_range(b, lo.buf, lo.len, hi.buf, hi.len);
+		prev = *a;
+		if (a->size > cuts[j] * bs) /* (not past the end) */
+			a->size = cuts[j] * bs;
+		a->blocks = a->blocks > gone ? a->blocks - gone : 0;
+		tree_attr_store(t, b, r);
+		rc = tree_commit(t, b);
+		if (rc) {
+			*a = prev;
+			break;
+		}
+		total = from;
+		journal_hook_batch(h);
+	}
+	kv_batch_free(b);
+	free(cuts);
+	sbuf_release(&lo);
+	sbuf_release(&hi);
+	return rc;
 }
 
 int tree_drop_file_content(struct tree *t, struct kv_batch *b, uint64_t ino,

@@ -8,6 +8,7 @@
 #ifndef PATHFS_CONTENT_I_H
 #define PATHFS_CONTENT_I_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "drive_i.h"
@@ -51,6 +52,47 @@ int tree_drop_file_content(struct tree *t, struct kv_batch *b, uint64_t ino,
  */
 int tree_batch_truncate(struct tree *t, struct kv_batch *b, struct tree_attr *a,
 			uint64_t new_size);
+
+/*
+ * Big drops. On an engine where a range delete of many keys stalls (etcd:
+ * kv_range_keys()), a file's blocks are dropped in slices, one commit each,
+ * never more than tree_drop_slice() keys by one batch's range deletes:
+ *  - the last link of a file whose blocks do not fit (tree_content_fits()
+ *    false) becomes an orphan in the batch that removes its name
+ *    (tree_batch_remove's @park), and is reclaimed after that commit
+ *    (tree_reclaim): its blocks go from the end, a slice per commit, each
+ *    leaving a shorter orphan whose size and count are right; the last
+ *    slice goes with its records. A crash in between leaves an orphan that
+ *    store_open() reclaims (the same way);
+ *  - a truncate that drops more than a slice shrinks the file from the end,
+ *    a slice per commit, before its own batch: a crash in between leaves
+ *    the file at a size between the old and the new one, its bytes below
+ *    that size intact, and readers meanwhile see it shrink.
+ */
+struct attr_ref;
+struct journal_hook;
+
+/* content.c: the most DATA keys one batch drops (half of kv_range_keys(),
+ * so that a file's drop shares its batch); UINT64_MAX: no bound. */
+uint64_t tree_drop_slice(const struct tree *t);
+/* content.c: the most DATA keys a drop of regular file @a deletes (its
+ * count when known and lower, else its content end's blocks; UINT64_MAX for
+ * blocks past the end of unknown count), 0 for other kinds; and whether
+ * they fit one batch's drop. */
+uint64_t tree_drop_keys(const struct tree *t, const struct tree_attr *a);
+bool tree_content_fits(const struct tree *t, const struct tree_attr *a);
+/*
+ * content.c: shrinks regular file r->n.a (loaded under its stripe, which
+ * the caller holds) towards @new_size, a slice of blocks per commit from the
+ * end, each storing the record with its size cut at the slice and its count
+ * less the keys dropped, until what is left past @new_size fits one batch
+ * (the caller's, tree_batch_truncate or the drop of the whole file). Nothing
+ * on an engine without the bound. Each commit counts as a batch of @h
+ * (NULL: none). r->n.a is kept as stored. Errors: -EIO, -ENOMEM and the
+ * commit's (the slices committed stay).
+ */
+int tree_shrink_in_slices(struct tree *t, struct attr_ref *r,
+			  uint64_t new_size, struct journal_hook *h);
 
 /* content.c: *n = the DATA keys of @ino in blocks [from, to) (@to
  * UINT64_MAX: all). Errors: -EIO. */

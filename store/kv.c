@@ -51,6 +51,7 @@ int kv_open(struct kv **out, const char *where, const struct kv_options *opt)
 	if (rc)
 		return rc;
 	kv->family = o.family;
+	kv->strict = o.strict;
 	if (o.strict) {
 		struct kv_limits *l = &kv->limits;
 		if (l->batch_ops > KV_ETCD_TXN_OPS)
@@ -243,9 +244,31 @@ void kv_batch_delete(struct kv_batch *b, const char *key, size_t klen)
 	b->kv->ops->batch_delete(b, key, klen);
 }
 
+/*
+ * Strict mode: the keys [lo, hi) holds now, counted up to one past a slice
+ * (kv_range_keys), through the backend so that kv_counts stays the store's.
+ * A bound naming no family counts its lower bound's family only.
+ */
+static size_t strict_range_keys(struct kv *kv, const char *lo, size_t lolen,
+				const char *hi, size_t hilen)
+{
+	size_t n = 0, max = kv_range_keys(kv);
+	struct kv_iter *it = NULL;
+
+	if (kv->ops->iter_open(&it, kv, lo, lolen, hi, hilen))
+		return 0;
+	it->kv = kv;
+	for (; n <= max && kv->ops->iter_valid(it); kv->ops->iter_next(it))
+		n++;
+	kv->ops->iter_free(it);
+	return n;
+}
+
 void kv_batch_delete_range(struct kv_batch *b, const char *lo, size_t lolen,
 			   const char *hi, size_t hilen)
 {
+	if (b->kv->strict)
+		b->range_keys += strict_range_keys(b->kv, lo, lolen, hi, hilen);
 	b->ops++;
 	b->bytes += lolen + hilen;
 	b->deletes++;
@@ -273,6 +296,7 @@ bool kv_batch_fits(const struct kv_batch *b, size_t klen, size_t vlen)
 void kv_batch_clear(struct kv_batch *b)
 {
 	b->ops = b->bytes = b->put_bytes = b->deletes = b->value_max = 0;
+	b->range_keys = 0;
 	b->kv->ops->batch_clear(b);
 }
 
@@ -289,6 +313,14 @@ int kv_batch_commit(struct kv *kv, struct kv_batch *b, bool sync)
 		     "%zu) exceeds the engine's limits (%zu, %zu, %zu)",
 		     kv->ops->name, b->ops, b->bytes, b->value_max,
 		     l->batch_ops, l->batch_bytes, l->value_bytes);
+		return -E2BIG;
+	}
+	if (kv->strict && b->range_keys > kv_range_keys(kv)) {
+		/* etcd would apply it, stalling the cluster meanwhile */
+		plog(LOG_ERR,
+		     "%s: a batch's range deletes cover %zu keys, more than a "
+		     "slice of %zu (strict)",
+		     kv->ops->name, b->range_keys, kv_range_keys(kv));
 		return -E2BIG;
 	}
 	KV_COUNT(kv->counts.commits);

@@ -66,6 +66,7 @@ struct kv {
 	const struct kv_ops *ops;
 	struct kv_limits limits; /* set by the backend's open; kv.c may lower */
 	bool read_only;
+	bool strict; /* kv.c: kv_options.strict */
 	/* kv.c: kv_options.family, and the calls counted (relaxed atomics) */
 	int (*family)(const char *key, size_t klen);
 	struct kv_counts counts;
@@ -85,6 +86,7 @@ struct kv_batch {
 	size_t put_bytes; /* keys and values put */
 	size_t deletes;	  /* point and range deletes */
 	size_t value_max; /* the largest value put */
+	size_t range_keys; /* strict: keys its range deletes covered when added */
 };
 
 /* The backends' opens: as kv_open() for their kind of location. */

@@ -72,7 +72,10 @@ struct kv_options {
 	 * column family (an interrupted kv_upgrade) is refused: -EUCLEAN.
 	 */
 	bool single_family;
-	/* RocksDB: enforce etcd's default limits (kv_limits) on every batch */
+	/* RocksDB: enforce etcd's default limits (kv_limits) on every batch,
+	 * and refuse (-E2BIG) one whose range deletes cover more keys than a
+	 * slice (kv_range_keys), counted when added: etcd applies such a
+	 * batch but stalls meanwhile */
 	bool strict;
 };
 

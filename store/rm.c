@@ -144,6 +144,7 @@ static int rm_run(struct tree *t, const char *path, struct sbuf *cursor,
 	struct kv_iter *xit = NULL;
 	struct kv_batch *b = kv_batch_new(t->store->kv);
 	size_t n = 0, max_n = branch_batch_limit(t);
+	uint64_t blocks = 0;
 	int rc;
 
 	*done = false;
@@ -194,11 +195,14 @@ static int rm_run(struct tree *t, const char *path, struct sbuf *cursor,
 			goto out_node;
 		} else if (S_ISDIR(np->a.mode) ||
 			   (np->a.flags & TREE_F_LINKED) ||
+			   !tree_content_fits(t, &np->a) ||
 			   (keep = keep_orphan(&oc, flags, np->a.ino))) {
 			/* alone, after the batch holding its children, or of
 			 * the other links of its inode, is committed; and
 			 * an inode that may be open (KEEP_ORPHAN: the daemon;
-			 * it may be written) under its stripe, by tree.c */
+			 * it may be written) under its stripe, by tree.c; and
+			 * a file too big for one batch's drop (tree.c parks
+			 * it and drops it in slices) */
 			rc = rm_flush(t, b, &n, h);
 			if (rc)
 				goto out_node;
@@ -230,10 +234,13 @@ static int rm_run(struct tree *t, const char *path, struct sbuf *cursor,
 			(*used)++;
 			journal_hook_batch(h);
 		} else {
-			if (!n)
+			if (!n) {
 				pthread_mutex_lock(&t->ns_lock);
+				blocks = 0; /* the batch's blocks */
+			}
 			n++;
 			rm_plain(t, b, p.buf, np, xit);
+			blocks += tree_drop_keys(t, &np->a);
 			r->processed++;
 			(*used)++;
 			/* the batch's own size: keys of nodes, blocks and
@@ -241,7 +248,8 @@ static int rm_run(struct tree *t, const char *path, struct sbuf *cursor,
 			 * engine's limit, so that one more node fits) */
 			if (n >= max_n ||
 			    kv_batch_bytes(b) >= branch_bytes_limit(t) ||
-			    kv_batch_count(b) > tree_batch_max_ops(t) / 2)
+			    kv_batch_count(b) > tree_batch_max_ops(t) / 2 ||
+			    blocks > tree_drop_slice(t))
 				rc = rm_flush(t, b, &n, h);
 		}
 	out_node:

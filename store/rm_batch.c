@@ -106,13 +106,14 @@ static void rm_scan_reset(struct rm_scan *s)
  * a key order prefix of the branch holding no folder can go on its own
  * (removing files never leaves a node without its folder; the folders'
  * nodes sort apart from their children: keys_i.h), so the cut is set at
- * the first folder, or at the node past max_keys. Returns true when the
- * scan stops there (s->sliced).
+ * the first folder, or at the node past max_keys (a node's @cost: its
+ * node, its PARENT record and the blocks the batch drops for it). Returns
+ * true when the scan stops there (s->sliced).
  */
 static bool rm_scan_cut(struct rm_scan *s, const struct node_iter *ni,
-			const struct sbuf *p, bool dir)
+			const struct sbuf *p, bool dir, uint64_t cost)
 {
-	bool past = s->keys + 2 > s->max_keys;
+	bool past = s->keys + cost > s->max_keys;
 
 	if (s->max_keys == SIZE_MAX || (s->dir.len && !past))
 		return false;
@@ -152,6 +153,7 @@ static int rm_batch_scan(struct tree *t, const char *path, unsigned flags,
 	while (rc == 0 && (rc = node_iter_next(&ni)) == 1) {
 		struct node n = {0};
 		bool keep, special;
+		uint64_t cost;
 
 		rc = 0;
 		if (s->n + s->nspecial >= limit ||
@@ -160,8 +162,12 @@ static int rm_batch_scan(struct tree *t, const char *path, unsigned flags,
 			goto out;
 		}
 		keep = !S_ISDIR(n.a.mode) && keep_orphan(oc, flags, n.a.ino);
+		/* tree_unlink() parks a file too big for one batch's drop
+		 * and drops it in slices */
 		special =
-		    keep || (!S_ISDIR(n.a.mode) && (n.a.flags & TREE_F_LINKED));
+		    keep || (!S_ISDIR(n.a.mode) && (n.a.flags & TREE_F_LINKED)) ||
+		    !tree_content_fits(t, &n.a);
+		cost = 2 + (special ? 0 : tree_drop_keys(t, &n.a));
 		if (special || s->max_keys != SIZE_MAX) {
 			sbuf_reset(&p);
 			if (node_iter_path(&ni, &p)) {
@@ -169,9 +175,9 @@ static int rm_batch_scan(struct tree *t, const char *path, unsigned flags,
 				goto out;
 			}
 		}
-		if (rm_scan_cut(s, &ni, &p, S_ISDIR(n.a.mode)))
+		if (rm_scan_cut(s, &ni, &p, S_ISDIR(n.a.mode), cost))
 			goto out;
-		s->keys += 2; /* its node, its PARENT record */
+		s->keys += cost;
 		if (special) {
 			sbuf_addc(&s->special, keep ? 'k' : '-');
 			sbuf_add(&s->special, p.buf, p.len + 1);

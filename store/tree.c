@@ -317,7 +317,8 @@ int tree_batch_remove(struct tree *t, struct kv_batch *b, const char *path,
 	 * as the name goes, so no crash can leave one without the other */
 	sbuf_reset(&k);
 	key_inode(&k, t->name, a.ino);
-	if (flags & TREE_KEEP_ORPHAN) {
+	if ((flags & TREE_KEEP_ORPHAN) ||
+	    ((flags & TREE_PARK_BIG) && !tree_content_fits(t, &a))) {
 		a.flags |= TREE_F_LINKED;
 		a.nlink = 0;
 		a.ctime_ns = now_ns;
@@ -528,7 +529,10 @@ int tree_setattr(struct tree *t, const char *path, uint64_t ino,
 			rc = -EFBIG;
 			goto out;
 		}
-		rc = tree_batch_truncate(t, b, a, in->size);
+		/* a big drop: slices first (content_i.h) */
+		rc = tree_shrink_in_slices(t, &r, in->size, NULL);
+		if (rc == 0)
+			rc = tree_batch_truncate(t, b, a, in->size);
 		if (rc)
 			goto out;
 		a->size = in->size;

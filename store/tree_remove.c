@@ -5,7 +5,9 @@
  *
  * A removal is one batch: the name, the parent folder's update and either the
  * inode's content (the last link of an inode nobody uses) or its orphan
- * records (TREE_KEEP_ORPHAN), built by tree_batch_remove() (tree.c).
+ * records (TREE_KEEP_ORPHAN), built by tree_batch_remove() (tree.c). A file
+ * whose blocks do not fit one batch's drop (etcd: content_i.h) is parked as
+ * an orphan by that batch and reclaimed right after, in slices.
  *
  * On a full store (-ENOSPC) an unlink is sent again without the folder's
  * update, so that it only deletes: deletes are what frees space, and etcd's
@@ -23,6 +25,7 @@
 #include "batch_i.h"
 #include "content_i.h"
 #include "drive_i.h"
+#include "journal_i.h"
 #include "log.h"
 #include "tree_i.h"
 
@@ -34,7 +37,7 @@ static int remove_node(struct tree *t, const char *path, bool dir,
 	struct node n = {0}, pn = {0};
 	struct kv_batch *b = NULL;
 	bool ns = false, st = false;
-	uint64_t nino = 0;
+	uint64_t nino = 0, left = 0, park = 0;
 	int64_t now;
 	int rc;
 
@@ -75,7 +78,8 @@ static int remove_node(struct tree *t, const char *path, bool dir,
 	}
 	now = tree_now_ns();
 	b = kv_batch_new(t->store->kv);
-	rc = tree_batch_remove(t, b, path, &n, flags, orphan, now);
+	rc = tree_batch_remove(t, b, path, &n, flags | TREE_PARK_BIG, &left,
+			       now);
 	if (rc == 0)
 		rc = tree_dir_touch_node(t, b, parent, &pn, dir ? -1 : 0, now);
 	if (rc == 0)
@@ -84,16 +88,22 @@ static int remove_node(struct tree *t, const char *path, bool dir,
 		/*
 		 * A full store takes deletes only (etcd's NOSPACE alarm
 		 * refuses every batch that puts): the unlink goes again
-		 * without the folder's new times, so that removing a file's
-		 * last link, which frees its content, only deletes.
+		 * without the folder's new times, and a big file's blocks
+		 * in the same batch rather than parked as an orphan, so
+		 * that removing a file's last link, which frees its
+		 * content, only deletes.
 		 */
 		kv_batch_clear(b);
-		rc = tree_batch_remove(t, b, path, &n, flags, orphan, now);
+		rc = tree_batch_remove(t, b, path, &n, flags, &left, now);
 		if (rc == 0)
 			rc = tree_commit(t, b);
 	}
-	if (rc && orphan)
-		*orphan = 0;
+	if (rc)
+		left = 0;
+	if (!(flags & TREE_KEEP_ORPHAN))
+		park = left; /* parked: too big to drop in one batch */
+	else if (orphan)
+		*orphan = left;
 out:
 	if (st)
 		tree_unlock_inodes(t, nino, pn.a.ino, 0, 0);
@@ -103,6 +113,11 @@ out:
 	node_release(&n);
 	node_release(&pn);
 	free(parent);
+	if (park && tree_reclaim(t, park))
+		plog(LOG_WARNING,
+		     "drive %s: %s: inode %llu not freed yet: the next open "
+		     "frees it",
+		     t->name, path, (unsigned long long)park);
 	return rc;
 }
 
@@ -124,12 +139,16 @@ int tree_rmdir_flags(struct tree *t, const char *path, unsigned flags,
 }
 
 /* Adds to @b the deletes that free orphan @ino: its ORPHAN mark, INODE
- * record, content and xattrs. Caller holds @ino's stripe.
- * Errors: -ENOENT (not an orphan), -EIO. */
-static int reclaim_add(struct tree *t, struct kv_batch *b, uint64_t ino)
+ * record, content and xattrs; a file too big for one batch's drop is first
+ * shrunk in slices, commits of their own that count as batches of @h
+ * (tree_shrink_in_slices); *blocks (may be NULL) += the blocks @b drops.
+ * Caller holds @ino's stripe.
+ * Errors: -ENOENT (not an orphan), -EIO, and a slice's commit's. */
+static int reclaim_add(struct tree *t, struct kv_batch *b, uint64_t ino,
+		       struct journal_hook *h, uint64_t *blocks)
 {
+	struct attr_ref r = {0};
 	struct sbuf k = {0};
-	struct node n = {0};
 	char *val = NULL;
 	size_t vlen;
 	int rc;
@@ -144,13 +163,22 @@ static int reclaim_add(struct tree *t, struct kv_batch *b, uint64_t ino)
 	kv_batch_delete(b, k.buf, k.len);
 	/* a file's blocks are known from its size (as when an unlink frees
 	 * it at once): point deletes, no scan; anything else is scanned */
-	rc = tree_load_key(t, &k, &n, false);
-	if (rc == 0 && S_ISREG(n.a.mode))
-		rc = tree_drop_file_content(t, b, ino, tree_content_end(&n.a));
-	else if (rc == 0 || rc == -ENOENT || rc == -EIO)
+	rc = tree_attr_load(t, NULL, ino, &r);
+	if (rc == 0 && S_ISREG(r.n.a.mode)) {
+		rc = tree_shrink_in_slices(t, &r, 0, h);
+		if (rc == -ENOSPC)
+			rc = 0; /* a full store: the rest in one batch of
+				   deletes, which pass */
+		if (rc == 0)
+			rc = tree_drop_file_content(t, b, ino,
+						    tree_content_end(&r.n.a));
+		if (rc == 0 && blocks)
+			*blocks += tree_drop_keys(t, &r.n.a);
+	} else if (rc == 0 || rc == -ENOENT || rc == -EIO) {
 		rc = tree_drop_inode_content(t, b, ino);
+	}
 out:
-	node_release(&n);
+	attr_ref_release(&r);
 	free(val);
 	sbuf_release(&k);
 	return rc;
@@ -159,11 +187,13 @@ out:
 int tree_reclaim(struct tree *t, uint64_t ino)
 {
 	struct kv_batch *b = NULL;
+	struct journal_hook h;
 	int rc;
 
+	journal_hook_init(&h);
 	tree_lock_inodes(t, ino, 0, 0, 0);
 	b = kv_batch_new(t->store->kv);
-	rc = reclaim_add(t, b, ino);
+	rc = reclaim_add(t, b, ino, &h, NULL);
 	if (rc == 0)
 		rc = tree_commit(t, b);
 	tree_unlock_inodes(t, ino, 0, 0, 0);
@@ -176,24 +206,28 @@ int tree_reclaim_many(struct tree *t, const uint64_t *inos, size_t n,
 {
 	size_t max = tree_batch_max_ops(t) / 2, i, done = 0, in_b = 0;
 	struct kv_batch *b = kv_batch_new(t->store->kv);
+	uint64_t blocks = 0;
 	int rc = 0;
 
 	for (i = 0; i < n && rc == 0; i++) {
 		/* each orphan's deletes in one batch: a batch near the
-		 * engine's limit is committed before the next one starts */
-		if (in_b && kv_batch_count(b) >= max) {
+		 * engine's limit, or past half a slice of blocks (each
+		 * orphan's drop is at most the other half), is committed
+		 * before the next one starts */
+		if (in_b && (kv_batch_count(b) >= max ||
+			     blocks > tree_drop_slice(t))) {
 			rc = tree_commit(t, b);
 			if (rc)
 				break;
 			done += in_b;
-			in_b = 0;
+			in_b = blocks = 0;
 			kv_batch_free(b);
 			b = kv_batch_new(t->store->kv);
 		}
 		/* the stripe only for the read: no one else writes an orphan
 		 * the kernel has let go of (the caller's promise) */
 		tree_lock_inodes(t, inos[i], 0, 0, 0);
-		rc = reclaim_add(t, b, inos[i]);
+		rc = reclaim_add(t, b, inos[i], NULL, &blocks);
 		tree_unlock_inodes(t, inos[i], 0, 0, 0);
 		if (rc == 0)
 			in_b++;

@@ -1158,3 +1158,240 @@ Test(cascade, cp_r_and_mv_of_a_single_file, .init = tu_setup,
 	free(s0);
 	free(s1);
 }
+
+/* ---- a big file's blocks in slices --------------------------------------- */
+
+/*
+ * On an engine that wants big range deletes sliced (kv_range_keys(): etcd,
+ * and RocksDB in strict mode, which refuses a batch whose range deletes
+ * cover more than a slice: the cascade_strict suite), a file's blocks go in
+ * slices (content_i.h): the unlink parks the file as an orphan and drops it
+ * from the end, as does a truncate and the reclaim of an orphan; rm -r
+ * removes a big file that way, and sends no batch whose files' blocks pass
+ * a slice. Without the bound (cascade) the same calls end the same way.
+ */
+#define BIG_BLOCKS 1300 /* past a slice (1,016 keys in strict mode) */
+
+/* A file at @path of @n blocks, fallocated (stored empty). */
+static uint64_t mkfalloc(const char *path, uint64_t n)
+{
+	struct tree_attr a;
+
+	tu_mkfile(T, path, "", 0);
+	a = tu_stat(T, path);
+	cr_assert_eq(tree_fallocate(T, path, a.ino, 0, 0,
+				    n * tree_block_size(T), NULL),
+		     0);
+	return a.ino;
+}
+
+/* A file at @path of BIG_BLOCKS stored blocks: fallocated (stored empty)
+ * with @step 1, else one byte written every @step-th block (holes between);
+ * its last byte written, and an xattr. Returns its inode. */
+static uint64_t mkbig(const char *path, unsigned step)
+{
+	uint64_t bs = tree_block_size(T);
+	struct tree_attr a;
+
+	tu_mkfile(T, path, "", 0);
+	a = tu_stat(T, path);
+	if (step == 1)
+		cr_assert_eq(tree_fallocate(T, path, a.ino, 0, 0,
+					    BIG_BLOCKS * bs - 1, NULL),
+			     0);
+	for (uint64_t i = 0; step > 1 && i < BIG_BLOCKS; i++)
+		cr_assert_eq(tree_write(T, path, a.ino, i * step * bs + 7, "x",
+					1, false, NULL),
+			     0);
+	cr_assert_eq(tree_write(T, path, a.ino, tu_stat(T, path).size, "!", 1,
+				false, NULL),
+		     0);
+	cr_assert_eq(tree_setxattr(T, path, a.ino, "user.big", "v", 1, 0), 0);
+	a = tu_stat(T, path);
+	cr_assert_eq(a.blocks, BIG_BLOCKS, "%llu blocks",
+		     (unsigned long long)a.blocks);
+	return a.ino;
+}
+
+/* The DATA keys of inode @ino. */
+static size_t data_keys(uint64_t ino)
+{
+	struct sbuf lo = {0}, hi = {0};
+	size_t n;
+
+	key_data_range(&lo, &hi, T->name, ino, 0);
+	n = count_keys(&lo, &hi);
+	sbuf_release(&lo);
+	sbuf_release(&hi);
+	return n;
+}
+
+/* Inode @ino and everything of it is gone, and nothing else is left. */
+static void assert_freed(uint64_t ino)
+{
+	cr_assert_eq(data_keys(ino), 0);
+	cr_assert_eq(kind_keys(T, KEY_XATTR), 0);
+	cr_assert_eq(kind_keys(T, KEY_ORPHAN), 0);
+	cr_assert_eq(kind_keys(T, KEY_INODE), 0);
+	assert_fsck_clean(T);
+}
+
+Test(cascade, big_file_unlink_in_slices, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	for (unsigned step = 1; step <= 2; step++) {
+		uint64_t ino = mkbig("/big", step);
+
+		cr_assert_eq(tree_unlink(T, "/big", 0, NULL), 0);
+		assert_gone(T, "/big");
+		assert_freed(ino);
+	}
+}
+
+Test(cascade, big_file_truncate_in_slices, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	uint64_t bs = tree_block_size(T);
+
+	for (unsigned step = 1; step <= 2; step++) {
+		uint64_t ino = mkbig("/big", step);
+		struct tree_attr in = {.size = bs + 8}, a;
+		size_t len;
+		char *p;
+
+		cr_assert_eq(tree_setattr(T, "/big", ino, &in, TREE_SET_SIZE,
+					  &a),
+			     0);
+		cr_assert_eq(a.size, bs + 8);
+		/* block 0 and block 1 (dense), or block 0 only */
+		cr_assert_eq(a.blocks, step == 1 ? 2 : 1);
+		cr_assert_eq(data_keys(ino), a.blocks);
+		p = tu_read(T, "/big", ino, &len);
+		cr_assert_eq(len, bs);
+		cr_assert_eq(p[7], step == 1 ? 0 : 'x');
+		assert_fsck_clean(T);
+		cr_assert_eq(tree_unlink(T, "/big", 0, NULL), 0);
+		assert_freed(ino);
+	}
+}
+
+Test(cascade, big_orphan_reclaim_in_slices, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	uint64_t ino = mkbig("/big", 1), orphan = 0;
+
+	cr_assert_eq(tree_unlink(T, "/big", TREE_KEEP_ORPHAN, &orphan), 0);
+	cr_assert_eq(orphan, ino);
+	cr_assert_eq(data_keys(ino), BIG_BLOCKS);
+	cr_assert_eq(tree_reclaim(T, ino), 0);
+	assert_freed(ino);
+	/* and several in one call, each alone past half a slice */
+	ino = mkbig("/big", 2);
+	{
+		uint64_t inos[2] = {ino, 0};
+		size_t n = 0;
+
+		cr_assert_eq(tree_unlink(T, "/big", TREE_KEEP_ORPHAN, NULL),
+			     0);
+		inos[1] = mkfalloc("/small", 600);
+		cr_assert_eq(tree_unlink(T, "/small", TREE_KEEP_ORPHAN, NULL),
+			     0);
+		cr_assert_eq(tree_reclaim_many(T, inos, 2, &n), 0);
+		cr_assert_eq(n, 2);
+		assert_freed(ino);
+		assert_freed(inos[1]);
+	}
+}
+
+Test(cascade, rm_r_of_big_files_in_slices, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	struct tree_op_result r;
+	uint64_t big;
+
+	/* few nodes (the walk) and many (one batch): both */
+	for (int many = 0; many < 2; many++) {
+		char p[64];
+
+		tu_mkdir(T, "/docs");
+		big = mkbig("/docs/big", 1);
+		for (int i = 0; i < 3; i++) {
+			snprintf(p, sizeof(p), "/docs/mid%d", i);
+			mkfalloc(p, 400);
+		}
+		for (int i = 0; many && i < 100; i++) {
+			snprintf(p, sizeof(p), "/docs/small%03d", i);
+			mkfile_n(T, p, 10, i);
+		}
+		cr_assert_eq(tree_rm_r(T, "/docs", 0, NULL, 0, &r), 0);
+		cr_assert_eq(r.failed, 0);
+		cr_assert_null(r.token);
+		release(&r);
+		assert_gone(T, "/docs");
+		assert_freed(big);
+		cr_assert_eq(kind_keys(T, KEY_DATA), 0);
+	}
+}
+
+/*
+ * A crash after the first slice of an unlink's drop, or the second: the
+ * name is gone, an orphan is left whose size and count are right (fsck,
+ * opened read-only, is clean), and the next open frees it. Without slices
+ * (cascade) the child finishes.
+ */
+Test(cascade, big_file_unlink_crash_between_slices, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	for (long n = 0; n < 2; n++) {
+		struct store_options ro = {.read_only = true};
+		bool sliced = kv_range_keys(tu_store->kv) != SIZE_MAX;
+		uint64_t ino = mkbig("/big", 1 + (unsigned)n);
+		struct store *keep;
+		int status;
+		pid_t pid;
+
+		store_close(tu_store);
+		tu_store = NULL;
+		pid = fork();
+		cr_assert_neq(pid, -1);
+		if (pid == 0) {
+			struct store_options o = {0};
+			struct store *s;
+			struct tree *t;
+			char v[32];
+
+			if (store_open(&s, tu_dir, &o) ||
+			    store_drive(s, "main", &t))
+				_exit(10);
+			snprintf(v, sizeof(v), "%ld", n);
+			setenv("PATHFS_CRASH_AFTER_BATCHES", v, 1);
+			if (tree_unlink(t, "/big", 0, NULL))
+				_exit(11);
+			store_close(s);
+			_exit(13);
+		}
+		cr_assert_eq(waitpid(pid, &status, 0), pid);
+		if (sliced)
+			cr_assert(WIFSIGNALED(status) &&
+				      WTERMSIG(status) == SIGKILL,
+				  "n=%ld: status %#x", n, status);
+		else
+			cr_assert(WIFEXITED(status) &&
+				      WEXITSTATUS(status) == 13,
+				  "n=%ld: status %#x", n, status);
+		cr_assert_eq(store_open(&tu_store, tu_dir, &ro), 0);
+		cr_assert_eq(store_drive(tu_store, "main", &tu_tree), 0);
+		assert_gone(T, "/big");
+		assert_fsck_clean(T);
+		if (sliced) {
+			cr_assert_eq(kind_keys(T, KEY_ORPHAN), 1);
+			cr_assert_lt(data_keys(ino), BIG_BLOCKS);
+			cr_assert_gt(data_keys(ino), 0);
+		}
+		keep = tu_store;
+		tu_store = NULL;
+		store_close(keep);
+		reopen_opts(0, 0);
+		assert_freed(ino);
+	}
+}

@@ -6,7 +6,7 @@
 # during which the cluster's leader is killed with kill -9: the rename
 # completes, nothing is lost, fsck is clean, and no commit deleted more keys
 # than a slice (kv_range_keys); then pathfsctl rm -r of 21,501 entries, in
-# slices too.
+# slices too; and the truncate and rm of 70 MiB files, in slices too.
 source "$(dirname "$0")/lib.sh"
 
 : "${PATHFS_TEST_ETCD:?run through tests/with_etcd.sh}"
@@ -43,6 +43,25 @@ pfs_umount
 check "pathfsctl -s URL ls" \
 	bash -c "'$PATHFSCTL' -s '$STORE' ls / | grep -q moved"
 check "pathfsctl -s URL fsck is clean" "$PATHFSCTL" -s "$STORE" fsck
+
+# ---- big files: their blocks dropped in slices ------------------------------
+# 70 MiB is 1,120 blocks, past a slice (1,016 keys): the truncate and the rm
+# drop them a slice per commit (fallocate stores the blocks empty: cheap)
+head -c 100000 /dev/urandom >"$T/head"
+pfs_mount -o "log=$T/big.log"
+check "fallocate of two 70 MiB files" \
+	bash -c "fallocate -l 70M '$MNT/b1' && fallocate -l 70M '$MNT/b2'"
+check "write the first 100,000 bytes" \
+	dd if="$T/head" of="$MNT/b1" conv=notrunc status=none
+check "truncate of 70 MiB to 100,000 bytes" truncate -s 100000 "$MNT/b1"
+check "the kept bytes are there" cmp "$T/head" "$MNT/b1"
+check "rm of a 70 MiB file" rm "$MNT/b2"
+pfs_umount
+check "no commit of the truncate or the rm deleted more keys than a slice" \
+	bash -c "! grep 'more than a slice' '$T/big.log'"
+check "fsck is clean after the big drops" "$PATHFSCTL" -s "$STORE" fsck
+check "b1 keeps its 100,000 bytes" \
+	bash -c "'$PATHFSCTL' -s '$STORE' stat /b1 | grep -q 100000"
 
 # ---- rename of 10,000 entries, the leader killed mid-rename ----------------
 check "plant a 10,000-entry folder" "$PLANT" many "$STORE" main /big 10000
