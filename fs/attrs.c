@@ -77,6 +77,20 @@ static int64_t ts_ns(const struct timespec *ts)
 	return (int64_t)ts->tv_sec * NS_PER_S + ts->tv_nsec;
 }
 
+bool fs_in_group(const struct fs_who *w, gid_t gid)
+{
+	gid_t groups[256];
+	int n;
+
+	if (w->uid == 0 || w->gid == gid)
+		return true;
+	n = w->req ? fuse_req_getgroups(w->req, 256, groups) : 0;
+	for (int i = 0; i < n && i < 256; i++)
+		if (groups[i] == gid)
+			return true;
+	return false;
+}
+
 /*
  * The set-user-ID and set-group-ID bits that a change by @w clears, by
  * ext4's rule (the VFS's setattr_should_drop_suidgid() and chown_common()):
@@ -95,15 +109,8 @@ static mode_t privs_to_clear(const struct fs_who *w, const struct tree_attr *a,
 		return 0;
 	if (a->mode & S_ISUID)
 		kill |= S_ISUID;
-	if ((a->mode & S_ISGID) && !(a->mode & S_IXGRP) && !root &&
-	    w->gid != a->gid) {
-		gid_t groups[256];
-		int n = w->req ? fuse_req_getgroups(w->req, 256, groups) : 0;
-		bool in = false;
-
-		for (int i = 0; i < n && i < 256; i++)
-			in = in || groups[i] == a->gid;
-		if (!in)
+	if ((a->mode & S_ISGID) && !(a->mode & S_IXGRP)) {
+		if (!fs_in_group(w, a->gid))
 			kill |= S_ISGID;
 	} else if ((a->mode & S_ISGID) && (a->mode & S_IXGRP)) {
 		kill |= S_ISGID;

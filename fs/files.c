@@ -113,7 +113,7 @@ int fs_do_create(struct fs *fs, const struct fs_who *w, uint64_t parent,
 		 const char *name, mode_t mode, int flags,
 		 struct fuse_entry_param *e, struct fh **fh)
 {
-	struct fuse_ctx ctx = {.uid = w->uid, .gid = w->gid};
+	struct fuse_ctx ctx = {.uid = w->uid, .gid = w->gid, .umask = w->umask};
 	struct tree_attr a;
 	int rc;
 

@@ -268,7 +268,9 @@ void fs_readlink(fuse_req_t req, fuse_ino_t ino)
 
 /*
  * Creates @name in @parent. Owner from the request; in a set-group-ID folder
- * the group is the folder's and a new folder inherits the bit.
+ * the group is the folder's and a new folder inherits the bit. The mode is
+ * the request's less its umask, or what the folder's default ACL gives
+ * (tree_mknode_umask).
  */
 int fs_do_mknode(struct fs *fs, const struct fuse_ctx *ctx, uint64_t parent,
 		 const char *name, mode_t mode, uint64_t rdev,
@@ -284,10 +286,10 @@ int fs_do_mknode(struct fs *fs, const struct fuse_ctx *ctx, uint64_t parent,
 	rc = fs_enter(fs, parent, name, &p);
 	if (rc)
 		goto out;
-	/* tree_mknode gives a set-group-ID folder's group (and bit) */
+	/* the store gives a set-group-ID folder's group (and bit) */
 	do
-		rc = tree_mknode(fs->tree, p.path, mode, ctx->uid, ctx->gid,
-				 rdev, target, a);
+		rc = tree_mknode_umask(fs->tree, p.path, mode, ctx->umask,
+				       ctx->uid, ctx->gid, rdev, target, a);
 	while (fs_retry(fs, rc, parent, name, &p));
 	if (!rc)
 		rc = itab_lookup(fs, a->ino, parent, name, a->flags);

@@ -22,8 +22,8 @@
  * (files.c, dirs.c); symlinks are cached. The writeback cache is off unless
  * -o writeback (see main.c).
  *
- * Limits: no POSIX ACLs, no SELinux labels, no copy_file_range or ioctl
- * (see the files above).
+ * Limits: no SELinux labels, no copy_file_range or ioctl (see the files
+ * above).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -115,7 +115,12 @@ static void fs_init_conn(void *userdata, struct fuse_conn_info *conn)
 	 * security.capability on every write); HANDLE_KILLPRIV_V2, which
 	 * libfuse 3.14 does not know, is negotiated by devio.c */
 	conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV;
-	conn->want &= ~FUSE_CAP_POSIX_ACL;
+	/* POSIX ACLs: the kernel enforces and caches them, the store keeps
+	 * them (xattrs.c); with DONT_MASK the umask comes with the request,
+	 * for the store to apply unless a default ACL does (names.c) */
+	if ((conn->capable & FUSE_CAP_POSIX_ACL) &&
+	    (conn->capable & FUSE_CAP_DONT_MASK))
+		conn->want |= FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK;
 	if (fs->writeback && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
 	else

@@ -30,12 +30,14 @@ struct fh {
 /*
  * Who asks: the caller's ids, and its request for its supplementary groups
  * (asked only when a rule needs them; NULL in unit tests: then only @gid is
- * the caller's group).
+ * the caller's group); the umask of a create (the kernel leaves it to the
+ * daemon: FUSE_DONT_MASK, ops.c).
  */
 struct fs_who {
 	uid_t uid;
 	gid_t gid;
 	fuse_req_t req;
+	mode_t umask;
 };
 
 static inline struct fs *req_fs(fuse_req_t req)
@@ -46,7 +48,7 @@ static inline struct fs *req_fs(fuse_req_t req)
 static inline struct fs_who req_who(fuse_req_t req)
 {
 	const struct fuse_ctx *c = fuse_req_ctx(req);
-	struct fs_who w = {c->uid, c->gid, req};
+	struct fs_who w = {c->uid, c->gid, req, c->umask};
 
 	return w;
 }
@@ -101,6 +103,8 @@ int fs_do_getattr(struct fs *fs, uint64_t ino, struct tree_attr *a);
  */
 int fs_do_setattr(struct fs *fs, const struct fs_who *w, uint64_t ino,
 		  const struct stat *st, int to_set, struct tree_attr *out);
+/* Whether @w is root or in group @gid (its own or a supplementary one). */
+bool fs_in_group(const struct fs_who *w, gid_t gid);
 /*
  * After a change of content of @ino (write, truncate, fallocate) by @w,
  * whose result *a is: clears the set-user-ID and set-group-ID bits ext4's

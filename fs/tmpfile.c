@@ -23,8 +23,8 @@
  * open(O_TMPFILE) in folder @parent: a new regular file that is an orphan
  * from birth (tree_mktmp: nlink 0, addressed by number, reclaimed at its
  * last close and FORGET, or at the next mount after a crash), opened, its
- * entry counted as one lookup. Owner and set-group-ID folders as for
- * fs_do_mknode() (the store applies the folder's group). linkat(2) may
+ * entry counted as one lookup. Owner, set-group-ID folders, umask (w->umask)
+ * and default ACL as for fs_do_mknode() (the store applies them). linkat(2) may
  * name it later (fs_do_link, INODE_TMPFILE).
  */
 int fs_do_tmpfile(struct fs *fs, const struct fs_who *w, uint64_t parent,
@@ -42,7 +42,8 @@ int fs_do_tmpfile(struct fs *fs, const struct fs_who *w, uint64_t parent,
 	 * a node addressed by number (no path) is no folder */
 	do
 		rc = p.path
-			 ? tree_mktmp(fs->tree, p.path, mode, w->uid, w->gid, a)
+			 ? tree_mktmp(fs->tree, p.path, mode, w->umask, w->uid,
+				      w->gid, a)
 			 : -ENOTDIR;
 	while (fs_retry(fs, rc, parent, NULL, &p));
 	if (!rc)
@@ -121,6 +122,7 @@ bool fs_raw_request(struct fs *fs, struct fuse_session *se, const void *buf,
 	w.uid = in->uid;
 	w.gid = in->gid;
 	w.req = NULL; /* no libfuse request: groups are not asked for */
+	w.umask = len < sizeof(*in) + sizeof(*ci) ? 0 : ci->umask;
 	if (len < sizeof(*in) + sizeof(*ci))
 		rc = -EINVAL;
 	else

@@ -2,8 +2,15 @@
  * xattrs.c - extended attributes: SETXATTR, GETXATTR, LISTXATTR,
  * REMOVEXATTR.
  *
- * Limits: no POSIX ACLs and no SELinux labels (EOPNOTSUPP, see
- * unsupported_xattr()); sizes as the store allows (tree.h).
+ * POSIX ACLs (system.posix_acl_access and _default) are xattrs the store
+ * checks and keeps in step with the mode (store/acl.c); the kernel enforces
+ * them and caches them (FUSE_POSIX_ACL, ops.c). Setting an access ACL by a
+ * caller neither in the file's group nor root clears set-group-ID, as ext4
+ * does: the daemon decides that (libfuse 3.14 passes no
+ * FUSE_SETXATTR_ACL_KILL_SGID, so the kernel sends none).
+ *
+ * Limits: no SELinux labels (EOPNOTSUPP, see unsupported_xattr()); sizes as
+ * the store allows (tree.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,21 +26,15 @@
 #include <sys/xattr.h>
 
 /*
- * Attributes pathfs does not keep, answered EOPNOTSUPP as by a filesystem
- * without them:
- * - POSIX ACLs: the kernel would hand their xattrs to us raw and never
- *   enforce them, and a stored trivial ACL would shadow the mode (cp -a sets
- *   one instead of chmod); tools fall back to chmod.
- * - SELinux labels: FUSE mounts are labelled by policy (genfscon or the
- *   context= mount option), never from xattrs. ls -l asks for the label of
- *   every file it lists, a round trip each, until one answer is EOPNOTSUPP:
- *   then it stops asking for that filesystem.
+ * An attribute pathfs does not keep, answered EOPNOTSUPP as by a filesystem
+ * without it: SELinux labels. FUSE mounts are labelled by policy (genfscon
+ * or the context= mount option), never from xattrs. ls -l asks for the label
+ * of every file it lists, a round trip each, until one answer is EOPNOTSUPP:
+ * then it stops asking for that filesystem.
  */
 static bool unsupported_xattr(const char *name)
 {
-	return !strcmp(name, "system.posix_acl_access") ||
-	       !strcmp(name, "system.posix_acl_default") ||
-	       !strcmp(name, "security.selinux");
+	return !strcmp(name, "security.selinux");
 }
 
 int fs_do_setxattr(struct fs *fs, uint64_t ino, const char *name,
@@ -60,11 +61,30 @@ out:
 	return rc;
 }
 
+/* The store's flag for setting xattr @name of @ino by @w: whether it
+ * clears set-group-ID (an access ACL set by one neither in the file's group
+ * nor root, as the kernel's posix_acl_update_mode()). */
+static int kill_sgid(struct fs *fs, const struct fs_who *w, uint64_t ino,
+		     const char *name)
+{
+	struct tree_attr a;
+
+	if (strcmp(name, "system.posix_acl_access") ||
+	    fs_do_getattr(fs, ino, &a) || !(a.mode & S_ISGID) ||
+	    fs_in_group(w, a.gid))
+		return 0;
+	return TREE_XATTR_KILL_SGID;
+}
+
 void fs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		 const char *value, size_t size, int flags)
 {
-	reply_status(
-	    req, fs_do_setxattr(req_fs(req), ino, name, value, size, flags));
+	struct fs *fs = req_fs(req);
+	struct fs_who w = req_who(req);
+
+	flags &= ~TREE_XATTR_KILL_SGID; /* the store's, not the caller's */
+	flags |= kill_sgid(fs, &w, ino, name);
+	reply_status(req, fs_do_setxattr(fs, ino, name, value, size, flags));
 }
 
 /* A value of @len bytes asked for with a buffer of @size (0: the size

@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "acl_i.h"
 #include "batch_i.h"
 #include "content_i.h"
 #include "drive_i.h"
@@ -538,8 +539,12 @@ int tree_setattr(struct tree *t, const char *path, uint64_t ino,
 		a->size = in->size;
 		a->mtime_ns = now;
 	}
-	if (mask & TREE_SET_MODE)
+	if (mask & TREE_SET_MODE) {
 		a->mode = (a->mode & S_IFMT) | (in->mode & 07777);
+		rc = acl_batch_chmod(t, b, a->ino, a->mode); /* in step */
+		if (rc)
+			goto out;
+	}
 	if (mask & TREE_SET_UID)
 		a->uid = in->uid;
 	if (mask & TREE_SET_GID)

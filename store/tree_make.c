@@ -3,8 +3,9 @@
  * devices, FIFOs, sockets), tree_mktmp() (an O_TMPFILE file: an orphan from
  * birth) and hard links (tree_link*()).
  *
- * A new node is one batch: its key, its PARENT record and the parent
- * folder's mtime/ctime/nlink. A file's first hard link moves its attributes
+ * A new node is one batch: its key, its PARENT record, the parent
+ * folder's mtime/ctime/nlink, and the ACLs it inherits from a folder with a
+ * default ACL (acl.c; without one the creator's umask applies). A file's first hard link moves its attributes
  * to INODE#ino and leaves stubs at both names (tree.c's overview).
  *
  * Limits: a hard-linked inode has at most TREE_LINK_MAX names; folders are
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "acl_i.h"
 #include "batch_i.h"
 #include "drive_i.h"
 #include "parent_i.h"
@@ -81,6 +83,14 @@ int tree_mknode(struct tree *t, const char *path, mode_t mode, uid_t uid,
 		gid_t gid, uint64_t rdev, const char *target,
 		struct tree_attr *out)
 {
+	return tree_mknode_umask(t, path, mode, 0, uid, gid, rdev, target,
+				 out);
+}
+
+int tree_mknode_umask(struct tree *t, const char *path, mode_t mode,
+		      mode_t umask, uid_t uid, gid_t gid, uint64_t rdev,
+		      const char *target, struct tree_attr *out)
+{
 	char *parent = NULL;
 	struct node pn = {0};
 	struct kv_batch *b = NULL;
@@ -132,6 +142,9 @@ int tree_mknode(struct tree *t, const char *path, mode_t mode, uid_t uid,
 	a.rdev = (S_ISCHR(type) || S_ISBLK(type)) ? rdev : 0;
 	a.atime_ns = a.mtime_ns = a.ctime_ns = now;
 	b = kv_batch_new(t->store->kv);
+	rc = acl_batch_inherit(t, b, pn.a.ino, &a, umask);
+	if (rc)
+		goto out;
 	rc = tree_dir_touch_node(t, b, parent, &pn, S_ISDIR(type) ? 1 : 0, now);
 	if (rc)
 		goto out;
@@ -151,8 +164,8 @@ out:
 	return rc;
 }
 
-int tree_mktmp(struct tree *t, const char *dir, mode_t mode, uid_t uid,
-	       gid_t gid, struct tree_attr *out)
+int tree_mktmp(struct tree *t, const char *dir, mode_t mode, mode_t umask,
+	       uid_t uid, gid_t gid, struct tree_attr *out)
 {
 	struct node pn = {0};
 	struct kv_batch *b = NULL;
@@ -176,11 +189,16 @@ int tree_mktmp(struct tree *t, const char *dir, mode_t mode, uid_t uid,
 	a.gid = gid;
 	if (rc == 0)
 		tree_inherit_group(&pn.a, &a);
-	node_release(&pn);
-	if (rc)
+	if (rc) {
+		node_release(&pn);
 		return rc;
+	}
 	a.atime_ns = a.mtime_ns = a.ctime_ns = tree_now_ns();
 	b = kv_batch_new(t->store->kv);
+	rc = acl_batch_inherit(t, b, pn.a.ino, &a, umask);
+	node_release(&pn);
+	if (rc)
+		goto out;
 	key_inode(&k, t->name, a.ino);
 	node_encode(&v, &a, NULL);
 	kv_batch_put(b, k.buf, k.len, v.buf, v.len);
@@ -190,6 +208,7 @@ int tree_mktmp(struct tree *t, const char *dir, mode_t mode, uid_t uid,
 	rc = tree_commit(t, b);
 	if (rc == 0 && out)
 		*out = a;
+out:
 	kv_batch_free(b);
 	sbuf_release(&k);
 	sbuf_release(&v);

@@ -6,6 +6,11 @@
  * the inode's ctime, in the same batch, under the inode's stripe. Reads take
  * no lock.
  *
+ * The two POSIX ACLs are xattrs too, with acl.c's rules: a value that is no
+ * ACL is -EINVAL, a default ACL only on a folder (-EACCES), an access ACL
+ * sets the mode's rwx bits in the same batch (and is not stored when the
+ * mode says it all), removing one that is not there is no error (as ext4).
+ *
  * Limits: names 1..TREE_XATTR_NAME_MAX bytes, values up to
  * TREE_XATTR_SIZE_MAX bytes; no namespace policy (user./trusted./security.
  * are the caller's business); listing reads every name of the inode at once.
@@ -15,6 +20,7 @@
 #include <string.h>
 #include <sys/xattr.h>
 
+#include "acl_i.h"
 #include "batch_i.h"
 #include "drive_i.h"
 
@@ -29,6 +35,30 @@ static int check_name(const char *name)
 	return 0;
 }
 
+/*
+ * What setting ACL @name (acl_kind() @kind) to @value (NULL: removing it)
+ * does to the inode's attributes *a, with tree_setxattr()'s @flags; *put
+ * false when the value is not stored (an access ACL the mode says all of).
+ */
+static int acl_change(int kind, const void *value, size_t size, int flags,
+		      struct tree_attr *a, bool *put)
+{
+	int rc;
+
+	*put = value != NULL;
+	if (!value)
+		return 0;
+	rc = acl_check(value, size);
+	if (rc)
+		return rc;
+	if (kind == 2)
+		return S_ISDIR(a->mode) ? 0 : -EACCES;
+	*put = acl_to_mode(value, size, &a->mode) > 0;
+	if (flags & TREE_XATTR_KILL_SGID)
+		a->mode &= ~(mode_t)S_ISGID;
+	return 0;
+}
+
 /* Sets (@value) or removes (@value NULL) xattr @name of inode @ino. */
 static int xattr_change(struct tree *t, const char *path, uint64_t ino,
 			const char *name, const void *value, size_t size,
@@ -39,7 +69,8 @@ static int xattr_change(struct tree *t, const char *path, uint64_t ino,
 	struct kv_batch *b = NULL;
 	char *old = NULL;
 	size_t olen;
-	bool exists, st = false;
+	bool exists, put, st = false;
+	int kind = acl_kind(name);
 	int rc;
 
 	rc = tree_attr_lock(t, path, &ino, &r);
@@ -57,13 +88,20 @@ static int xattr_change(struct tree *t, const char *path, uint64_t ino,
 		goto out;
 	}
 	if ((!value || (flags & XATTR_REPLACE)) && !exists) {
-		rc = -ENODATA;
+		/* no ACL to remove: done, as ext4 */
+		rc = !value && kind ? 0 : -ENODATA;
 		goto out;
 	}
+	put = value != NULL;
+	if (kind) {
+		rc = acl_change(kind, value, size, flags, &r.n.a, &put);
+		if (rc)
+			goto out;
+	}
 	b = kv_batch_new(t->store->kv);
-	if (value)
+	if (put)
 		kv_batch_put(b, k.buf, k.len, value, size);
-	else
+	else if (exists)
 		kv_batch_delete(b, k.buf, k.len);
 	r.n.a.ctime_ns = tree_now_ns();
 	tree_attr_store(t, b, &r);
@@ -87,7 +125,7 @@ int tree_setxattr(struct tree *t, const char *path, uint64_t ino,
 		return rc;
 	if (size > TREE_XATTR_SIZE_MAX)
 		return -ERANGE;
-	if (flags & ~(XATTR_CREATE | XATTR_REPLACE) ||
+	if (flags & ~(XATTR_CREATE | XATTR_REPLACE | TREE_XATTR_KILL_SGID) ||
 	    (flags & XATTR_CREATE && flags & XATTR_REPLACE))
 		return -EINVAL;
 	return xattr_change(t, path, ino, name, value ? value : "", size,

@@ -24,9 +24,9 @@
 
 TestSuite(fs_ops, .init = tu_fs_setup, .fini = tu_fs_teardown);
 
-static const struct fs_who root = {0, 0, NULL};
-static const struct fs_who user = {1000, 1000, NULL};
-static const struct fs_who member = {1001, 50, NULL};
+static const struct fs_who root = {0, 0, NULL, 0};
+static const struct fs_who user = {1000, 1000, NULL, 0};
+static const struct fs_who member = {1001, 50, NULL, 0};
 
 /* Creates @name in the root by @w with @mode and writes @data; returns
  * its inode (the open is released, the lookup kept). */

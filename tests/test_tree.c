@@ -139,7 +139,7 @@ Test(tree, setgid_folder_gives_its_group, .init = tu_setup, .fini = tu_teardown)
 	    tree_mknode(T, "/g/d/l", S_IFLNK | 0777, 7, 99, 0, "t", &a), 0);
 	cr_expect_eq(a.gid, 1234);
 	/* an O_TMPFILE file too, and it keeps the group when named */
-	cr_assert_eq(tree_mktmp(T, "/g", 0640, 7, 99, &a), 0);
+	cr_assert_eq(tree_mktmp(T, "/g", 0640, 0, 7, 99, &a), 0);
 	cr_expect(a.gid == 1234 && a.uid == 7 && !(a.mode & S_ISGID));
 	cr_assert_eq(tree_link_tmp(T, a.ino, "/g/t", &a), 0);
 	cr_expect_eq(st("/g/t").gid, 1234);
@@ -1112,8 +1112,8 @@ Test(tree, tmpfile_orphan_named_or_reclaimed, .init = tu_setup,
 	size_t n = 0;
 
 	cr_assert_eq(mk("/d", S_IFDIR | 0755), 0);
-	cr_assert_eq(tree_mktmp(T, "/nope", 0600, 0, 0, &a), -ENOENT);
-	cr_assert_eq(tree_mktmp(T, "/d", 0640, 0, 0, &a), 0);
+	cr_assert_eq(tree_mktmp(T, "/nope", 0600, 0, 0, 0, &a), -ENOENT);
+	cr_assert_eq(tree_mktmp(T, "/d", 0640, 0, 0, 0, &a), 0);
 	cr_assert_eq(a.nlink, 0);
 	cr_assert(S_ISREG(a.mode));
 	cr_assert_eq(tree_write(T, NULL, a.ino, 0, "hello", 5, false, NULL), 0);
@@ -1126,7 +1126,7 @@ Test(tree, tmpfile_orphan_named_or_reclaimed, .init = tu_setup,
 	cr_assert_eq(tree_find_ino(T, a.ino, &path, &c), 0);
 	cr_assert_null(path);
 	/* a second one, never named: gone at the next open */
-	cr_assert_eq(tree_mktmp(T, "/d", 0600, 0, 0, &c), 0);
+	cr_assert_eq(tree_mktmp(T, "/d", 0600, 0, 0, 0, &c), 0);
 	cr_assert_eq(tree_write(T, NULL, c.ino, 0, "bye", 3, false, NULL), 0);
 	tu_reopen();
 	cr_assert_eq(tree_getattr(T, NULL, c.ino, &b), -ENOENT);

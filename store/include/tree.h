@@ -328,6 +328,18 @@ int tree_mknode(struct tree *t, const char *path, mode_t mode, uid_t uid,
 		struct tree_attr *out);
 
 /*
+ * As tree_mknode() (which is this with @umask 0), for a process's request:
+ * in a folder without a default ACL the permission bits are @mode's less
+ * @umask; in one with a default ACL the umask does not apply and the node
+ * gets the access ACL that the default ACL masked by @mode gives (and the
+ * mode that ACL gives), a folder the default ACL too, as POSIX says. A
+ * symlink gets neither.
+ */
+int tree_mknode_umask(struct tree *t, const char *path, mode_t mode,
+		      mode_t umask, uid_t uid, gid_t gid, uint64_t rdev,
+		      const char *target, struct tree_attr *out);
+
+/*
  * Adds hard link @newpath to the file at @oldpath (not a folder: -EPERM).
  * The inode's attributes move to its INODE record (TREE_F_LINKED) on the first
  * link; nlink and ctime are updated; the new parent's mtime/ctime too.
@@ -353,11 +365,12 @@ int tree_link_ino(struct tree *t, uint64_t ino, const char *newpath,
  * set-group-ID @dir's, as tree_mknode() gives it) that is an orphan
  * from the start (nlink 0, addressed by number, reclaimed by tree_reclaim()
  * or at the next store_open() unless tree_link_tmp() names it first). @dir
- * is only checked (a folder), not changed. Errors: -ENOENT, -ENOTDIR,
- * -EINVAL, -ENOSPC, -EIO.
+ * is only checked (a folder), not changed. @umask and @dir's default ACL
+ * apply as for tree_mknode_umask(). Errors: -ENOENT, -ENOTDIR, -EINVAL,
+ * -ENOSPC, -EIO.
  */
-int tree_mktmp(struct tree *t, const char *dir, mode_t mode, uid_t uid,
-	       gid_t gid, struct tree_attr *out);
+int tree_mktmp(struct tree *t, const char *dir, mode_t mode, mode_t umask,
+	       uid_t uid, gid_t gid, struct tree_attr *out);
 
 /*
  * As tree_link_ino(), and also for an orphan of tree_mktmp() (linkat(2) of
@@ -459,7 +472,9 @@ int tree_rename_whiteout(struct tree *t, const char *src, const char *dst,
  * Changes the attributes of inode @ino, found at @path (or by inode number
  * alone when @path is NULL: hard-linked inodes and orphans). Any change sets
  * ctime to now unless TREE_SET_CTIME gives it; a size change also sets mtime
- * to now unless TREE_SET_MTIME gives it. @out (may be NULL) gets the result.
+ * to now unless TREE_SET_MTIME gives it. A mode change rewrites the access
+ * ACL, if any, in the same batch (its owner, mask or group, and other
+ * entries take the new rwx bits). @out (may be NULL) gets the result.
  * Errors: -ENOENT (no node, or its inode is not @ino: it was replaced),
  * -EISDIR (size of a folder), -EINVAL, -EFBIG, -ENOSPC, -EIO.
  */
@@ -533,8 +548,21 @@ int tree_fallocate(struct tree *t, const char *path, uint64_t ino,
 #define TREE_XATTR_NAME_MAX 255
 #define TREE_XATTR_SIZE_MAX 65536
 
+/*
+ * The POSIX ACLs system.posix_acl_access and system.posix_acl_default are
+ * kept as xattrs with their rules (store/acl.c): the value must be an ACL in
+ * the kernel's xattr form (-EINVAL), a default ACL goes on folders only
+ * (-EACCES); an access ACL sets the mode's rwx bits in the same change, and
+ * one the mode says all of is not stored; with TREE_XATTR_KILL_SGID in
+ * @flags (the caller is neither in the file's group nor privileged) setting
+ * it also clears set-group-ID. Removing an ACL that is not there is no
+ * error. A chmod (tree_setattr) rewrites the access ACL; tree_mknode_umask()
+ * inherits the folder's default ACL.
+ */
+#define TREE_XATTR_KILL_SGID 0x100
+
 /* Errors: -EEXIST (XATTR_CREATE), -ENODATA (XATTR_REPLACE), -ERANGE (name or
- * value too long), -ENOENT, -ENOSPC, -EIO. */
+ * value too long), -EINVAL, -EACCES (ACLs), -ENOENT, -ENOSPC, -EIO. */
 int tree_setxattr(struct tree *t, const char *path, uint64_t ino,
 		  const char *name, const void *value, size_t size, int flags);
 
