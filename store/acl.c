@@ -277,17 +277,19 @@ int acl_batch_chmod(struct tree *t, struct kv_batch *b, uint64_t ino,
 	return rc;
 }
 
-int acl_batch_inherit(struct tree *t, struct kv_batch *b, uint64_t dir,
-		      struct tree_attr *a, mode_t umask)
+int acl_batch_inherit(struct tree *t, struct kv_batch *b,
+		      const struct tree_attr *dir, struct tree_attr *a,
+		      mode_t umask)
 {
 	struct sbuf k = {0};
 	char *val = NULL;
 	size_t len;
-	int rc;
+	int rc = -ENOENT;
 
 	if (S_ISLNK(a->mode))
 		return 0; /* always rwxrwxrwx, never an ACL */
-	rc = acl_get(t, dir, ACL_DEFAULT, &k, &val, &len);
+	if (dir->flags & TREE_F_DEFACL) /* no read where there is none */
+		rc = acl_get(t, dir->ino, ACL_DEFAULT, &k, &val, &len);
 	if (rc == -ENOENT) {
 		a->mode &= ~(umask & 0777);
 		rc = 0;
@@ -296,6 +298,7 @@ int acl_batch_inherit(struct tree *t, struct kv_batch *b, uint64_t dir,
 	if (rc)
 		goto out;
 	if (S_ISDIR(a->mode)) {
+		a->flags |= TREE_F_DEFACL;
 		sbuf_reset(&k);
 		key_xattr(&k, t->name, a->ino, ACL_DEFAULT);
 		kv_batch_put(b, k.buf, k.len, val, len);

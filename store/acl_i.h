@@ -45,13 +45,15 @@ int acl_batch_chmod(struct tree *t, struct kv_batch *b, uint64_t ino,
 		    mode_t mode);
 
 /*
- * Adds to @b the ACLs of new node @a (its ino and mode set; not a symlink)
- * made in folder inode @dir, and sets a->mode's rwx bits: without a default
- * ACL on @dir, the mode less @umask; with one, the default masked by the
- * mode as POSIX says (the access ACL, stored unless the mode says it all),
- * and a new folder inherits the default ACL too. Errors: -EIO.
+ * Adds to @b the ACLs of new node @a (its ino and mode set) made in folder
+ * @dir, and sets a->mode's rwx bits: without a default ACL on @dir
+ * (TREE_F_DEFACL), the mode less @umask; with one, the default masked by
+ * the mode as POSIX says (the access ACL, stored unless the mode says it
+ * all), and a new folder inherits the default ACL too (and the flag). A
+ * symlink gets nothing. Errors: -EIO.
  */
-int acl_batch_inherit(struct tree *t, struct kv_batch *b, uint64_t dir,
-		      struct tree_attr *a, mode_t umask);
+int acl_batch_inherit(struct tree *t, struct kv_batch *b,
+		      const struct tree_attr *dir, struct tree_attr *a,
+		      mode_t umask);
 
 #endif

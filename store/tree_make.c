@@ -142,7 +142,7 @@ int tree_mknode_umask(struct tree *t, const char *path, mode_t mode,
 	a.rdev = (S_ISCHR(type) || S_ISBLK(type)) ? rdev : 0;
 	a.atime_ns = a.mtime_ns = a.ctime_ns = now;
 	b = kv_batch_new(t->store->kv);
-	rc = acl_batch_inherit(t, b, pn.a.ino, &a, umask);
+	rc = acl_batch_inherit(t, b, &pn.a, &a, umask);
 	if (rc)
 		goto out;
 	rc = tree_dir_touch_node(t, b, parent, &pn, S_ISDIR(type) ? 1 : 0, now);
@@ -195,7 +195,7 @@ int tree_mktmp(struct tree *t, const char *dir, mode_t mode, mode_t umask,
 	}
 	a.atime_ns = a.mtime_ns = a.ctime_ns = tree_now_ns();
 	b = kv_batch_new(t->store->kv);
-	rc = acl_batch_inherit(t, b, pn.a.ino, &a, umask);
+	rc = acl_batch_inherit(t, b, &pn.a, &a, umask);
 	node_release(&pn);
 	if (rc)
 		goto out;

@@ -46,13 +46,19 @@ static int acl_change(int kind, const void *value, size_t size, int flags,
 	int rc;
 
 	*put = value != NULL;
+	if (kind == 2 && !value)
+		a->flags &= ~(uint32_t)TREE_F_DEFACL;
 	if (!value)
 		return 0;
 	rc = acl_check(value, size);
 	if (rc)
 		return rc;
-	if (kind == 2)
-		return S_ISDIR(a->mode) ? 0 : -EACCES;
+	if (kind == 2) {
+		if (!S_ISDIR(a->mode))
+			return -EACCES;
+		a->flags |= TREE_F_DEFACL; /* makes tree_mknode() read it */
+		return 0;
+	}
 	*put = acl_to_mode(value, size, &a->mode) > 0;
 	if (flags & TREE_XATTR_KILL_SGID)
 		a->mode &= ~(mode_t)S_ISGID;

@@ -287,4 +287,19 @@ Test(acl, new_nodes_inherit_or_get_the_umask, .init = tu_setup,
 	cr_assert_eq(tree_mknode(T, "/d/q", S_IFREG | 0622, 0, 0, 0, NULL, &a),
 		     0);
 	cr_expect_eq(a.mode & 07777, 0600, "got %o", a.mode & 07777);
+
+	/* a renamed folder's default ACL still applies (the flag moves with
+	 * its record); once removed, the umask again */
+	cr_assert_eq(tree_rename(T, "/d/s", "/s2", 0, NULL), 0);
+	cr_assert_eq(tree_mknode_umask(T, "/s2/f", S_IFREG | 0666, 077, 0, 0,
+				       0, NULL, &a),
+		     0);
+	cr_expect_eq(stored_perm(a.ino, ACL_ACCESS, US, 1000), 7);
+	cr_expect_eq(a.mode & 07777, 0660, "got %o", a.mode & 07777);
+	cr_assert_eq(tree_removexattr(T, "/d", d, ACL_DEFAULT), 0);
+	cr_assert_eq(tree_mknode_umask(T, "/d/r", S_IFREG | 0666, 077, 0, 0, 0,
+				       NULL, &a),
+		     0);
+	cr_expect_eq(a.mode & 07777, 0600, "got %o", a.mode & 07777);
+	cr_expect_eq(stored_perm(a.ino, ACL_ACCESS, UO, 0), -2);
 }

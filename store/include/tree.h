@@ -240,6 +240,9 @@ struct tree_attr {
 /* The attributes live in the INODE record (the inode has or had hard links,
  * or is an orphan); path nodes of it are stubs pointing there. */
 #define TREE_F_LINKED 0x1
+/* A folder with a default ACL (system.posix_acl_default), so that making a
+ * node reads the ACL only where there is one. Kept by the store. */
+#define TREE_F_DEFACL 0x2
 /* Regular files: empty blocks may lie past the end of file, allocated by
  * fallocate(FALLOC_FL_KEEP_SIZE) (content.c); a truncate drops them. */
 #define TREE_F_PREALLOC 0x8

@@ -205,6 +205,8 @@ check "fsck is clean with ACLs stored" "$PATHFSCTL" -s "$STORE" fsck
 pfs_mount -o allow_other
 same_file "remount: the ACLs are kept" "$T/acls.orig" <(acls "$MNT/s")
 same_file "remount: fsgqa's access is the same" "$T/can.before" <(can "$MNT/s/d/f")
+check "remount: a moved folder's default ACL still passes on" \
+	bash -c "mkdir '$MNT/renamed/d/s/new' && getfacl -cp '$MNT/renamed/d/s/new' | grep -qx 'default:user:$U:rwx'"
 check "remount: a named entry still denies" \
 	bash -c "[ \"\$(can '$MNT/s/g')\" = 'fsgqa on $MNT/s/g: r-' ]"
 pfs_umount
