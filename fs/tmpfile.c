@@ -23,9 +23,9 @@
  * open(O_TMPFILE) in folder @parent: a new regular file that is an orphan
  * from birth (tree_mktmp: nlink 0, addressed by number, reclaimed at its
  * last close and FORGET, or at the next mount after a crash), opened, its
- * entry counted as one lookup. Owner, set-group-ID folders, umask (w->umask)
- * and default ACL as for fs_do_mknode() (the store applies them). linkat(2) may
- * name it later (fs_do_link, INODE_TMPFILE).
+ * entry counted as one lookup. Owner, set-group-ID folders, umask
+ * (w->umask) and default ACL as for fs_do_mknode() (the store applies them).
+ * linkat(2) may name it later (fs_do_link, INODE_TMPFILE).
  */
 int fs_do_tmpfile(struct fs *fs, const struct fs_who *w, uint64_t parent,
 		  mode_t mode, int flags, struct tree_attr *a, struct fh **fh)
@@ -41,10 +41,9 @@ int fs_do_tmpfile(struct fs *fs, const struct fs_who *w, uint64_t parent,
 	/* tree_mktmp gives a set-group-ID folder's group, as tree_mknode;
 	 * a node addressed by number (no path) is no folder */
 	do
-		rc = p.path
-			 ? tree_mktmp(fs->tree, p.path, mode, w->umask, w->uid,
-				      w->gid, a)
-			 : -ENOTDIR;
+		rc = p.path ? tree_mktmp(fs->tree, p.path, mode, w->umask,
+					 w->uid, w->gid, a)
+			    : -ENOTDIR;
 	while (fs_retry(fs, rc, parent, NULL, &p));
 	if (!rc)
 		rc = itab_lookup(fs, a->ino, 0, "", a->flags);

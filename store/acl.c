@@ -286,8 +286,9 @@ int acl_batch_inherit(struct tree *t, struct kv_batch *b,
 	size_t len;
 	int rc = -ENOENT;
 
+	/* a symlink is always rwxrwxrwx, never with an ACL */
 	if (S_ISLNK(a->mode))
-		return 0; /* always rwxrwxrwx, never an ACL */
+		return 0;
 	if (dir->flags & TREE_F_DEFACL) /* no read where there is none */
 		rc = acl_get(t, dir->ino, ACL_DEFAULT, &k, &val, &len);
 	if (rc == -ENOENT) {

@@ -5,8 +5,9 @@
  *
  * A new node is one batch: its key, its PARENT record, the parent
  * folder's mtime/ctime/nlink, and the ACLs it inherits from a folder with a
- * default ACL (acl.c; without one the creator's umask applies). A file's first hard link moves its attributes
- * to INODE#ino and leaves stubs at both names (tree.c's overview).
+ * default ACL (acl.c; without one the creator's umask applies). A file's
+ * first hard link moves its attributes to INODE#ino and leaves stubs at
+ * both names (tree.c's overview).
  *
  * Limits: a hard-linked inode has at most TREE_LINK_MAX names; folders are
  * never hard-linked; an orphan other than tree_mktmp()'s never gets a name
@@ -83,8 +84,7 @@ int tree_mknode(struct tree *t, const char *path, mode_t mode, uid_t uid,
 		gid_t gid, uint64_t rdev, const char *target,
 		struct tree_attr *out)
 {
-	return tree_mknode_umask(t, path, mode, 0, uid, gid, rdev, target,
-				 out);
+	return tree_mknode_umask(t, path, mode, 0, uid, gid, rdev, target, out);
 }
 
 int tree_mknode_umask(struct tree *t, const char *path, mode_t mode,

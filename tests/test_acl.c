@@ -19,12 +19,12 @@
 
 #define T tu_tree
 
-#define UO 0x01 /* USER_OBJ */
-#define US 0x02 /* USER */
-#define GO 0x04 /* GROUP_OBJ */
-#define GR 0x08 /* GROUP */
-#define MA 0x10 /* MASK */
-#define OT 0x20 /* OTHER */
+#define UO   0x01 /* USER_OBJ */
+#define US   0x02 /* USER */
+#define GO   0x04 /* GROUP_OBJ */
+#define GR   0x08 /* GROUP */
+#define MA   0x10 /* MASK */
+#define OT   0x20 /* OTHER */
 #define NOID 0xffffffffu
 
 /* An ACL in xattr form, from @n entries of tag, perm, id (ints). */
@@ -120,8 +120,8 @@ Test(acl, check_refuses_malformed_acls)
 	a = mk(6, UO, 6, NOID, US, 6, 1001, US, 4, 1000, GO, 4, NOID, MA, 6,
 	       NOID, OT, 0, NOID);
 	cr_expect_eq(acl_check(a.b, a.len), -EINVAL, "users out of order");
-	a = mk(6, UO, 6, NOID, GO, 4, NOID, GR, 6, 7, GR, 4, 7, MA, 6, NOID,
-	       OT, 0, NOID);
+	a = mk(6, UO, 6, NOID, GO, 4, NOID, GR, 6, 7, GR, 4, 7, MA, 6, NOID, OT,
+	       0, NOID);
 	cr_expect_eq(acl_check(a.b, a.len), -EINVAL, "a group twice");
 	a = mk(3, GO, 4, NOID, UO, 6, NOID, OT, 4, NOID);
 	cr_expect_eq(acl_check(a.b, a.len), -EINVAL, "GROUP_OBJ first");
@@ -155,9 +155,8 @@ Test(acl, set_keeps_mode_in_step, .init = tu_setup, .fini = tu_teardown)
 
 	tu_mkfile(T, "/f", "x", 1);
 	ino = tu_stat(T, "/f").ino;
-	cr_assert_eq(tree_setxattr(T, "/f", ino, ACL_ACCESS, named.b,
-				   named.len, 0),
-		     0);
+	cr_assert_eq(
+	    tree_setxattr(T, "/f", ino, ACL_ACCESS, named.b, named.len, 0), 0);
 	cr_expect_eq(tu_stat(T, "/f").mode & 07777, 0660);
 	cr_expect_eq(stored_perm(ino, ACL_ACCESS, US, 1000), 7);
 
@@ -172,9 +171,8 @@ Test(acl, set_keeps_mode_in_step, .init = tu_setup, .fini = tu_teardown)
 	cr_expect_eq(stored_perm(ino, ACL_ACCESS, US, 1000), 7);
 
 	/* an ACL the mode says all of: the mode, and no ACL stored */
-	cr_assert_eq(tree_setxattr(T, "/f", ino, ACL_ACCESS, plain.b,
-				   plain.len, 0),
-		     0);
+	cr_assert_eq(
+	    tree_setxattr(T, "/f", ino, ACL_ACCESS, plain.b, plain.len, 0), 0);
 	cr_expect_eq(tu_stat(T, "/f").mode & 07777, 0751);
 	cr_expect_eq(stored_perm(ino, ACL_ACCESS, UO, 0), -2);
 	/* removing one that is not there is no error (as ext4) */
@@ -184,15 +182,14 @@ Test(acl, set_keeps_mode_in_step, .init = tu_setup, .fini = tu_teardown)
 	/* refused: not an ACL; a default ACL on a file */
 	cr_expect_eq(tree_setxattr(T, "/f", ino, ACL_ACCESS, "junk", 4, 0),
 		     -EINVAL);
-	cr_expect_eq(tree_setxattr(T, "/f", ino, ACL_DEFAULT, plain.b,
-				   plain.len, 0),
-		     -EACCES);
+	cr_expect_eq(
+	    tree_setxattr(T, "/f", ino, ACL_DEFAULT, plain.b, plain.len, 0),
+	    -EACCES);
 	cr_expect_eq(tu_stat(T, "/f").mode & 07777, 0751, "unchanged");
 
 	/* survives a reopen */
-	cr_assert_eq(tree_setxattr(T, "/f", ino, ACL_ACCESS, named.b,
-				   named.len, 0),
-		     0);
+	cr_assert_eq(
+	    tree_setxattr(T, "/f", ino, ACL_ACCESS, named.b, named.len, 0), 0);
 	tu_reopen();
 	cr_expect_eq(stored_perm(ino, ACL_ACCESS, US, 1000), 7);
 	cr_expect_eq(tu_stat(T, "/f").mode & 07777, 0660);
@@ -210,12 +207,11 @@ Test(acl, kill_sgid_on_request, .init = tu_setup, .fini = tu_teardown)
 	memset(&a, 0, sizeof(a));
 	a.mode = 02770;
 	cr_assert_eq(tree_setattr(T, "/f", ino, &a, TREE_SET_MODE, NULL), 0);
-	cr_assert_eq(tree_setxattr(T, "/f", ino, ACL_ACCESS, named.b,
-				   named.len, 0),
-		     0);
+	cr_assert_eq(
+	    tree_setxattr(T, "/f", ino, ACL_ACCESS, named.b, named.len, 0), 0);
 	cr_expect_eq(tu_stat(T, "/f").mode & 07777, 02770, "kept");
-	cr_assert_eq(tree_setxattr(T, "/f", ino, ACL_ACCESS, named.b,
-				   named.len, TREE_XATTR_KILL_SGID),
+	cr_assert_eq(tree_setxattr(T, "/f", ino, ACL_ACCESS, named.b, named.len,
+				   TREE_XATTR_KILL_SGID),
 		     0);
 	cr_expect_eq(tu_stat(T, "/f").mode & 07777, 0770, "cleared");
 	cr_expect_eq(tree_setxattr(T, "/f", ino, "user.a", "1", 1, 0x200),
@@ -233,9 +229,9 @@ Test(acl, new_nodes_inherit_or_get_the_umask, .init = tu_setup,
 	uint64_t d;
 
 	/* no default ACL: the umask */
-	cr_assert_eq(tree_mknode_umask(T, "/u", S_IFREG | 0666, 027, 0, 0, 0,
-				       NULL, &a),
-		     0);
+	cr_assert_eq(
+	    tree_mknode_umask(T, "/u", S_IFREG | 0666, 027, 0, 0, 0, NULL, &a),
+	    0);
 	cr_expect_eq(a.mode & 07777, 0640);
 	cr_expect_eq(stored_perm(a.ino, ACL_ACCESS, UO, 0), -2);
 	cr_assert_eq(tree_mktmp(T, "/", 0666, 077, 0, 0, &a), 0);
@@ -265,8 +261,7 @@ Test(acl, new_nodes_inherit_or_get_the_umask, .init = tu_setup,
 	cr_expect_eq(stored_perm(a.ino, ACL_DEFAULT, US, 1000), 7);
 	cr_expect_eq(stored_perm(a.ino, ACL_DEFAULT, MA, 0), 7);
 	/* a symlink: neither */
-	cr_assert_eq(tree_mknode_umask(T, "/d/l", 0, 077, 0, 0, 0, "f", &a),
-		     0);
+	cr_assert_eq(tree_mknode_umask(T, "/d/l", 0, 077, 0, 0, 0, "f", &a), 0);
 	cr_expect_eq(a.mode & 07777, 0777);
 	cr_expect_eq(stored_perm(a.ino, ACL_ACCESS, UO, 0), -2);
 	/* an O_TMPFILE file */
@@ -275,9 +270,8 @@ Test(acl, new_nodes_inherit_or_get_the_umask, .init = tu_setup,
 	cr_expect_eq(stored_perm(a.ino, ACL_ACCESS, MA, 0), 0);
 
 	/* a default ACL the create mode says all of: no access ACL */
-	cr_assert_eq(tree_setxattr(T, "/d", d, ACL_DEFAULT, plain.b,
-				   plain.len, 0),
-		     0);
+	cr_assert_eq(
+	    tree_setxattr(T, "/d", d, ACL_DEFAULT, plain.b, plain.len, 0), 0);
 	cr_assert_eq(tree_mknode_umask(T, "/d/p", S_IFREG | 0666, 077, 0, 0, 0,
 				       NULL, &a),
 		     0);
@@ -291,8 +285,8 @@ Test(acl, new_nodes_inherit_or_get_the_umask, .init = tu_setup,
 	/* a renamed folder's default ACL still applies (the flag moves with
 	 * its record); once removed, the umask again */
 	cr_assert_eq(tree_rename(T, "/d/s", "/s2", 0, NULL), 0);
-	cr_assert_eq(tree_mknode_umask(T, "/s2/f", S_IFREG | 0666, 077, 0, 0,
-				       0, NULL, &a),
+	cr_assert_eq(tree_mknode_umask(T, "/s2/f", S_IFREG | 0666, 077, 0, 0, 0,
+				       NULL, &a),
 		     0);
 	cr_expect_eq(stored_perm(a.ino, ACL_ACCESS, US, 1000), 7);
 	cr_expect_eq(a.mode & 07777, 0660, "got %o", a.mode & 07777);
