@@ -258,16 +258,19 @@ static int acl_get(struct tree *t, uint64_t ino, const char *name,
 	return rc;
 }
 
-int acl_batch_chmod(struct tree *t, struct kv_batch *b, uint64_t ino,
-		    mode_t mode)
+int acl_batch_chmod(struct tree *t, struct kv_batch *b,
+		    const struct tree_attr *a)
 {
 	struct sbuf k = {0};
 	char *val;
 	size_t len;
-	int rc = acl_get(t, ino, ACL_ACCESS, &k, &val, &len);
+	int rc;
 
+	if (!(a->flags & TREE_F_ACL)) /* no read where there is none */
+		return 0;
+	rc = acl_get(t, a->ino, ACL_ACCESS, &k, &val, &len);
 	if (rc == 0) {
-		set_mode(val, len, mode);
+		set_mode(val, len, a->mode);
 		kv_batch_put(b, k.buf, k.len, val, len);
 	} else if (rc == -ENOENT) {
 		rc = 0;
@@ -305,6 +308,7 @@ int acl_batch_inherit(struct tree *t, struct kv_batch *b,
 		kv_batch_put(b, k.buf, k.len, val, len);
 	}
 	if (create_masq(val, len, &a->mode)) {
+		a->flags |= TREE_F_ACL;
 		sbuf_reset(&k);
 		key_xattr(&k, t->name, a->ino, ACL_ACCESS);
 		kv_batch_put(b, k.buf, k.len, val, len);

@@ -37,20 +37,21 @@ int acl_check(const void *val, size_t len);
 int acl_to_mode(const void *val, size_t len, mode_t *mode);
 
 /*
- * Adds to @b what a chmod to @mode does to the access ACL of inode @ino, if
- * it has one: USER_OBJ, MASK (or GROUP_OBJ without one) and OTHER take the
- * mode's rwx bits. Caller holds the inode's stripe. Errors: -EIO.
+ * Adds to @b what a chmod to a->mode does to the access ACL of inode @a, if
+ * it has one (TREE_F_ACL): USER_OBJ, MASK (or GROUP_OBJ without one) and
+ * OTHER take the mode's rwx bits. Caller holds the inode's stripe.
+ * Errors: -EIO.
  */
-int acl_batch_chmod(struct tree *t, struct kv_batch *b, uint64_t ino,
-		    mode_t mode);
+int acl_batch_chmod(struct tree *t, struct kv_batch *b,
+		    const struct tree_attr *a);
 
 /*
  * Adds to @b the ACLs of new node @a (its ino and mode set) made in folder
  * @dir, and sets a->mode's rwx bits: without a default ACL on @dir
  * (TREE_F_DEFACL), the mode less @umask; with one, the default masked by
  * the mode as POSIX says (the access ACL, stored unless the mode says it
- * all), and a new folder inherits the default ACL too (and the flag). A
- * symlink gets nothing. Errors: -EIO.
+ * all: TREE_F_ACL), and a new folder inherits the default ACL too
+ * (TREE_F_DEFACL). A symlink gets nothing. Errors: -EIO.
  */
 int acl_batch_inherit(struct tree *t, struct kv_batch *b,
 		      const struct tree_attr *dir, struct tree_attr *a,

@@ -541,7 +541,7 @@ int tree_setattr(struct tree *t, const char *path, uint64_t ino,
 	}
 	if (mask & TREE_SET_MODE) {
 		a->mode = (a->mode & S_IFMT) | (in->mode & 07777);
-		rc = acl_batch_chmod(t, b, a->ino, a->mode); /* in step */
+		rc = acl_batch_chmod(t, b, a); /* in step */
 		if (rc)
 			goto out;
 	}

@@ -46,10 +46,10 @@ static int acl_change(int kind, const void *value, size_t size, int flags,
 	int rc;
 
 	*put = value != NULL;
-	if (kind == 2 && !value)
-		a->flags &= ~(uint32_t)TREE_F_DEFACL;
-	if (!value)
+	if (!value) {
+		a->flags &= ~(uint32_t)(kind == 2 ? TREE_F_DEFACL : TREE_F_ACL);
 		return 0;
+	}
 	rc = acl_check(value, size);
 	if (rc)
 		return rc;
@@ -60,6 +60,10 @@ static int acl_change(int kind, const void *value, size_t size, int flags,
 		return 0;
 	}
 	*put = acl_to_mode(value, size, &a->mode) > 0;
+	if (*put)
+		a->flags |= TREE_F_ACL; /* makes a chmod rewrite it */
+	else
+		a->flags &= ~(uint32_t)TREE_F_ACL;
 	if (flags & TREE_XATTR_KILL_SGID)
 		a->mode &= ~(mode_t)S_ISGID;
 	return 0;

@@ -175,6 +175,10 @@ Test(acl, set_keeps_mode_in_step, .init = tu_setup, .fini = tu_teardown)
 	    tree_setxattr(T, "/f", ino, ACL_ACCESS, plain.b, plain.len, 0), 0);
 	cr_expect_eq(tu_stat(T, "/f").mode & 07777, 0751);
 	cr_expect_eq(stored_perm(ino, ACL_ACCESS, UO, 0), -2);
+	/* a chmod then makes no ACL (the inode is no longer flagged) */
+	a.mode = 0640;
+	cr_assert_eq(tree_setattr(T, "/f", ino, &a, TREE_SET_MODE, NULL), 0);
+	cr_expect_eq(stored_perm(ino, ACL_ACCESS, UO, 0), -2);
 	/* removing one that is not there is no error (as ext4) */
 	cr_expect_eq(tree_removexattr(T, "/f", ino, ACL_ACCESS), 0);
 	cr_expect_eq(tree_removexattr(T, "/f", ino, "user.none"), -ENODATA);
@@ -185,7 +189,7 @@ Test(acl, set_keeps_mode_in_step, .init = tu_setup, .fini = tu_teardown)
 	cr_expect_eq(
 	    tree_setxattr(T, "/f", ino, ACL_DEFAULT, plain.b, plain.len, 0),
 	    -EACCES);
-	cr_expect_eq(tu_stat(T, "/f").mode & 07777, 0751, "unchanged");
+	cr_expect_eq(tu_stat(T, "/f").mode & 07777, 0640, "unchanged");
 
 	/* survives a reopen */
 	cr_assert_eq(
@@ -193,6 +197,11 @@ Test(acl, set_keeps_mode_in_step, .init = tu_setup, .fini = tu_teardown)
 	tu_reopen();
 	cr_expect_eq(stored_perm(ino, ACL_ACCESS, US, 1000), 7);
 	cr_expect_eq(tu_stat(T, "/f").mode & 07777, 0660);
+	/* ... and a chmod still rewrites it */
+	a.mode = 0600;
+	cr_assert_eq(tree_setattr(T, "/f", ino, &a, TREE_SET_MODE, NULL), 0);
+	cr_expect_eq(stored_perm(ino, ACL_ACCESS, MA, 0), 0);
+	cr_expect_eq(stored_perm(ino, ACL_ACCESS, US, 1000), 7);
 }
 
 Test(acl, kill_sgid_on_request, .init = tu_setup, .fini = tu_teardown)

@@ -243,6 +243,9 @@ struct tree_attr {
 /* A folder with a default ACL (system.posix_acl_default), so that making a
  * node reads the ACL only where there is one. Kept by the store. */
 #define TREE_F_DEFACL 0x2
+/* An inode with an access ACL (system.posix_acl_access), so that a chmod
+ * reads the ACL only where there is one. Kept by the store. */
+#define TREE_F_ACL 0x4
 /* Regular files: empty blocks may lie past the end of file, allocated by
  * fallocate(FALLOC_FL_KEEP_SIZE) (content.c); a truncate drops them. */
 #define TREE_F_PREALLOC 0x8
