@@ -13,8 +13,17 @@
  * is never reused, even after a crash (a crash only skips the rest of a
  * range). The WAL keeps META's write before any node written with it.
  *
+ * Deleting a drive drops its META first, one commit (the drive is gone:
+ * not listed, not opened), then the rest of its keys (drive_drop_keys():
+ * one range delete, or slices of kv_range_keys() keys on etcd). Keys of a
+ * drive without META are what a crash in between left: the next read-write
+ * store_open() (store_drive_finish_deletes) or a drive created with the name
+ * drops them first.
+ *
  * Limits: a loaded drive stays loaded until store_close(), also once deleted
- * (handles to it may still be in use).
+ * (handles to it may still be in use). On etcd, the slices of a drive's
+ * deletion read its keys once (values too: the seam has no keys-only
+ * scan).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -115,7 +124,29 @@ static int cmp_names(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-int store_drive_list(struct store *s, char ***names, size_t *count)
+/* 0 if drive @name has its META record, -ENOENT if not, -EIO. (To act on
+ * the answer, hold s->lock.) */
+static int drive_meta_exists(struct store *s, const char *name)
+{
+	struct sbuf key = {0};
+	char *val = NULL;
+	size_t vlen;
+	int rc;
+
+	key_meta(&key, name);
+	rc = kv_get(s->kv, key.buf, key.len, &val, &vlen);
+	free(val);
+	sbuf_release(&key);
+	return rc;
+}
+
+/*
+ * The drives of @s, or with @dead the leftovers of drive deletes that a
+ * crash interrupted (keys without their META: drive_drop_keys()'s to
+ * finish). Errors: -ENOMEM, -EIO.
+ */
+static int drive_names(struct store *s, bool dead, char ***names,
+		       size_t *count)
 {
 	struct kv_iter *it = NULL;
 	struct sbuf seek = {0};
@@ -150,7 +181,14 @@ int store_drive_list(struct store *s, char ***names, size_t *count)
 		sbuf_adds(&seek, "DRIVE#");
 		sbuf_adds(&seek, v[n]);
 		sbuf_addc(&seek, '|' + 1);
-		n++;
+		rc = drive_meta_exists(s, v[n]);
+		if (rc && rc != -ENOENT)
+			goto out;
+		if ((rc == -ENOENT) == dead)
+			n++;
+		else
+			free(v[n]);
+		rc = 0;
 		kv_iter_seek(it, seek.buf, seek.len);
 	}
 	rc = kv_iter_status(it);
@@ -169,6 +207,11 @@ out:
 	return 0;
 }
 
+int store_drive_list(struct store *s, char ***names, size_t *count)
+{
+	return drive_names(s, false, names, count);
+}
+
 void store_drive_list_free(char **names, size_t count)
 {
 	for (size_t i = 0; i < count; i++)
@@ -176,21 +219,26 @@ void store_drive_list_free(char **names, size_t count)
 	free(names);
 }
 
-/* 0 if drive @name has its META record, -ENOENT if not, -EIO. Caller holds
- * s->lock. */
-static int drive_meta_exists(struct store *s, const char *name)
+/* 1 if drive @name has any key a scan of its range sees, 0 if none, or
+ * -EIO. */
+static int drive_has_keys(struct store *s, const char *name)
 {
-	struct sbuf key = {0};
-	char *val = NULL;
-	size_t vlen;
+	struct sbuf lo = {0}, hi = {0};
+	struct kv_iter *it = NULL;
 	int rc;
 
-	key_meta(&key, name);
-	rc = kv_get(s->kv, key.buf, key.len, &val, &vlen);
-	free(val);
-	sbuf_release(&key);
+	key_drive_range(&lo, &hi, name);
+	rc = kv_iter_open(&it, s->kv, lo.buf, lo.len, hi.buf, hi.len);
+	if (rc == 0)
+		rc = kv_iter_valid(it) ? 1 : kv_iter_status(it);
+	kv_iter_free(it);
+	sbuf_release(&lo);
+	sbuf_release(&hi);
 	return rc;
 }
+
+static int drive_drop_keys(struct store *s, const char *name,
+			   struct journal_hook *h);
 
 int store_drive_create(struct store *s, const char *name, uid_t uid, gid_t gid)
 {
@@ -210,6 +258,12 @@ int store_drive_create(struct store *s, const char *name, uid_t uid, gid_t gid)
 	if (rc == 0)
 		rc = -EEXIST;
 	if (rc != -ENOENT)
+		goto out;
+	/* what an interrupted delete of a drive of that name left */
+	rc = drive_has_keys(s, name);
+	if (rc == 1)
+		rc = drive_drop_keys(s, name, NULL);
+	if (rc)
 		goto out;
 	key_meta(&key, name);
 	m.format = TREE_FORMAT_VERSION;
@@ -247,9 +301,88 @@ out:
 	return rc;
 }
 
+/*
+ * Drops every key of drive @name whose META is gone, in slices of at most
+ * kv_range_keys() keys, one commit each (counted as batches of @h), kind by
+ * kind (each kind's range names its family: a scan sees its keys), and
+ * last the drive's whole range (empty by then where slices are wanted;
+ * else everything, in one commit). Caller holds s->lock. Errors: -EIO and
+ * the commits'.
+ */
+static int drive_drop_keys(struct store *s, const char *name,
+			   struct journal_hook *h)
+{
+	size_t max = kv_range_keys(s->kv);
+	struct sbuf lo = {0}, hi = {0};
+	struct kv_batch *b = kv_batch_new(s->kv);
+	int rc = 0;
+
+	for (int i = 0; max != SIZE_MAX && i < KEY_KINDS && !rc; i++) {
+		/* the blocks first: then the rest, every key a scan of the
+		 * drive's range sees (drive_names), goes last */
+		int kind = i == 0 ? KEY_DATA : i <= KEY_DATA ? i - 1 : i;
+
+		sbuf_reset(&lo);
+		sbuf_reset(&hi);
+		key_kind_range(&lo, &hi, name, (enum key_kind)kind);
+		for (bool more = true; more && !rc;) {
+			struct kv_iter *it = NULL;
+			struct sbuf cut = {0};
+			size_t n = 0;
+
+			rc = kv_iter_open(&it, s->kv, lo.buf, lo.len, hi.buf,
+					  hi.len);
+			for (; !rc && n < max && kv_iter_valid(it);
+			     kv_iter_next(it))
+				n++;
+			more = !rc && kv_iter_valid(it);
+			if (more) {
+				size_t klen;
+				const char *k = kv_iter_key(it, &klen);
+
+				sbuf_add(&cut, k, klen);
+			}
+			if (!rc)
+				rc = kv_iter_status(it);
+			kv_iter_free(it);
+			if (!rc && n) {
+				kv_batch_clear(b);
+				kv_batch_delete_range(b, lo.buf, lo.len,
+						      more ? cut.buf : hi.buf,
+						      more ? cut.len : hi.len);
+				rc = kv_batch_commit(s->kv, b, true);
+				if (!rc) {
+					journal_hook_commit();
+					journal_hook_batch(h);
+				}
+			}
+			if (more) {
+				sbuf_reset(&lo);
+				sbuf_add(&lo, cut.buf, cut.len);
+			}
+			sbuf_release(&cut);
+		}
+	}
+	if (!rc) {
+		sbuf_reset(&lo);
+		sbuf_reset(&hi);
+		key_drive_range(&lo, &hi, name);
+		kv_batch_clear(b);
+		kv_batch_delete_range(b, lo.buf, lo.len, hi.buf, hi.len);
+		rc = kv_batch_commit(s->kv, b, true);
+	}
+	if (!rc)
+		kv_compact_range(s->kv, lo.buf, lo.len, hi.buf, hi.len);
+	kv_batch_free(b);
+	sbuf_release(&lo);
+	sbuf_release(&hi);
+	return rc;
+}
+
 int store_drive_delete(struct store *s, const char *name)
 {
-	struct sbuf lo = {0}, hi = {0};
+	struct journal_hook h;
+	struct sbuf key = {0};
 	struct kv_batch *b = NULL;
 	struct tree **pt;
 	int rc;
@@ -257,17 +390,22 @@ int store_drive_delete(struct store *s, const char *name)
 	rc = store_drive_name_check(name);
 	if (rc)
 		return rc;
+	journal_hook_init(&h);
 	pthread_mutex_lock(&s->lock);
 	rc = drive_meta_exists(s, name);
 	if (rc)
 		goto out;
-	key_drive_range(&lo, &hi, name);
+	/* the drive goes with its META, at once; the rest of its keys are
+	 * dropped next, in slices where the engine wants them: a crash
+	 * between leaves keys without a drive, which the next open (or a
+	 * drive made with the name) drops */
+	key_meta(&key, name);
 	b = kv_batch_new(s->kv);
-	kv_batch_delete_range(b, lo.buf, lo.len, hi.buf, hi.len);
+	kv_batch_delete(b, key.buf, key.len);
 	rc = kv_batch_commit(s->kv, b, true);
 	if (rc)
 		goto out;
-	kv_compact_range(s->kv, lo.buf, lo.len, hi.buf, hi.len);
+	journal_hook_batch(&h);
 	/* handles may still be referenced: park them until store_close */
 	for (pt = &s->drives; *pt; pt = &(*pt)->next) {
 		if (strcmp((*pt)->name, name) == 0) {
@@ -278,11 +416,34 @@ int store_drive_delete(struct store *s, const char *name)
 			break;
 		}
 	}
+	rc = drive_drop_keys(s, name, &h);
 out:
 	pthread_mutex_unlock(&s->lock);
 	kv_batch_free(b);
-	sbuf_release(&lo);
-	sbuf_release(&hi);
+	sbuf_release(&key);
+	return rc;
+}
+
+int store_drive_finish_deletes(struct store *s, size_t *count)
+{
+	char **names = NULL;
+	size_t n = 0;
+	int rc;
+
+	*count = 0;
+	pthread_mutex_lock(&s->lock);
+	rc = drive_names(s, true, &names, &n);
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		rc = drive_drop_keys(s, names[i], NULL);
+		if (rc == 0)
+			plog(LOG_NOTICE,
+			     "drive %s: the rest of its deletion is done",
+			     names[i]);
+	}
+	if (rc == 0)
+		*count = n;
+	pthread_mutex_unlock(&s->lock);
+	store_drive_list_free(names, n);
 	return rc;
 }
 

@@ -330,14 +330,17 @@ int store_server(const char *dir, pid_t *pid)
 	return rc;
 }
 
-/* Replays journals and reclaims orphans of every drive, before serving. */
+/* Finishes interrupted drive deletes, replays journals and reclaims orphans
+ * of every drive, before serving. */
 static int store_recover(struct store *s)
 {
 	char **names = NULL;
 	size_t n = 0;
 	int rc;
 
-	rc = store_drive_list(s, &names, &n);
+	rc = store_drive_finish_deletes(s, &n);
+	if (rc == 0)
+		rc = store_drive_list(s, &names, &n);
 	if (rc)
 		return rc;
 	for (size_t i = 0; i < n && rc == 0; i++) {

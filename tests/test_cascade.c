@@ -1395,3 +1395,153 @@ Test(cascade, big_file_unlink_crash_between_slices, .init = tu_setup,
 		assert_freed(ino);
 	}
 }
+
+/* ---- rmdrive in slices ---------------------------------------------------- */
+
+/* The keys of drive @name (every family: kind by kind). */
+static size_t drive_keys(const char *name)
+{
+	size_t n = 0;
+
+	for (int kind = 0; kind < KEY_KINDS; kind++) {
+		struct sbuf lo = {0}, hi = {0};
+
+		key_kind_range(&lo, &hi, name, (enum key_kind)kind);
+		n += count_keys(&lo, &hi);
+		sbuf_release(&lo);
+		sbuf_release(&hi);
+	}
+	return n;
+}
+
+/* Whether @name is among the store's drives. */
+static bool drive_listed(const char *name)
+{
+	char **names;
+	size_t n;
+	bool found = false;
+
+	cr_assert_eq(store_drive_list(tu_store, &names, &n), 0);
+	for (size_t i = 0; i < n; i++)
+		found = found || !strcmp(names[i], name);
+	store_drive_list_free(names, n);
+	return found;
+}
+
+/* Drive "other" with a branch past a slice of keys and a big file. */
+static void mkother(void)
+{
+	struct tree *o, *keep = T;
+
+	cr_assert_eq(store_drive_create(tu_store, "other", 0, 0), 0);
+	cr_assert_eq(store_drive(tu_store, "other", &o), 0);
+	build(o, "/docs", 700);
+	tu_tree = o;
+	mkfalloc("/big", BIG_BLOCKS);
+	tu_tree = keep;
+	cr_assert_gt(drive_keys("other"), 2 * KV_ETCD_TXN_OPS *
+					      KV_RANGE_SLICE_OPS);
+}
+
+/*
+ * rmdrive of a drive past a slice of keys (strict: in slices, each within
+ * one; unbounded: one range delete): nothing of it is left, the other
+ * drive is untouched, and a drive of the same name starts empty.
+ */
+Test(cascade, rmdrive_in_slices, .init = tu_setup, .fini = tu_teardown)
+{
+	char *main0, *main1;
+	struct tree *o;
+
+	build(T, "/docs", 50);
+	main0 = snap(T, "/", true);
+	mkother();
+	cr_assert_eq(store_drive_delete(tu_store, "other"), 0);
+	cr_assert_eq(drive_keys("other"), 0);
+	cr_assert_not(drive_listed("other"));
+	cr_assert_eq(store_drive(tu_store, "other", &o), -ENOENT);
+	main1 = snap(T, "/", true);
+	cr_assert_str_eq(main1, main0);
+	assert_fsck_clean(T);
+	cr_assert_eq(store_drive_create(tu_store, "other", 0, 0), 0);
+	cr_assert_eq(store_drive(tu_store, "other", &o), 0);
+	assert_gone(o, "/docs");
+	assert_fsck_clean(o);
+	free(main0);
+	free(main1);
+}
+
+/*
+ * A crash right after an rmdrive's META went, or after its first slice
+ * (strict; unbounded, the rest is one commit): the
+ * drive is gone at once (not listed) and the next read-write open drops
+ * the rest. A drive made with the name of such leftovers starts empty.
+ */
+Test(cascade, rmdrive_crash_between_slices, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	struct sbuf k = {0};
+	struct kv_batch *b;
+	struct tree *o;
+
+	/* (a child that is not killed would hang in RocksDB's compaction:
+	 * its background threads stay in the parent) */
+	long rounds = kv_range_keys(tu_store->kv) != SIZE_MAX ? 2 : 1;
+
+	for (long n = 0; n < rounds; n++) {
+		struct store_options ro = {.read_only = true};
+		struct store *keep;
+		int status;
+		pid_t pid;
+
+		mkother();
+		store_close(tu_store);
+		tu_store = NULL;
+		pid = fork();
+		cr_assert_neq(pid, -1);
+		if (pid == 0) {
+			struct store_options opt = {0};
+			struct store *s;
+			char v[32];
+
+			if (store_open(&s, tu_dir, &opt))
+				_exit(10);
+			snprintf(v, sizeof(v), "%ld", n);
+			setenv("PATHFS_CRASH_AFTER_BATCHES", v, 1);
+			if (store_drive_delete(s, "other"))
+				_exit(11);
+			store_close(s);
+			_exit(13);
+		}
+		cr_assert_eq(waitpid(pid, &status, 0), pid);
+		cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+			  "n=%ld: status %#x", n, status);
+		cr_assert_eq(store_open(&tu_store, tu_dir, &ro), 0);
+		cr_assert_not(drive_listed("other"));
+		cr_assert_gt(drive_keys("other"), 0);
+		keep = tu_store;
+		tu_store = NULL;
+		store_close(keep);
+		reopen_opts(0, 0);
+		cr_assert_eq(drive_keys("other"), 0);
+		cr_assert_not(drive_listed("other"));
+		assert_fsck_clean(T);
+	}
+	/* leftovers (the META deleted by hand, no handle of the drive
+	 * loaded), then a drive of the name */
+	mkother();
+	reopen_opts(0, 0);
+	key_meta(&k, "other");
+	b = kv_batch_new(tu_store->kv);
+	kv_batch_delete(b, k.buf, k.len);
+	cr_assert_eq(kv_batch_commit(tu_store->kv, b, true), 0);
+	kv_batch_free(b);
+	sbuf_release(&k);
+	cr_assert_gt(drive_keys("other"), 0);
+	cr_assert_not(drive_listed("other"));
+	cr_assert_eq(store_drive_create(tu_store, "other", 0, 0), 0);
+	cr_assert_eq(store_drive(tu_store, "other", &o), 0);
+	assert_gone(o, "/docs");
+	cr_assert_eq(drive_keys("other"), 2); /* META and the root */
+	assert_fsck_clean(o);
+}

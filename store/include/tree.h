@@ -197,10 +197,17 @@ bool tree_path_is_within(const char *path, const char *dir);
 int store_drive_create(struct store *s, const char *name, uid_t uid, gid_t gid);
 
 /*
- * Deletes drive @name and everything in it (one range delete).
- * Errors: -EINVAL, -ENOENT.
+ * Deletes drive @name and everything in it: its META record goes first (the
+ * drive is gone then), then its keys, in one range delete, or on an engine
+ * that wants big deletes sliced (etcd) a slice of keys per commit. A crash
+ * in between leaves keys of no drive, which the next read-write
+ * store_open() drops (store_drive_finish_deletes), as does creating a drive
+ * of that name. Errors: -EINVAL, -ENOENT, -EIO and the commits'.
  */
 int store_drive_delete(struct store *s, const char *name);
+/* Drops what interrupted drive deletes left (store_open's recovery does);
+ * *count: how many. Errors: -EIO and the commits'. */
+int store_drive_finish_deletes(struct store *s, size_t *count);
 
 /*
  * Lists drive names. *names is a malloc'd array of *count malloc'd strings,
