@@ -1396,6 +1396,40 @@ Test(cascade, big_file_unlink_crash_between_slices, .init = tu_setup,
 	}
 }
 
+/* A file of 10 bytes with BIG_BLOCKS blocks preallocated past its end
+ * (FALLOC_FL_KEEP_SIZE): its unlink and a truncate drop them in slices. */
+Test(cascade, big_preallocation_past_the_end_in_slices, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	uint64_t bs = tree_block_size(T);
+
+	for (int trunc = 0; trunc < 2; trunc++) {
+		struct tree_attr in = {.size = 5};
+		uint64_t ino;
+
+		tu_mkfile(T, "/pre", "0123456789", 10);
+		ino = tu_stat(T, "/pre").ino;
+		cr_assert_eq(tree_fallocate(T, "/pre", ino,
+					    TREE_FALLOC_KEEP_SIZE, 0,
+					    BIG_BLOCKS * bs, NULL),
+			     0);
+		cr_assert_eq(tu_stat(T, "/pre").size, 10);
+		cr_assert_eq(data_keys(ino), BIG_BLOCKS);
+		if (trunc) {
+			cr_assert_eq(tree_setattr(T, "/pre", ino, &in,
+						  TREE_SET_SIZE, NULL),
+				     0);
+			cr_assert_eq(tu_stat(T, "/pre").size, 5);
+			cr_assert_eq(data_keys(ino), 1);
+			assert_fsck_clean(T);
+		}
+		cr_assert_eq(tree_unlink(T, "/pre", 0, NULL), 0);
+		cr_assert_eq(data_keys(ino), 0);
+		cr_assert_eq(kind_keys(T, KEY_ORPHAN), 0);
+		assert_fsck_clean(T);
+	}
+}
+
 /* ---- rmdrive in slices ---------------------------------------------------- */
 
 /* The keys of drive @name (every family: kind by kind). */
