@@ -237,7 +237,8 @@ uint64_t tree_drop_slice(const struct tree *t)
 uint64_t tree_drop_keys(const struct tree *t, const struct tree_attr *a)
 {
 	uint64_t bs = t->block_size, end = tree_content_end(a);
-	uint64_t n = end == UINT64_MAX ? UINT64_MAX : end / bs + (end % bs != 0);
+	uint64_t n =
+	    end == UINT64_MAX ? UINT64_MAX : end / bs + (end % bs != 0);
 
 	if (!S_ISREG(a->mode))
 		return 0;
@@ -324,8 +325,8 @@ out:
 	return 0;
 }
 
-int tree_shrink_in_slices(struct tree *t, struct attr_ref *r,
-			  uint64_t new_size, struct journal_hook *h)
+int tree_shrink_in_slices(struct tree *t, struct attr_ref *r, uint64_t new_size,
+			  struct journal_hook *h)
 {
 	struct tree_attr *a = &r->n.a, prev;
 	uint64_t bs = t->block_size, max = tree_drop_slice(t), total;

@@ -91,8 +91,8 @@ bool tree_content_fits(const struct tree *t, const struct tree_attr *a);
  * (NULL: none). r->n.a is kept as stored. Errors: -EIO, -ENOMEM and the
  * commit's (the slices committed stay).
  */
-int tree_shrink_in_slices(struct tree *t, struct attr_ref *r,
-			  uint64_t new_size, struct journal_hook *h);
+int tree_shrink_in_slices(struct tree *t, struct attr_ref *r, uint64_t new_size,
+			  struct journal_hook *h);
 
 /* content.c: *n = the DATA keys of @ino in blocks [from, to) (@to
  * UINT64_MAX: all). Errors: -EIO. */

@@ -145,8 +145,7 @@ static int drive_meta_exists(struct store *s, const char *name)
  * crash interrupted (keys without their META: drive_drop_keys()'s to
  * finish). Errors: -ENOMEM, -EIO.
  */
-static int drive_names(struct store *s, bool dead, char ***names,
-		       size_t *count)
+static int drive_names(struct store *s, bool dead, char ***names, size_t *count)
 {
 	struct kv_iter *it = NULL;
 	struct sbuf seek = {0};

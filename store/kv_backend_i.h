@@ -86,7 +86,8 @@ struct kv_batch {
 	size_t put_bytes; /* keys and values put */
 	size_t deletes;	  /* point and range deletes */
 	size_t value_max; /* the largest value put */
-	size_t range_keys; /* strict: keys its range deletes covered when added */
+	/* strict: keys its range deletes covered when added */
+	size_t range_keys;
 };
 
 /* The backends' opens: as kv_open() for their kind of location. */

@@ -164,9 +164,9 @@ static int rm_batch_scan(struct tree *t, const char *path, unsigned flags,
 		keep = !S_ISDIR(n.a.mode) && keep_orphan(oc, flags, n.a.ino);
 		/* tree_unlink() parks a file too big for one batch's drop
 		 * and drops it in slices */
-		special =
-		    keep || (!S_ISDIR(n.a.mode) && (n.a.flags & TREE_F_LINKED)) ||
-		    !tree_content_fits(t, &n.a);
+		special = keep ||
+			  (!S_ISDIR(n.a.mode) && (n.a.flags & TREE_F_LINKED)) ||
+			  !tree_content_fits(t, &n.a);
 		cost = 2 + (special ? 0 : tree_drop_keys(t, &n.a));
 		if (special || s->max_keys != SIZE_MAX) {
 			sbuf_reset(&p);

@@ -214,8 +214,8 @@ int tree_reclaim_many(struct tree *t, const uint64_t *inos, size_t n,
 		 * engine's limit, or past half a slice of blocks (each
 		 * orphan's drop is at most the other half), is committed
 		 * before the next one starts */
-		if (in_b && (kv_batch_count(b) >= max ||
-			     blocks > tree_drop_slice(t))) {
+		if (in_b &&
+		    (kv_batch_count(b) >= max || blocks > tree_drop_slice(t))) {
 			rc = tree_commit(t, b);
 			if (rc)
 				break;

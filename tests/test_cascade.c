@@ -1179,9 +1179,9 @@ static uint64_t mkfalloc(const char *path, uint64_t n)
 
 	tu_mkfile(T, path, "", 0);
 	a = tu_stat(T, path);
-	cr_assert_eq(tree_fallocate(T, path, a.ino, 0, 0,
-				    n * tree_block_size(T), NULL),
-		     0);
+	cr_assert_eq(
+	    tree_fallocate(T, path, a.ino, 0, 0, n * tree_block_size(T), NULL),
+	    0);
 	return a.ino;
 }
 
@@ -1236,8 +1236,7 @@ static void assert_freed(uint64_t ino)
 	assert_fsck_clean(T);
 }
 
-Test(cascade, big_file_unlink_in_slices, .init = tu_setup,
-     .fini = tu_teardown)
+Test(cascade, big_file_unlink_in_slices, .init = tu_setup, .fini = tu_teardown)
 {
 	for (unsigned step = 1; step <= 2; step++) {
 		uint64_t ino = mkbig("/big", step);
@@ -1259,9 +1258,8 @@ Test(cascade, big_file_truncate_in_slices, .init = tu_setup,
 		size_t len;
 		char *p;
 
-		cr_assert_eq(tree_setattr(T, "/big", ino, &in, TREE_SET_SIZE,
-					  &a),
-			     0);
+		cr_assert_eq(
+		    tree_setattr(T, "/big", ino, &in, TREE_SET_SIZE, &a), 0);
 		cr_assert_eq(a.size, bs + 8);
 		/* block 0 and block 1 (dense), or block 0 only */
 		cr_assert_eq(a.blocks, step == 1 ? 2 : 1);
@@ -1291,8 +1289,7 @@ Test(cascade, big_orphan_reclaim_in_slices, .init = tu_setup,
 		uint64_t inos[2] = {ino, 0};
 		size_t n = 0;
 
-		cr_assert_eq(tree_unlink(T, "/big", TREE_KEEP_ORPHAN, NULL),
-			     0);
+		cr_assert_eq(tree_unlink(T, "/big", TREE_KEEP_ORPHAN, NULL), 0);
 		inos[1] = mkfalloc("/small", 600);
 		cr_assert_eq(tree_unlink(T, "/small", TREE_KEEP_ORPHAN, NULL),
 			     0);
@@ -1473,8 +1470,8 @@ static void mkother(void)
 	tu_tree = o;
 	mkfalloc("/big", BIG_BLOCKS);
 	tu_tree = keep;
-	cr_assert_gt(drive_keys("other"), 2 * KV_ETCD_TXN_OPS *
-					      KV_RANGE_SLICE_OPS);
+	cr_assert_gt(drive_keys("other"),
+		     2 * KV_ETCD_TXN_OPS * KV_RANGE_SLICE_OPS);
 }
 
 /*

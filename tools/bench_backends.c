@@ -72,14 +72,14 @@ static const struct {
     [BW_CTL_DU] = {"pathfsctl_du", "pathfsctl du (store scan)", "entries/s",
 		   A_TREE},
     [BW_MV] = {"mv_tree", "mv of the tree (rewrite)", "entries/s", A_TREE},
-    [BW_CHURN] = {"create_stat_unlink", "create/stat/unlink", "ops/s",
-		  A_CHURN},
+    [BW_CHURN] = {"create_stat_unlink", "create/stat/unlink", "ops/s", A_CHURN},
     [BW_WRITE] = {"write_fsync", "sequential write + fsync", "MiB/s", A_MB},
     [BW_READ] = {"read_cold", "sequential read, cold", "MiB/s", A_MB},
 };
 
 struct bctx {
-	struct mctx m; /* the tree, buffers and options for bench_mount_work.c */
+	struct mctx
+	    m; /* the tree, buffers and options for bench_mount_work.c */
 	char endpoints[512];
 	char etcd_dir[2100];
 	bool own_cluster;
@@ -282,9 +282,9 @@ static void run_backend(struct bctx *c, int b, unsigned r)
 		btimed(c, BW_LSL, b, r, argv, LS_FILES + 1, NULL, 0);
 	}
 	{
-		char *argv[] = {c->m.pathfsctl, (char *)"-s", d.store,
-				(char *)"du",	(char *)"/t", (char *)"--json",
-				NULL};
+		char *argv[] = {
+		    c->m.pathfsctl, (char *)"-s",     d.store, (char *)"du",
+		    (char *)"/t",   (char *)"--json", NULL};
 		uint64_t files = 0, dirs = 0;
 
 		progress("  pathfsctl du");
@@ -383,8 +383,8 @@ static void report(struct bctx *c)
 	       "(%s), median of %u runs\n",
 	       (unsigned long long)amount[A_TREE],
 	       (unsigned long long)shape_files(&c->m.sh, 0), c->m.sh.size,
-	       c->endpoints, c->own_cluster ? "3 members started here" : "--etcd",
-	       o->runs);
+	       c->endpoints,
+	       c->own_cluster ? "3 members started here" : "--etcd", o->runs);
 	printf("ratio = etcd time / rocksdb time; the rate is etcd's\n\n");
 	printf("%-28s %10s %10s %8s %14s %12s\n", "workload", "rocksdb", "etcd",
 	       "e/r", "etcd rate", "target");
@@ -410,8 +410,8 @@ static void report(struct bctx *c)
 		printf("%-28s %10s %10s %8s %10s %-5s %s%s\n", bw[w].label,
 		       s[B_ROCKSDB], s[B_ETCD],
 		       fmt_ratio(ra, sizeof(ra), v[B_ETCD] / v[B_ROCKSDB]), rt,
-		       bw[w].unit, tgt ? tgt : "", tgt ? (ok ? " met" : " NOT met")
-						       : "");
+		       bw[w].unit, tgt ? tgt : "",
+		       tgt ? (ok ? " met" : " NOT met") : "");
 	}
 	printf("\n");
 	fflush(stdout);

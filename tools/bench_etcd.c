@@ -149,8 +149,8 @@ int etcd_start(const char *dir, char *endpoints, size_t len)
 	int n, rc;
 
 	bench_at_signal(kill_members);
-	snprintf(endpoints, len, "127.0.0.1:%u,127.0.0.1:%u,127.0.0.1:%u",
-		 base, base + 2, base + 4);
+	snprintf(endpoints, len, "127.0.0.1:%u,127.0.0.1:%u,127.0.0.1:%u", base,
+		 base + 2, base + 4);
 	for (n = 0; n < 3; n++) {
 		rc = start_member(dir, base, n);
 		if (rc)
@@ -172,8 +172,9 @@ int etcd_start(const char *dir, char *endpoints, size_t len)
 
 		snprintf(ep, sizeof(ep), "%s", endpoints);
 		if (!members_alive()) {
-			progress("an etcd member exited at start; see %s/m*.log",
-				 dir);
+			progress(
+			    "an etcd member exited at start; see %s/m*.log",
+			    dir);
 			rc = -ECHILD;
 			goto fail;
 		}

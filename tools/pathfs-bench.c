@@ -450,7 +450,7 @@ int main(int argc, char **argv)
 	} else if (!strcmp(cmd, "backends")) {
 		/* a run of a few minutes at load 15, when a create costs
 		 * 20-60 ms on etcd: 2,000 files in 20 folders of 100 etc. */
-#define GIVEN(opt) (given & (1ull << ((opt) - OPT_RUNS)))
+#define GIVEN(opt) (given & (1ull << ((opt)-OPT_RUNS)))
 		if (!GIVEN(OPT_FILES))
 			o.files = 2000;
 		if (!GIVEN(OPT_FANOUT))
