@@ -50,6 +50,11 @@
 #define INODE_PAGES_STALE 0x10
 /* an O_TMPFILE file (an orphan from birth): linkat(2) may give it a name */
 #define INODE_TMPFILE 0x20
+/* its record had no POSIX ACL when the kernel was last told of it (a read-
+ * write mount only, the store's one writer): a GETXATTR of an ACL answers
+ * ENODATA without a store read (ls -l asks every file). itab_acl_changed()
+ * clears it; see itab_lookup() for why it cannot go stale. */
+#define INODE_NO_ACL 0x40
 
 struct inode {
 	uint64_t ino;
@@ -204,6 +209,11 @@ bool itab_take_flag(struct fs *fs, uint64_t ino, unsigned flag);
 bool itab_knows(struct fs *fs, uint64_t ino);
 /* Whether @flag is set on @ino. */
 bool itab_has_flag(struct fs *fs, uint64_t ino, unsigned flag);
+/* After a POSIX ACL of @ino was set or removed (the store has committed):
+ * waits out every request in flight between its read of a record and its
+ * itab_lookup() (they hold fs->sublock for read), then clears INODE_NO_ACL.
+ * The caller holds no lock. */
+void itab_acl_changed(struct fs *fs, uint64_t ino);
 
 /* Moves @ino to @name in @parent (parent must be in the table; if it is not,
  * @ino is marked stale). Bumps ns_gen. */

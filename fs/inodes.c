@@ -252,6 +252,17 @@ int itab_lookup(struct fs *fs, uint64_t ino, uint64_t parent, const char *name,
 	e->nlookup++;
 	if (attr_flags & TREE_F_LINKED)
 		e->flags |= INODE_LINKED;
+	/*
+	 * @attr_flags were read under fs->sublock, which the caller still
+	 * holds, so an ACL committed after that read is followed by
+	 * itab_acl_changed(), which waits for this request and clears the
+	 * flag after it. A hard-linked inode's flags are not trusted here.
+	 */
+	if (!fs->ro &&
+	    !(attr_flags & (TREE_F_ACL | TREE_F_DEFACL | TREE_F_LINKED)))
+		e->flags |= INODE_NO_ACL;
+	else
+		e->flags &= ~INODE_NO_ACL;
 	if (ino == TREE_ROOT_INO)
 		goto out;
 	/*
@@ -399,6 +410,13 @@ void itab_flags(struct fs *fs, uint64_t ino, unsigned set, unsigned clear)
 			fs->ns_gen++;
 	}
 	pthread_mutex_unlock(&fs->lock);
+}
+
+void itab_acl_changed(struct fs *fs, uint64_t ino)
+{
+	pthread_rwlock_wrlock(&fs->sublock);
+	itab_flags(fs, ino, 0, INODE_NO_ACL);
+	pthread_rwlock_unlock(&fs->sublock);
 }
 
 bool itab_knows(struct fs *fs, uint64_t ino)

@@ -7,7 +7,10 @@
  * them and caches them (FUSE_POSIX_ACL, ops.c). Setting an access ACL by a
  * caller neither in the file's group nor root clears set-group-ID, as ext4
  * does: the daemon decides that (libfuse 3.14 passes no
- * FUSE_SETXATTR_ACL_KILL_SGID, so the kernel sends none).
+ * FUSE_SETXATTR_ACL_KILL_SGID, so the kernel sends none). ls -l asks every
+ * file for its access ACL once: a file whose record had none when the kernel
+ * was told of it is answered ENODATA from the inode table (INODE_NO_ACL),
+ * without a store read (a point read on RocksDB, a round trip on etcd).
  *
  * Limits: no SELinux labels (EOPNOTSUPP, see unsupported_xattr()); sizes as
  * the store allows (tree.h).
@@ -37,6 +40,12 @@ static bool unsupported_xattr(const char *name)
 	return !strcmp(name, "security.selinux");
 }
 
+static bool is_acl(const char *name)
+{
+	return !strcmp(name, "system.posix_acl_access") ||
+	       !strcmp(name, "system.posix_acl_default");
+}
+
 int fs_do_setxattr(struct fs *fs, uint64_t ino, const char *name,
 		   const char *value, size_t size, int flags)
 {
@@ -56,6 +65,8 @@ int fs_do_setxattr(struct fs *fs, uint64_t ino, const char *name,
 			   : tree_removexattr(fs->tree, p.path, ino, name);
 	while (fs_retry(fs, rc, ino, NULL, &p));
 	fs_leave(fs);
+	if (is_acl(name))
+		itab_acl_changed(fs, ino);
 out:
 	fs_path_release(&p);
 	return rc;
@@ -103,6 +114,8 @@ int fs_do_getxattr(struct fs *fs, uint64_t ino, const char *name, size_t size,
 	*len = 0;
 	if (unsupported_xattr(name))
 		return -EOPNOTSUPP;
+	if (!fs->ro && is_acl(name) && itab_has_flag(fs, ino, INODE_NO_ACL))
+		return -ENODATA; /* its record says it has none */
 	rc = tree_getxattr(fs->tree, ino, name, val, len);
 	if (!rc)
 		rc = fits(*len, size);

@@ -245,6 +245,62 @@ Test(fs_ops, xattr_sizes_and_refusals)
 	free(val);
 }
 
+/* system.posix_acl_access's value: owner rw-, user 1001 r--, group r--,
+ * mask r--, other r-- (little-endian, as the kernel sends it) */
+static const unsigned char named_user_acl[] = {
+    2,	  0, 0, 0,			   /* version */
+    1,	  0, 6, 0, 0xff, 0xff, 0xff, 0xff, /* USER_OBJ */
+    2,	  0, 4, 0, 0xe9, 0x03, 0,    0,	   /* USER 1001 */
+    4,	  0, 4, 0, 0xff, 0xff, 0xff, 0xff, /* GROUP_OBJ */
+    0x10, 0, 4, 0, 0xff, 0xff, 0xff, 0xff, /* MASK */
+    0x20, 0, 4, 0, 0xff, 0xff, 0xff, 0xff, /* OTHER */
+};
+
+/* A GETXATTR of an ACL, as ls -l sends for every file; the store's reads
+ * it made. */
+static int acl_get(uint64_t ino, const char *name, uint64_t *reads)
+{
+	struct store_kv_counts k0, k1;
+	void *val = NULL;
+	size_t len = 0;
+	int rc;
+
+	store_kv_counts(tu_store, &k0);
+	rc = fs_do_getxattr(&tu_fs, ino, name, 256, &val, &len);
+	store_kv_counts(tu_store, &k1);
+	free(val);
+	*reads = k1.gets - k0.gets;
+	return rc ? rc : (int)len;
+}
+
+Test(fs_ops, no_acl_is_answered_without_a_store_read)
+{
+	const char *acc = "system.posix_acl_access";
+	struct fuse_entry_param e;
+	uint64_t ino = mkfile(&user, "f", 0644, NULL), reads;
+
+	cr_expect_eq(acl_get(ino, acc, &reads), -ENODATA);
+	cr_expect_eq(reads, 0, "the record just read had no ACL");
+	cr_expect_eq(acl_get(ino, "system.posix_acl_default", &reads),
+		     -ENODATA);
+	cr_expect_eq(reads, 0);
+	cr_assert_eq(fs_do_setxattr(&tu_fs, ino, acc,
+				    (const char *)named_user_acl,
+				    sizeof(named_user_acl), 0),
+		     0);
+	cr_expect_eq(acl_get(ino, acc, &reads), (int)sizeof(named_user_acl),
+		     "an ACL set is seen at once");
+	cr_assert_eq(fs_do_lookup(&tu_fs, TREE_ROOT_INO, "f", &e), 0);
+	cr_expect_eq(acl_get(ino, acc, &reads), (int)sizeof(named_user_acl),
+		     "a lookup that sees the ACL keeps it seen");
+	cr_assert_eq(fs_do_setxattr(&tu_fs, ino, acc, NULL, 0, 0), 0);
+	cr_expect_eq(acl_get(ino, acc, &reads), -ENODATA);
+	cr_expect_eq(reads, 1, "after a change the store answers");
+	cr_assert_eq(fs_do_lookup(&tu_fs, TREE_ROOT_INO, "f", &e), 0);
+	cr_expect_eq(acl_get(ino, acc, &reads), -ENODATA);
+	cr_expect_eq(reads, 0);
+}
+
 Test(fs_ops, tmpfile_in_a_set_group_id_folder_takes_its_group)
 {
 	struct tree_attr d, a;

@@ -12,6 +12,7 @@
 #   ACL (the umask ignored, the ACL masked by the create mode), and without
 #   one (the umask honoured: 027, 077);
 # - set-group-ID cleared when one outside the file's group sets its ACL;
+# - an ACL set after ls -l was told the file had none denies at once;
 # then on the mount alone: cp -a, rsync -A and tar --acls round trips keep
 # the ACLs, pathfsctl cp -r and mv keep them, a remount keeps them (and
 # their enforcement), fsck is clean.
@@ -73,6 +74,13 @@ scenario() {
 	set +e
 	cd "$1"
 	umask 022
+	# an ACL set after the file was listed (ls -l asked for its ACL, and
+	# was told none) binds at once
+	echo data >g
+	ls -l >/dev/null
+	can g
+	setfacl -m "u:$U:-" g 2>&1
+	can g
 	echo data >f
 	setfacl -m "u:$U:rw" f 2>&1
 	show f
