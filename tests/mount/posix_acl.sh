@@ -21,6 +21,9 @@ sanitizer_logs
 
 chmod 755 "$T" # let fsgqa reach both folders (allow_other below)
 U=fsgqa
+# a real user and its own group, made on a machine that has none (as
+# xfstests makes it; root runs the mount tests)
+id "$U" >/dev/null 2>&1 || useradd -M -U -s /usr/sbin/nologin "$U"
 id "$U" >/dev/null
 
 # as CMD...: runs CMD as user fsgqa (its own groups)
