@@ -4,7 +4,11 @@
  *
  * Anything but a non-empty folder moves in one batch (rename_simple()); a
  * non-empty folder is rewritten key by key by journal.c, crash-safe through
- * its journal record. A whiteout is put at the old path in the batch that
+ * its journal record. A replaced file whose blocks do not fit one batch's
+ * drop (etcd: content_i.h) is parked as an orphan by that batch, as by the
+ * last unlink (TREE_PARK_BIG), and reclaimed in slices once ns_lock is
+ * released (tree_reclaim; a crash before that leaves an orphan that the
+ * next open frees). A whiteout is put at the old path in the batch that
  * deletes the node there: the one batch, or the journal's final batch (its
  * number and owner are in the record, so a replay makes the same one).
  *
@@ -19,6 +23,7 @@
 #include "batch_i.h"
 #include "drive_i.h"
 #include "journal_i.h"
+#include "log.h"
 #include "parent_i.h"
 #include "tree_i.h"
 
@@ -52,16 +57,18 @@ out:
 
 /* The one-batch rename of nodes that are not non-empty folders; ns_lock held,
  * every check done. @sn/@dn are the nodes at @src/@dst (@dn NULL if none);
- * @wo (not NULL) the whiteout to leave at @src. */
+ * @wo (not NULL) the whiteout to leave at @src. A replaced file too big for
+ * the batch's drop is parked: *park = its number (else 0), for the caller to
+ * reclaim once ns_lock is released. */
 static int rename_simple(struct tree *t, const char *src, const char *dst,
 			 unsigned flags, const struct whiteout *wo,
 			 const struct node *sn0, const struct node *dn0,
-			 uint64_t *orphan)
+			 uint64_t *orphan, uint64_t *park)
 {
 	char *sp = NULL, *dp = NULL;
 	struct node spn = {0}, dpn = {0}, sn = {0}, dn = {0};
 	struct kv_batch *b = NULL;
-	uint64_t dino = dn0 ? dn0->a.ino : 0;
+	uint64_t dino = dn0 ? dn0->a.ino : 0, left = 0;
 	int sdelta = 0, ddelta = 0, sd, dd;
 	bool st = false;
 	struct sbuf k = {0};
@@ -95,9 +102,10 @@ static int rename_simple(struct tree *t, const char *src, const char *dst,
 		ddelta = sd - dd;
 	} else {
 		if (dn0) {
-			rc = tree_batch_remove(t, b, dst, &dn,
-					       flags & TREE_KEEP_ORPHAN, orphan,
-					       now);
+			rc = tree_batch_remove(
+			    t, b, dst, &dn,
+			    (flags & TREE_KEEP_ORPHAN) | TREE_PARK_BIG, &left,
+			    now);
 			if (rc)
 				goto out;
 		}
@@ -124,6 +132,12 @@ static int rename_simple(struct tree *t, const char *src, const char *dst,
 	}
 	if (rc == 0)
 		rc = tree_commit(t, b);
+	if (rc == 0 && (flags & TREE_KEEP_ORPHAN)) {
+		if (orphan)
+			*orphan = left;
+	} else if (rc == 0) {
+		*park = left; /* parked: too big to drop in one batch */
+	}
 out:
 	if (rc && orphan)
 		*orphan = 0;
@@ -176,6 +190,7 @@ static int rename_any(struct tree *t, const char *src, const char *dst,
 	char *dp = NULL;
 	struct node sn = {0}, dn = {0}, dpn = {0};
 	bool ns = false, dexists = false, big = false;
+	uint64_t park = 0;
 	int rc;
 
 	if (orphan)
@@ -284,10 +299,15 @@ static int rename_any(struct tree *t, const char *src, const char *dst,
 		rc = journal_rename_dir(t, src, dst, flags, wo, orphan);
 	} else
 		rc = rename_simple(t, src, dst, flags, wo, &sn,
-				   dexists ? &dn : NULL, orphan);
+				   dexists ? &dn : NULL, orphan, &park);
 out:
 	if (ns)
 		pthread_mutex_unlock(&t->ns_lock);
+	if (park && tree_reclaim(t, park))
+		plog(LOG_WARNING,
+		     "drive %s: %s: inode %llu not freed yet: the next open "
+		     "frees it",
+		     t->name, dst, (unsigned long long)park);
 	node_release(&sn);
 	node_release(&dn);
 	node_release(&dpn);

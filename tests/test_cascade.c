@@ -1393,6 +1393,132 @@ Test(cascade, big_file_unlink_crash_between_slices, .init = tu_setup,
 	}
 }
 
+/*
+ * A rename over a big file parks the replaced file as an orphan in the
+ * rename's batch and drops its blocks in slices after (strict: no batch of
+ * the rename passes a slice); with TREE_KEEP_ORPHAN (the file is open) the
+ * orphan is handed back and still reads whole until tree_reclaim().
+ */
+Test(cascade, rename_over_a_big_file_in_slices, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	uint64_t bs = tree_block_size(T);
+
+	for (unsigned step = 1; step <= 2; step++) {
+		uint64_t ino = mkbig("/big", step), orphan = 9;
+		size_t len;
+		char *p;
+
+		tu_mkfile(T, "/new", "fresh", 5);
+		cr_assert_eq(tree_rename(T, "/new", "/big", 0, &orphan), 0);
+		cr_assert_eq(orphan, 0);
+		assert_gone(T, "/new");
+		p = tu_read(T, "/big", tu_stat(T, "/big").ino, &len);
+		cr_assert_eq(len, 5);
+		cr_assert_eq(memcmp(p, "fresh", 5), 0);
+		cr_assert_eq(tree_unlink(T, "/big", 0, NULL), 0);
+		assert_freed(ino);
+	}
+	for (unsigned step = 1; step <= 2; step++) {
+		uint64_t ino = mkbig("/big", step), orphan = 0;
+		uint64_t size = tu_stat(T, "/big").size;
+		size_t len;
+		char c[8];
+
+		tu_mkfile(T, "/new", "fresh", 5);
+		cr_assert_eq(
+		    tree_rename(T, "/new", "/big", TREE_KEEP_ORPHAN, &orphan),
+		    0);
+		cr_assert_eq(orphan, ino);
+		cr_assert_eq(kind_keys(T, KEY_ORPHAN), 1);
+		cr_assert_eq(data_keys(ino), BIG_BLOCKS);
+		/* the orphan reads whole, by number: its last byte and a
+		 * byte of its first blocks */
+		cr_assert_eq(tree_read(T, NULL, ino, size - 1, 8, c, &len), 0);
+		cr_assert_eq(len, 1);
+		cr_assert_eq(c[0], '!');
+		cr_assert_eq(tree_read(T, NULL, ino, step * bs + 7, 1, c,
+				       &len),
+			     0);
+		cr_assert_eq(len, 1);
+		cr_assert_eq(c[0], step == 1 ? 0 : 'x');
+		assert_fsck_clean(T);
+		cr_assert_eq(tree_reclaim(T, ino), 0);
+		cr_assert_eq(tree_unlink(T, "/big", 0, NULL), 0);
+		assert_freed(ino);
+	}
+}
+
+/*
+ * A crash after the first or second slice of the drop that follows a
+ * rename over a big file: the new file is in place, the old one is an
+ * orphan with some of its blocks (fsck clean, opened read-only), and the
+ * next open frees it. Without slices (cascade) the child finishes.
+ */
+Test(cascade, rename_over_a_big_file_crash_between_slices, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	for (long n = 0; n < 2; n++) {
+		struct store_options ro = {.read_only = true};
+		bool sliced = kv_range_keys(tu_store->kv) != SIZE_MAX;
+		uint64_t ino = mkbig("/big", 1 + (unsigned)n);
+		struct store *keep;
+		size_t len;
+		char *p;
+		int status;
+		pid_t pid;
+
+		tu_mkfile(T, "/new", "fresh", 5);
+		store_close(tu_store);
+		tu_store = NULL;
+		pid = fork();
+		cr_assert_neq(pid, -1);
+		if (pid == 0) {
+			struct store_options o = {0};
+			struct store *s;
+			struct tree *t;
+			char v[32];
+
+			if (store_open(&s, tu_dir, &o) ||
+			    store_drive(s, "main", &t))
+				_exit(10);
+			snprintf(v, sizeof(v), "%ld", n);
+			setenv("PATHFS_CRASH_AFTER_BATCHES", v, 1);
+			if (tree_rename(t, "/new", "/big", 0, NULL))
+				_exit(11);
+			store_close(s);
+			_exit(13);
+		}
+		cr_assert_eq(waitpid(pid, &status, 0), pid);
+		if (sliced)
+			cr_assert(WIFSIGNALED(status) &&
+				      WTERMSIG(status) == SIGKILL,
+				  "n=%ld: status %#x", n, status);
+		else
+			cr_assert(WIFEXITED(status) &&
+				      WEXITSTATUS(status) == 13,
+				  "n=%ld: status %#x", n, status);
+		cr_assert_eq(store_open(&tu_store, tu_dir, &ro), 0);
+		cr_assert_eq(store_drive(tu_store, "main", &tu_tree), 0);
+		assert_gone(T, "/new");
+		p = tu_read(T, "/big", tu_stat(T, "/big").ino, &len);
+		cr_assert_eq(len, 5);
+		cr_assert_eq(memcmp(p, "fresh", 5), 0);
+		assert_fsck_clean(T);
+		if (sliced) {
+			cr_assert_eq(kind_keys(T, KEY_ORPHAN), 1);
+			cr_assert_lt(data_keys(ino), BIG_BLOCKS);
+			cr_assert_gt(data_keys(ino), 0);
+		}
+		keep = tu_store;
+		tu_store = NULL;
+		store_close(keep);
+		reopen_opts(0, 0);
+		cr_assert_eq(tree_unlink(T, "/big", 0, NULL), 0);
+		assert_freed(ino);
+	}
+}
+
 /* A file of 10 bytes with BIG_BLOCKS blocks preallocated past its end
  * (FALLOC_FL_KEEP_SIZE): its unlink and a truncate drop them in slices. */
 Test(cascade, big_preallocation_past_the_end_in_slices, .init = tu_setup,

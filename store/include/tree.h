@@ -452,7 +452,8 @@ int tree_reclaim_many(struct tree *t, const uint64_t *inos, size_t n,
  * folder goes through the journaled subtree rewrite (journal.c), which a crash
  * at any point cannot leave half done: the next store_open() completes it.
  * A replaced node's last link (a file, or an empty folder) is handled as in
- * tree_unlink() (*orphan).
+ * tree_unlink() (*orphan; a big file's blocks go in slices after the
+ * rename's batch).
  * Errors: -ENOENT, -EEXIST (NOREPLACE), -ENOTEMPTY, -EISDIR, -ENOTDIR,
  * -EINVAL (@dst inside @src, or "/"), -EBUSY, -ENOSPC, -EIO.
  */
