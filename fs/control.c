@@ -24,6 +24,11 @@
  * pathfsctl reaches the writer when it runs here, and otherwise opens the
  * store itself); a second daemon binding it gets -EADDRINUSE.
  *
+ * One request is the daemon's own, not a pathfsctl command:
+ * CONTROL_MOUNT_INFO answers what control_set_mount() said (which FUSE
+ * connection serves the store, its drive, ...) for a second mount of the
+ * store (fs/second.c).
+ *
  * Inside the daemon, the store's open check of the mounted drive (fs/main.c
  * registers it) makes a branch delete keep only open files as orphans.
  */
@@ -63,6 +68,7 @@ struct control {
 	pthread_mutex_t lock;
 	pthread_cond_t idle;
 	unsigned running; /* protected by lock: live worker threads */
+	char *mount_info; /* protected by lock: control_set_mount's line */
 };
 /* ---- server ----------------------------------------------------------- */
 
@@ -180,6 +186,23 @@ out:
 	return rc;
 }
 
+/* Answers CONTROL_MOUNT_INFO: the line control_set_mount() gave, exit 0,
+ * or exit 1 with nothing when there is none (yet). */
+static void serve_mount_info(struct control *c, int fd)
+{
+	unsigned char st[4];
+	int status = 1;
+
+	pthread_mutex_lock(&c->lock);
+	if (c->mount_info &&
+	    !proto_send_frame(fd, CONTROL_FRAME_OUT, c->mount_info,
+			      strlen(c->mount_info)))
+		status = 0;
+	pthread_mutex_unlock(&c->lock);
+	proto_put_u32(st, (uint32_t)status);
+	proto_send_frame(fd, CONTROL_FRAME_EXIT, st, sizeof(st));
+}
+
 struct conn {
 	struct control *c;
 	int fd;
@@ -228,6 +251,10 @@ static void serve(struct control *c, int fd)
 		goto out;
 	}
 
+	if (req.argc == 1 && !strcmp(req.argv[0], CONTROL_MOUNT_INFO)) {
+		serve_mount_info(c, fd);
+		goto out;
+	}
 	env = c->tmpl;
 	os.broken = es.broken = &broken;
 	env.out = fopencookie(&os, "w", io);
@@ -462,6 +489,19 @@ out:
 	return rc;
 }
 
+int control_set_mount(struct control *c, const char *info)
+{
+	char *copy = strdup(info);
+
+	if (!copy)
+		return -ENOMEM;
+	pthread_mutex_lock(&c->lock);
+	free(c->mount_info);
+	c->mount_info = copy;
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}
+
 void control_stop(struct control *c)
 {
 	struct stat st;
@@ -495,5 +535,6 @@ void control_stop(struct control *c)
 	pthread_cond_destroy(&c->idle);
 	free(c->default_drive);
 	free(c->mounted_drive);
+	free(c->mount_info);
 	free(c);
 }

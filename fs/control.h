@@ -22,6 +22,17 @@ struct control;
  */
 int control_start(struct control **out, const struct ctl_env *tmpl,
 		  uid_t owner);
+/*
+ * The request (argv of one string) a second mount of the store sends
+ * (fs/second.c): answered with the line of control_set_mount(), exit 0, or
+ * exit 1 and no line before it was set. Not a pathfsctl command (they never
+ * start with "--").
+ */
+#define CONTROL_MOUNT_INFO "--mount-info"
+
+/* Sets the line CONTROL_MOUNT_INFO answers (copied). Errors: -ENOMEM. */
+int control_set_mount(struct control *c, const char *info);
+
 /* Stops serving and removes the socket. Safe on NULL. */
 void control_stop(struct control *c);
 

@@ -27,8 +27,13 @@
  * refuses what it does not know, by name. `mount -o remount,...` comes the
  * same way: remount.c changes the mount's flags and no daemon starts.
  *
- * Limits: one drive per mount; the store cannot be opened by another process
- * while mounted (pathfsctl talks to the daemon over the control socket).
+ * A store already served by a daemon here is mounted again as another mount
+ * of that daemon's FUSE connection (second.c, root only), as a second mount
+ * of a mounted ext4 device is the same superblock: no second daemon.
+ *
+ * Limits: one drive per mount, and per store while it is mounted; the store
+ * cannot be opened by another process while mounted (pathfsctl talks to the
+ * daemon over the control socket).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -43,6 +48,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -52,6 +58,7 @@
 #include "fs_i.h"
 #include "log.h"
 #include "remount.h"
+#include "second.h"
 #include "stats.h"
 
 struct options {
@@ -62,6 +69,7 @@ struct options {
 	unsigned cache_mb;
 	double timeout;
 	int ro, sync, writeback, noatime, strictatime, nodiratime;
+	int allow_other; /* -o allow_other (also passed to libfuse) */
 	int foreground, debug, single;
 	int help, version;
 	int remount;	   /* -o remount: change a mounted drive's flags */
@@ -169,6 +177,8 @@ static int mount_opt(struct options *o, const char *arg)
 			return 0;
 	if (!strcmp(arg, "dirsync"))
 		o->sync = 1; /* every change durable: folder changes too */
+	if (!strcmp(arg, "allow_other"))
+		o->allow_other = 1;
 	return 1;
 }
 
@@ -836,6 +846,18 @@ static int serve(struct options *o, struct fuse_args *args, const char *dir,
 		     strerror(-rc));
 		ctl = NULL;
 	}
+	/* what a second mount of the store asks (second.c) */
+	if (ctl) {
+		char *info =
+		    fs_second_info(mnt, o->drive, o->ro, o->allow_other);
+
+		if (!info || control_set_mount(ctl, info))
+			plog(LOG_WARNING,
+			     "%s: no answer for a second mount of the store "
+			     "(it will be refused as in use)",
+			     strerror(errno));
+		free(info);
+	}
 
 	/* mounted: tell the log and a user at a terminal where the log goes,
 	 * tell the parent, then leave the terminal */
@@ -887,6 +909,35 @@ out:
 		plog(LOG_INFO, "unmounted %s", mnt);
 	stats_signal_stop();
 	return rc;
+}
+
+/*
+ * The store is served by a daemon here: @mnt becomes another mount of its
+ * connection (second.c) and pathfs exits, silent on success. Returns true
+ * when that was the case (*rc: the exit status), false when a daemon must
+ * start.
+ */
+static bool second_mount(const struct options *o, const struct fuse_args *args,
+			 const char *dir, const char *mnt, int *rc)
+{
+	/* libfuse's defaults for a new mount, unless suid or dev is asked */
+	struct second_req req = {o->drive, o->ro, o->allow_other,
+				 MS_NOSUID | MS_NODEV};
+	char err[PATH_MAX + 256];
+	int r;
+
+	if (fs_mount_flags(args, &req.flags)) {
+		fprintf(stderr, "pathfs: out of memory\n");
+		*rc = 1;
+		return true;
+	}
+	r = fs_second_mount(dir, mnt, &req, err, sizeof(err));
+	if (r > 0)
+		return false;
+	if (r < 0)
+		fprintf(stderr, "pathfs: %s\n", err);
+	*rc = r < 0 ? 1 : 0;
+	return true;
 }
 
 /* -o log=FILE relative to where pathfs was started (the daemon leaves for
@@ -983,6 +1034,8 @@ int main(int argc, char *argv[])
 	if (resolve_store(o.store, &dir, &exists))
 		goto out;
 	if (check_mountpoint(o.mnt, &mnt))
+		goto out;
+	if (second_mount(&o, &args, dir, mnt, &rc))
 		goto out;
 	if (add_mount_opts(&args, dir)) {
 		fprintf(stderr, "pathfs: out of memory\n");

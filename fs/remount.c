@@ -66,11 +66,36 @@ static int is_pathfs_mount(const char *mnt)
 	return found;
 }
 
+int fs_mount_flags(const struct fuse_args *args, unsigned long *flags)
+{
+	char *opts, *tok, *save;
+
+	/* the options libfuse would get: "-o A,B" or "-oA,B" */
+	for (int i = 1; i < args->argc; i++) {
+		const char *a = args->argv[i];
+
+		if (!strcmp(a, "-o") && i + 1 < args->argc)
+			a = args->argv[++i];
+		else if (!strncmp(a, "-o", 2))
+			a += 2;
+		else
+			continue;
+		opts = strdup(a);
+		if (!opts)
+			return -ENOMEM;
+		for (tok = strtok_r(opts, ",", &save); tok;
+		     tok = strtok_r(NULL, ",", &save))
+			kernel_flag(tok, flags);
+		free(opts);
+	}
+	return 0;
+}
+
 int fs_remount(const char *mnt_arg, const struct fuse_args *args, char *err,
 	       size_t errlen)
 {
 	unsigned long flags = 0;
-	char *mnt = realpath(mnt_arg, NULL), *opts, *tok, *save;
+	char *mnt = realpath(mnt_arg, NULL);
 	int rc;
 
 	if (!mnt) {
@@ -87,26 +112,10 @@ int fs_remount(const char *mnt_arg, const struct fuse_args *args, char *err,
 		free(mnt);
 		return rc;
 	}
-	/* the options libfuse would get: "-o A,B" or "-oA,B" */
-	for (int i = 1; i < args->argc; i++) {
-		const char *a = args->argv[i];
-
-		if (!strcmp(a, "-o") && i + 1 < args->argc)
-			a = args->argv[++i];
-		else if (!strncmp(a, "-o", 2))
-			a += 2;
-		else
-			continue;
-		opts = strdup(a);
-		if (!opts) {
-			free(mnt);
-			snprintf(err, errlen, "out of memory");
-			return -ENOMEM;
-		}
-		for (tok = strtok_r(opts, ",", &save); tok;
-		     tok = strtok_r(NULL, ",", &save))
-			kernel_flag(tok, &flags);
-		free(opts);
+	if (fs_mount_flags(args, &flags)) {
+		free(mnt);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
 	}
 	rc = 0;
 	if (mount(NULL, mnt, NULL, MS_REMOUNT | flags, NULL)) {

@@ -20,4 +20,12 @@
 int fs_remount(const char *mnt, const struct fuse_args *args, char *err,
 	       size_t errlen);
 
+/*
+ * Sets and clears in *@flags the kernel mount flags (MS_*) the -o options
+ * of @args name, as fs_remount() applies them: ro/rw, nosuid/suid,
+ * nodev/dev, noexec/exec, sync/async, dirsync, noatime; the last of a pair
+ * wins. Errors: -ENOMEM.
+ */
+int fs_mount_flags(const struct fuse_args *args, unsigned long *flags);
+
 #endif

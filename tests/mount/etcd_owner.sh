@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # etcd_owner.sh - one writer per drive on etcd (tests/with_etcd.sh starts a
 # 3-member cluster and passes its endpoints in $PATHFS_TEST_ETCD):
-# - a second read-write mount of the store is refused with one line naming
-#   the writer; a -o ro mount beside it is allowed; pathfsctl reaches the
-#   writer's daemon on this machine (reads and writes);
+# - a second read-write mount here is another mount of the writer's (its
+#   FUSE connection), one of another drive is refused; a -o ro mount beside
+#   it is allowed; pathfsctl reaches the writer's daemon on this machine
+#   (reads and writes);
 # - beside a writer elsewhere (its owner key put with curl), pathfsctl's
 #   read commands work (the store opened read-only, no owner key taken) and
-#   its write commands are refused in one line naming that writer;
+#   its write commands and a read-write mount are refused in one line naming
+#   that writer;
 # - the writer killed (kill -9) in the middle of a 10,000-entry folder
 #   rename: a second daemon mounts once the lease expires, finishes the
 #   rename from the journal, nothing is lost, fsck is clean;
@@ -54,12 +56,18 @@ journal_records() {
 # ---- a second writer is refused, a reader is not ----------------------------
 pfs_mount -o "log=$T/a.log"
 echo one >"$MNT/one"
-out=$("$PATHFS" "$STORE" "$MNT2" 2>&1) && rc=0 || rc=$?
-echo "# second mount: $out"
-check "a second read-write mount is refused" [ "$rc" != 0 ]
+# (a second read-write mount here is another mount of the writer's
+# connection, as on a local store: mount_twice.sh; a writer elsewhere is
+# refused, below)
+check "a second read-write mount here binds the writer's" \
+	"$PATHFS" "$STORE" "$MNT2"
+check "... the same connection" [ "$(stat -c %d "$MNT2")" = "$(stat -c %d "$MNT")" ]
+check "... which reads the writer's file" [ "$(cat "$MNT2/one" 2>/dev/null)" = one ]
+fusermount3 -u "$MNT2"
+out=$("$PATHFS" -o drive=other "$STORE" "$MNT2" 2>&1) && rc=0 || rc=$?
+echo "# second mount of another drive: $out"
+check "a second read-write mount of another drive is refused" [ "$rc" != 0 ]
 check "... in one line" [ "$(printf '%s\n' "$out" | wc -l)" = 1 ]
-check "... naming the writer (pid $(pfs_pid))" \
-	grep -q "open read-write by pathfs (pid $(pfs_pid) on " <<<"$out"
 check "... and nothing is mounted there" bash -c "! mountpoint -q '$MNT2'"
 mkdir "$MNT/d"
 check "pathfsctl ls reaches the writer on this machine" \
@@ -115,6 +123,12 @@ for cmd in "mv /one /uno" "rm -r /two" "fsck --repair" "mkdrive x" "recover"; do
 		"[ \"\$(wc -l <<<'$out')\" = 1 ] && grep -qF 'open read-write by $far' <<<'$out'"
 done
 echo "# refused: $out"
+out=$("$PATHFS" "$STORE" "$MNT2" 2>&1) && rc=0 || rc=$?
+echo "# mount beside it: $out"
+check "a read-write mount beside it is refused" [ "$rc" != 0 ]
+check "... in one line naming the writer" bash -c \
+	"[ \"\$(wc -l <<<'$out')\" = 1 ] && grep -qF 'open read-write by $far' <<<'$out'"
+check "... and nothing is mounted there" bash -c "! mountpoint -q '$MNT2'"
 check "nothing was changed" \
 	bash -c "'$PATHFSCTL' -s '$STORE' ls / | grep -q ' one\$'"
 check "the readers took no owner key" [ "$(owner_key)" = "$far" ]

@@ -110,9 +110,9 @@ expect_errno EOPNOTSUPP "setxattr security.selinux" \
 	xattr_err "$MNT/d/file" security.selinux create
 
 # ---- the daemon refuses to start, with one line and a non-zero exit --------
-refuses() { # DESCRIPTION STORE MOUNTPOINT
+refuses() { # DESCRIPTION STORE MOUNTPOINT [OPTIONS...]
 	local rc=0 err
-	err=$(timeout 20 "$PATHFS" "$2" "$3" 2>&1 >/dev/null) || rc=$?
+	err=$(timeout 20 "$PATHFS" "${@:4}" "$2" "$3" 2>&1 >/dev/null) || rc=$?
 	CHECKS=$((CHECKS + 1))
 	if [ "$rc" -ne 0 ] && [ -n "$err" ] && ! grep -q " $3 fuse" /proc/mounts; then
 		echo "ok - refuses: $1 ($(echo "$err" | head -n1))"
@@ -123,7 +123,9 @@ refuses() { # DESCRIPTION STORE MOUNTPOINT
 }
 mkdir -p "$T/mnt2" "$T/nonempty"
 echo data >"$T/nonempty/somefile"
-refuses "store in use by the running daemon" "$STORE" "$T/mnt2"
+# (a second mount of its drive is another mount of it: mount_twice.sh)
+refuses "store in use by the running daemon, another drive" "$STORE" \
+	"$T/mnt2" -o drive=other
 refuses "missing mountpoint" "$T/store2" "$T/nowhere"
 refuses "store whose parent is missing" "$T/no/such/store" "$T/mnt2"
 check "  the running mount still works" test "$(cat "$MNT/d/file")" = f

@@ -38,10 +38,12 @@ refused() {
 # 1. held by another daemon
 rel_mount_fg
 echo data >"$MNT/f"
+# (a second mount of the served drive is another mount of the daemon's:
+# mount_twice.sh; another drive is refused)
 refused "store held by a daemon (pathfs)" "lock|busy|in use|another" \
-	"$STORE" "$PATHFS" "$STORE" "$MNT2"
+	"$STORE" "$PATHFS" -o drive=other "$STORE" "$MNT2"
 refused "store held by a daemon (pathfs -f)" "lock|busy|in use|another" \
-	"$STORE" "$PATHFS" -f "$STORE" "$MNT2"
+	"$STORE" "$PATHFS" -f -o drive=other "$STORE" "$MNT2"
 check "the first daemon still serves" bash -c "[ \"\$(cat '$MNT/f')\" = data ]"
 rel_umount_fg
 

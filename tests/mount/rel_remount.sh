@@ -56,8 +56,8 @@ check "every small file is there with its content" bash -c "
 
 # really in use: mounted
 mkdir "$T/mnt2"
-refused_at_once "a second mount of a mounted store is refused at once" \
-	"$PATHFS" "$STORE" "$T/mnt2"
+refused_at_once "a second mount of a mounted store (another drive) is refused at once" \
+	"$PATHFS" -o drive=other "$STORE" "$T/mnt2"
 
 # a daemon slow to close: stopped right after the unmount
 pid=$(pfs_pid)

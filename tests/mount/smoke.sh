@@ -147,9 +147,11 @@ sha_before=$(cd "$MNT" && find . -type f ! -name fifo -print0 | sort -z |
 list_before=$(cd "$MNT" && find . | sort)
 
 # ---- a second daemon on the same store fails, before daemonizing ------------
+# (a second mount of the same drive is another mount of the daemon's:
+# mount_twice.sh)
 mkdir -p "$T/mnt2"
 rc=0
-err=$("$PATHFS" "$STORE" "$T/mnt2" 2>&1) || rc=$?
+err=$("$PATHFS" -o drive=other "$STORE" "$T/mnt2" 2>&1) || rc=$?
 check "second mount of a locked store fails" [ "$rc" -ne 0 ]
 check "... with one line on stderr" [ "$(wc -l <<<"$err")" = 1 ]
 check "... saying the store is in use" grep -q "in use" <<<"$err"

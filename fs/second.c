@@ -1,0 +1,397 @@
+/*
+ * second.c - `pathfs STORE MNT2` (or mount -t fuse.pathfs, an fstab line)
+ * while a daemon on this machine serves STORE: as a second mount of a
+ * mounted ext4 device is the same superblock, MNT2 becomes another mount of
+ * the serving daemon's FUSE connection, a bind mount of its mount, and no
+ * second daemon starts (only one process may open a RocksDB store; a store
+ * on etcd has one writer).
+ *
+ * The new mount finds the daemon (a local store: its serving lock,
+ * store_server(); etcd: the writer's abstract control socket) and asks it
+ * over the control socket (CONTROL_MOUNT_INFO) which connection it serves
+ * (the device major:minor its mounts show), which drive and whether
+ * read-only. Any mount of that connection with root "/" will do as the
+ * source of the bind (the daemon's first mountpoint may be gone while a
+ * bind of it lives on): /proc/self/mountinfo lists them, and the one opened
+ * must show the connection's device. Then the bind gets the flags the new
+ * mount asks for (remount,bind: ro, nosuid, nodev, noexec, noatime), so a
+ * -o ro second mount is a read-only view while the first stays read-write.
+ *
+ * The daemon serves every mount of its connection and exits when the last
+ * one is unmounted (the kernel ends the connection then), whichever order
+ * they go in. Killing it (or SIGTERM) ends the connection for every mount.
+ *
+ * Refused, with one line: another drive than the served one; rw asked of a
+ * daemon serving read-only; allow_other other than the connection's (who may
+ * enter is the connection's, not a mount's). The daemon's other options
+ * (writeback, timeout, sync, cache_mb, log, its atime policy, -s, -d) stay
+ * the first mount's and a second mount's are ignored, as an ext4 second
+ * mount ignores its superblock options.
+ *
+ * Limits: root only (mount(2) of a bind needs CAP_SYS_ADMIN); a non-root
+ * caller gets the refusal of a store in use, as before. A -o ro mount of a
+ * store on etcd starts a daemon of its own (it follows the writer, also one
+ * on another machine); a writer elsewhere keeps the one-writer refusal. A
+ * daemon whose control socket did not start (or from before this file)
+ * cannot be asked: its store is refused as in use.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "control.h"
+#include "proto.h"
+#include "second.h"
+#include "tree.h"
+
+#define SECOND_TIMEOUT_S 10 /* for the daemon's answer */
+
+/* The answer CONTROL_MOUNT_INFO gets. */
+struct conn_info {
+	unsigned maj, min;
+	char drive[72];
+	int ro, allow_other;
+};
+
+/* One line of /proc/self/mountinfo, split in place (strings point into it;
+ * escapes undone). */
+struct mi_line {
+	unsigned maj, min;
+	char *root, *point, *type, *source;
+};
+
+/* Undoes mountinfo's octal escapes (\040 for a space) of @s in place. */
+static void unescape(char *s)
+{
+	char *w = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' &&
+		    s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+			*w++ = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 |
+				      (s[3] - '0'));
+			s += 3;
+		} else {
+			*w++ = *s;
+		}
+	}
+	*w = '\0';
+}
+
+/* "ID PARENT MAJ:MIN ROOT POINT OPTS [OPTIONAL...] - TYPE SOURCE SUPER".
+ * Returns 0, or -1 for a line of another shape. */
+static int mi_parse(char *line, struct mi_line *m)
+{
+	char *save = NULL, *f[5], *tok;
+	int i;
+
+	for (i = 0; i < 5; i++) {
+		f[i] = strtok_r(i ? NULL : line, " \n", &save);
+		if (!f[i])
+			return -1;
+	}
+	if (sscanf(f[2], "%u:%u", &m->maj, &m->min) != 2)
+		return -1;
+	while ((tok = strtok_r(NULL, " \n", &save)) && strcmp(tok, "-"))
+		;
+	if (!tok)
+		return -1;
+	m->type = strtok_r(NULL, " \n", &save);
+	m->source = strtok_r(NULL, " \n", &save);
+	if (!m->type || !m->source)
+		return -1;
+	m->root = f[3];
+	m->point = f[4];
+	unescape(m->root);
+	unescape(m->point);
+	unescape(m->source);
+	return 0;
+}
+
+char *fs_second_info(const char *mnt, const char *drive, bool ro,
+		     bool allow_other)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char *line = NULL, *out = NULL;
+	unsigned maj = 0, min = 0;
+	size_t cap = 0;
+	bool found = false;
+	struct mi_line m;
+
+	if (!f)
+		return NULL;
+	/* the last match is the topmost mount there: ours */
+	while (getline(&line, &cap, f) > 0)
+		if (!mi_parse(line, &m) && !strncmp(m.type, "fuse", 4) &&
+		    !strcmp(m.point, mnt)) {
+			maj = m.maj;
+			min = m.min;
+			found = true;
+		}
+	free(line);
+	fclose(f);
+	if (!found) {
+		errno = ENOENT;
+		return NULL;
+	}
+	if (asprintf(&out, "conn %u:%u drive %s ro %d allow_other %d\n", maj,
+		     min, drive, ro ? 1 : 0, allow_other ? 1 : 0) < 0) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return out;
+}
+
+/* Whether a FUSE mount of the whole store @dir (source @dir, root "/") is
+ * in this mount namespace: else there is nothing to bind, and a daemon that
+ * is closing the store need not be asked. */
+static bool store_mounted(const char *dir)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char *line = NULL;
+	size_t cap = 0;
+	struct mi_line m;
+	bool found = false;
+
+	if (!f)
+		return false;
+	while (!found && getline(&line, &cap, f) > 0)
+		found = !mi_parse(line, &m) && !strncmp(m.type, "fuse", 4) &&
+			!strcmp(m.root, "/") && !strcmp(m.source, dir);
+	free(line);
+	fclose(f);
+	return found;
+}
+
+/*
+ * Connects to the control socket of the store @dir. Returns the socket, or
+ * -errno (-ENOENT/-ECONNREFUSED: nobody serves it; -EPERM: the peer of an
+ * abstract socket is neither root nor us).
+ */
+static int connect_daemon(const char *dir)
+{
+	struct sockaddr_un sa;
+	struct timeval tv = {SECOND_TIMEOUT_S, 0};
+	struct ucred cred;
+	socklen_t clen = sizeof(cred);
+	int fd, dirfd = -1, rc;
+
+	if (!store_is_remote(dir)) {
+		dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (dirfd < 0)
+			return -errno;
+	}
+	rc = proto_sock_addr(&sa, dir, dirfd);
+	if (rc)
+		goto out;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		rc = -errno;
+		goto out;
+	}
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		rc = -errno;
+		close(fd);
+		goto out;
+	}
+	/* anyone may bind an abstract name: trust only root or ourselves */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) ||
+	    (cred.uid != 0 && cred.uid != geteuid())) {
+		rc = -EPERM;
+		close(fd);
+		goto out;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	rc = fd;
+out:
+	if (dirfd >= 0)
+		close(dirfd);
+	return rc;
+}
+
+/* Sends CONTROL_MOUNT_INFO and reads the answer into @ci. Returns 0, 1 if
+ * the daemon has no answer (not mounted yet, or a daemon from before
+ * CONTROL_MOUNT_INFO), -errno. */
+static int ask_daemon(int fd, struct conn_info *ci)
+{
+	static const char req_arg[] = CONTROL_MOUNT_INFO;
+	unsigned char hdr[CONTROL_MAGIC_LEN + 8], len[4], fh[5];
+	char out[256], skip[256];
+	size_t used = 0;
+	int rc;
+
+	memcpy(hdr, CONTROL_MAGIC, CONTROL_MAGIC_LEN);
+	proto_put_u32(hdr + CONTROL_MAGIC_LEN, 0);
+	proto_put_u32(hdr + CONTROL_MAGIC_LEN + 4, 2); /* drive, argv[0] */
+	rc = proto_send_all(fd, hdr, sizeof(hdr));
+	proto_put_u32(len, 0); /* drive "": the daemon's */
+	if (!rc)
+		rc = proto_send_all(fd, len, sizeof(len));
+	proto_put_u32(len, sizeof(req_arg) - 1);
+	if (!rc)
+		rc = proto_send_all(fd, len, sizeof(len));
+	if (!rc)
+		rc = proto_send_all(fd, req_arg, sizeof(req_arg) - 1);
+	while (!rc) {
+		uint32_t n;
+
+		rc = proto_recv_all(fd, fh, sizeof(fh));
+		if (rc)
+			break;
+		n = proto_get_u32(fh + 1);
+		if (fh[0] == CONTROL_FRAME_EXIT) {
+			if (n != 4 || (rc = proto_recv_all(fd, len, 4)))
+				return rc ? rc : -EPROTO;
+			if (proto_get_u32(len) != 0)
+				return 1;
+			break;
+		}
+		if (fh[0] == CONTROL_FRAME_REFUSED)
+			return -EACCES;
+		if (fh[0] == CONTROL_FRAME_OUT && n < sizeof(out) - used) {
+			rc = proto_recv_all(fd, out + used, n);
+			used += n;
+			continue;
+		}
+		while (!rc && n) { /* stderr, or too long: dropped */
+			size_t k = n < sizeof(skip) ? n : sizeof(skip);
+
+			rc = proto_recv_all(fd, skip, k);
+			n -= (uint32_t)k;
+		}
+	}
+	if (rc)
+		return rc;
+	out[used] = '\0';
+	if (sscanf(out, "conn %u:%u drive %64s ro %d allow_other %d", &ci->maj,
+		   &ci->min, ci->drive, &ci->ro, &ci->allow_other) != 5)
+		return -EPROTO;
+	return 0;
+}
+
+/*
+ * Binds a mount of connection @ci (root "/", source @dir) on @mnt. Returns
+ * 0, -ENOENT if there is none left, -errno of mount(2).
+ */
+static int bind_conn(const char *dir, const char *mnt,
+		     const struct conn_info *ci)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	dev_t dev = makedev(ci->maj, ci->min);
+	char *line = NULL, proc[64];
+	size_t cap = 0;
+	struct mi_line m;
+	struct stat st;
+	int rc = -ENOENT, fd;
+
+	if (!f)
+		return -errno;
+	while (rc == -ENOENT && getline(&line, &cap, f) > 0) {
+		if (mi_parse(line, &m) || m.maj != ci->maj ||
+		    m.min != ci->min || strcmp(m.root, "/") ||
+		    strncmp(m.type, "fuse", 4) || strcmp(m.source, dir) ||
+		    !strcmp(m.point, mnt))
+			continue;
+		fd = open(m.point, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0)
+			continue; /* gone meanwhile: another one may do */
+		if (fstat(fd, &st) == 0 && st.st_dev == dev) {
+			snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+			if (mount(proc, mnt, NULL, MS_BIND, NULL))
+				rc = -errno;
+			else
+				rc = 0;
+		}
+		close(fd);
+	}
+	free(line);
+	fclose(f);
+	return rc;
+}
+
+int fs_second_mount(const char *dir, const char *mnt,
+		    const struct second_req *req, char *err, size_t errlen)
+{
+	/* the flags a bind mount has of its own */
+	const unsigned long per_mount = MS_RDONLY | MS_NOSUID | MS_NODEV |
+					MS_NOEXEC | MS_NOATIME | MS_NODIRATIME;
+	struct conn_info ci;
+	struct stat st;
+	pid_t pid;
+	int fd, rc;
+
+	if (geteuid() != 0)
+		return 1;
+	if (store_is_remote(dir) ? req->ro : store_server(dir, &pid) != 0)
+		return 1;
+	if (!store_mounted(dir))
+		return 1; /* a daemon closing it: the open waits for it */
+	fd = connect_daemon(dir);
+	if (fd < 0)
+		return 1; /* nobody answers: the open tells who holds it */
+	memset(&ci, 0, sizeof(ci));
+	rc = ask_daemon(fd, &ci);
+	close(fd);
+	if (rc)
+		return 1;
+	if (strcmp(ci.drive, req->drive)) {
+		snprintf(err, errlen,
+			 "store %s is in use, serving drive %s: a second "
+			 "mount of it serves the same drive, not %s",
+			 dir, ci.drive, req->drive);
+		return -EBUSY;
+	}
+	if (ci.ro && !req->ro) {
+		snprintf(err, errlen,
+			 "store %s is in use, mounted read-only: a second "
+			 "mount of it must be read-only too (-o ro)",
+			 dir);
+		return -EBUSY;
+	}
+	if (!ci.allow_other != !req->allow_other) {
+		snprintf(err, errlen,
+			 "store %s is in use, mounted %s allow_other: a "
+			 "second mount of it cannot differ (who may enter is "
+			 "the connection's)",
+			 dir, ci.allow_other ? "with" : "without");
+		return -EBUSY;
+	}
+	rc = bind_conn(dir, mnt, &ci);
+	if (rc == -ENOENT)
+		return 1; /* its mounts went meanwhile: the open waits */
+	if (rc) {
+		snprintf(err, errlen, "second mount of %s on %s: %s", dir, mnt,
+			 strerror(-rc));
+		return rc;
+	}
+	/* as mount(8) --bind -o OPTS: the new mount's own flags */
+	if (mount(NULL, mnt, NULL,
+		  MS_REMOUNT | MS_BIND | (req->flags & per_mount) |
+		      (req->ro ? MS_RDONLY : 0),
+		  NULL)) {
+		rc = -errno;
+		snprintf(err, errlen, "second mount of %s on %s: flags: %s",
+			 dir, mnt, strerror(errno));
+		umount2(mnt, MNT_DETACH);
+		return rc;
+	}
+	if (stat(mnt, &st) || st.st_dev != makedev(ci.maj, ci.min)) {
+		snprintf(err, errlen,
+			 "second mount of %s on %s: the mount is not the "
+			 "daemon's connection",
+			 dir, mnt);
+		umount2(mnt, MNT_DETACH);
+		return -EIO;
+	}
+	return 0;
+}

@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# mount_twice.sh - a store mounted twice (xfstests generic/732): as on ext4,
+# where a second mount of a mounted device is the same superblock, `pathfs
+# STORE MNT2` while a daemon serves STORE makes MNT2 another mount of that
+# daemon's FUSE connection (a bind mount; fs/second.c): no second daemon,
+# silent, exit 0. generic/732's renames through both; pathfsctl still works;
+# either mount can go first and the daemon serves the other until the last
+# one goes, then exits with everything durable; a -o ro second mount refuses
+# writes while the first writes; another drive, rw of a read-only daemon and
+# a different allow_other are refused with one line; mount(8) with type
+# fuse.pathfs and fuse (fstab) do the same; a non-root user keeps the
+# refusal of a store in use.
+source "$(dirname "$0")/lib.sh"
+
+chmod 755 "$T" # the unprivileged user below must reach its mountpoint
+NOBODY=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
+M2=$T/mnt2
+M3=$T/mnt3
+mkdir -p "$M2" "$M3" "$T/bin"
+ln -sf "$PATHFS" "$T/bin/pathfs" # mount.fuse3 runs pathfs from PATH
+
+# daemons PATTERN: how many pathfs daemons' command lines match PATTERN
+daemons() { pgrep -fc "pathfs .*$1" || true; }
+# conn_dev DIR: the device of the mount on DIR
+conn_dev() { stat -c %d "$1"; }
+# flags DIR: the mount options of the topmost mount on DIR
+flags() { awk -v m="$1" '$2 == m {f = $4} END {print f}' /proc/mounts; }
+# has_flags DIR FLAG...: the mount on DIR has every FLAG
+has_flags() {
+	local f all
+	all=",$(flags "$1"),"
+	shift
+	for f; do [[ "$all" == *",$f,"* ]] || return 1; done
+}
+# unmount_wait DIR: unmounts DIR (as pfs_fusermount_u does for $MNT)
+unmount_wait() {
+	local i
+	for i in $(seq 1 10); do
+		fusermount3 -u "$1" 2>"$T/umount.err" && return 0
+		sleep 0.3
+	done
+	cat "$T/umount.err" >&2
+	return 1
+}
+# gone PATTERN: waits until no daemon matches PATTERN (the store closed)
+gone() {
+	local i
+	for i in $(seq 1 200); do
+		[ "$(daemons "$1")" = 0 ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+# refused DESCRIPTION MOUNTPOINT PATTERN COMMAND...: COMMAND fails with one
+# line on stderr matching PATTERN and mounts nothing on MOUNTPOINT
+refused() {
+	local what=$1 mp=$2 pat=$3 rc=0
+	shift 3
+	timeout 30 "$@" >"$T/out" 2>"$T/err" </dev/null || rc=$?
+	check "$what: non-zero exit ($rc)" [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ]
+	check "$what: one line: $(head -n 1 "$T/err")" \
+		[ "$(grep -c . "$T/err")" -eq 1 ]
+	check "$what: it says why" grep -Eqi "$pat" "$T/err"
+	check "$what: nothing mounted" bash -c "! mountpoint -q '$mp'"
+}
+
+# ---- generic/732: the same store on two mountpoints ------------------------
+pfs_mount
+rc=0
+"$PATHFS" "$STORE" "$M2" >"$T/out" 2>"$T/err" || rc=$?
+check "a second mount of a mounted store succeeds (exit $rc: $(head -n 1 "$T/err"))" \
+	[ "$rc" -eq 0 ]
+check "... silently" [ ! -s "$T/out" -a ! -s "$T/err" ]
+check "... is mounted" mountpoint -q "$M2"
+check "... is the first mount's connection (same device)" \
+	[ "$(conn_dev "$M2")" = "$(conn_dev "$MNT")" ]
+check "... served by the one daemon" [ "$(daemons "$T/store")" = 1 ]
+check "... listed as fuse.pathfs of the store" \
+	grep -q " $M2 fuse.pathfs " /proc/mounts
+check "... with libfuse's default flags (nosuid,nodev)" \
+	has_flags "$M2" nosuid nodev
+mkdir "$MNT/A" "$MNT/B"
+touch "$MNT/A/f"
+mv "$MNT/A/f" "$MNT/B/"
+check "generic/732: cat through the second mount" cat "$M2/B/f"
+check "generic/732: mv through the second mount" mv "$M2/B/f" "$M2/A/"
+check "generic/732: cat through the first" cat "$MNT/A/f"
+check "generic/732: mv through the first" mv "$MNT/A/f" "$MNT/B/"
+check "generic/732: both agree" \
+	bash -c "[ -e '$M2/B/f' ] && [ ! -e '$M2/A/f' ] && [ -e '$MNT/B/f' ]"
+echo written-by-2 >"$M2/B/g"
+check "a write through one is read through the other" \
+	[ "$(cat "$MNT/B/g")" = written-by-2 ]
+check "pathfsctl reaches the daemon" \
+	bash -c "'$PATHFSCTL' -s '$STORE' ls /B | grep -q ' g$'"
+
+# ---- a read-only second mount ----------------------------------------------
+rc=0
+"$PATHFS" -o ro "$STORE" "$M3" 2>"$T/err" || rc=$?
+check "a -o ro second mount (exit $rc: $(head -n 1 "$T/err"))" [ "$rc" -eq 0 ]
+check "... is read-only" has_flags "$M3" ro
+check "... while the first stays rw" has_flags "$MNT" rw
+expect_errno EROFS "-o ro second mount: create" touch "$M3/new"
+expect_errno EROFS "-o ro second mount: write" bash -c "echo x >>'$M3/B/g'"
+expect_errno EROFS "-o ro second mount: rename" mv "$M3/B/g" "$M3/B/h"
+echo more >>"$MNT/B/g"
+check "the first mount writes meanwhile, the ro mount reads it" \
+	[ "$(tail -n 1 "$M3/B/g")" = more ]
+check "... and the second rw mount still writes" touch "$M2/B/w2"
+check "unmount the ro mount" unmount_wait "$M3"
+check "... the daemon serves on" [ "$(daemons "$T/store")" = 1 ]
+
+# ---- refused: not what the daemon serves -------------------------------------
+refused "another drive" "$M3" "in use.*drive main.*not other" \
+	"$PATHFS" -o drive=other "$STORE" "$M3"
+refused "another allow_other" "$M3" "in use.*allow_other" \
+	"$PATHFS" -o allow_other "$STORE" "$M3"
+check "the store has no drive 'other' (nothing was made)" \
+	bash -c "! '$PATHFSCTL' -s '$STORE' drives | grep -qw other"
+# a non-root user cannot bind mounts: the refusal of a store in use
+chown nobody "$M3"
+refused "a non-root second mount" "$M3" "in use|permission" \
+	"${NOBODY[@]}" "$PATHFS" "$STORE" "$M3"
+chown root "$M3"
+
+# ---- unmount order: the second mount goes first -----------------------------
+check "unmount the second mount" unmount_wait "$M2"
+check "... the daemon serves on" [ "$(daemons "$T/store")" = 1 ]
+check "... the first mount works" bash -c "echo after >'$MNT/B/after' && [ \"\$(cat '$MNT/B/after')\" = after ]"
+
+# ---- unmount order: the first mount goes first -------------------------------
+check "mount it twice again" "$PATHFS" "$STORE" "$M2"
+fusermount3 -u "$MNT"
+sleep 0.3
+check "unmount the first mount: the daemon serves on" \
+	[ "$(daemons "$T/store")" = 1 ]
+check "... the second mount writes" \
+	bash -c "seq 1 20000 >'$M2/B/late' && mkdir '$M2/late.d'"
+check "... and renames" mv "$M2/B/late" "$M2/late.d/late"
+check "a third mount while the first mountpoint is gone (binds the second)" \
+	"$PATHFS" -o ro "$STORE" "$M3"
+check "... same connection" [ "$(conn_dev "$M3")" = "$(conn_dev "$M2")" ]
+check "... reads" cmp "$M3/late.d/late" <(seq 1 20000)
+check "unmount the third" unmount_wait "$M3"
+check "unmount the last mount" unmount_wait "$M2"
+check "... the daemon exits" gone "$T/store"
+pfs_mount
+check "nothing lost: remounted, the late write is there" \
+	cmp "$MNT/late.d/late" <(seq 1 20000)
+check "... and the others" \
+	bash -c "[ \"\$(cat '$MNT/B/after')\" = after ] && [ -e '$MNT/B/w2' ] && [ -e '$MNT/B/f' ]"
+check "fsck is clean" pfs_fsck
+
+# ---- mount(8), as fstab lines do ----------------------------------------------
+# (mount(8) runs mount.fuse3 with a PATH of its own, which finds the
+# installed pathfs: run mount.fuse3 as it does, with ours first in PATH)
+rc=0
+PATH="$T/bin:$PATH" /sbin/mount.fuse3 "$STORE" "$M2" -t pathfs \
+	-o rw,relatime,defaults,_netdev,nofail 2>"$T/err" || rc=$?
+check "mount.fuse3 STORE MNT2 -t pathfs, as for fuse.pathfs in fstab (exit $rc: $(head -n 1 "$T/err"))" \
+	[ "$rc" -eq 0 ]
+check "... same connection" [ "$(conn_dev "$M2")" = "$(conn_dev "$MNT")" ]
+check "... reads" [ "$(cat "$M2/B/after" 2>/dev/null)" = after ]
+check "umount(8) it" umount "$M2"
+rc=0
+mount -t fuse "$PATHFS#$STORE" "$M2" -o ro,noexec,drive=main 2>"$T/err" || rc=$?
+check "mount -t fuse 'pathfs#STORE' -o ro,noexec (exit $rc: $(head -n 1 "$T/err"))" \
+	[ "$rc" -eq 0 ]
+check "... ro and noexec" has_flags "$M2" ro noexec
+expect_errno EROFS "... refuses writes" touch "$M2/x"
+check "umount(8) it" umount "$M2"
+check "the daemon serves on" [ "$(daemons "$T/store")" = 1 ]
+pfs_umount
+
+# ---- a daemon serving read-only ----------------------------------------------
+pfs_mount -o ro
+refused "rw asked of a read-only daemon" "$M2" "read-only" \
+	"$PATHFS" "$STORE" "$M2"
+check "-o ro asked of it: mounted" "$PATHFS" -o ro "$STORE" "$M2"
+check "... same connection" [ "$(conn_dev "$M2")" = "$(conn_dev "$MNT")" ]
+check "unmount it" unmount_wait "$M2"
+pfs_umount
+finish
