@@ -44,6 +44,7 @@
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -319,6 +320,15 @@ static int bind_conn(const char *dir, const char *mnt,
 	return rc;
 }
 
+/* The refusal of a read-write mount of a read-only connection. */
+static void ro_refusal(const char *dir, char *err, size_t errlen)
+{
+	snprintf(err, errlen,
+		 "store %s is in use, mounted read-only: a second mount of it "
+		 "must be read-only too (-o ro)",
+		 dir);
+}
+
 int fs_second_mount(const char *dir, const char *mnt,
 		    const struct second_req *req, char *err, size_t errlen)
 {
@@ -326,6 +336,7 @@ int fs_second_mount(const char *dir, const char *mnt,
 	const unsigned long per_mount = MS_RDONLY | MS_NOSUID | MS_NODEV |
 					MS_NOEXEC | MS_NOATIME | MS_NODIRATIME;
 	struct conn_info ci;
+	struct statvfs sv;
 	struct stat st;
 	pid_t pid;
 	int fd, rc;
@@ -352,10 +363,7 @@ int fs_second_mount(const char *dir, const char *mnt,
 		return -EBUSY;
 	}
 	if (ci.ro && !req->ro) {
-		snprintf(err, errlen,
-			 "store %s is in use, mounted read-only: a second "
-			 "mount of it must be read-only too (-o ro)",
-			 dir);
+		ro_refusal(dir, err, errlen);
 		return -EBUSY;
 	}
 	if (!ci.allow_other != !req->allow_other) {
@@ -384,6 +392,13 @@ int fs_second_mount(const char *dir, const char *mnt,
 			 dir, mnt, strerror(errno));
 		umount2(mnt, MNT_DETACH);
 		return rc;
+	}
+	/* a connection made read-only since (mount -o remount,ro of the
+	 * first) takes no read-write mount, as ext4's superblock would not */
+	if (!req->ro && statvfs(mnt, &sv) == 0 && (sv.f_flag & ST_RDONLY)) {
+		ro_refusal(dir, err, errlen);
+		umount2(mnt, MNT_DETACH);
+		return -EBUSY;
 	}
 	if (stat(mnt, &st) || st.st_dev != makedev(ci.maj, ci.min)) {
 		snprintf(err, errlen,

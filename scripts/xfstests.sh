@@ -16,17 +16,27 @@
 #   XFSTESTS   the built xfstests checkout (default: /work/xfstests)
 #   PATHFS     the daemon to test (default: build/fs/pathfs of this checkout)
 #   RESULTS    where results, stores and mounts go (default: /work/xfstests-results)
+#   SUBTYPE    the name the daemon is installed and mounted as (default
+#              pathfs): /usr/local/bin/SUBTYPE, mounted with -t fuse.SUBTYPE
+#              (the mounts show fuse.pathfs all the same: the daemon names
+#              its subtype)
+#
+# Two checks at once, each with its own daemon: give each its own SUBTYPE
+# and RESULTS (SUBTYPE=pathfsacl RESULTS=/work/xfstests-results/acl ...).
+# mount.fuse3 runs the program the type names (fuse.SUBTYPE: SUBTYPE, found
+# in PATH), so each check's mounts run its own daemon, and a check with
+# another SUBTYPE leaves /usr/local/bin/pathfs alone.
 #
 # Two adapters, since xfstests knows FUSE only through libfuse's example
 # daemon (README.fuse: a source that is a plain word, no subtype): its
-# DF_PROG is a df that says "fuse" for pathfs's "fuse.pathfs", and its
+# DF_PROG is a df that says "fuse" for pathfs's "fuse.SUBTYPE", and its
 # UMOUNT_PROG a umount that turns a store (the mount's source, a directory,
 # which umount(8) would take for a mount point) into its mount point.
 #
-# What it changes on the machine: /usr/local/bin/pathfs becomes a symlink to
-# a copy of PATHFS in RESULTS/bin (as `meson install` would put pathfs in
-# PATH; a copy, so a rebuild does not change the daemon under a running
-# check); the users fsgqa, fsgqa2 and 123456-fsgqa that xfstests runs
+# What it changes on the machine: /usr/local/bin/SUBTYPE (pathfs) becomes a
+# symlink to a copy of PATHFS in RESULTS/bin (as `meson install` would put
+# pathfs in PATH; a copy, so a rebuild does not change the daemon under a
+# running check); the users fsgqa, fsgqa2 and 123456-fsgqa that xfstests runs
 # unprivileged steps as are created if missing. With --ext4, two 2 GiB
 # images in RESULTS/ext4 on loop devices, detached at the end.
 #
@@ -40,6 +50,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 XFSTESTS=${XFSTESTS:-/work/xfstests}
 PATHFS=${PATHFS:-$here/build/fs/pathfs}
 RESULTS=${RESULTS:-/work/xfstests-results}
+SUBTYPE=${SUBTYPE:-pathfs}
 
 fstyp=pathfs
 if [ "${1:-}" = --ext4 ]; then
@@ -52,6 +63,8 @@ die() { echo "xfstests.sh: $*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || die "run as root (xfstests mounts and unmounts)"
 [ -x "$XFSTESTS/check" ] || die "no xfstests at $XFSTESTS (see the comment at the top)"
 [ -x "$XFSTESTS/ltp/fsstress" ] || die "xfstests at $XFSTESTS is not built (make)"
+[[ "$SUBTYPE" =~ ^[a-z][a-z0-9_]*$ ]] ||
+	die "SUBTYPE=$SUBTYPE: a program name of a-z 0-9 _ expected"
 
 for u in fsgqa fsgqa2 123456-fsgqa; do
 	id "$u" >/dev/null 2>&1 || useradd -m "$u"
@@ -81,15 +94,17 @@ mkdir -p "$work/test" "$work/scratch"
 if [ "$fstyp" = pathfs ]; then
 	[ -x "$PATHFS" ] || die "no daemon at $PATHFS (ninja -C build)"
 	mkdir -p "$RESULTS/bin"
-	cp "$PATHFS" "$RESULTS/bin/pathfs.new"
-	mv "$RESULTS/bin/pathfs.new" "$RESULTS/bin/pathfs"
-	ln -sfn "$RESULTS/bin/pathfs" /usr/local/bin/pathfs
+	cp "$PATHFS" "$RESULTS/bin/$SUBTYPE.new"
+	mv "$RESULTS/bin/$SUBTYPE.new" "$RESULTS/bin/$SUBTYPE"
+	ln -sfn "$RESULTS/bin/$SUBTYPE" "/usr/local/bin/$SUBTYPE"
 	# xfstests checks the mount's type with df -T and expects "fuse" (its
 	# own example daemon sets no subtype); pathfs's mounts are of type
-	# fuse.pathfs, as fstab names them: its df is told to say fuse
-	cat >"$RESULTS/bin/df" <<-'EOF'
+	# fuse.pathfs whatever program mount.fuse3 ran (the daemon names its
+	# subtype; fstab's fuse.SUBTYPE picks the program): its df is told to
+	# say fuse for either
+	cat >"$RESULTS/bin/df" <<-EOF
 		#!/bin/sh
-		df "$@" | sed 's/ fuse\.pathfs / fuse /'
+		df "\$@" | sed -E 's/ fuse\.(pathfs|$SUBTYPE) / fuse /'
 	EOF
 	# and it unmounts by device: umount(8) takes a directory for a mount
 	# point, never for a source, so its umount is told the store's mount
@@ -108,7 +123,7 @@ if [ "$fstyp" = pathfs ]; then
 	# the stores are created by their first mount
 	cat >"$cfg" <<-EOF
 		export FSTYP=fuse
-		export FUSE_SUBTYP=.pathfs
+		export FUSE_SUBTYP=.$SUBTYPE
 		export TEST_DEV=$work/test-store
 		export TEST_DIR=$work/test
 		export SCRATCH_DEV=$work/scratch-store

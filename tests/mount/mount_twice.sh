@@ -170,6 +170,17 @@ check "... ro and noexec" has_flags "$M2" ro noexec
 expect_errno EROFS "... refuses writes" touch "$M2/x"
 check "umount(8) it" umount "$M2"
 check "the daemon serves on" [ "$(daemons "$T/store")" = 1 ]
+
+# a connection made read-only since (mount -o remount,ro of the first) takes
+# no read-write mount, as ext4's superblock would not
+check "remount the first mount read-only" \
+	"$PATHFS" -o remount,ro "$STORE" "$MNT"
+refused "rw asked of a connection remounted read-only" "$M2" "read-only" \
+	"$PATHFS" "$STORE" "$M2"
+check "-o ro asked of it: mounted" "$PATHFS" -o ro "$STORE" "$M2"
+check "unmount it" unmount_wait "$M2"
+check "remount the first read-write" "$PATHFS" -o remount,rw "$STORE" "$MNT"
+check "... it writes" touch "$MNT/rw-again"
 pfs_umount
 
 # ---- a daemon serving read-only ----------------------------------------------
