@@ -11,6 +11,7 @@
 # fuse.pathfs and fuse (fstab) do the same; a non-root user keeps the
 # refusal of a store in use.
 source "$(dirname "$0")/lib.sh"
+sanitizer_logs
 
 chmod 755 "$T" # the unprivileged user below must reach its mountpoint
 NOBODY=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
@@ -191,4 +192,5 @@ check "-o ro asked of it: mounted" "$PATHFS" -o ro "$STORE" "$M2"
 check "... same connection" [ "$(conn_dev "$M2")" = "$(conn_dev "$MNT")" ]
 check "unmount it" unmount_wait "$M2"
 pfs_umount
+sanitizer_clean
 finish
