@@ -347,8 +347,12 @@ static void on_xtmp(struct fsck *f, uint64_t seq, size_t nkeys, const char *val,
 		return;
 	b = kv_batch_new(f->t->store->kv);
 	key_xtmp_range(&lo, &hi, f->t->name, seq);
-	/* the range covers XTMP#seq/ .. XTMP#seq0; also drop XTMP#seq#... */
+	/* the range covers XTMP#seq/ .. XTMP#seq0; XTMP#seq itself (a
+	 * rename's go-ahead, journal.c) goes on its own */
 	rc = tree_batch_drop_range(f->t, b, lo.buf, lo.len, hi.buf, hi.len);
+	sbuf_reset(&lo);
+	key_xtmp_mark(&lo, f->t->name, seq);
+	kv_batch_delete(b, lo.buf, lo.len);
 	if (rc == 0)
 		rc = fsck_repair_commit(f, b);
 	if (rc)

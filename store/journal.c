@@ -63,10 +63,21 @@
  * of every operation; store_open()'s recovery counts too): the process
  * dies right after its Nth commit, so a test that picks N at random under
  * load stops the daemon between any two commits of any operation.
+ * PATHFS_ENOSPC_AT_BATCH=N (test-only too) refuses batch number N of a
+ * rename with -ENOSPC, once, without sending it: the undo that follows is
+ * counted from N on, so both hooks together stop an undo between slices.
  *
  * Errors in the middle: a rename that replaced nothing is undone (the copies
- * and the record are dropped in one batch of deletes) and the error returned,
- * so a failed rename(2) changed nothing. An exchange, or a rename that
+ * and the record are dropped by batches of deletes only, which a full disk
+ * or etcd's NOSPACE alarm still takes) and the error returned, so a failed
+ * rename(2) changed nothing. The copies go in slices where the engine wants
+ * them (etcd), and a crash between slices must not let replay resume the
+ * copy (its cursor would claim copies that are gone, and the final batch
+ * would drop the source): batch 0 of such a rename also puts a go-ahead key
+ * XTMP#<seq> (record flag JOURNAL_F_UNDO, record version 2), and the undo's
+ * first batch deletes it, so the undo is recorded by a delete. Replay undoes
+ * a record whose go-ahead is gone and finishes any other; a record without
+ * the flag (older programs) is replayed as before. An exchange, or a rename that
  * replaced an empty folder, returns the error and keeps its record: the next
  * store_open() (or tree_journal_replay) finishes it; until then the copies
  * under the destination are not reachable by path. A record whose replay
@@ -100,7 +111,8 @@ void journal_rec_release(struct journal_rec *r)
 
 static void rec_encode(struct sbuf *out, const struct journal_rec *r)
 {
-	sbuf_addc(out, JOURNAL_REC_VERSION);
+	sbuf_addc(out, (r->flags & JOURNAL_F_UNDO) ? JOURNAL_REC_VERSION_UNDO
+						  : JOURNAL_REC_VERSION);
 	put_varint(out, r->op);
 	put_varint(out, r->flags);
 	put_varint(out, r->phase);
@@ -134,7 +146,8 @@ int journal_rec_decode(const char *buf, size_t len, struct journal_rec *r)
 	uint64_t op, flags, phase;
 	int rc;
 
-	if (len < 1 || (unsigned char)buf[0] != JOURNAL_REC_VERSION)
+	if (len < 1 || ((unsigned char)buf[0] != JOURNAL_REC_VERSION &&
+			(unsigned char)buf[0] != JOURNAL_REC_VERSION_UNDO))
 		return -EIO;
 	p++;
 	rc = get_varint(&p, end, &op);
@@ -159,7 +172,9 @@ int journal_rec_decode(const char *buf, size_t len, struct journal_rec *r)
 	if (rc)
 		return -EIO;
 	if (op < JOP_RENAME || op > JOP_CLONE || phase > 3 ||
-	    path_check(r->src.buf) || path_check(r->dst.buf))
+	    path_check(r->src.buf) || path_check(r->dst.buf) ||
+	    ((unsigned char)buf[0] == JOURNAL_REC_VERSION_UNDO) !=
+		((flags & JOURNAL_F_UNDO) != 0))
 		return -EIO;
 	r->op = (uint32_t)op;
 	r->flags = (uint32_t)flags;
@@ -209,13 +224,19 @@ void journal_hook_init(struct journal_hook *h)
 	char *end;
 	long v;
 
-	h->limit = -1;
+	h->limit = h->fail = -1;
 	h->done = 0;
-	if (!e || !*e)
-		return;
-	v = strtol(e, &end, 10);
-	if (*end == '\0' && v >= 0)
-		h->limit = v;
+	if (e && *e) {
+		v = strtol(e, &end, 10);
+		if (*end == '\0' && v >= 0)
+			h->limit = v;
+	}
+	e = getenv("PATHFS_ENOSPC_AT_BATCH");
+	if (e && *e) {
+		v = strtol(e, &end, 10);
+		if (*end == '\0' && v >= 0)
+			h->fail = v;
+	}
 }
 
 void journal_hook_batch(struct journal_hook *h)
@@ -317,7 +338,14 @@ static char *parent_of(const char *path)
 /* Commits @b (then empties it for reuse) and counts it for the hook. */
 static int commit(struct tree *t, struct kv_batch *b, struct journal_hook *h)
 {
-	int rc = tree_commit(t, b);
+	int rc;
+
+	if (h && h->fail >= 0 && h->done == h->fail) {
+		h->fail = -1; /* the test-only failure hook: not sent */
+		kv_batch_clear(b);
+		return -ENOSPC;
+	}
+	rc = tree_commit(t, b);
 
 	kv_batch_clear(b);
 	if (rc == 0)
@@ -408,20 +436,20 @@ out:
  * is copied (the record's cursor is past them): a crash between slices
  * leaves the record, and replay, which copies nothing more, drops the rest.
  * Sets rec->dropping: from the first slice on the rename cannot be undone.
- * Errors: as kv_iter_open, tree_commit.
+ * drop_slices_in() sends its first slice in @b, which may hold other
+ * deletes to go with it (rollback()); @b is left empty after a slice, else
+ * as it came. Errors: as kv_iter_open, tree_commit.
  */
-static int drop_slices(struct tree *t, struct journal_rec *rec,
-		       const struct sbuf *lo, const struct sbuf *hi,
-		       struct journal_hook *h)
+static int drop_slices_in(struct tree *t, struct kv_batch *b,
+			  struct journal_rec *rec, const struct sbuf *lo,
+			  const struct sbuf *hi, struct journal_hook *h)
 {
 	size_t max = kv_range_keys(t->store->kv);
-	struct kv_batch *b = NULL;
 	struct sbuf end = {0};
 	int rc = 0;
 
 	if (max == SIZE_MAX)
 		return 0;
-	b = kv_batch_new(t->store->kv);
 	for (;;) {
 		struct kv_iter *it = NULL;
 		size_t n = 0;
@@ -449,8 +477,18 @@ static int drop_slices(struct tree *t, struct journal_rec *rec,
 		if (rc)
 			break;
 	}
-	kv_batch_free(b);
 	sbuf_release(&end);
+	return rc;
+}
+
+static int drop_slices(struct tree *t, struct journal_rec *rec,
+		       const struct sbuf *lo, const struct sbuf *hi,
+		       struct journal_hook *h)
+{
+	struct kv_batch *b = kv_batch_new(t->store->kv);
+	int rc = drop_slices_in(t, b, rec, lo, hi, h);
+
+	kv_batch_free(b);
 	return rc;
 }
 
@@ -546,6 +584,11 @@ static int finish_rename(struct tree *t, struct journal_rec *rec,
 	sbuf_reset(&k);
 	key_journal(&k, t->name, rec->seq);
 	kv_batch_delete(b, k.buf, k.len);
+	if (rec->flags & JOURNAL_F_UNDO) {
+		sbuf_reset(&k);
+		key_xtmp_mark(&k, t->name, rec->seq);
+		kv_batch_delete(b, k.buf, k.len);
+	}
 	rc = commit(t, b, h);
 unlock:
 	tree_unlock_inodes(t, ino_s, ino_d, ino, 0);
@@ -678,28 +721,57 @@ done:
 }
 
 /*
- * Undoes a rename that failed before its final batch (ENOSPC, EIO): drops
- * the copies under dst/ and the record, in one batch of deletes only (which
- * a full disk still accepts). Only for a rename that replaced nothing: a
- * dropped target cannot come back. Caller holds ns_lock.
+ * Undoes a rename that failed before its final batch (ENOSPC, EIO), or
+ * goes on undoing one (replay): drops the copies under dst/ and the record,
+ * by batches of deletes only (which a full disk still accepts): in slices
+ * where the engine wants them (drop_slices_in), the first of them deleting
+ * the go-ahead key, so that a crash in between replays as an undo; the
+ * last one deletes the record. Only for a rename that replaced nothing (a
+ * dropped target cannot come back) and put its go-ahead (JOURNAL_F_UNDO).
+ * Caller holds ns_lock.
  */
-static int rollback(struct tree *t, struct journal_rec *rec)
+static int rollback(struct tree *t, struct journal_rec *rec,
+		    struct journal_hook *h)
 {
 	struct kv_batch *b = kv_batch_new(t->store->kv);
 	struct sbuf lo = {0}, hi = {0}, k = {0};
 	int rc;
 
+	key_xtmp_mark(&k, t->name, rec->seq);
+	kv_batch_delete(b, k.buf, k.len);
 	key_subtree_range(&lo, &hi, t->name, rec->dst.buf);
-	rc = tree_batch_drop_range(t, b, lo.buf, lo.len, hi.buf, hi.len);
+	rc = drop_slices_in(t, b, rec, &lo, &hi, h);
+	if (rc == 0)
+		rc = tree_batch_drop_range(t, b, lo.buf, lo.len, hi.buf,
+					   hi.len);
+	sbuf_reset(&k);
 	key_journal(&k, t->name, rec->seq);
 	kv_batch_delete(b, k.buf, k.len);
 	if (rc == 0)
-		rc = tree_commit(t, b);
+		rc = commit(t, b, h);
 	kv_batch_free(b);
 	sbuf_release(&lo);
 	sbuf_release(&hi);
 	sbuf_release(&k);
 	return rc;
+}
+
+/* Whether rename record @rec is being undone: it has a go-ahead key
+ * (JOURNAL_F_UNDO) and that is gone. Errors: as kv_get. */
+static int undoing(struct tree *t, const struct journal_rec *rec)
+{
+	struct sbuf k = {0};
+	char *val = NULL;
+	size_t vlen;
+	int rc;
+
+	if (rec->op != JOP_RENAME || !(rec->flags & JOURNAL_F_UNDO))
+		return 0;
+	key_xtmp_mark(&k, t->name, rec->seq);
+	rc = kv_get(t->store->kv, k.buf, k.len, &val, &vlen);
+	free(val);
+	sbuf_release(&k);
+	return rc == -ENOENT ? 1 : rc;
 }
 
 int journal_rename_dir(struct tree *t, const char *src, const char *dst,
@@ -738,7 +810,8 @@ int journal_rename_dir(struct tree *t, const char *src, const char *dst,
 	sbuf_nul(&rec.sdrive);
 	if (rec.op == JOP_RENAME) {
 		/* a replaced target can only be an empty folder (tree_rename
-		 * checked): it goes in batch 0 */
+		 * checked): it goes in batch 0; with none, the rename can be
+		 * undone, and batch 0 puts its go-ahead */
 		rc = tree_get_node(t, dst, &dn, false);
 		if (rc == 0) {
 			int64_t now = tree_now_ns();
@@ -753,6 +826,12 @@ int journal_rename_dir(struct tree *t, const char *src, const char *dst,
 			if (rc == 0)
 				rc = tree_batch_dir_touch(t, b, pd, -1, now);
 		} else if (rc == -ENOENT) {
+			struct sbuf k = {0};
+
+			rec.flags |= JOURNAL_F_UNDO;
+			key_xtmp_mark(&k, t->name, rec.seq);
+			kv_batch_put(b, k.buf, k.len, "", 0);
+			sbuf_release(&k);
 			rc = 0;
 		}
 		if (rc)
@@ -768,10 +847,18 @@ unlock:
 	if (rc)
 		goto out;
 	rc = journal_run(t, &rec, &h, true);
-	if (rc && rec.op == JOP_RENAME && !ino_dn && !rec.dropping &&
-	    rollback(t, &rec) == 0) {
-		plog(LOG_ERR, "drive %s: rename %s -> %s failed: %s; undone",
-		     t->name, src, dst, strerror(-rc));
+	if (rc && (rec.flags & JOURNAL_F_UNDO) && !rec.dropping) {
+		int rb = rollback(t, &rec, &h);
+
+		if (rb == 0)
+			plog(LOG_ERR,
+			     "drive %s: rename %s -> %s failed: %s; undone",
+			     t->name, src, dst, strerror(-rc));
+		else
+			plog(LOG_ERR,
+			     "drive %s: rename %s -> %s failed: %s; its undo "
+			     "stopped: %s; the next store open completes it",
+			     t->name, src, dst, strerror(-rc), strerror(-rb));
 	} else if (rc) {
 		plog(LOG_ERR,
 		     "drive %s: rename %s -> %s stopped: %s; the next store "
@@ -986,12 +1073,23 @@ int tree_journal_replay(struct tree *t, size_t *replayed)
 			     t->name, rec.sdrive.buf, rec.src.buf, rec.dst.buf,
 			     cur);
 		} else {
-			plog(LOG_NOTICE,
-			     "drive %s: replaying %s %s -> %s from phase %u "
-			     "cursor '%s'",
-			     t->name, op_name(rec.op), rec.src.buf, rec.dst.buf,
-			     rec.phase, cur);
-			rc = journal_run(t, &rec, NULL, false);
+			rc = undoing(t, &rec);
+			if (rc == 1) {
+				plog(LOG_NOTICE,
+				     "drive %s: undoing rename %s -> %s (its "
+				     "copies go)",
+				     t->name, rec.src.buf, rec.dst.buf);
+				pthread_mutex_lock(&t->ns_lock);
+				rc = rollback(t, &rec, NULL);
+				pthread_mutex_unlock(&t->ns_lock);
+			} else if (rc == 0) {
+				plog(LOG_NOTICE,
+				     "drive %s: replaying %s %s -> %s from "
+				     "phase %u cursor '%s'",
+				     t->name, op_name(rec.op), rec.src.buf,
+				     rec.dst.buf, rec.phase, cur);
+				rc = journal_run(t, &rec, NULL, false);
+			}
 			if (rc) {
 				/* logged and left for the next open (and
 				 * fsck): failing here would keep the store

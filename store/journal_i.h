@@ -26,9 +26,12 @@ int journal_rename_dir(struct tree *t, const char *src, const char *dst,
 
 /* ---- journal records ---------------------------------------------------
  * JOURNAL#<seq> values: version byte 1, then varints op, flags, phase, then
- * put_bytes src, dst, cursor, sdrive, then varints ino, blk, aux.
+ * put_bytes src, dst, cursor, sdrive, then varints ino, blk, aux. Version 2
+ * is the same for a record with JOURNAL_F_UNDO, which a program that reads
+ * version 1 only must not replay (it would copy where it must undo).
  * Temporary keys of record seq: key_xtmp_range() (keys_i.h). */
-#define JOURNAL_REC_VERSION 1
+#define JOURNAL_REC_VERSION	 1
+#define JOURNAL_REC_VERSION_UNDO 2
 #define JOP_RENAME	    1 /* folder rename; phase 1 copies src/ -> dst/ */
 #define JOP_EXCHANGE	    2 /* phases 1 A/->tmp, 2 B/->A/, 3 tmp->B/ */
 #define JOP_CLONE                                                              \
@@ -37,6 +40,10 @@ int journal_rename_dir(struct tree *t, const char *src, const char *dst,
 /* In a JOP_RENAME record's flags (beside tree_rename()'s): leave a whiteout
  * at src (RENAME_WHITEOUT). */
 #define JOURNAL_F_WHITEOUT 0x100
+/* In a JOP_RENAME record's flags: batch 0 put the record's go-ahead key
+ * (key_xtmp_mark()) with it; once that is gone the rename is being undone
+ * (journal.c, rollback()), and replay goes on undoing it. */
+#define JOURNAL_F_UNDO 0x200
 struct journal_rec {
 	uint64_t seq;
 	uint32_t op, flags, phase;
@@ -57,10 +64,12 @@ void journal_rec_put(struct tree *t, struct kv_batch *b,
 /* Reads JOURNAL#<seq>. Errors: -ENOENT, -EIO. */
 int journal_rec_get(struct tree *t, uint64_t seq, struct journal_rec *r);
 /* The crash hook (PATHFS_CRASH_AFTER_BATCHES, see journal.c): init reads the
- * environment; call batch() right after each committed batch. */
+ * environment; call batch() right after each committed batch. The failure
+ * hook (PATHFS_ENOSPC_AT_BATCH, journal.c's batches only) is read with it. */
 struct journal_hook {
 	long limit; /* -1: off */
 	long done;  /* batches committed so far */
+	long fail;  /* -1: off; else the batch refused with -ENOSPC, once */
 };
 void journal_hook_init(struct journal_hook *h);
 void journal_hook_batch(struct journal_hook *h);

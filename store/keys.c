@@ -374,6 +374,11 @@ void key_xtmp_map(struct sbuf *b, const char *drive, uint64_t seq, uint64_t ino)
 	sbuf_add(b, hex, 17);
 }
 
+void key_xtmp_mark(struct sbuf *b, const char *drive, uint64_t seq)
+{
+	key_kind_ino(b, drive, KEY_XTMP, seq);
+}
+
 void key_secret(struct sbuf *b, const char *drive)
 {
 	key_drive_prefix(b, drive);

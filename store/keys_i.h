@@ -15,6 +15,9 @@
  *                                          (<rest> a node key's suffix), a
  *                                          clone's inode map (<rest> the
  *                                          source inode, 016x)
+ *   DRIVE#<d>|XTMP#<seq:016x>              a folder rename's go-ahead
+ *                                          (journal.c): its record rolls
+ *                                          back once it is gone
  *   DRIVE#<d>|SECRET                       the key of the drive's resume
  *                                          tokens (token.c), 16 bytes
  *
@@ -146,6 +149,8 @@ void key_xtmp_range(struct sbuf *lo, struct sbuf *hi, const char *drive,
 /* A clone's map entry of source inode @ino (clone.c), within the range. */
 void key_xtmp_map(struct sbuf *b, const char *drive, uint64_t seq,
 		  uint64_t ino);
+/* The go-ahead key of rename record @seq (journal.c), outside the range. */
+void key_xtmp_mark(struct sbuf *b, const char *drive, uint64_t seq);
 void key_secret(struct sbuf *b, const char *drive);
 
 #endif

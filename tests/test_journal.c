@@ -480,6 +480,132 @@ Test(journal, crash_between_drop_slices_then_replay, .init = tu_setup,
 }
 
 /*
+ * A rename that fails with ENOSPC in the middle of its copy (the test-only
+ * hook PATHFS_ENOSPC_AT_BATCH refuses copy batch N) is undone by deletes
+ * only; past a slice of copies (journal_strict) in slices, the first of
+ * which deletes the record's go-ahead key. Killed after the undo's first or
+ * second batch, the store keeps the record without its go-ahead and some of
+ * the copies; the next open goes on undoing (never copying): the source
+ * whole, no copy, no record, fsck clean.
+ */
+static void undo_child(long fail, long crash)
+{
+	struct store_options o = {.rename_batch = 64};
+	struct store *s;
+	struct tree *t;
+	char v[32];
+	int rc;
+
+	snprintf(v, sizeof(v), "%ld", fail);
+	setenv("PATHFS_ENOSPC_AT_BATCH", v, 1);
+	snprintf(v, sizeof(v), "%ld", crash);
+	setenv("PATHFS_CRASH_AFTER_BATCHES", v, 1);
+	if (store_open(&s, tu_dir, &o) || store_drive(s, "main", &t))
+		_exit(10);
+	rc = tree_rename(t, "/docs", "/moved", 0, NULL);
+	store_close(s);
+	_exit(rc == -ENOSPC ? 12 : 11);
+}
+
+Test(journal, enospc_mid_rename_is_undone_in_slices, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	const size_t batch = 64;
+	bool sliced = kv_range_keys(tu_store->kv) != SIZE_MAX;
+	char *before, *after;
+	size_t keys, copied;
+	long k, fail;
+
+	reopen_opts(batch, 0);
+	make_neighbours(T);
+	build(T, "/docs", 2200);
+	keys = subtree_keys(T, "/docs");
+	k = ceil_div(keys, batch); /* copy batches 1..k */
+	fail = k - 1;		   /* copies of batches 1..k-2 are made */
+	copied = (size_t)(fail - 1) * batch;
+	cr_assert_gt(copied, 2 * kv_range_keys(tu_store->kv) * sliced);
+	before = snap(T, "/", true);
+	/* in this process: undone, nothing left */
+	{
+		char v[32];
+
+		snprintf(v, sizeof(v), "%ld", fail);
+		setenv("PATHFS_ENOSPC_AT_BATCH", v, 1);
+		cr_assert_eq(tree_rename(T, "/docs", "/moved", 0, NULL),
+			     -ENOSPC);
+		unsetenv("PATHFS_ENOSPC_AT_BATCH");
+		after = snap(T, "/", true);
+		cr_assert_str_eq(after, before);
+		free(after);
+		cr_assert_eq(subtree_keys(T, "/moved"), 0, "copies left");
+		cr_assert_eq(kind_keys(T, KEY_XTMP), 0);
+		assert_no_journal(T);
+		assert_fsck_clean(T);
+	}
+	/* killed after the undo's first batch, and its second */
+	for (long crash = fail; crash <= fail + 1; crash++) {
+		struct store_options ro = {.read_only = true};
+		bool killed = sliced || crash == fail;
+		struct tree_journal_entry *e;
+		struct store *keep;
+		size_t n, left;
+		int status;
+		pid_t pid;
+
+		store_close(tu_store);
+		tu_store = NULL;
+		tu_tree = NULL;
+		pid = fork();
+		cr_assert_neq(pid, -1);
+		if (pid == 0)
+			undo_child(fail, crash);
+		cr_assert_eq(waitpid(pid, &status, 0), pid);
+		if (killed)
+			cr_assert(WIFSIGNALED(status) &&
+				      WTERMSIG(status) == SIGKILL,
+				  "crash %ld: status %#x", crash, status);
+		else
+			cr_assert(WIFEXITED(status) &&
+				      WEXITSTATUS(status) == 12,
+				  "crash %ld: status %#x", crash, status);
+		/* as the kill left it */
+		cr_assert_eq(store_open(&tu_store, tu_dir, &ro), 0);
+		cr_assert_eq(store_drive(tu_store, "main", &tu_tree), 0);
+		cr_assert_eq(tree_journal_list(T, &e, &n), 0);
+		tree_journal_list_free(e, n);
+		left = subtree_keys(T, "/moved");
+		if (sliced) {
+			cr_assert_eq(n, 1, "crash %ld: the record", crash);
+			cr_assert_eq(kind_keys(T, KEY_XTMP), 0, "go-ahead");
+			cr_assert_gt(left, 0);
+			cr_assert_lt(left, copied);
+		} else {
+			cr_assert_eq(n, 0);
+			cr_assert_eq(left, 0);
+		}
+		keep = tu_store;
+		tu_store = NULL;
+		store_close(keep);
+		/* the next open undoes the rest */
+		reopen_opts(batch, 0);
+		after = snap(T, "/", true);
+		cr_assert_str_eq(after, before, "crash %ld", crash);
+		free(after);
+		cr_assert_eq(subtree_keys(T, "/moved"), 0, "copies left");
+		cr_assert_eq(kind_keys(T, KEY_XTMP), 0);
+		assert_no_journal(T);
+		assert_fsck_clean(T);
+	}
+	/* and the rename still goes through */
+	cr_assert_eq(tree_rename(T, "/docs", "/moved", 0, NULL), 0);
+	assert_gone(T, "/docs");
+	cr_assert_eq(kind_keys(T, KEY_XTMP), 0);
+	assert_no_journal(T);
+	assert_fsck_clean(T);
+	free(before);
+}
+
+/*
  * Copy batches hold at most rename_bytes (plus one entry): a branch of ~10 KiB
  * paths (30 levels of 255-byte names, a file at each) is far fewer keys than
  * the entry bound, yet its rename takes one batch per 32 KiB of keys; a crash
@@ -670,6 +796,105 @@ Test(journal, replay_of_a_planted_record, .init = tu_setup, .fini = tu_teardown)
 	free(after);
 	assert_no_journal(T);
 	assert_fsck_clean(T);
+}
+
+/*
+ * A planted rename record with a go-ahead flag (JOURNAL_F_UNDO, version 2):
+ * with its go-ahead key it replays forward; without it, as an undo (copies
+ * under the target dropped, the source kept). A version-1 record with the
+ * flag, or version 2 without it, does not decode.
+ */
+Test(journal, replay_of_a_planted_undo, .init = tu_setup, .fini = tu_teardown)
+{
+	struct journal_rec rec = {0}, got = {0};
+	struct sbuf k = {0}, c = {0};
+	struct kv_batch *b;
+	char *before, *after, *val;
+	size_t replayed = 0, vlen;
+
+	reopen_opts(4, 0);
+	build(T, "/src", 10);
+	before = snap(T, "/src", true);
+	rec.seq = 777777;
+	rec.op = JOP_RENAME;
+	rec.flags = JOURNAL_F_UNDO;
+	rec.phase = 1;
+	sbuf_adds(&rec.src, "/src");
+	sbuf_adds(&rec.dst, "/dst");
+	sbuf_nul(&rec.cursor);
+	sbuf_nul(&rec.sdrive);
+	for (int go = 1; go >= 0; go--) {
+		b = kv_batch_new(T->store->kv);
+		if (go) { /* the state right after batch 0 */
+			key_xtmp_mark(&k, "main", rec.seq);
+			kv_batch_put(b, k.buf, k.len, "", 0);
+		} else { /* a copy made, then the go-ahead deleted */
+			sbuf_reset(&k);
+			key_node(&k, "main", "/src");
+			cr_assert_eq(kv_get(T->store->kv, k.buf, k.len, &val,
+					    &vlen),
+				     0);
+			sbuf_reset(&c);
+			key_node(&c, "main", "/dst/x");
+			kv_batch_put(b, c.buf, c.len, val, vlen);
+			free(val);
+			sbuf_reset(&rec.cursor);
+			sbuf_adds(&rec.cursor, "/x");
+		}
+		sbuf_reset(&k);
+		journal_rec_put(T, b, &rec);
+		cr_assert_eq(tree_commit(T, b), 0);
+		kv_batch_free(b);
+		cr_assert_eq(tree_journal_replay(T, &replayed), 0);
+		cr_assert_eq(replayed, 1);
+		assert_no_journal(T);
+		cr_assert_eq(kind_keys(T, KEY_XTMP), 0);
+		if (go) {
+			after = snap(T, "/dst", true);
+			assert_gone(T, "/src");
+			assert_fsck_clean(T);
+			cr_assert_eq(tree_rename(T, "/dst", "/src", 0, NULL),
+				     0);
+		} else {
+			after = snap(T, "/src", true);
+			assert_gone(T, "/dst");
+			cr_assert_eq(subtree_keys(T, "/dst"), 0);
+		}
+		cr_assert_str_eq(after, before, "go %d", go);
+		free(after);
+		assert_fsck_clean(T);
+	}
+	/* the version byte and the flag agree, or it does not decode */
+	for (int undo = 0; undo < 2; undo++) {
+		rec.flags = undo ? JOURNAL_F_UNDO : 0;
+		b = kv_batch_new(T->store->kv);
+		journal_rec_put(T, b, &rec);
+		cr_assert_eq(tree_commit(T, b), 0);
+		kv_batch_free(b);
+		sbuf_reset(&k);
+		key_journal(&k, "main", rec.seq);
+		cr_assert_eq(kv_get(T->store->kv, k.buf, k.len, &val, &vlen),
+			     0);
+		cr_assert_eq(val[0], undo ? JOURNAL_REC_VERSION_UNDO
+					  : JOURNAL_REC_VERSION);
+		cr_assert_eq(journal_rec_decode(val, vlen, &got), 0);
+		cr_assert_eq(got.flags, rec.flags);
+		journal_rec_release(&got);
+		memset(&got, 0, sizeof(got));
+		val[0] = undo ? JOURNAL_REC_VERSION : JOURNAL_REC_VERSION_UNDO;
+		cr_assert_eq(journal_rec_decode(val, vlen, &got), -EIO);
+		journal_rec_release(&got);
+		memset(&got, 0, sizeof(got));
+		free(val);
+		b = kv_batch_new(T->store->kv);
+		kv_batch_delete(b, k.buf, k.len);
+		cr_assert_eq(tree_commit(T, b), 0);
+		kv_batch_free(b);
+	}
+	journal_rec_release(&rec);
+	sbuf_release(&k);
+	sbuf_release(&c);
+	free(before);
 }
 
 /* ---- rate (a printout, not a timed assertion) --------------------------- */
