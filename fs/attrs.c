@@ -202,6 +202,13 @@ int fs_do_setattr(struct fs *fs, const struct fs_who *w, uint64_t ino,
 	for (size_t i = 0; i < sizeof(set_bits) / sizeof(set_bits[0]); i++)
 		if (to_set & set_bits[i].fuse)
 			mask |= set_bits[i].tree;
+	/* times set to now only (touch): what an append-only node allows */
+	if ((mask & (TREE_SET_ATIME | TREE_SET_MTIME)) &&
+	    (!(to_set & FUSE_SET_ATTR_ATIME) ||
+	     (to_set & FUSE_SET_ATTR_ATIME_NOW)) &&
+	    (!(to_set & FUSE_SET_ATTR_MTIME) ||
+	     (to_set & FUSE_SET_ATTR_MTIME_NOW)))
+		mask |= TREE_SET_TOUCH;
 	/* tree_setattr() reads only the fields @mask names */
 	memset(&in, 0, sizeof(in));
 	in.mode = st->st_mode;
@@ -269,7 +276,7 @@ void touch_atime(struct fs *fs, uint64_t ino)
 	if (fs->blocking && store_remote(fs->store))
 		fs->blocking();
 	rc = fs_do_getattr(fs, ino, &a);
-	if (rc)
+	if (rc || (a.flags & TREE_F_NOATIME))
 		return;
 	now = tree_now_ns();
 	if (!fs->strictatime && a.atime_ns > a.mtime_ns &&
@@ -283,7 +290,9 @@ void touch_atime(struct fs *fs, uint64_t ino)
 		goto out;
 	do
 		rc = tree_setattr(fs->tree, p.path, ino, &in,
-				  TREE_SET_ATIME | TREE_SET_CTIME, NULL);
+				  TREE_SET_ATIME | TREE_SET_CTIME |
+				      TREE_SET_ACCESS,
+				  NULL);
 	while (fs_retry(fs, rc, ino, NULL, &p));
 	fs_leave(fs);
 	if (!rc && fs->se)

@@ -31,6 +31,32 @@
 #include "ops_i.h"
 #include <sys/file.h>
 
+/*
+ * What the inode flags say of an open with @flags of @ino (the VFS's
+ * may_open() does it for a file system whose flags it knows): an immutable
+ * file opens for reading only, an append-only one for writing only with
+ * O_APPEND, and neither with O_TRUNC. A read-only open reads nothing.
+ * Errors: -EPERM, those of fs_do_getattr().
+ */
+static int open_flags_allow(struct fs *fs, uint64_t ino, int flags)
+{
+	bool write = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
+	struct tree_attr a;
+	int rc;
+
+	if (!write)
+		return 0;
+	rc = fs_do_getattr(fs, ino, &a);
+	if (rc)
+		return rc;
+	if (a.flags & TREE_F_IMMUTABLE)
+		return -EPERM;
+	if ((a.flags & TREE_F_APPEND) &&
+	    (!(flags & O_APPEND) || (flags & O_TRUNC)))
+		return -EPERM;
+	return 0;
+}
+
 int fs_do_open(struct fs *fs, const struct fs_who *w, uint64_t ino, int flags,
 	       struct fh **out, bool *keep_cache)
 {
@@ -42,6 +68,9 @@ int fs_do_open(struct fs *fs, const struct fs_who *w, uint64_t ino, int flags,
 
 	if (fs->ro && ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC)))
 		return -EROFS;
+	rc = open_flags_allow(fs, ino, flags);
+	if (rc)
+		return rc;
 	fh = calloc(1, sizeof(*fh));
 	if (!fh)
 		return -ENOMEM;

@@ -107,6 +107,9 @@ static void fs_init_conn(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
 	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
 		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+	/* lsattr/chattr of a folder (ioctl.c) */
+	if (conn->capable & FUSE_CAP_IOCTL_DIR)
+		conn->want |= FUSE_CAP_IOCTL_DIR;
 	/* file handles (open_by_handle_at, NFS export): the kernel asks for
 	 * nodes it no longer caches by LOOKUP of "." and ".." (lookup_dot) */
 	if (conn->capable & FUSE_CAP_EXPORT_SUPPORT)
@@ -171,4 +174,5 @@ const struct fuse_lowlevel_ops fs_ops = {
     .create = fs_create,
     .fallocate = fs_fallocate,
     .lseek = fs_lseek,
+    .ioctl = fs_ioctl,
 };

@@ -251,4 +251,22 @@ void fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size);
 void fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
 void fs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
 
+/* ---- inode flags (ioctl.c) --------------------------------------------- */
+
+/* FS_*_FL (chattr) of the store's user flags @tree. */
+unsigned fs_flags_to_fl(uint32_t tree);
+/* The store's flags of FS_*_FL @fl. Errors: -EOPNOTSUPP (a flag pathfs does
+ * not keep). */
+int fs_flags_from_fl(unsigned fl, uint32_t *tree);
+/* The user flags (TREE_F_USER) of @ino. Errors: those of fs_do_getattr(). */
+int fs_do_getflags(struct fs *fs, uint64_t ino, uint32_t *flags);
+/* Sets the user flags of @ino to @flags for @w: its owner or root; changing
+ * IMMUTABLE or APPEND root only. Errors: -EPERM, -EROFS, those of
+ * fs_enter() and tree_setflags(). */
+int fs_do_setflags(struct fs *fs, const struct fs_who *w, uint64_t ino,
+		   uint32_t flags);
+void fs_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
+	      struct fuse_file_info *fi, unsigned flags, const void *in_buf,
+	      size_t in_bufsz, size_t out_bufsz);
+
 #endif

@@ -88,6 +88,7 @@
 #include "batch_i.h"
 #include "content_i.h"
 #include "drive_i.h"
+#include "flags_i.h"
 #include "journal_i.h"
 #include "log.h"
 
@@ -578,6 +579,9 @@ int tree_write(struct tree *t, const char *path, uint64_t ino, uint64_t off,
 	if (rc)
 		goto out;
 	st = true;
+	rc = flags_may_write(a);
+	if (rc)
+		goto out;
 	old = a->size;
 	if (append)
 		off = old;
@@ -675,6 +679,8 @@ int tree_write(struct tree *t, const char *path, uint64_t ino, uint64_t off,
 	a->ctime_ns = now;
 	tree_attr_store(t, b, &r);
 	rc = tree_commit(t, b);
+	if (rc == 0)
+		rc = flags_sync(t, a->flags);
 	if (rc)
 		goto out;
 done:
@@ -845,6 +851,9 @@ int tree_fallocate(struct tree *t, const char *path, uint64_t ino,
 	if (rc)
 		goto out;
 	st = true;
+	rc = flags_may_fallocate(a, mode);
+	if (rc)
+		goto out;
 	rc = blocks_known(t, a);
 	if (rc)
 		goto out;
@@ -966,6 +975,9 @@ int tree_fallocate(struct tree *t, const char *path, uint64_t ino,
 		kv_batch_free(b);
 		b = NULL;
 	}
+	rc = flags_sync(t, a->flags);
+	if (rc)
+		goto out;
 done:
 	if (out)
 		*out = *a;

@@ -34,6 +34,7 @@
 #include "batch_i.h"
 #include "content_i.h"
 #include "drive_i.h"
+#include "flags_i.h"
 #include "log.h"
 #include "parent_i.h"
 #include "tree_i.h"
@@ -515,6 +516,11 @@ int tree_setattr(struct tree *t, const char *path, uint64_t ino,
 	st = true;
 	if (mask == 0)
 		goto done;
+	rc = flags_may_setattr(a, mask);
+	if (rc)
+		goto out;
+	if ((mask & TREE_SET_ACCESS) && (a->flags & TREE_F_NOATIME))
+		goto done; /* chattr +A: an access leaves atime be */
 	now = tree_now_ns();
 	b = kv_batch_new(t->store->kv);
 	if (mask & TREE_SET_SIZE) {
@@ -556,6 +562,8 @@ int tree_setattr(struct tree *t, const char *path, uint64_t ino,
 	a->ctime_ns = (mask & TREE_SET_CTIME) ? in->ctime_ns : now;
 	tree_attr_store(t, b, &r);
 	rc = tree_commit(t, b);
+	if (rc == 0)
+		rc = flags_sync(t, a->flags);
 	if (rc)
 		goto out;
 done:

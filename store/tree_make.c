@@ -20,6 +20,7 @@
 #include "acl_i.h"
 #include "batch_i.h"
 #include "drive_i.h"
+#include "flags_i.h"
 #include "parent_i.h"
 #include "tree_i.h"
 
@@ -129,6 +130,9 @@ int tree_mknode_umask(struct tree *t, const char *path, mode_t mode,
 		rc = rc > 0 ? -EEXIST : rc;
 		goto out;
 	}
+	rc = flags_may_add(&pn.a);
+	if (rc)
+		goto out;
 	rc = tree_alloc_ino(t, &a.ino);
 	if (rc)
 		goto out;
@@ -137,6 +141,7 @@ int tree_mknode_umask(struct tree *t, const char *path, mode_t mode,
 	a.uid = uid;
 	a.gid = gid;
 	tree_inherit_group(&pn.a, &a);
+	flags_inherit(&pn.a, &a);
 	a.size = target ? strlen(target) : 0;
 	a.nlink = S_ISDIR(type) ? 2 : 1;
 	a.rdev = (S_ISCHR(type) || S_ISBLK(type)) ? rdev : 0;
@@ -151,6 +156,8 @@ int tree_mknode_umask(struct tree *t, const char *path, mode_t mode,
 	tree_batch_put_node(t, b, path, &a, target);
 	parent_batch_put(t, b, a.ino, pn.a.ino, path);
 	rc = tree_commit(t, b);
+	if (rc == 0)
+		rc = flags_sync(t, pn.a.flags);
 	if (rc == 0 && out)
 		*out = a;
 out:
@@ -180,6 +187,8 @@ int tree_mktmp(struct tree *t, const char *dir, mode_t mode, mode_t umask,
 	if (rc == 0 && !S_ISDIR(pn.a.mode))
 		rc = -ENOTDIR;
 	if (rc == 0)
+		rc = flags_may_add(&pn.a);
+	if (rc == 0)
 		rc = tree_alloc_ino(t, &a.ino);
 	/* an orphan from the start: INODE record (nlink 0) and ORPHAN key in
 	 * one batch, as tree_batch_remove() leaves a file unlinked while open */
@@ -187,8 +196,10 @@ int tree_mktmp(struct tree *t, const char *dir, mode_t mode, mode_t umask,
 	a.mode = S_IFREG | (mode & 07777);
 	a.uid = uid;
 	a.gid = gid;
-	if (rc == 0)
+	if (rc == 0) {
 		tree_inherit_group(&pn.a, &a);
+		flags_inherit(&pn.a, &a);
+	}
 	if (rc) {
 		node_release(&pn);
 		return rc;
@@ -267,9 +278,14 @@ static int link_common(struct tree *t, const char *oldpath, uint64_t ino,
 		rc = rc > 0 ? -EEXIST : rc;
 		goto out;
 	}
+	rc = flags_may_add(&pn.a);
+	if (rc)
+		goto out;
 	tree_lock_inodes(t, ino, pn.a.ino, 0, 0);
 	st = true;
 	rc = tree_attr_load(t, oldpath, ino, &r);
+	if (rc == 0)
+		rc = flags_may_alter(&r.n.a);
 	if (rc)
 		goto out;
 	if (!oldpath && r.n.a.nlink == 0 && !tmp) {
@@ -320,6 +336,8 @@ static int link_common(struct tree *t, const char *oldpath, uint64_t ino,
 	if (rc)
 		goto out;
 	rc = tree_commit(t, b);
+	if (rc == 0)
+		rc = flags_sync(t, pn.a.flags | r.n.a.flags);
 	if (rc == 0 && out)
 		*out = r.n.a;
 out:

@@ -25,6 +25,7 @@
 #include "batch_i.h"
 #include "content_i.h"
 #include "drive_i.h"
+#include "flags_i.h"
 #include "journal_i.h"
 #include "log.h"
 #include "tree_i.h"
@@ -38,6 +39,7 @@ static int remove_node(struct tree *t, const char *path, bool dir,
 	struct kv_batch *b = NULL;
 	bool ns = false, st = false;
 	uint64_t nino = 0, left = 0, park = 0;
+	uint32_t nflags;
 	int64_t now;
 	int rc;
 
@@ -69,6 +71,11 @@ static int remove_node(struct tree *t, const char *path, bool dir,
 		rc = -ENOTDIR;
 		goto out;
 	}
+	rc = flags_of_node(t, &n, &nflags);
+	if (rc == 0)
+		rc = flags_may_remove(&pn.a, nflags);
+	if (rc)
+		goto out;
 	if (dir) {
 		rc = tree_dir_is_empty(t, path);
 		if (rc <= 0) {
@@ -104,6 +111,8 @@ static int remove_node(struct tree *t, const char *path, bool dir,
 		park = left; /* parked: too big to drop in one batch */
 	else if (orphan)
 		*orphan = left;
+	if (rc == 0)
+		rc = flags_sync(t, pn.a.flags); /* done, if not yet durable */
 out:
 	if (st)
 		tree_unlock_inodes(t, nino, pn.a.ino, 0, 0);

@@ -22,6 +22,7 @@
 
 #include "batch_i.h"
 #include "drive_i.h"
+#include "flags_i.h"
 #include "journal_i.h"
 #include "log.h"
 #include "parent_i.h"
@@ -182,6 +183,39 @@ static int branch_fits(struct tree *t, const char *from, size_t newlen)
 	return longest - oldlen + newlen > TREE_PATH_MAX ? -ENAMETOOLONG : 0;
 }
 
+/*
+ * The user flags' rule for moving node @sn out of its folder (@src's) and
+ * into folder @dpn (@dp), over node @dn if not NULL (an exchange moves @dn
+ * back, which the same checks cover): -EPERM when either node or the
+ * folder it leaves is immutable or append-only, or the folder it enters is
+ * immutable, as the VFS's may_delete() and may_create() say. *@dirs gets
+ * the flags of both folders (flags_sync()). ns_lock held.
+ */
+static int rename_flags(struct tree *t, const char *src, const struct node *sn,
+			const char *dp, const struct node *dpn,
+			const struct node *dn, uint32_t *dirs)
+{
+	char *sp = parent_of(src);
+	struct node spn = {0};
+	uint32_t sf = 0, df = 0;
+	bool same = strcmp(sp, dp) == 0;
+	int rc;
+
+	rc = same ? 0 : tree_get_node(t, sp, &spn, false);
+	if (rc == 0)
+		rc = flags_of_node(t, sn, &sf);
+	if (rc == 0 && dn)
+		rc = flags_of_node(t, dn, &df);
+	if (rc == 0)
+		rc = flags_may_remove(same ? &dpn->a : &spn.a, sf);
+	if (rc == 0)
+		rc = dn ? flags_may_remove(&dpn->a, df) : flags_may_add(&dpn->a);
+	*dirs = dpn->a.flags | spn.a.flags;
+	node_release(&spn);
+	free(sp);
+	return rc;
+}
+
 /* tree_rename(), and with @wo tree_rename_whiteout() (its number not yet
  * allocated). */
 static int rename_any(struct tree *t, const char *src, const char *dst,
@@ -191,6 +225,7 @@ static int rename_any(struct tree *t, const char *src, const char *dst,
 	struct node sn = {0}, dn = {0}, dpn = {0};
 	bool ns = false, dexists = false, big = false;
 	uint64_t park = 0;
+	uint32_t dirs = 0;
 	int rc;
 
 	if (orphan)
@@ -249,6 +284,9 @@ static int rename_any(struct tree *t, const char *src, const char *dst,
 		}
 		if (sn.a.ino == dn.a.ino)
 			goto out; /* two links of one inode */
+		rc = rename_flags(t, src, &sn, dp, &dpn, &dn, &dirs);
+		if (rc)
+			goto out;
 		if (S_ISDIR(dn.a.mode)) {
 			rc = tree_dir_is_empty(t, dst);
 			if (rc < 0)
@@ -262,6 +300,9 @@ static int rename_any(struct tree *t, const char *src, const char *dst,
 		}
 		if (sn.a.ino == dn.a.ino)
 			goto out; /* POSIX: links of one file, nothing to do */
+		rc = rename_flags(t, src, &sn, dp, &dpn, &dn, &dirs);
+		if (rc)
+			goto out;
 		if (S_ISDIR(sn.a.mode) && !S_ISDIR(dn.a.mode)) {
 			rc = -ENOTDIR;
 			goto out;
@@ -277,6 +318,10 @@ static int rename_any(struct tree *t, const char *src, const char *dst,
 				goto out;
 			}
 		}
+	} else {
+		rc = rename_flags(t, src, &sn, dp, &dpn, NULL, &dirs);
+		if (rc)
+			goto out;
 	}
 	if (S_ISDIR(sn.a.mode)) {
 		rc = tree_dir_is_empty(t, src);
@@ -300,6 +345,8 @@ static int rename_any(struct tree *t, const char *src, const char *dst,
 	} else
 		rc = rename_simple(t, src, dst, flags, wo, &sn,
 				   dexists ? &dn : NULL, orphan, &park);
+	if (rc == 0)
+		rc = flags_sync(t, dirs); /* done, if not yet durable */
 out:
 	if (ns)
 		pthread_mutex_unlock(&t->ns_lock);

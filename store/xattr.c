@@ -23,6 +23,7 @@
 #include "acl_i.h"
 #include "batch_i.h"
 #include "drive_i.h"
+#include "flags_i.h"
 
 static int check_name(const char *name)
 {
@@ -87,6 +88,9 @@ static int xattr_change(struct tree *t, const char *path, uint64_t ino,
 	if (rc)
 		goto out;
 	st = true;
+	rc = flags_may_alter(&r.n.a);
+	if (rc)
+		goto out;
 	key_xattr(&k, t->name, ino, name);
 	rc = kv_get(t->store->kv, k.buf, k.len, &old, &olen);
 	if (rc && rc != -ENOENT)
@@ -116,6 +120,8 @@ static int xattr_change(struct tree *t, const char *path, uint64_t ino,
 	r.n.a.ctime_ns = tree_now_ns();
 	tree_attr_store(t, b, &r);
 	rc = tree_commit(t, b);
+	if (rc == 0)
+		rc = flags_sync(t, r.n.a.flags);
 out:
 	if (st)
 		tree_unlock_inodes(t, ino, 0, 0, 0);

@@ -256,6 +256,49 @@ struct tree_attr {
 /* Regular files: empty blocks may lie past the end of file, allocated by
  * fallocate(FALLOC_FL_KEEP_SIZE) (content.c); a truncate drops them. */
 #define TREE_F_PREALLOC 0x8
+/*
+ * Inode flags a user sets (chattr(1); the daemon maps them to FS_*_FL),
+ * kept in the inode's record (a hard-linked inode's INODE record: a stub
+ * never holds them) and enforced by the store as ext4 and the VFS do, with
+ * -EPERM (flags.c):
+ *  - IMMUTABLE: no change of content, size, attributes (tree_setattr, but an
+ *    access's atime, TREE_SET_ACCESS), xattrs, no new name (tree_link*), no
+ *    removal or rename; a folder: no entry made, removed or renamed in it;
+ *  - APPEND: writes only at the end (the daemon refuses other opens), no
+ *    truncate, no fallocate but allocation, no chmod, chown or explicit
+ *    times (TREE_SET_TOUCH may set them to now), no xattr change, no new
+ *    name, no removal or rename; a folder: entries may be made in it, not
+ *    removed or renamed out;
+ *  - NOATIME: an access never updates atime (TREE_SET_ACCESS);
+ *  - NODUMP: for backup programs (dump(8)); nothing to enforce;
+ *  - SYNC: a change of the inode is durable when the call returns (the
+ *    write-ahead log is synced), on a folder as DIRSYNC too;
+ *  - DIRSYNC (folders): a change of entries in it is durable on return.
+ * New nodes inherit NODUMP, NOATIME and SYNC from their folder, a new folder
+ * DIRSYNC too (as ext4: tree_mknode*, tree_mktmp). Old records hold none.
+ */
+#define TREE_F_IMMUTABLE 0x10
+#define TREE_F_APPEND	 0x20
+#define TREE_F_NOATIME	 0x40
+#define TREE_F_NODUMP	 0x80
+#define TREE_F_SYNC	 0x100
+#define TREE_F_DIRSYNC	 0x200
+#define TREE_F_USER                                                            \
+	(TREE_F_IMMUTABLE | TREE_F_APPEND | TREE_F_NOATIME | TREE_F_NODUMP |   \
+	 TREE_F_SYNC | TREE_F_DIRSYNC)
+
+/*
+ * Sets the user flags (TREE_F_USER) of inode @ino at @path (or by number
+ * when @path is NULL) to @flags, and its ctime to now; DIRSYNC on anything
+ * but a folder is dropped, as ext4 drops it. Who may is the caller's to
+ * check (the owner, and for IMMUTABLE and APPEND a privileged process:
+ * CAP_LINUX_IMMUTABLE). Serialised with namespace changes (ns_lock), so a
+ * rename or unlink sees the flags before or after, never in between. @out
+ * (may be NULL) gets the result.
+ * Errors: -EINVAL (a bit outside TREE_F_USER), -ENOENT, -ENOSPC, -EIO.
+ */
+int tree_setflags(struct tree *t, const char *path, uint64_t ino,
+		  uint32_t flags, struct tree_attr *out);
 
 /*
  * Space used by @a in 512-byte units, as st_blocks shows it: for a regular
@@ -481,6 +524,12 @@ int tree_rename_whiteout(struct tree *t, const char *src, const char *dst,
 #define TREE_SET_ATIME 0x10
 #define TREE_SET_MTIME 0x20
 #define TREE_SET_CTIME 0x40 /* explicit ctime; otherwise ctime = now */
+/* the times given are now (utimes(NULL), touch): allowed on an APPEND
+ * node, where explicit times are not */
+#define TREE_SET_TOUCH 0x80
+/* an access (a read, a listing) sets atime: allowed on an IMMUTABLE or
+ * APPEND node, and nothing is written on a NOATIME one */
+#define TREE_SET_ACCESS 0x100
 
 /*
  * Changes the attributes of inode @ino, found at @path (or by inode number
@@ -490,7 +539,8 @@ int tree_rename_whiteout(struct tree *t, const char *src, const char *dst,
  * ACL, if any, in the same batch (its owner, mask or group, and other
  * entries take the new rwx bits). @out (may be NULL) gets the result.
  * Errors: -ENOENT (no node, or its inode is not @ino: it was replaced),
- * -EISDIR (size of a folder), -EINVAL, -EFBIG, -ENOSPC, -EIO.
+ * -EISDIR (size of a folder), -EPERM (the inode's flags: TREE_F_IMMUTABLE,
+ * TREE_F_APPEND), -EINVAL, -EFBIG, -ENOSPC, -EIO.
  */
 int tree_setattr(struct tree *t, const char *path, uint64_t ino,
 		 const struct tree_attr *in, unsigned mask,
