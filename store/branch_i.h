@@ -144,7 +144,8 @@ int rm_branch(struct tree *t, const char *path, const struct node *nd,
 /* ---- cp -r (clone.c) ----------------------------------------------------- */
 
 /* Common argument checks of cp -r and mv. Errors: those of path_check(),
- * -EEXIST (dst is "/"), -EINVAL (dst inside src), -EXDEV (block sizes). */
+ * -EEXIST (dst is "/"), -EINVAL (dst inside src), -EXDEV (block sizes),
+ * -EPERM (dst's folder is immutable: flags_may_add_at()). */
 int branch_args(struct tree *t, const char *src, struct tree *dt,
 		const char *dst);
 

@@ -28,6 +28,7 @@
 #include "branch_i.h"
 #include "content_i.h"
 #include "drive_i.h"
+#include "flags_i.h"
 #include "journal_i.h"
 #include "parent_i.h"
 
@@ -674,7 +675,7 @@ int branch_args(struct tree *t, const char *src, struct tree *dt,
 		return -EINVAL;
 	if (t->block_size != dt->block_size)
 		return -EXDEV;
-	return 0;
+	return flags_may_add_at(dt, dst); /* chattr +i on dst's folder */
 }
 
 int tree_cp_r(struct tree *t, const char *src, struct tree *dt, const char *dst,

@@ -24,6 +24,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "batch_i.h"
 #include "flags_i.h"
@@ -68,6 +69,25 @@ int flags_may_add(const struct tree_attr *dir)
 	return (dir->flags & TREE_F_IMMUTABLE) ? -EPERM : 0;
 }
 
+int flags_may_add_at(struct tree *t, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir = strndup(path, slash == path ? 1 : (size_t)(slash - path));
+	struct node n = {0};
+	int rc;
+
+	if (!dir)
+		return -ENOMEM;
+	rc = tree_get_node(t, dir, &n, false);
+	if (rc == 0)
+		rc = flags_may_add(&n.a);
+	else if (rc == -ENOENT || rc == -ENOTDIR)
+		rc = 0;
+	node_release(&n);
+	free(dir);
+	return rc;
+}
+
 int flags_may_remove(const struct tree_attr *dir, uint32_t nflags)
 {
 	return ((dir->flags | nflags) & TREE_F_PROTECT) ? -EPERM : 0;
@@ -100,6 +120,35 @@ void flags_inherit(const struct tree_attr *dir, struct tree_attr *a)
 	else if (S_ISREG(a->mode))
 		keep |= TREE_F_SYNC;
 	a->flags |= dir->flags & keep;
+}
+
+int flags_dir_keeps(struct tree *t, const char *path,
+		    struct flags_dir_cache *c, bool *keeps)
+{
+	const char *slash = strrchr(path, '/');
+	size_t len = slash == path ? 1 : (size_t)(slash - path);
+	struct node n = {0};
+	int rc;
+
+	if (!c->dir.buf || c->dir.len != len || memcmp(c->dir.buf, path, len)) {
+		sbuf_reset(&c->dir);
+		sbuf_add(&c->dir, path, len);
+		sbuf_nul(&c->dir);
+		rc = tree_get_node(t, c->dir.buf, &n, false);
+		c->flags = rc == 0 ? n.a.flags : 0;
+		node_release(&n);
+		if (rc) {
+			sbuf_reset(&c->dir); /* asked again next time */
+			return rc;
+		}
+	}
+	*keeps = (c->flags & TREE_F_PROTECT) != 0;
+	return 0;
+}
+
+void flags_dir_cache_release(struct flags_dir_cache *c)
+{
+	sbuf_release(&c->dir);
 }
 
 int flags_sync(struct tree *t, uint32_t flags)

@@ -31,6 +31,9 @@ int flags_may_fallocate(const struct tree_attr *a, unsigned mode);
 int flags_may_alter(const struct tree_attr *a);
 /* Making an entry in folder @dir (create, link, rename to): not IMMUTABLE. */
 int flags_may_add(const struct tree_attr *dir);
+/* flags_may_add() of the folder of @path (in drive @t), read here: 0 when
+ * it is missing (the caller's operation says so). Errors: -EPERM, -EIO. */
+int flags_may_add_at(struct tree *t, const char *path);
 /* Removing or renaming the node with user flags @nflags from folder @dir:
  * neither may be PROTECT. */
 int flags_may_remove(const struct tree_attr *dir, uint32_t nflags);
@@ -46,6 +49,22 @@ int flags_of_node(struct tree *t, const struct node *n, uint32_t *out);
  * NOATIME, SYNC; a folder DIRSYNC too; a symlink or special file NODUMP and
  * NOATIME only). */
 void flags_inherit(const struct tree_attr *dir, struct tree_attr *a);
+
+/*
+ * For the walks of rm -r (rm.c), which remove plain files in batches of
+ * their own: whether the folder holding @path (not "/") keeps it
+ * (IMMUTABLE or APPEND), so that it goes by tree_unlink(), which refuses.
+ * @c remembers the folder asked last (zero-initialise; release with
+ * flags_dir_cache_release()), so that a folder's files cost one read.
+ * Errors: those of the read (-ENOENT: the folder is gone, nothing to keep).
+ */
+struct flags_dir_cache {
+	struct sbuf dir;
+	uint32_t flags;
+};
+int flags_dir_keeps(struct tree *t, const char *path,
+		    struct flags_dir_cache *c, bool *keeps);
+void flags_dir_cache_release(struct flags_dir_cache *c);
 
 /* Syncs the write-ahead log if @flags ask changes to be durable on return
  * (SYNC or DIRSYNC): after a change of a SYNC inode, or of the entries of a

@@ -27,6 +27,7 @@
 #include "branch_i.h"
 #include "content_i.h"
 #include "drive_i.h"
+#include "flags_i.h"
 #include "journal_i.h"
 #include "parent_i.h"
 
@@ -139,6 +140,7 @@ static int rm_run(struct tree *t, const char *path, struct sbuf *cursor,
 		  struct journal_hook *h, bool *done)
 {
 	struct open_check oc = open_check_of(t);
+	struct flags_dir_cache fc = {0};
 	struct walk w;
 	struct sbuf p = {0}, xlo = {0}, xhi = {0};
 	struct kv_iter *xit = NULL;
@@ -172,7 +174,7 @@ static int rm_run(struct tree *t, const char *path, struct sbuf *cursor,
 	for (;;) {
 		struct node nd = {0};
 		const struct node *np = &nd;
-		bool last = strcmp(p.buf, path) == 0, keep = false;
+		bool last = strcmp(p.buf, path) == 0, keep = false, kept;
 
 		if (budget && *used >= budget) {
 			rc = rm_flush(t, b, &n, h);
@@ -193,8 +195,10 @@ static int rm_run(struct tree *t, const char *path, struct sbuf *cursor,
 			rc = 0;
 		} else if (rc) {
 			goto out_node;
-		} else if (S_ISDIR(np->a.mode) ||
-			   (np->a.flags & TREE_F_LINKED) ||
+		} else if ((rc = flags_dir_keeps(t, p.buf, &fc, &kept)) != 0) {
+			goto out_node;
+		} else if (S_ISDIR(np->a.mode) || kept ||
+			   (np->a.flags & (TREE_F_LINKED | TREE_F_PROTECT)) ||
 			   !tree_content_fits(t, &np->a) ||
 			   (keep = keep_orphan(&oc, flags, np->a.ino))) {
 			/* alone, after the batch holding its children, or of
@@ -214,7 +218,7 @@ static int rm_run(struct tree *t, const char *path, struct sbuf *cursor,
 					       keep ? TREE_KEEP_ORPHAN : 0,
 					       NULL);
 			rc = rm_counted(rc, r, used, h);
-			if (rc == -ENOTEMPTY || rc == -EIO)
+			if (rc == -ENOTEMPTY || rc == -EIO || rc == -EPERM)
 				op_fail(r, p.buf, "%s", strerror(-rc));
 			else if (rc)
 				goto out_node;
@@ -274,6 +278,7 @@ out:
 		n = 0;
 	}
 	walk_close(&w);
+	flags_dir_cache_release(&fc);
 	kv_iter_free(xit);
 	kv_batch_free(b);
 	sbuf_release(&p);
@@ -287,10 +292,19 @@ int rm_branch(struct tree *t, const char *path, const struct node *nd,
 	      uint64_t *used, unsigned flags, struct tree_op_result *r,
 	      struct journal_hook *h, bool *done)
 {
+	struct flags_dir_cache fc = {0};
+	bool kept = false;
 	int rc = 0;
 
 	*done = false;
-	if (S_ISDIR(nd->a.mode))
+	/* a folder that stays (chattr +i, +a; or its folder's): the walk */
+	if (S_ISDIR(nd->a.mode) && !(nd->a.flags & TREE_F_PROTECT) &&
+	    strcmp(path, "/") != 0)
+		rc = flags_dir_keeps(t, path, &fc, &kept);
+	flags_dir_cache_release(&fc);
+	if (rc)
+		return rc;
+	if (S_ISDIR(nd->a.mode) && !kept && !(nd->a.flags & TREE_F_PROTECT))
 		rc = rm_batch(t, path, budget, used, flags, r, h, done);
 	if (rc || *done)
 		return rc;

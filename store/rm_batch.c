@@ -157,7 +157,9 @@ static int rm_batch_scan(struct tree *t, const char *path, unsigned flags,
 
 		rc = 0;
 		if (s->n + s->nspecial >= limit ||
-		    node_iter_node(&ni, &n, false)) {
+		    node_iter_node(&ni, &n, false) ||
+		    (n.a.flags & (TREE_F_IMMUTABLE | TREE_F_APPEND))) {
+			/* chattr +i or +a: the walk says what stays */
 			s->irregular = true;
 			goto out;
 		}
@@ -316,7 +318,8 @@ static int rm_specials(struct tree *t, const struct rm_scan *s, size_t count,
 		    tree_unlink(t, p, keep ? TREE_KEEP_ORPHAN : 0, NULL), r,
 		    used, h);
 
-		if (rc == -EIO || rc == -EISDIR || rc == -ENOTDIR)
+		if (rc == -EIO || rc == -EISDIR || rc == -ENOTDIR ||
+		    rc == -EPERM)
 			return 1; /* the walk reports it */
 		if (rc)
 			return rc;
