@@ -223,6 +223,23 @@ scenario() {
 	echo "== end"
 }
 
+# branch DIR: a branch for rm -r: files, and among them an immutable file,
+# an immutable folder and an append-only one, each holding a file
+branch() {
+	mkdir -p "$1/keep" "$1/app" "$1/plain/deep"
+	for i in 1 2 3; do
+		echo "$i" >"$1/f$i"
+		echo "$i" >"$1/plain/deep/g$i"
+	done
+	echo in >"$1/keep/in"
+	echo in >"$1/app/in"
+	echo imm >"$1/plain/imm"
+	chattr +i "$1/keep" "$1/plain/imm"
+	chattr +a "$1/app"
+}
+# left DIR: what is below DIR, sorted
+left() { (cd "$1" && find . | sort); }
+
 # ext4: a loop-mounted image of the test's own, gone with $T
 truncate -s 64M "$T/ext4.img"
 mkfs.ext4 -q -F "$T/ext4.img"
@@ -233,6 +250,9 @@ chown root:root "$T/host/s"
 chmod 755 "$T/host"
 scenario "$T/host/s" >"$T/host.out" 2>&1
 cd /
+branch "$T/host/rm"
+rm -rf "$T/host/rm" 2>/dev/null
+left "$T/host/rm" >"$T/host.left"
 unlock "$T/host"
 umount "$T/host"
 
@@ -240,10 +260,45 @@ pfs_mount -o allow_other
 mkdir "$MNT/s"
 scenario "$MNT/s" >"$T/mnt.out" 2>&1
 cd /
-cp "$T/host.out" "$T/mnt.out" /tmp/s6c-out/ 2>/dev/null || true
 same_file "the scenario on pathfs prints what it prints on ext4" \
 	"$T/host.out" "$T/mnt.out"
 check "the scenario ran to its end" grep -qx '== end' "$T/mnt.out"
+
+# pathfsctl on the mounted drive: the store's rules for everyone
+branch "$MNT/rm"
+check "pathfsctl rm -r reports what it may not remove" \
+	bash -c "! '$PATHFSCTL' -s '$STORE' rm -r /rm >'$T/rm.out' 2>&1 &&
+		grep -q 'Operation not permitted' '$T/rm.out'"
+same_file "pathfsctl rm -r leaves what rm -rf leaves on ext4" \
+	"$T/host.left" <(left "$MNT/rm")
+expect_errno EPERM "pathfsctl mv of an immutable file" \
+	"$PATHFSCTL" -s "$STORE" mv /rm/plain/imm /moved
+expect_errno EPERM "pathfsctl cp -r into an immutable folder" \
+	"$PATHFSCTL" -s "$STORE" cp -r /rm/plain /rm/keep/copy
+check "pathfsctl cp -r copies a branch with its flags" \
+	"$PATHFSCTL" -s "$STORE" cp -r /rm /cp
+flags "$MNT/rm/keep" "$MNT/rm/app" "$MNT/rm/plain/imm" | sed 's| .*/rm/| |' >"$T/flags.orig"
+same_file "pathfsctl cp -r: the copy's flags" "$T/flags.orig" \
+	<(flags "$MNT/cp/keep" "$MNT/cp/app" "$MNT/cp/plain/imm" | sed 's| .*/cp/| |')
+
+mkdir "$MNT/p" && chattr +dA "$MNT/p" && chattr +D "$MNT/p"
+echo x >"$MNT/p/f"
+flags "$MNT/p" "$MNT/p/f" >"$T/p.flags"
+pfs_umount
+check "fsck is clean with flags stored" pfs_fsck
+pfs_mount -o allow_other
+same_file "remount: the flags are kept" "$T/p.flags" \
+	<(flags "$MNT/p" "$MNT/p/f")
+same_file "remount: the branch's flags are kept" "$T/flags.orig" \
+	<(flags "$MNT/rm/keep" "$MNT/rm/app" "$MNT/rm/plain/imm" | sed 's| .*/rm/| |')
+expect_errno EPERM "remount: an immutable file is still kept" \
+	rm -f "$MNT/rm/plain/imm"
+expect_errno EPERM "remount: an append-only folder still keeps its files" \
+	rm -f "$MNT/rm/app/in"
+check "remount: an append-only folder still takes new files" \
+	touch "$MNT/rm/app/new"
+check "cleared, a branch goes" \
+	bash -c "chattr -R -ia '$MNT/rm' '$MNT/cp' && rm -r '$MNT/rm' '$MNT/cp'"
 pfs_umount
 sanitizer_clean
 finish
