@@ -15,8 +15,15 @@
  * Every write is committed to the store before it is answered; FSYNC syncs
  * the store's write-ahead log.
  *
+ * Inode flags (chattr, ioctl.c): OPEN for writing reads the inode's flags
+ * and refuses an immutable file, and an append-only one without O_APPEND
+ * or with O_TRUNC (EPERM, as the VFS's may_open()); writes, truncates and
+ * fallocate are refused by the store. A descriptor that clears O_APPEND
+ * with fcntl(F_SETFL) keeps writing at the end: the kernel does not tell
+ * the daemon (ext4 refuses the fcntl).
+ *
  * Limits: fallocate: allocate, KEEP_SIZE, PUNCH_HOLE, ZERO_RANGE (not
- * COLLAPSE/INSERT_RANGE, EOPNOTSUPP); no copy_file_range or ioctl.
+ * COLLAPSE/INSERT_RANGE, EOPNOTSUPP); no copy_file_range.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -60,6 +67,19 @@ static int open_flags_allow(struct fs *fs, uint64_t ino, int flags)
 int fs_do_open(struct fs *fs, const struct fs_who *w, uint64_t ino, int flags,
 	       struct fh **out, bool *keep_cache)
 {
+	int rc;
+
+	if (fs->ro && ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC)))
+		return -EROFS;
+	rc = open_flags_allow(fs, ino, flags);
+	if (rc)
+		return rc;
+	return fs_do_open_new(fs, w, ino, flags, out, keep_cache);
+}
+
+int fs_do_open_new(struct fs *fs, const struct fs_who *w, uint64_t ino,
+		   int flags, struct fh **out, bool *keep_cache)
+{
 	pthread_mutex_t *m = open_stripe(fs, ino);
 	struct tree_attr in, a;
 	struct fh *fh;
@@ -68,9 +88,6 @@ int fs_do_open(struct fs *fs, const struct fs_who *w, uint64_t ino, int flags,
 
 	if (fs->ro && ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC)))
 		return -EROFS;
-	rc = open_flags_allow(fs, ino, flags);
-	if (rc)
-		return rc;
 	fh = calloc(1, sizeof(*fh));
 	if (!fh)
 		return -ENOMEM;
@@ -173,7 +190,7 @@ int fs_do_create(struct fs *fs, const struct fs_who *w, uint64_t parent,
 			return rc;
 		}
 	} else if (!rc) {
-		rc = fs_do_open(fs, w, a.ino, flags & ~O_TRUNC, fh, NULL);
+		rc = fs_do_open_new(fs, w, a.ino, flags & ~O_TRUNC, fh, NULL);
 		if (rc)
 			reclaim(fs, itab_forget(fs, a.ino, 1));
 	}

@@ -6,7 +6,8 @@
  * The operations live by concept: names.c (lookup, create, link, remove,
  * rename), attrs.c (getattr, setattr, atime, set-user-ID clearing), files.c
  * (open, read, write, fallocate, lseek), tmpfile.c (O_TMPFILE, past
- * libfuse), dirs.c (listings), xattrs.c, ctl_hooks.c (pathfsctl on the
+ * libfuse), dirs.c (listings), xattrs.c, ioctl.c (the inode flags of
+ * chattr/lsattr, which the store enforces), ctl_hooks.c (pathfsctl on the
  * mounted drive). Each operation is split in two, as in libfuse's
  * passthrough_ll: fs_do_<op>() does the work on a struct fs and returns 0 or
  * -errno; fs_<op>() only unpacks the request and replies. Every path-based
@@ -22,8 +23,8 @@
  * (files.c, dirs.c); symlinks are cached. The writeback cache is off unless
  * -o writeback (see main.c).
  *
- * Limits: no SELinux labels, no copy_file_range or ioctl (see the files
- * above).
+ * Limits: no SELinux labels, no copy_file_range; of the ioctls only the
+ * inode flags' (see the files above).
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -132,10 +132,17 @@ int fs_do_mknode(struct fs *fs, const struct fuse_ctx *ctx, uint64_t parent,
  * Opens @ino for @w (counted: fs_do_release() ends it; O_TRUNC truncates, a
  * change of content); *out is the handle, the caller's until then, and
  * *keep_cache (if not NULL) whether the kernel may keep the file's pages.
- * Errors: -EROFS, -ENOMEM, -ENOENT, those of tree_setattr().
+ * An open for writing reads the inode's flags first (chattr): immutable
+ * opens for reading only, append-only for writing with O_APPEND only.
+ * Errors: -EROFS, -ENOMEM, -ENOENT, -EPERM (the flags), those of
+ * tree_setattr().
  */
 int fs_do_open(struct fs *fs, const struct fs_who *w, uint64_t ino, int flags,
 	       struct fh **out, bool *keep_cache);
+/* As fs_do_open(), for a node just made (create, O_TMPFILE): it has no
+ * immutable or append-only flag (never inherited), so none is read. */
+int fs_do_open_new(struct fs *fs, const struct fs_who *w, uint64_t ino,
+		   int flags, struct fh **out, bool *keep_cache);
 /* Ends an open of @ino made by fs_do_open() and frees @fh (may be NULL). */
 void fs_do_release(struct fs *fs, uint64_t ino, struct fh *fh);
 /*
