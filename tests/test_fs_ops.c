@@ -7,13 +7,15 @@
  * does), ext4's rule for the set-user-ID/set-group-ID bits on a change of
  * content (write, truncate, fallocate) by root, the group's member, others;
  * SEEK_DATA/SEEK_HOLE answers; xattr sizes and refusals; O_TMPFILE in a
- * set-group-ID folder; the page-cache promise after a direct write. Built
+ * set-group-ID folder; the page-cache promise after a direct write; who
+ * may set inode flags (chattr) and what they refuse of opens and times. Built
  * from fs/meson.build (it links the daemon's code).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/falloc.h>
+#include <linux/fs.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -350,4 +352,73 @@ Test(fs_ops, a_direct_write_drops_the_pages_at_the_next_open)
 	cr_assert_eq(fs_do_open(&tu_fs, &user, ino, O_RDONLY, &fh, &keep), 0);
 	cr_expect(keep);
 	fs_do_release(&tu_fs, ino, fh);
+}
+
+Test(fs_ops, inode_flags_who_may_and_mapping)
+{
+	const struct fs_who other = {1002, 1002, NULL, 0};
+	uint64_t ino = mkfile(&user, "f", 0644, "x");
+	uint32_t t;
+
+	cr_expect_eq(fs_flags_from_fl(FS_IMMUTABLE_FL | FS_NODUMP_FL, &t), 0);
+	cr_expect_eq(t, TREE_F_IMMUTABLE | TREE_F_NODUMP);
+	cr_expect_eq(fs_flags_to_fl(t), FS_IMMUTABLE_FL | FS_NODUMP_FL);
+	cr_expect_eq(fs_flags_from_fl(FS_NOCOW_FL, &t), -EOPNOTSUPP,
+		     "a flag pathfs does not keep, as ext4 answers");
+	cr_expect_eq(fs_do_setflags(&tu_fs, &other, ino, TREE_F_NODUMP),
+		     -EPERM, "not the owner");
+	cr_expect_eq(fs_do_setflags(&tu_fs, &user, ino, TREE_F_NODUMP), 0);
+	cr_expect_eq(fs_do_setflags(&tu_fs, &user, ino,
+				    TREE_F_NODUMP | TREE_F_IMMUTABLE),
+		     -EPERM, "i is root's (CAP_LINUX_IMMUTABLE)");
+	cr_expect_eq(fs_do_setflags(&tu_fs, &root, ino, TREE_F_APPEND), 0);
+	cr_expect_eq(fs_do_setflags(&tu_fs, &user, ino, 0), -EPERM,
+		     "nor may the owner clear a");
+	cr_assert_eq(fs_do_getflags(&tu_fs, ino, &t), 0);
+	cr_expect_eq(t, TREE_F_APPEND);
+}
+
+Test(fs_ops, opens_and_times_honour_the_inode_flags)
+{
+	struct fuse_entry_param e;
+	struct stat st = {0};
+	struct tree_attr a;
+	struct fh *fh = NULL;
+	uint64_t im = mkfile(&root, "im", 0644, "x");
+	uint64_t ap = mkfile(&root, "ap", 0644, "x");
+
+	cr_assert_eq(fs_do_setflags(&tu_fs, &root, im, TREE_F_IMMUTABLE), 0);
+	cr_assert_eq(fs_do_setflags(&tu_fs, &root, ap, TREE_F_APPEND), 0);
+	cr_expect_eq(fs_do_open(&tu_fs, &root, im, O_WRONLY, &fh, NULL),
+		     -EPERM);
+	cr_expect_eq(fs_do_open(&tu_fs, &root, im, O_RDONLY | O_TRUNC, &fh,
+				NULL),
+		     -EPERM);
+	cr_expect_eq(fs_do_create(&tu_fs, &root, TREE_ROOT_INO, "im", 0644,
+				  O_CREAT | O_WRONLY, &e, &fh),
+		     -EPERM, "a create that finds it opens it so");
+	cr_assert_eq(fs_do_open(&tu_fs, &root, im, O_RDONLY, &fh, NULL), 0);
+	fs_do_release(&tu_fs, im, fh);
+	cr_expect_eq(fs_do_open(&tu_fs, &root, ap, O_RDWR, &fh, NULL), -EPERM);
+	cr_expect_eq(fs_do_open(&tu_fs, &root, ap,
+				O_WRONLY | O_APPEND | O_TRUNC, &fh, NULL),
+		     -EPERM);
+	cr_assert_eq(fs_do_open(&tu_fs, &root, ap, O_WRONLY | O_APPEND, &fh,
+				NULL),
+		     0);
+	fs_do_release(&tu_fs, ap, fh);
+	/* touch (times now) is what an append-only file allows */
+	cr_expect_eq(fs_do_setattr(&tu_fs, &root, ap, &st,
+				   FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME |
+				       FUSE_SET_ATTR_ATIME_NOW |
+				       FUSE_SET_ATTR_MTIME_NOW,
+				   &a),
+		     0);
+	cr_expect_eq(fs_do_setattr(&tu_fs, &root, ap, &st, FUSE_SET_ATTR_MTIME,
+				   &a),
+		     -EPERM, "explicit times");
+	cr_expect_eq(fs_do_setattr(&tu_fs, &root, im, &st,
+				   FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_ATIME_NOW,
+				   &a),
+		     -EPERM, "nothing on an immutable one");
 }

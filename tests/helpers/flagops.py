@@ -15,7 +15,8 @@ A line is an operation and its arguments, separated by spaces:
   removexattr PATH NAME | link OLD NEW | unlink PATH | rename OLD NEW |
   mkdir PATH | rmdir PATH | symlink TARGET PATH | mkfifo PATH |
   tmpfile DIR (O_TMPFILE) | cat PATH (prints the content) |
-  directread PATH (an O_DIRECT read of 4 KiB) | atime PATH (seconds)
+  directread PATH (an O_DIRECT read of 4 KiB) | atime PATH (seconds) |
+  ioctl PATH (an ioctl no file system knows)
 """
 import errno
 import os
@@ -93,6 +94,15 @@ def run(fds, op, a):
             os.close(fd)
     elif op == "atime":
         return str(int(os.stat(a[0]).st_atime))
+    elif op == "ioctl":
+        import fcntl
+        fd = os.open(a[0], os.O_RDONLY)
+        try:
+            # _IOR('z', 99, int): no file system knows it
+            fcntl.ioctl(fd, (2 << 30) | (4 << 16) | (ord("z") << 8) | 99,
+                        b"\0" * 4)
+        finally:
+            os.close(fd)
     else:
         raise SystemExit("flagops: unknown operation " + op)
     return "ok"

@@ -6,7 +6,7 @@
 # the same line for line:
 # - lsattr/chattr and xfs_io's lsattr/chattr of i, a, A, d, S, D on files
 #   and folders; a flag pathfs lacks (C) refused as ext4 refuses it; D on a
-#   file dropped; ctime set by a change;
+#   file dropped; ctime set by a change; an ioctl nobody knows is ENOTTY;
 # - an immutable file: no open for writing, truncate, write or fallocate
 #   through a descriptor opened before, chmod, chown, utimes, xattrs, link,
 #   unlink, rename from or over it; reading works;
@@ -73,6 +73,10 @@ scenario() {
 	xfs_io -r -c 'chattr -A' -c 'chattr +s' f; flags f
 	xfs_io -r -c 'chattr -s' -c 'chattr +S' f; flags f
 	chattr =d f; xfs_io -r -c lsattr f; chattr = f
+	ops <<-'OPS'
+	ioctl f
+	ioctl d
+	OPS
 
 	echo "== immutable file"
 	printf 'hello' >im
