@@ -15,6 +15,12 @@
  * store_open() leaves clone records alone: a stopped clone waits for its
  * token (fsck lists it).
  *
+ * The last batch drops the map with the record. A map past a slice
+ * (kv_range_keys(): etcd) goes in slices before it (clone_finish()), after a
+ * commit that moves the record to phase 2, "everything copied": a crash in
+ * between leaves that record and part of the map, which the token (it goes
+ * straight to the end) or the next read-write open (replay) finishes.
+ *
  * Limits: a clone between drives of different block sizes is -EXDEV. An
  * undecodable node is not copied and is reported (with mv: the clone stops
  * before it).
@@ -473,6 +479,62 @@ out:
 	return rc;
 }
 
+/* The keys of [lo, hi), counted up to @max + 1. Errors: as kv_iter_open. */
+static int count_upto(struct kv *kv, const struct sbuf *lo,
+		      const struct sbuf *hi, size_t max, size_t *n)
+{
+	struct kv_iter *it = NULL;
+	int rc;
+
+	*n = 0;
+	rc = kv_iter_open(&it, kv, lo->buf, lo->len, hi->buf, hi->len);
+	for (; rc == 0 && *n <= max && kv_iter_valid(it); kv_iter_next(it))
+		(*n)++;
+	if (rc == 0)
+		rc = kv_iter_status(it);
+	kv_iter_free(it);
+	return rc;
+}
+
+int clone_finish(struct tree *dt, struct journal_rec *rec, struct kv_batch *b,
+		 struct journal_hook *h)
+{
+	size_t max = kv_range_keys(dt->store->kv), n = 0;
+	struct sbuf lo = {0}, hi = {0}, k = {0};
+	int rc = 0;
+
+	key_xtmp_range(&lo, &hi, dt->name, rec->seq);
+	if (max != SIZE_MAX)
+		rc = count_upto(dt->store->kv, &lo, &hi, max, &n);
+	if (rc == 0 && n > max && rec->phase != CLONE_PHASE_DROP) {
+		/* everything copied: from here on only the map goes */
+		rec->phase = CLONE_PHASE_DROP;
+		rec->ino = rec->blk = rec->aux = 0;
+		journal_rec_put(dt, b, rec);
+		rc = tree_commit(dt, b);
+		kv_batch_clear(b);
+		if (rc == 0)
+			journal_hook_batch(h);
+	}
+	if (rc == 0 && n > max)
+		rc = tree_drop_slices(dt, b, lo.buf, lo.len, hi.buf, hi.len, h,
+				      NULL);
+	if (rc == 0)
+		rc = tree_batch_drop_range(dt, b, lo.buf, lo.len, hi.buf,
+					   hi.len);
+	key_journal(&k, dt->name, rec->seq);
+	kv_batch_delete(b, k.buf, k.len);
+	if (rc == 0)
+		rc = tree_commit(dt, b);
+	kv_batch_clear(b);
+	if (rc == 0)
+		journal_hook_batch(h);
+	sbuf_release(&lo);
+	sbuf_release(&hi);
+	sbuf_release(&k);
+	return rc;
+}
+
 /* Runs clone record c->rec to its end or until @budget nodes are copied.
  * *done tells whether it finished (record and map deleted). */
 static int clone_run(struct clone *c, uint64_t budget, uint64_t *used,
@@ -506,6 +568,8 @@ static int clone_run(struct clone *c, uint64_t budget, uint64_t *used,
 			goto out;
 	}
 	sbuf_adds(&p, c->src);
+	if (c->rec.phase == CLONE_PHASE_DROP)
+		goto finish; /* everything copied */
 	if (c->rec.phase == 1) {
 		branch_join(&p, c->src, c->rec.cursor.buf);
 		rc = walk_pre_next(&w, &p);
@@ -537,24 +601,10 @@ static int clone_run(struct clone *c, uint64_t budget, uint64_t *used,
 		if (rc == 0)
 			break;
 	}
-finish : {
-	/* the last batch: pending copies, drop the map, delete the record */
-	struct sbuf lo = {0}, hi = {0}, k = {0};
-
-	key_xtmp_range(&lo, &hi, c->dt->name, c->rec.seq);
-	rc = tree_batch_drop_range(c->dt, c->b, lo.buf, lo.len, hi.buf, hi.len);
-	key_journal(&k, c->dt->name, c->rec.seq);
-	kv_batch_delete(c->b, k.buf, k.len);
+finish:
+	rc = clone_finish(c->dt, &c->rec, c->b, c->h);
 	if (rc == 0)
-		rc = tree_commit(c->dt, c->b);
-	if (rc == 0) {
-		journal_hook_batch(c->h);
 		*done = true;
-	}
-	sbuf_release(&lo);
-	sbuf_release(&hi);
-	sbuf_release(&k);
-}
 out:
 	kv_iter_free(c->dit);
 	kv_iter_free(c->xit);

@@ -230,7 +230,14 @@ static int check_journal(struct fsck *f)
 			journal_rec_release(&rec);
 			continue;
 		}
-		if (rec.op == JOP_CLONE)
+		if (rec.op == JOP_CLONE && rec.phase == CLONE_PHASE_DROP)
+			fsck_finding(
+			    f,
+			    "JOURNAL#%016llx: clone %s -> %s copied, its map "
+			    "not yet dropped (the next store open or its "
+			    "token finishes it)",
+			    (unsigned long long)e[i].seq, e[i].src, e[i].dst);
+		else if (rec.op == JOP_CLONE)
 			fsck_finding(
 			    f,
 			    "JOURNAL#%016llx: paused clone %s -> %s at "

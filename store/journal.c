@@ -43,8 +43,9 @@
  * served; it continues each rename/exchange record from its phase and cursor.
  * Every batch is idempotent given the record it starts from, so replaying
  * twice, or crashing during a replay, is harmless. Clone records (JOP_CLONE,
- * cascade.c) are budgeted operations paused on purpose: replay leaves them for
- * their resume token and only logs them.
+ * clone.c) are budgeted operations paused on purpose: replay leaves them for
+ * their resume token and only logs them, but for one that copied everything
+ * and was dropping its map (CLONE_PHASE_DROP), which replay finishes.
  *
  * Locking: journal_rename_dir() is entered with t->ns_lock held (tree_rename)
  * and holds it for batch 0 and the final batch; it drops it while copying.
@@ -428,21 +429,9 @@ out:
 	return rc;
 }
 
-/*
- * Drops the keys of [lo, hi) in slices of kv_range_keys() keys, one commit
- * each, until at most that many are left for the caller's batch (which
- * drops the rest atomically with its other changes); nothing on an engine
- * that keeps one range delete (RocksDB). Called once every key of the range
- * is copied (the record's cursor is past them): a crash between slices
- * leaves the record, and replay, which copies nothing more, drops the rest.
- * Sets rec->dropping: from the first slice on the rename cannot be undone.
- * drop_slices_in() sends its first slice in @b, which may hold other
- * deletes to go with it (rollback()); @b is left empty after a slice, else
- * as it came. Errors: as kv_iter_open, tree_commit.
- */
-static int drop_slices_in(struct tree *t, struct kv_batch *b,
-			  struct journal_rec *rec, const struct sbuf *lo,
-			  const struct sbuf *hi, struct journal_hook *h)
+int tree_drop_slices(struct tree *t, struct kv_batch *b, const char *lo,
+		     size_t lolen, const char *hi, size_t hilen,
+		     struct journal_hook *h, bool *sliced)
 {
 	size_t max = kv_range_keys(t->store->kv);
 	struct sbuf end = {0};
@@ -454,8 +443,7 @@ static int drop_slices_in(struct tree *t, struct kv_batch *b,
 		struct kv_iter *it = NULL;
 		size_t n = 0;
 
-		rc = kv_iter_open(&it, t->store->kv, lo->buf, lo->len, hi->buf,
-				  hi->len);
+		rc = kv_iter_open(&it, t->store->kv, lo, lolen, hi, hilen);
 		if (rc)
 			break;
 		for (; kv_iter_valid(it) && n < max; kv_iter_next(it))
@@ -471,8 +459,9 @@ static int drop_slices_in(struct tree *t, struct kv_batch *b,
 		kv_iter_free(it);
 		if (rc || !end.len)
 			break; /* at most max keys left: the caller's batch */
-		rec->dropping = true;
-		kv_batch_delete_range(b, lo->buf, lo->len, end.buf, end.len);
+		if (sliced)
+			*sliced = true;
+		kv_batch_delete_range(b, lo, lolen, end.buf, end.len);
 		rc = commit(t, b, h);
 		if (rc)
 			break;
@@ -481,12 +470,19 @@ static int drop_slices_in(struct tree *t, struct kv_batch *b,
 	return rc;
 }
 
+/*
+ * tree_drop_slices() of the copied range [lo, hi), called once every key of
+ * it is copied (the record's cursor is past them): a crash between slices
+ * leaves the record, and replay, which copies nothing more, drops the rest.
+ * Sets rec->dropping: from the first slice on the rename cannot be undone.
+ */
 static int drop_slices(struct tree *t, struct journal_rec *rec,
 		       const struct sbuf *lo, const struct sbuf *hi,
 		       struct journal_hook *h)
 {
 	struct kv_batch *b = kv_batch_new(t->store->kv);
-	int rc = drop_slices_in(t, b, rec, lo, hi, h);
+	int rc = tree_drop_slices(t, b, lo->buf, lo->len, hi->buf, hi->len, h,
+				  &rec->dropping);
 
 	kv_batch_free(b);
 	return rc;
@@ -724,7 +720,7 @@ done:
  * Undoes a rename that failed before its final batch (ENOSPC, EIO), or
  * goes on undoing one (replay): drops the copies under dst/ and the record,
  * by batches of deletes only (which a full disk still accepts): in slices
- * where the engine wants them (drop_slices_in), the first of them deleting
+ * where the engine wants them (tree_drop_slices), the first of them deleting
  * the go-ahead key, so that a crash in between replays as an undo; the
  * last one deletes the record. Only for a rename that replaced nothing (a
  * dropped target cannot come back) and put its go-ahead (JOURNAL_F_UNDO).
@@ -740,7 +736,7 @@ static int rollback(struct tree *t, struct journal_rec *rec,
 	key_xtmp_mark(&k, t->name, rec->seq);
 	kv_batch_delete(b, k.buf, k.len);
 	key_subtree_range(&lo, &hi, t->name, rec->dst.buf);
-	rc = drop_slices_in(t, b, rec, &lo, &hi, h);
+	rc = tree_drop_slices(t, b, lo.buf, lo.len, hi.buf, hi.len, h, NULL);
 	if (rc == 0)
 		rc = tree_batch_drop_range(t, b, lo.buf, lo.len, hi.buf,
 					   hi.len);
@@ -1066,7 +1062,25 @@ int tree_journal_replay(struct tree *t, size_t *replayed)
 			continue;
 		}
 		cur = printable(&rec.cursor);
-		if (rec.op == JOP_CLONE) {
+		if (rec.op == JOP_CLONE && rec.phase == CLONE_PHASE_DROP) {
+			/* everything copied: only its map is left to drop */
+			struct kv_batch *b = kv_batch_new(t->store->kv);
+
+			plog(LOG_NOTICE,
+			     "drive %s: finishing clone %s:%s -> %s (copied; "
+			     "dropping its map)",
+			     t->name, rec.sdrive.buf, rec.src.buf, rec.dst.buf);
+			rc = clone_finish(t, &rec, b, NULL);
+			kv_batch_free(b);
+			if (rc)
+				plog(LOG_ERR,
+				     "drive %s: finishing clone %s -> %s: %s; "
+				     "left for the next open",
+				     t->name, rec.src.buf, rec.dst.buf,
+				     strerror(-rc));
+			else
+				done++;
+		} else if (rec.op == JOP_CLONE) {
 			plog(LOG_NOTICE,
 			     "drive %s: clone %s:%s -> %s is paused at '%s'; "
 			     "resume it with its token",

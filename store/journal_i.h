@@ -8,6 +8,8 @@
 #ifndef PATHFS_JOURNAL_I_H
 #define PATHFS_JOURNAL_I_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "drive_i.h"
@@ -24,6 +26,22 @@ int journal_rename_dir(struct tree *t, const char *src, const char *dst,
 		       unsigned flags, const struct whiteout *wo,
 		       uint64_t *orphan);
 
+/*
+ * Drops the keys of [lo, hi) in slices of kv_range_keys() keys, one commit
+ * each (counted as batches of @h, may be NULL), until at most that many are
+ * left for the caller's batch, which drops the rest atomically with its
+ * other changes; nothing on an engine that keeps one range delete
+ * (RocksDB). The first slice goes in @b, which may hold other deletes to go
+ * with it; @b is left empty after a slice, else as it came. *sliced (may be
+ * NULL) is set true before the first slice is sent. Each slice must leave
+ * the store consistent: the caller's to ensure. Errors: as kv_iter_open,
+ * tree_commit.
+ */
+struct journal_hook;
+int tree_drop_slices(struct tree *t, struct kv_batch *b, const char *lo,
+		     size_t lolen, const char *hi, size_t hilen,
+		     struct journal_hook *h, bool *sliced);
+
 /* ---- journal records ---------------------------------------------------
  * JOURNAL#<seq> values: version byte 1, then varints op, flags, phase, then
  * put_bytes src, dst, cursor, sdrive, then varints ino, blk, aux. Version 2
@@ -36,7 +54,12 @@ int journal_rename_dir(struct tree *t, const char *src, const char *dst,
 #define JOP_EXCHANGE	    2 /* phases 1 A/->tmp, 2 B/->A/, 3 tmp->B/ */
 #define JOP_CLONE                                                              \
 	3 /* cascade clone (cp -r / cross-drive mv), budgeted:
-			  never replayed at open, resumed by its token */
+			  never replayed at open, resumed by its token; but
+			  in CLONE_PHASE_DROP, finished by replay too */
+/* A clone record's phases: 0 started, 1 copying (cursor: the last node
+ * copied), CLONE_PHASE_DROP everything copied, its map being dropped in
+ * slices (clone.c). */
+#define CLONE_PHASE_DROP 2
 /* In a JOP_RENAME record's flags (beside tree_rename()'s): leave a whiteout
  * at src (RENAME_WHITEOUT). */
 #define JOURNAL_F_WHITEOUT 0x100
@@ -63,6 +86,17 @@ void journal_rec_put(struct tree *t, struct kv_batch *b,
 		     const struct journal_rec *r);
 /* Reads JOURNAL#<seq>. Errors: -ENOENT, -EIO. */
 int journal_rec_get(struct tree *t, uint64_t seq, struct journal_rec *r);
+/*
+ * clone.c: the end of clone record @rec of drive @dt (everything copied):
+ * drops its map XTMP#<seq>/ and the record, with the pending changes in @b,
+ * in one commit; a map past a slice first goes in slices (tree_drop_slices)
+ * after a commit of @b that moves the record to CLONE_PHASE_DROP. Commits
+ * count as batches of @h (may be NULL). @b is left empty. Errors: as
+ * tree_commit.
+ */
+int clone_finish(struct tree *dt, struct journal_rec *rec, struct kv_batch *b,
+		 struct journal_hook *h);
+
 /* The crash hook (PATHFS_CRASH_AFTER_BATCHES, see journal.c): init reads the
  * environment; call batch() right after each committed batch. The failure
  * hook (PATHFS_ENOSPC_AT_BATCH, journal.c's batches only) is read with it. */
