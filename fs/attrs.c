@@ -38,7 +38,7 @@ int fs_do_getattr(struct fs *fs, uint64_t ino, struct tree_attr *a)
 		goto out;
 	do
 		rc = tree_getattr(fs->tree, p.path, ino, a);
-	while (fs_retry(fs, rc, ino, NULL, &p));
+	while (fs_retry(fs, &rc, ino, NULL, &p));
 	fs_leave(fs);
 	if (!rc)
 		note_attr(fs, a);
@@ -135,7 +135,7 @@ static void clear_privs(struct fs *fs, uint64_t ino, mode_t kill,
 		goto out;
 	do
 		rc = tree_setattr(fs->tree, p.path, ino, &in, TREE_SET_MODE, a);
-	while (fs_retry(fs, rc, ino, NULL, &p));
+	while (fs_retry(fs, &rc, ino, NULL, &p));
 	fs_leave(fs);
 out:
 	fs_path_release(&p);
@@ -233,7 +233,7 @@ int fs_do_setattr(struct fs *fs, const struct fs_who *w, uint64_t ino,
 		goto out;
 	do
 		rc = tree_setattr(fs->tree, p.path, ino, &in, mask, out);
-	while (fs_retry(fs, rc, ino, NULL, &p));
+	while (fs_retry(fs, &rc, ino, NULL, &p));
 	fs_leave(fs);
 	if (!rc)
 		note_attr(fs, out);
@@ -293,7 +293,7 @@ void touch_atime(struct fs *fs, uint64_t ino)
 				  TREE_SET_ATIME | TREE_SET_CTIME |
 				      TREE_SET_ACCESS,
 				  NULL);
-	while (fs_retry(fs, rc, ino, NULL, &p));
+	while (fs_retry(fs, &rc, ino, NULL, &p));
 	fs_leave(fs);
 	if (!rc && fs->se)
 		fuse_lowlevel_notify_inval_inode(fs->se, ino, -1, 0);

@@ -106,7 +106,7 @@ int fs_do_open_new(struct fs *fs, const struct fs_who *w, uint64_t ino,
 			do
 				rc = tree_setattr(fs->tree, p.path, ino, &in,
 						  TREE_SET_SIZE, &a);
-			while (fs_retry(fs, rc, ino, NULL, &p));
+			while (fs_retry(fs, &rc, ino, NULL, &p));
 			fs_leave(fs);
 		}
 		fs_path_release(&p);
@@ -233,7 +233,7 @@ int fs_do_read(struct fs *fs, uint64_t ino, size_t size, off_t off, char *buf,
 		goto out;
 	do
 		rc = tree_read(fs->tree, p.path, ino, off, size, buf, nread);
-	while (fs_retry(fs, rc, ino, NULL, &p));
+	while (fs_retry(fs, &rc, ino, NULL, &p));
 	fs_leave(fs);
 out:
 	fs_path_release(&p);
@@ -287,7 +287,7 @@ int fs_do_write(struct fs *fs, const struct fs_who *w, uint64_t ino,
 	do
 		rc = tree_write(fs->tree, p.path, ino, off, buf, size, append,
 				out);
-	while (fs_retry(fs, rc, ino, NULL, &p));
+	while (fs_retry(fs, &rc, ino, NULL, &p));
 	fs_leave(fs);
 	if (rc)
 		goto out;
@@ -367,7 +367,7 @@ int fs_do_fallocate(struct fs *fs, const struct fs_who *w, uint64_t ino,
 	do
 		rc = tree_fallocate(fs->tree, p.path, ino, tmode, (uint64_t)off,
 				    (uint64_t)len, out);
-	while (fs_retry(fs, rc, ino, NULL, &p));
+	while (fs_retry(fs, &rc, ino, NULL, &p));
 	fs_leave(fs);
 	if (rc)
 		goto out;

@@ -327,11 +327,15 @@ void fs_rename_start(struct fs *fs);
 void fs_rename_done(struct fs *fs);
 
 /*
- * After a store call on @p failed with @rc: true if @rc is -ENOENT and a
+ * After a store call on @p failed with *@rc: true if *@rc is -ENOENT and a
  * rename changed paths meanwhile and @p was rebuilt (still holding the
- * lock); the caller then retries. Errors of rebuilding give false.
+ * lock); the caller then retries. Errors of rebuilding give false. On a
+ * follower (fs->watch), a request on inode @ino (@name NULL) whose node the
+ * writer removed or replaced: true with @p's path NULL if the inode lives on
+ * under another name (a hard link: addressed by number from now on), else
+ * false with *@rc = -ESTALE.
  */
-bool fs_retry(struct fs *fs, int rc, uint64_t ino, const char *name,
+bool fs_retry(struct fs *fs, int *rc, uint64_t ino, const char *name,
 	      struct fs_path *p);
 
 /*

@@ -883,13 +883,14 @@ void fs_leave(struct fs *fs)
 	pthread_rwlock_unlock(&fs->sublock);
 }
 
-bool fs_retry(struct fs *fs, int rc, uint64_t ino, const char *name,
+bool fs_retry(struct fs *fs, int *rc, uint64_t ino, const char *name,
 	      struct fs_path *p)
 {
 	struct fs_path np = {0};
+	struct tree_attr a;
 	bool again = false;
 
-	if (rc != -ENOENT)
+	if (*rc != -ENOENT)
 		return false;
 	pthread_mutex_lock(&fs->lock);
 	/* a rename may have moved the node in the store but not yet in the
@@ -911,7 +912,22 @@ bool fs_retry(struct fs *fs, int rc, uint64_t ino, const char *name,
 	}
 	pthread_mutex_unlock(&fs->lock);
 	fs_path_release(&np);
-	return again;
+	if (again || !fs->watch || name)
+		return again;
+	/* A follower (-o ro on etcd), on an inode: the writer removed the
+	 * node this mount knows it by, or replaced it. If the inode still
+	 * has a name elsewhere (a hard link), it is addressed by number from
+	 * now on; otherwise it is gone for this mount (an orphan the writer
+	 * keeps for its own opens too: this mount cannot keep it from being
+	 * reclaimed at any moment), and every request on it answers ESTALE,
+	 * as NFS does, until the kernel forgets it. */
+	if (p->path && tree_getattr(fs->tree, NULL, ino, &a) == 0 && a.nlink) {
+		itab_flags(fs, ino, INODE_LINKED, 0);
+		p->path = NULL;
+		return true;
+	}
+	*rc = -ESTALE;
+	return false;
 }
 
 static struct busy *busy_new(const char *src, const char *dst)

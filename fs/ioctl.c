@@ -132,7 +132,7 @@ int fs_do_setflags(struct fs *fs, const struct fs_who *w, uint64_t ino,
 		goto out;
 	do
 		rc = tree_setflags(fs->tree, p.path, ino, flags, &a);
-	while (fs_retry(fs, rc, ino, NULL, &p));
+	while (fs_retry(fs, &rc, ino, NULL, &p));
 	fs_leave(fs);
 	/* ctime changed: the kernel's copy of the attributes is stale (not
 	 * its pages: -1; the kernel holds the inode lock, which this does not

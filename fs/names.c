@@ -56,7 +56,7 @@ static int enter_child(struct fs *fs, uint64_t parent, const char *name,
 		return rc;
 	do
 		rc = tree_lookup(fs->tree, p->path, a);
-	while (fs_retry(fs, rc, parent, name, p));
+	while (fs_retry(fs, &rc, parent, name, p));
 	if (rc)
 		fs_leave(fs);
 	return rc;
@@ -241,7 +241,7 @@ static int fs_do_readlink(struct fs *fs, uint64_t ino, char **target)
 	if (p.path) {
 		do
 			rc = tree_readlink(fs->tree, p.path, target);
-		while (fs_retry(fs, rc, ino, NULL, &p));
+		while (fs_retry(fs, &rc, ino, NULL, &p));
 	} else {
 		/* a hard-linked symlink: its INODE record holds the target */
 		rc = tree_readlink_ino(fs->tree, ino, target);
@@ -290,7 +290,7 @@ int fs_do_mknode(struct fs *fs, const struct fuse_ctx *ctx, uint64_t parent,
 	do
 		rc = tree_mknode_umask(fs->tree, p.path, mode, ctx->umask,
 				       ctx->uid, ctx->gid, rdev, target, a);
-	while (fs_retry(fs, rc, parent, name, &p));
+	while (fs_retry(fs, &rc, parent, name, &p));
 	if (!rc)
 		rc = itab_lookup(fs, a->ino, parent, name, a->flags);
 	fs_leave(fs);

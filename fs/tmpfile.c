@@ -44,7 +44,7 @@ int fs_do_tmpfile(struct fs *fs, const struct fs_who *w, uint64_t parent,
 		rc = p.path ? tree_mktmp(fs->tree, p.path, mode, w->umask,
 					 w->uid, w->gid, a)
 			    : -ENOTDIR;
-	while (fs_retry(fs, rc, parent, NULL, &p));
+	while (fs_retry(fs, &rc, parent, NULL, &p));
 	if (!rc)
 		rc = itab_lookup(fs, a->ino, 0, "", a->flags);
 	if (!rc)

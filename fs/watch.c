@@ -30,7 +30,9 @@
  * created while the watch had lost track, stays unseen until its negative
  * entry times out (-o timeout); a deleted node's inode is not known (the
  * event has no value): a file open here whose name the writer removed keeps
- * its table place and answers ENOENT.
+ * its table place, its requests find no node there and answer ESTALE
+ * (fs_retry(): by number instead if a hard link of it is left), and the
+ * kernel keeps its attributes until they time out.
  */
 #include <errno.h>
 #include <stdlib.h>

@@ -63,7 +63,7 @@ int fs_do_setxattr(struct fs *fs, uint64_t ino, const char *name,
 		rc = value ? tree_setxattr(fs->tree, p.path, ino, name, value,
 					   size, flags)
 			   : tree_removexattr(fs->tree, p.path, ino, name);
-	while (fs_retry(fs, rc, ino, NULL, &p));
+	while (fs_retry(fs, &rc, ino, NULL, &p));
 	fs_leave(fs);
 	if (is_acl(name))
 		itab_acl_changed(fs, ino);

@@ -257,13 +257,16 @@ static struct fs_path retry_p;
 
 Test(fs_inodes, retry_rebuilds_a_path_a_rename_changed)
 {
+	int enoent = -ENOENT, eio = -EIO;
+
 	itab_lookup(&tu_fs, 10, 1, "old", 0);
 	cr_assert_eq(itab_path(&tu_fs, 10, NULL, false, &retry_p), 0);
-	cr_expect_not(fs_retry(&tu_fs, -ENOENT, 10, NULL, &retry_p),
+	cr_expect_not(fs_retry(&tu_fs, &enoent, 10, NULL, &retry_p),
 		      "nothing changed: no retry");
+	cr_expect_eq(enoent, -ENOENT, "not a follower: no ESTALE");
 	itab_move(&tu_fs, 10, 1, "new");
-	cr_expect_not(fs_retry(&tu_fs, -EIO, 10, NULL, &retry_p));
-	cr_assert(fs_retry(&tu_fs, -ENOENT, 10, NULL, &retry_p));
+	cr_expect_not(fs_retry(&tu_fs, &eio, 10, NULL, &retry_p));
+	cr_assert(fs_retry(&tu_fs, &enoent, 10, NULL, &retry_p));
 	cr_expect_str_eq(retry_p.path, "/new");
 }
 

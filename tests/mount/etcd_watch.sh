@@ -8,7 +8,9 @@
 # change within 1 s: a new file, new content (longer, and the same size),
 # a folder and its listing, the folder renamed (its listing under the new
 # name, the old name gone, a file open in it still answering fstat), files
-# removed; across the writer's unmount and remount; and after the member
+# removed, files open here whose names the writer removes (ESTALE, or read
+# on by number when a hard link is left); across the writer's unmount and
+# remount; and after the member
 # its watch streams from is killed (the watch starts again elsewhere and
 # forgets everything: 5 s, a leader election may come first).
 source "$(dirname "$0")/lib.sh"
@@ -94,6 +96,45 @@ check "removed files are gone" \
 	seen 1000 "remove" is "ls '$RO/dir2' | paste -sd ' '" b
 check "... both" seen 1000 "remove 2" bash -c "[ ! -e '$RO/one' ]"
 check "... from the listing too" is "ls '$RO' | paste -sd ' '" "dir2 new"
+
+# ---- files open here whose names the writer removes ----------------------
+# The writer cannot see this mount's opens: a file whose last name it
+# removes is freed (or reclaimed soon after, if its own kernel has it open),
+# so here it answers ESTALE, as on NFS, never ENOENT or other bytes; a file
+# that keeps another name (a hard link) keeps reading.
+echo gone >"$MNT/gone"
+echo kept >"$MNT/linked"
+echo twice >"$MNT/twice"
+echo old >"$MNT/replaced"
+echo new >"$MNT/other"
+# looked up, not read: reads of the open files ask the daemon
+check "files to remove are seen" seen 1000 "gone" bash -c \
+	"[ -e '$RO/gone' ] && [ -e '$RO/linked' ] && [ -e '$RO/replaced' ] &&
+	 [ -e '$RO/twice' ]"
+exec 6<"$RO/twice" 7<"$RO/gone" 8<"$RO/linked" 9<"$RO/replaced"
+rm "$MNT/gone"
+ln "$MNT/linked" "$MNT/linked2"
+rm "$MNT/linked"
+mv "$MNT/other" "$MNT/replaced"
+# this mount follows the inode to its new name (a name it did not look up:
+# a look-up would tell it the inode is hard-linked); changes come in order
+ln "$MNT/twice" "$MNT/twice2"
+touch "$MNT/mark"
+check "a new link is seen" seen 1000 "link" bash -c "[ -e '$RO/mark' ]"
+rm "$MNT/twice2"
+check "the removed names are gone" \
+	seen 1000 "gone" bash -c \
+	"[ ! -e '$RO/gone' ] && [ ! -e '$RO/linked' ] && [ ! -e '$RO/twice2' ]"
+check "... an open file whose name went answers ESTALE" \
+	is "cat <&7 2>&1" "cat: -: Stale file handle"
+check "... again" is "cat <&7 2>&1" "cat: -: Stale file handle"
+check "... one replaced by another file too" \
+	is "cat <&9 2>&1" "cat: -: Stale file handle"
+check "... one with a hard link left reads on" is "cat <&8" kept
+check "... also when the link it was followed to went" is "cat <&6" twice
+check "... and the replacing file reads" is "cat '$RO/replaced'" new
+exec 6<&- 7<&- 8<&- 9<&-
+check "the daemon lives on" is "cat '$RO/linked2'" kept
 
 # ---- the writer unmounts and comes back --------------------------------------
 pfs_umount
