@@ -427,5 +427,12 @@ void fs_inval_name(struct fs *fs, uint64_t parent, const char *name);
  */
 int fs_watch_start(struct fs *fs);
 void fs_watch_stop(struct fs *fs);
+/*
+ * (watch.c) A lookup of @name in folder @parent found nothing: returns how
+ * long (s) the kernel may cache the miss. fs->timeout, but on a watching
+ * mount a miss in the root is remembered so that a restarted watch makes
+ * the kernel forget it, or, when too many are, cached for 1 s only.
+ */
+double fs_watch_negative(struct fs *fs, uint64_t parent, const char *name);
 
 #endif

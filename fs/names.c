@@ -173,7 +173,7 @@ int fs_do_lookup(struct fs *fs, uint64_t parent, const char *name,
 	if (rc == -ENOENT) {
 		/* cached negative entry: the kernel remembers the miss */
 		memset(e, 0, sizeof(*e));
-		e->entry_timeout = fs->timeout;
+		e->entry_timeout = fs_watch_negative(fs, parent, name);
 		rc = 0;
 		goto out;
 	}

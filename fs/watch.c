@@ -14,8 +14,13 @@
  *    attributes and pages;
  *  - everything may have changed (the watch started, or restarted after it
  *    lost track: a dropped stream, a compacted revision): every entry and
- *    inode the table knows (all the kernel can have cached but negative
- *    entries, below).
+ *    inode the table knows, and the negative entries of the root folder.
+ *    Invalidating a folder's entry drops the kernel's unused dentries below
+ *    it, negative ones too (d_invalidate), so the root's are the only
+ *    negative entries that need their names: a lookup that finds nothing in
+ *    the root tells fs_watch_negative() (names.c), which keeps the name
+ *    while the kernel may cache the miss (-o timeout), up to NEG_MAX names;
+ *    past that, a miss in the root is cached for NEG_FULL_TIMEOUT only.
  * The daemon's other cache, the listing cookies (dircookie.h), needs
  * nothing: a cookie stands for a name, and a listing resumed after a name
  * the writer removed or added meanwhile is still right.
@@ -26,9 +31,7 @@
  * store once per run of changes in one folder (a rename of a 10,000-entry
  * folder costs a few look-ups, not 10,000).
  *
- * Limits: a name this mount looked up and did not find, that the writer
- * created while the watch had lost track, stays unseen until its negative
- * entry times out (-o timeout); a deleted node's inode is not known (the
+ * Limits: a deleted node's inode is not known (the
  * event has no value): a file open here whose name the writer removed keeps
  * its table place, its requests find no node there and answer ESTALE
  * (fs_retry(): by number instead if a hard link of it is left), and the
@@ -37,18 +40,97 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "fs_i.h"
 #include "log.h"
 
+/* names of root misses remembered at most; past that, how long (s) the
+ * kernel may cache a miss in the root */
+#define NEG_MAX		 4096
+#define NEG_FULL_TIMEOUT 1.0
+
+/* A miss in the root folder the kernel may cache until @until. */
+struct neg {
+	char *name;
+	time_t until; /* CLOCK_MONOTONIC seconds */
+};
+
 struct fs_watch {
 	struct fs *fs;
 	struct tree_watch *tw;
+	/* the root's misses, oldest first (a ring); protected by neg_lock */
+	pthread_mutex_t neg_lock;
+	struct neg neg[NEG_MAX];
+	size_t neg_first, neg_count;
 	/* on the watch thread only: the folder of the last change, and its
 	 * inode then (0: not found); valid while the changes stay in it */
 	char *dir;
 	uint64_t dir_ino;
 };
+
+static time_t now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec;
+}
+
+/* Caller holds w->neg_lock. Drops the oldest remembered miss. */
+static void neg_drop_first(struct fs_watch *w)
+{
+	free(w->neg[w->neg_first].name);
+	w->neg[w->neg_first].name = NULL;
+	w->neg_first = (w->neg_first + 1) % NEG_MAX;
+	w->neg_count--;
+}
+
+double fs_watch_negative(struct fs *fs, uint64_t parent, const char *name)
+{
+	struct fs_watch *w = fs->watch;
+	double timeout = fs->timeout;
+	time_t now;
+	char *copy;
+
+	if (!w || parent != TREE_ROOT_INO)
+		return timeout;
+	copy = strdup(name);
+	now = now_s();
+	pthread_mutex_lock(&w->neg_lock);
+	while (w->neg_count && w->neg[w->neg_first].until < now)
+		neg_drop_first(w);
+	if (copy && w->neg_count < NEG_MAX) {
+		struct neg *n = &w->neg[(w->neg_first + w->neg_count) % NEG_MAX];
+
+		n->name = copy;
+		n->until = now + 1 +
+			   (time_t)(fs->timeout < 1e9 ? fs->timeout : 1e9);
+		w->neg_count++;
+		copy = NULL;
+	} else if (timeout > NEG_FULL_TIMEOUT) {
+		timeout = NEG_FULL_TIMEOUT;
+	}
+	pthread_mutex_unlock(&w->neg_lock);
+	free(copy);
+	return timeout;
+}
+
+/* Makes the kernel forget the root's misses it may still cache. */
+static void forget_negative(struct fs_watch *w)
+{
+	struct fs *fs = w->fs;
+
+	pthread_mutex_lock(&w->neg_lock);
+	while (w->neg_count) {
+		const char *name = w->neg[w->neg_first].name;
+
+		fuse_lowlevel_notify_inval_entry(fs->se, TREE_ROOT_INO, name,
+						 strlen(name));
+		neg_drop_first(w);
+	}
+	pthread_mutex_unlock(&w->neg_lock);
+}
 
 /* Makes the kernel forget every entry and inode the table knows. */
 static void forget_all(struct fs *fs)
@@ -98,6 +180,7 @@ static void on_change(void *ctx, const struct tree_change *c)
 	if (!c) {
 		free(w->dir);
 		w->dir = NULL;
+		forget_negative(w);
 		forget_all(fs);
 		return;
 	}
@@ -130,8 +213,10 @@ int fs_watch_start(struct fs *fs)
 	if (!w)
 		return -ENOMEM;
 	w->fs = fs;
+	pthread_mutex_init(&w->neg_lock, NULL);
 	rc = tree_watch(fs->tree, on_change, w, &w->tw);
 	if (rc) {
+		pthread_mutex_destroy(&w->neg_lock);
 		free(w);
 		return rc;
 	}
@@ -146,6 +231,9 @@ void fs_watch_stop(struct fs *fs)
 	if (!w)
 		return;
 	tree_watch_stop(w->tw);
+	while (w->neg_count)
+		neg_drop_first(w);
+	pthread_mutex_destroy(&w->neg_lock);
 	free(w->dir);
 	free(w);
 	fs->watch = NULL;

@@ -12,7 +12,9 @@
 # on by number when a hard link is left); across the writer's unmount and
 # remount; and after the member
 # its watch streams from is killed (the watch starts again elsewhere and
-# forgets everything: 5 s, a leader election may come first).
+# forgets everything: 5 s, a leader election may come first); names looked
+# up and not found here (in the root and in a folder) that the writer
+# creates while the watch's member is stopped, then killed.
 source "$(dirname "$0")/lib.sh"
 sanitizer_logs
 
@@ -156,6 +158,40 @@ check "... it said so in its log" grep -q "etcd watch on .* ended" "$T/ro.log"
 check "... and later changes too" bash -c "echo later >'$MNT/later'"
 check "... within 1 s" seen 1000 "later" is "cat '$RO/later'" later
 "$CLUSTER_SH" restart "$CLUSTER" 1
+
+# ---- names created while the watch was down ---------------------------------
+# The ro mount's watch streams from member W (the first of its URL; not the
+# leader), the writer talks to the other two. Names this mount looked up and
+# did not find (negative entries: an hour in the kernel), in the root and in
+# a folder, are created while W is stopped (so the watch gets no event),
+# then W is killed: the watch starts again from now elsewhere, cannot know
+# what it missed, and must make the kernel forget those too.
+IFS=, read -r -a eps <<<"$PATHFS_TEST_ETCD"
+leader=$("$CLUSTER_SH" leader "$CLUSTER")
+W=1
+[ "$leader" = 1 ] && W=2
+others=()
+for i in 1 2 3; do [ "$i" = "$W" ] || others+=("${eps[i - 1]}"); done
+fusermount3 -u "$RO"
+while pgrep -f "pathfs .*$RO\$" >/dev/null; do sleep 0.05; done
+pfs_umount
+WSTORE=$STORE
+STORE="etcd://${others[0]},${others[1]}/wa$$"
+pfs_mount -o "log=$T/w.log"
+STORE=$WSTORE
+check "the ro mount watching member $W" "$PATHFS" -o ro -o "log=$T/ro.log" \
+	"etcd://${eps[W - 1]},${others[0]},${others[1]}/wa$$" "$RO"
+ls "$RO" "$RO/dir2" >/dev/null
+check "names not there yet" bash -c "! stat '$RO/neg' '$RO/dir2/neg' 2>/dev/null"
+kill -STOP "$(cat "$CLUSTER/$W.pid")"
+echo root >"$MNT/neg"
+echo sub >"$MNT/dir2/neg"
+"$CLUSTER_SH" kill "$CLUSTER" "$W"
+check "a name created in the root while the watch was down is seen" \
+	seen 1500 "missed in /" is "cat '$RO/neg'" root
+check "... and one in a folder" \
+	seen 1500 "missed in a folder" is "cat '$RO/dir2/neg'" sub
+"$CLUSTER_SH" restart "$CLUSTER" "$W"
 
 fusermount3 -u "$RO"
 while pgrep -f "pathfs .*$RO\$" >/dev/null; do sleep 0.05; done
