@@ -31,6 +31,14 @@ static bool kv_env_strict(void)
 	return s && *s && strcmp(s, "0") != 0;
 }
 
+int kv_identity(const char *where, char **out)
+{
+	if (kv_is_etcd(where))
+		return kv_etcd_identity(where, out);
+	*out = strdup(where);
+	return *out ? 0 : -ENOMEM;
+}
+
 int kv_holder(const char *where, char *buf, size_t size)
 {
 	return kv_is_etcd(where) ? kv_etcd_holder(where, buf, size) : -ENOENT;

@@ -96,5 +96,6 @@ int kv_rocksdb_open(struct kv **out, const char *dir,
 int kv_etcd_open(struct kv **out, const char *url,
 		 const struct kv_options *opt);
 int kv_etcd_holder(const char *url, char *buf, size_t size);
+int kv_etcd_identity(const char *url, char **out);
 
 #endif

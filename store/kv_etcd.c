@@ -34,6 +34,7 @@
  * Limits: a fenced open still reads (what etcd has, the new writer's changes
  * included) until it is closed.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -85,7 +86,7 @@ static void kve_close(struct kv *kv_)
 	free(kv);
 }
 
-/* Parses etcd://EPS/NAME[?opts] into its parts (malloc'd). */
+/* Parses etcd://EPS/NAME[/][?opts] into its parts (malloc'd). */
 static int kve_parse(const char *url, char **eps, char **name, size_t *txn_ops,
 		     size_t *req_bytes, uint64_t *quota, int *ttl)
 {
@@ -97,6 +98,8 @@ static int kve_parse(const char *url, char **eps, char **name, size_t *txn_ops,
 		return -EINVAL;
 	q = strchr(slash + 1, '?');
 	nlen = q ? (size_t)(q - slash - 1) : strlen(slash + 1);
+	if (nlen > 1 && slash[nlen] == '/')
+		nlen--; /* NAME/ is NAME, as a directory's path may end in / */
 	if (!nlen || nlen > KVE_NAME_MAX)
 		return -EINVAL;
 	for (size_t i = 0; i < nlen; i++) {
@@ -201,6 +204,64 @@ out:
 	}
 	*out = &kv->base;
 	return 0;
+}
+
+static int str_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int kv_etcd_identity(const char *url, char **out)
+{
+	size_t txn_ops, req_bytes, n = 0, len, i;
+	uint64_t quota;
+	int ttl, rc;
+	char *eps = NULL, *name = NULL, **v = NULL, *s, *tok, *id = NULL, *p;
+
+	*out = NULL;
+	rc = kve_parse(url, &eps, &name, &txn_ops, &req_bytes, &quota, &ttl);
+	if (rc)
+		goto out;
+	for (s = eps; *s; s++) {
+		*s = (char)tolower((unsigned char)*s);
+		n += *s == ',';
+	}
+	v = calloc(n + 1, sizeof(*v));
+	if (!v) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	n = 0;
+	len = strlen("etcd://") + strlen(name) + 2;
+	for (tok = strtok_r(eps, ",", &s); tok; tok = strtok_r(NULL, ",", &s)) {
+		/* the one host name every resolver gives as the loopback
+		 * (as long as its address: rewritten in place) */
+		if (!strncmp(tok, "localhost", 9) && (!tok[9] || tok[9] == ':'))
+			memcpy(tok, "127.0.0.1", 9);
+		v[n++] = tok;
+		len += strlen(tok) + 1;
+	}
+	if (!n) {
+		rc = -EINVAL;
+		goto out;
+	}
+	qsort(v, n, sizeof(*v), str_cmp);
+	id = p = malloc(len);
+	if (!id) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	p += sprintf(p, "etcd://");
+	for (i = 0; i < n; i++)
+		if (!i || strcmp(v[i], v[i - 1]))
+			p += sprintf(p, "%s%s", i ? "," : "", v[i]);
+	sprintf(p, "/%s", name);
+	*out = id;
+out:
+	free(v);
+	free(eps);
+	free(name);
+	return rc;
 }
 
 int kv_etcd_holder(const char *url, char *buf, size_t size)

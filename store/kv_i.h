@@ -99,6 +99,10 @@ int kv_open(struct kv **out, const char *where, const struct kv_options *opt);
 /* Who holds the store at @where open read-write (see store_holder): an etcd
  * store's owner key's value, in @buf. -ENOENT if none, or a directory. */
 int kv_holder(const char *where, char *buf, size_t size);
+
+/* The one spelling of location @where, malloc'd in *out (see
+ * store_identity). Errors: -EINVAL (a malformed etcd URL), -ENOMEM. */
+int kv_identity(const char *where, char **out);
 void kv_close(struct kv *kv);
 
 /* true if opened read-only */

@@ -394,7 +394,12 @@ bool store_is_remote(const char *where)
 
 bool store_remote(const struct store *s)
 {
-	return kv_is_etcd(s->dir);
+	return store_is_remote(s->dir);
+}
+
+int store_identity(const char *where, char **out)
+{
+	return kv_identity(where, out);
 }
 
 /*

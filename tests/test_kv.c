@@ -786,3 +786,37 @@ Test(kv, watch_from_compacted_revision_resets)
 	kv_watch_stop(w);
 	kv_close(ro);
 }
+
+static void expect_identity(const char *where_, const char *want)
+{
+	char *id = NULL;
+	int rc = kv_identity(where_, &id);
+
+	cr_expect_eq(rc, 0, "kv_identity(%s): %s", where_, strerror(-rc));
+	if (!rc)
+		cr_expect_str_eq(id, want, "identity of %s", where_);
+	free(id);
+}
+
+/* Every spelling of one location has one identity (the control socket's
+ * name): members in any order, case, localhost for 127.0.0.1, named twice,
+ * a trailing slash, options; another NAME or member set another. */
+Test(kv, identity_of_a_location)
+{
+	char *id = (char *)1;
+
+	expect_identity("etcd://h2:2,h1:1/n", "etcd://h1:1,h2:2/n");
+	expect_identity("etcd://H1:1,,h2:2,h1:1/n/", "etcd://h1:1,h2:2/n");
+	expect_identity("etcd://localhost:5,LOCALHOST:4,127.0.0.1:3/n"
+			"?lease-ttl=9",
+			"etcd://127.0.0.1:3,127.0.0.1:4,127.0.0.1:5/n");
+	expect_identity("etcd://localhostx:5/n", "etcd://localhostx:5/n");
+	expect_identity("etcd://h1:1/n.x-Y_/?max-txn-ops=64",
+			"etcd://h1:1/n.x-Y_");
+	expect_identity("/some/dir/", "/some/dir/");
+	cr_expect_eq(kv_identity("etcd://h1:1/a/b", &id), -EINVAL);
+	cr_expect_null(id);
+	cr_expect_eq(kv_identity("etcd://h1:1//", &id), -EINVAL);
+	cr_expect_eq(kv_identity("etcd:///n", &id), -EINVAL);
+	cr_expect_eq(kv_identity("etcd://,/n", &id), -EINVAL);
+}

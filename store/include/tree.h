@@ -121,6 +121,18 @@ bool store_is_remote(const char *where);
 /* Whether open store @s is on etcd (every read a network round trip). */
 bool store_remote(const struct store *s);
 
+/*
+ * The one spelling of the store at @where, malloc'd in *out (caller frees),
+ * so that every spelling of one store names one daemon (its control
+ * socket): for an etcd URL "etcd://" and its members lower-cased, each
+ * "localhost" as 127.0.0.1 (the address every resolver gives it; other host
+ * names are not resolved: name a member one way on one machine), sorted,
+ * each once, then "/NAME" (a trailing slash and the options after '?' left
+ * out); a directory as given. Errors: -EINVAL (a malformed etcd URL),
+ * -ENOMEM.
+ */
+int store_identity(const char *where, char **out);
+
 /* Flushes and closes. Safe on NULL. Handles from store_drive() die with it. */
 void store_close(struct store *s);
 

@@ -4,7 +4,8 @@
 # - a second read-write mount here is another mount of the writer's (its
 #   FUSE connection), one of another drive is refused; a -o ro mount beside
 #   it is allowed; pathfsctl reaches the writer's daemon on this machine
-#   (reads and writes);
+#   (reads and writes), whichever way the URL spells the store (members'
+#   order, a trailing slash, localhost);
 # - beside a writer elsewhere (its owner key put with curl), pathfsctl's
 #   read commands work (the store opened read-only, no owner key taken) and
 #   its write commands and a read-write mount are refused in one line naming
@@ -79,7 +80,22 @@ check "... for a URL naming the members in another order" \
 	"$PATHFSCTL" -s "etcd://$(tr , '\n' <<<"$PATHFS_TEST_ETCD" | tac | paste -sd,)/ow$$" \
 	mv /d2 /d3
 check "... (seen)" [ -d "$MNT/d3" ]
-rmdir "$MNT/d3"
+# every spelling of the store names one daemon (store_identity()): a
+# trailing slash, options, localhost for 127.0.0.1 in any case, a member
+# named twice
+IFS=, read -r -a eps <<<"$PATHFS_TEST_ETCD"
+check "... for the URL with a trailing slash" \
+	"$PATHFSCTL" -s "$STORE/" mv /d3 /d4
+check "... (seen)" [ -d "$MNT/d4" ]
+check "... for one with localhost, options, a member twice" \
+	"$PATHFSCTL" -s "etcd://${eps[2]/127.0.0.1/LocalHost},${eps[1]/127.0.0.1/localhost},${eps[0]},${eps[2]}/ow$$/?lease-ttl=7" \
+	mv /d4 /d5
+check "... (seen)" [ -d "$MNT/d5" ]
+rmdir "$MNT/d5"
+out=$("$PATHFSCTL" -s "etcd://$PATHFS_TEST_ETCD/ow$$-2" ls / 2>&1) && rc=0 || rc=$?
+echo "# another NAME: $out"
+check "another NAME does not reach it" [ "$rc" != 0 ]
+check "... it is no store" grep -q "no store at" <<<"$out"
 check "a -o ro mount beside the writer" \
 	"$PATHFS" -o ro -o "log=$T/ro.log" "$STORE" "$MNT2"
 check "... reads the writer's file" [ "$(cat "$MNT2/one")" = one ]

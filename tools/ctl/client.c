@@ -68,6 +68,8 @@ int control_call(const char *store_dir, const char *drive, int argc,
 		}
 		rc = proto_sock_addr(&sa, store_dir, dirfd);
 	}
+	if (rc == -EINVAL)
+		rc = -ENOENT; /* a malformed URL: no daemon; opening says why */
 	if (rc)
 		goto out;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);

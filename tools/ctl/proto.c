@@ -11,21 +11,6 @@
 #include "proto.h"
 #include "tree.h"
 
-#define PROTO_EPS_MAX 16
-
-struct ep {
-	const char *p;
-	size_t n;
-};
-
-static int ep_cmp(const void *a, const void *b)
-{
-	const struct ep *x = a, *y = b;
-	int c = memcmp(x->p, y->p, x->n < y->n ? x->n : y->n);
-
-	return c ? c : (x->n > y->n) - (x->n < y->n);
-}
-
 static uint64_t fnv(uint64_t h, const char *p, size_t n)
 {
 	while (n--) {
@@ -35,33 +20,24 @@ static uint64_t fnv(uint64_t h, const char *p, size_t n)
 	return h;
 }
 
-/* The identity of an etcd store: its members sorted, then its NAME (the
- * options after '?' left out), hashed. */
-static uint64_t remote_id(const char *url)
+/* The abstract socket name of the etcd store at @url: its NAME, then a hash
+ * of its identity (store_identity(): members in one spelling and order), so
+ * every spelling of one store finds one daemon and stores of two NAMEs
+ * never share a socket. */
+static int remote_name(struct sockaddr_un *sa, const char *url)
 {
-	const char *s = url + strlen("etcd://");
-	size_t elen = strcspn(s, "/"), i, k = 0;
-	const char *name = s[elen] ? s + elen + 1 : s + elen;
-	struct ep eps[PROTO_EPS_MAX];
-	uint64_t h = 0xcbf29ce484222325ull;
+	char *id = NULL;
+	int rc = store_identity(url, &id), n;
 
-	for (i = 0; i < elen && k < PROTO_EPS_MAX;) {
-		size_t n = strcspn(s + i, ",/");
-
-		if (n > elen - i)
-			n = elen - i;
-		if (n)
-			eps[k++] = (struct ep){s + i, n};
-		i += n + 1;
-	}
-	if (i < elen) { /* more members than we sort: take them as given */
-		h = fnv(h, s, elen);
-	} else {
-		qsort(eps, k, sizeof(eps[0]), ep_cmp);
-		for (i = 0; i < k; i++)
-			h = fnv(fnv(h, eps[i].p, eps[i].n), ",", 1);
-	}
-	return fnv(fnv(h, "/", 1), name, strcspn(name, "?"));
+	if (rc)
+		return rc;
+	n = snprintf(sa->sun_path + 1, sizeof(sa->sun_path) - 1,
+		     CONTROL_SOCKET_REMOTE "%s/%016llx", strrchr(id, '/') + 1,
+		     (unsigned long long)fnv(0xcbf29ce484222325ull, id,
+					     strlen(id)));
+	free(id);
+	return n > 0 && (size_t)n < sizeof(sa->sun_path) - 1 ? 0
+							     : -ENAMETOOLONG;
 }
 
 int proto_sock_addr(struct sockaddr_un *sa, const char *dir, int dirfd)
@@ -70,12 +46,8 @@ int proto_sock_addr(struct sockaddr_un *sa, const char *dir, int dirfd)
 
 	memset(sa, 0, sizeof(*sa));
 	sa->sun_family = AF_UNIX;
-	if (store_is_remote(dir)) {
-		snprintf(sa->sun_path + 1, sizeof(sa->sun_path) - 1,
-			 CONTROL_SOCKET_REMOTE "%016llx",
-			 (unsigned long long)remote_id(dir));
-		return 0;
-	}
+	if (store_is_remote(dir))
+		return remote_name(sa, dir);
 	n = snprintf(sa->sun_path, sizeof(sa->sun_path), "%s/%s", dir,
 		     CONTROL_SOCKET_NAME);
 	if (n > 0 && (size_t)n < sizeof(sa->sun_path))

@@ -32,7 +32,8 @@
 /* Name of the socket file inside the store directory. */
 #define CONTROL_SOCKET_NAME "pathfs.sock"
 
-/* The abstract socket of a store on etcd: this, then 16 hex digits. */
+/* The abstract socket of a store on etcd: this, its NAME, '/', then 16 hex
+ * digits (proto.c). */
 #define CONTROL_SOCKET_REMOTE "pathfs-ctl/etcd/"
 
 #define CONTROL_MAGIC	   "PFSCTL1\n"
@@ -55,7 +56,7 @@
  * as @dirfd (-1: not open): the plain path when it fits, else through
  * /proc/self/fd/N; for an etcd URL the abstract name (sun_path[0] is NUL;
  * give sizeof(*sa) as its length to bind and connect). Errors:
- * -ENAMETOOLONG.
+ * -ENAMETOOLONG, and for an etcd URL -EINVAL (malformed), -ENOMEM.
  */
 int proto_sock_addr(struct sockaddr_un *sa, const char *dir, int dirfd);
 
