@@ -66,10 +66,14 @@ static void kve_close(struct kv *kv_)
 		char k[KVE_NAME_MAX + 64];
 		int n = snprintf(k, sizeof(k), "%stxn/%016llx/", kv->meta,
 				 (unsigned long long)kv->client);
-		kve_add_b64(req, "key", k, (size_t)n);
+		int rc = kve_add_b64(req, "key", k, (size_t)n);
+
 		k[n - 1]++;
-		kve_add_b64(req, "range_end", k, (size_t)n);
-		if (etcd_call(kv->e, "/v3/kv/deleterange", req, &resp) == 0)
+		/* out of memory: the slots stay (8 small keys) */
+		if (!rc)
+			rc = kve_add_b64(req, "range_end", k, (size_t)n);
+		if (!rc &&
+		    etcd_call(kv->e, "/v3/kv/deleterange", req, &resp) == 0)
 			json_object_put(resp);
 		json_object_put(req);
 	}
@@ -186,9 +190,12 @@ int kv_etcd_open(struct kv **out, const char *url, const struct kv_options *opt)
 		goto out;
 	/* reachable? (and a clear error now rather than at the first read) */
 	req = json_object_new_object();
-	kve_add_b64(req, "key", kv->meta, kv->mlen);
-	json_object_object_add(req, "count_only", json_object_new_boolean(1));
-	rc = etcd_call(kv->e, "/v3/kv/range", req, &resp);
+	rc = kve_add_b64(req, "key", kv->meta, kv->mlen);
+	if (!rc)
+		rc = kve_add_json(req, "count_only",
+				  json_object_new_boolean(1));
+	if (!rc)
+		rc = etcd_call(kv->e, "/v3/kv/range", req, &resp);
 	if (rc == -ETIMEDOUT)
 		rc = -EHOSTUNREACH;
 	if (!rc && !opt->read_only)
@@ -282,8 +289,9 @@ int kv_etcd_holder(const char *url, char *buf, size_t size)
 		rc = etcd_open(&e, eps);
 	if (!rc) {
 		req = json_object_new_object();
-		kve_add_b64(req, "key", key, strlen(key));
-		rc = etcd_call(e, "/v3/kv/range", req, &resp);
+		rc = kve_add_b64(req, "key", key, strlen(key));
+		if (!rc)
+			rc = etcd_call(e, "/v3/kv/range", req, &resp);
 	}
 	if (!rc && !(json_object_object_get_ex(resp, "kvs", &kvs) &&
 		     json_object_array_length(kvs) > 0))
@@ -351,13 +359,13 @@ static uint64_t kve_estimate_keys(struct kv *kv_)
 	uint64_t n = 0;
 	char *end = strndup(kv->pfx, kv->plen);
 
-	if (!end)
-		abort();
-	end[kv->plen - 1]++;
-	kve_add_b64(req, "key", kv->pfx, kv->plen);
-	kve_add_b64(req, "range_end", end, kv->plen);
-	json_object_object_add(req, "count_only", json_object_new_boolean(1));
-	if (etcd_call(kv->e, "/v3/kv/range", req, &resp) == 0)
+	/* out of memory: no estimate (0) */
+	if (end)
+		end[kv->plen - 1]++;
+	if (end && !kve_add_b64(req, "key", kv->pfx, kv->plen) &&
+	    !kve_add_b64(req, "range_end", end, kv->plen) &&
+	    !kve_add_json(req, "count_only", json_object_new_boolean(1)) &&
+	    etcd_call(kv->e, "/v3/kv/range", req, &resp) == 0)
 		n = (uint64_t)etcd_int(resp, "count");
 	json_object_put(req);
 	json_object_put(resp);
@@ -385,8 +393,10 @@ static int kve_watch(void **out, struct kv *base, const char *lo, size_t lolen,
 	size_t l1, l2;
 	char *k1 = kve_key(kv, lo, lolen, &l1),
 	     *k2 = kve_key(kv, hi, hilen, &l2);
-	int rc = etcd_watch_start((struct etcd_watch **)out, kv->e, k1, l1, k2,
-				  l2, kv->plen, rev, change, reset, ctx);
+	int rc = k1 && k2 ? etcd_watch_start((struct etcd_watch **)out, kv->e,
+					     k1, l1, k2, l2, kv->plen, rev,
+					     change, reset, ctx)
+			  : -ENOMEM;
 
 	free(k1);
 	free(k2);

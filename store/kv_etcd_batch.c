@@ -10,6 +10,7 @@
  * covers goes. A batch that still exceeds the limits is refused with -E2BIG
  * (never split: that would lose its atomicity).
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,19 +29,28 @@ static void kve_batch_add(struct kv_batch *b_, int type, const char *k,
 	struct kve_batch *b = (struct kve_batch *)b_;
 	struct kve_op *op;
 
+	if (b->oom)
+		return;
 	if (b->n == b->cap) {
-		b->cap = b->cap ? 2 * b->cap : 16;
-		b->ops = realloc(b->ops, b->cap * sizeof(*b->ops));
-		if (!b->ops)
-			abort();
+		size_t cap = b->cap ? 2 * b->cap : 16;
+		struct kve_op *ops = realloc(b->ops, cap * sizeof(*ops));
+
+		if (!ops) {
+			b->oom = true;
+			return;
+		}
+		b->ops = ops;
+		b->cap = cap;
 	}
 	op = &b->ops[b->n++];
 	memset(op, 0, sizeof(*op));
 	op->type = type;
 	op->k = malloc(klen + 1);
 	op->v = malloc(vlen + 1);
-	if (!op->k || !op->v)
-		abort();
+	if (!op->k || !op->v) {
+		b->oom = true;
+		return; /* freed with the batch */
+	}
 	memcpy(op->k, k, klen);
 	if (vlen)
 		memcpy(op->v, v, vlen);
@@ -76,6 +86,7 @@ void kve_batch_clear(struct kv_batch *b_)
 		free(b->ops[i].cutlens);
 	}
 	b->n = 0;
+	b->oom = false;
 }
 
 void kve_batch_free(struct kv_batch *b_)
@@ -93,12 +104,22 @@ static bool kve_in_range(const struct kve_op *r, const char *k, size_t klen)
 	       kve_cmp(k, klen, r->v, r->vlen) < 0;
 }
 
-static void kve_cut(struct kve_op *r, const char *k, size_t klen)
+/* Records cut @k of delete-range @r; out of memory marks @b. */
+static void kve_cut(struct kve_batch *b, struct kve_op *r, const char *k,
+		    size_t klen)
 {
-	r->cuts = realloc(r->cuts, (r->ncuts + 1) * sizeof(*r->cuts));
-	r->cutlens = realloc(r->cutlens, (r->ncuts + 1) * sizeof(size_t));
-	if (!r->cuts || !r->cutlens)
-		abort();
+	char **cuts = realloc(r->cuts, (r->ncuts + 1) * sizeof(*cuts));
+	size_t *lens;
+
+	if (cuts)
+		r->cuts = cuts;
+	lens = cuts ? realloc(r->cutlens, (r->ncuts + 1) * sizeof(*lens))
+		    : NULL;
+	if (!lens) {
+		b->oom = true;
+		return;
+	}
+	r->cutlens = lens;
 	r->cuts[r->ncuts] = (char *)k;
 	r->cutlens[r->ncuts++] = klen;
 }
@@ -139,7 +160,7 @@ size_t kve_normalise(struct kve_batch *b)
 			if (op->type == KVE_DEL)
 				op->dead = true; /* already deleted */
 			else
-				kve_cut(r, op->k, op->klen);
+				kve_cut(b, r, op->k, op->klen);
 		}
 	}
 	for (size_t i = 0; i < b->n; i++) {
@@ -150,31 +171,51 @@ size_t kve_normalise(struct kve_batch *b)
 	return n;
 }
 
-/* Appends the etcd ops of @b (normalised) to @arr. */
-void kve_txn_ops(struct kve *kv, struct kve_batch *b, struct json_object *arr)
+/* Appends to @arr a request @name ("request_put", ...) of key @k (to @end
+ * for a range, or with value @v when not NULL). Errors: -ENOMEM. */
+static int kve_add_req(struct kve *kv, struct json_object *arr,
+		       const char *name, const char *k, size_t klen,
+		       const char *end, size_t elen, const char *v, size_t vlen)
 {
-	for (size_t i = 0; i < b->n; i++) {
+	struct json_object *r = json_object_new_object();
+	size_t len;
+	char *ek = kve_key(kv, k, klen, &len);
+	int rc = kve_add_b64(r, "key", ek, len);
+
+	free(ek);
+	if (!rc && end) {
+		ek = kve_key(kv, end, elen, &len);
+		rc = kve_add_b64(r, "range_end", ek, len);
+		free(ek);
+	}
+	if (!rc && v)
+		rc = kve_add_b64(r, "value", v, vlen);
+	if (rc) {
+		json_object_put(r);
+		return rc;
+	}
+	return kve_add_op(arr, name, r);
+}
+
+/* Appends the etcd ops of @b (normalised) to @arr. Errors: -ENOMEM (@arr
+ * then holds a part: not to be sent). */
+int kve_txn_ops(struct kve *kv, struct kve_batch *b, struct json_object *arr)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < b->n && !rc; i++) {
 		struct kve_op *op = &b->ops[i];
-		struct json_object *o, *r;
-		size_t len;
-		char *k;
 
 		if (op->dead)
 			continue;
 		if (op->type == KVE_PUT || op->type == KVE_DEL) {
-			o = json_object_new_object();
-			r = json_object_new_object();
-			k = kve_key(kv, op->k, op->klen, &len);
-			kve_add_b64(r, "key", k, len);
-			free(k);
-			if (op->type == KVE_PUT)
-				kve_add_b64(r, "value", op->v, op->vlen);
-			json_object_object_add(o,
-					       op->type == KVE_PUT
-						   ? "request_put"
-						   : "request_delete_range",
-					       r);
-			json_object_array_add(arr, o);
+			rc = op->type == KVE_PUT
+				 ? kve_add_req(kv, arr, "request_put", op->k,
+					       op->klen, NULL, 0, op->v,
+					       op->vlen)
+				 : kve_add_req(kv, arr, "request_delete_range",
+					       op->k, op->klen, NULL, 0, NULL,
+					       0);
 			continue;
 		}
 		/* a delete-range, in pieces around the keys put inside it */
@@ -199,34 +240,25 @@ void kve_txn_ops(struct kve *kv, struct kve_batch *b, struct json_object *arr)
 					op->cuts[y - 1] = t;
 					op->cutlens[y - 1] = tl;
 				}
-			for (c = 0; c <= op->ncuts; c++) {
+			for (c = 0; c <= op->ncuts && !rc; c++) {
 				const char *to =
 				    c < op->ncuts ? op->cuts[c] : op->v;
 				size_t tolen =
 				    c < op->ncuts ? op->cutlens[c] : op->vlen;
-				char *kf, *kt;
-				size_t lf, lt;
 
-				if (kve_cmp(from, fromlen, to, tolen) < 0) {
-					o = json_object_new_object();
-					r = json_object_new_object();
-					kf = kve_key(kv, from, fromlen, &lf);
-					kt = kve_key(kv, to, tolen, &lt);
-					kve_add_b64(r, "key", kf, lf);
-					kve_add_b64(r, "range_end", kt, lt);
-					free(kf);
-					free(kt);
-					json_object_object_add(
-					    o, "request_delete_range", r);
-					json_object_array_add(arr, o);
-				}
-				if (c == op->ncuts)
+				if (kve_cmp(from, fromlen, to, tolen) < 0)
+					rc = kve_add_req(
+					    kv, arr, "request_delete_range",
+					    from, fromlen, to, tolen, NULL, 0);
+				if (rc || c == op->ncuts)
 					break;
 				/* the next piece starts just past the cut */
 				free(owned);
 				owned = malloc(tolen + 1);
-				if (!owned)
-					abort();
+				if (!owned) {
+					rc = -ENOMEM;
+					break;
+				}
 				memcpy(owned, to, tolen);
 				owned[tolen] = '\0';
 				from = owned;
@@ -235,4 +267,5 @@ void kve_txn_ops(struct kve *kv, struct kve_batch *b, struct json_object *arr)
 			free(owned);
 		}
 	}
+	return rc;
 }

@@ -66,8 +66,8 @@ static bool kve_slot_holds(struct kve *kv, const char *k, size_t klen,
 	struct json_object *req = json_object_new_object(), *resp = NULL, *kvs;
 	bool held = false;
 
-	kve_add_b64(req, "key", k, klen);
-	if (etcd_call(kv->e, "/v3/kv/range", req, &resp) == 0 &&
+	if (kve_add_b64(req, "key", k, klen) == 0 &&
+	    etcd_call(kv->e, "/v3/kv/range", req, &resp) == 0 &&
 	    json_object_object_get_ex(resp, "kvs", &kvs) &&
 	    json_object_array_length(kvs) > 0) {
 		struct json_object *e = json_object_array_get_idx(kvs, 0);
@@ -91,8 +91,9 @@ static long long kve_mod_rev(struct kve *kv, const char *k, size_t klen)
 	long long rev = 0;
 	int rc;
 
-	kve_add_b64(req, "key", k, klen);
-	rc = etcd_call(kv->e, "/v3/kv/range", req, &resp);
+	rc = kve_add_b64(req, "key", k, klen);
+	if (!rc)
+		rc = etcd_call(kv->e, "/v3/kv/range", req, &resp);
 	json_object_put(req);
 	if (rc)
 		return rc;
@@ -144,7 +145,8 @@ static void kve_check_deleted(struct kve *kv, struct json_object *resp)
  * also compares the owner key's create revision with its own: a failed
  * compare there fences this open. *rev: the revision the commit made (-1 if
  * unknown). Errors: as etcd_call, -EROFS (fenced: the owner key is not
- * ours), -EIO (the slot changed under this process).
+ * ours), -EIO (the slot changed under this process), -ENOMEM (nothing
+ * sent).
  */
 static int kve_txn(struct kve *kv, struct kve_batch *b, const char *slot_key,
 		   size_t slot_klen, long long slot_rev, const char *id,
@@ -160,27 +162,43 @@ static int kve_txn(struct kve *kv, struct kve_batch *b, const char *slot_key,
 	int rc;
 
 	*rev = -1;
-	kve_txn_ops(kv, b, succ);
-	if (slot_key) {
-		struct json_object *o = json_object_new_object();
+	/* the request whole or not at all: a txn missing its compares must
+	 * never go */
+	rc = req ? kve_txn_ops(kv, b, succ) : -ENOMEM;
+	if (!rc && slot_key) {
 		struct json_object *r = json_object_new_object();
 
-		kve_add_cmp(cmps, "MOD", slot_key, slot_klen, slot_rev);
-		kve_add_b64(r, "key", slot_key, slot_klen);
-		kve_add_b64(r, "value", id, strlen(id));
-		json_object_object_add(o, "request_put", r);
-		json_object_array_add(succ, o);
-		kve_add_range(fail, slot_key, slot_klen);
+		rc = kve_add_b64(r, "key", slot_key, slot_klen);
+		if (!rc)
+			rc = kve_add_b64(r, "value", id, strlen(id));
+		if (rc)
+			json_object_put(r);
+		else
+			rc = kve_add_op(succ, "request_put", r);
+		if (!rc)
+			rc = kve_add_cmp(cmps, "MOD", slot_key, slot_klen,
+					 slot_rev);
+		if (!rc)
+			rc = kve_add_range(fail, slot_key, slot_klen);
 	}
-	if (kv->owner_rev > 0) {
-		kve_add_cmp(cmps, "CREATE", kv->owner, kv->olen, kv->owner_rev);
-		kve_add_range(fail, kv->owner, kv->olen);
+	if (!rc && kv->owner_rev > 0) {
+		rc = kve_add_cmp(cmps, "CREATE", kv->owner, kv->olen,
+				 kv->owner_rev);
+		if (!rc)
+			rc = kve_add_range(fail, kv->owner, kv->olen);
 	}
-	json_object_object_add(req, "compare", cmps);
-	json_object_object_add(req, "success", succ);
-	json_object_object_add(req, "failure", fail);
-	rc = etcd_call(kv->e, "/v3/kv/txn", req, &resp);
+	if (!rc)
+		rc = kve_attach(req, "compare", &cmps);
+	if (!rc)
+		rc = kve_attach(req, "success", &succ);
+	if (!rc)
+		rc = kve_attach(req, "failure", &fail);
+	if (!rc)
+		rc = etcd_call(kv->e, "/v3/kv/txn", req, &resp);
 	json_object_put(req);
+	json_object_put(cmps);
+	json_object_put(succ);
+	json_object_put(fail);
 	if (rc)
 		return rc;
 	if (kve_succeeded(resp, rev)) {
@@ -228,6 +246,8 @@ int kve_batch_commit(struct kv *kv_, struct kv_batch *b_, bool sync)
 	if (kv->base.read_only || kve_is_fenced(kv))
 		return -EROFS;
 	nops = kve_normalise(b);
+	if (b->oom) /* an operation was lost: the batch is not whole */
+		return -ENOMEM;
 	if (nops == 0)
 		return 0;
 	if (nops + 1 > kv->txn_ops) {

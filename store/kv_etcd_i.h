@@ -73,6 +73,7 @@ struct kve_batch {
 	struct kv_batch base;
 	struct kve_op *ops;
 	size_t n, cap;
+	bool oom; /* an operation was lost to ENOMEM: commit refuses it */
 };
 
 struct kve_ent {
@@ -102,13 +103,19 @@ extern const struct kv_ops kve_ops;
 /* kv_etcd_json.c: keys, and the pieces of requests and answers */
 char *kve_key(const struct kve *kv, const char *key, size_t klen, size_t *len);
 int kve_cmp(const char *a, size_t alen, const char *b, size_t blen);
-void kve_add_b64(struct json_object *o, const char *name, const char *s,
-		 size_t len);
-void kve_add_int(struct json_object *o, const char *name, long long v);
+int kve_add_b64(struct json_object *o, const char *name, const char *s,
+		size_t len);
+int kve_add_json(struct json_object *o, const char *name,
+		 struct json_object *j);
+int kve_add_int(struct json_object *o, const char *name, long long v);
 char *kve_get_b64(struct json_object *o, const char *name, size_t *len);
-void kve_add_range(struct json_object *arr, const char *k, size_t klen);
-void kve_add_cmp(struct json_object *arr, const char *target, const char *k,
-		 size_t klen, long long rev);
+int kve_attach(struct json_object *req, const char *name,
+	       struct json_object **v);
+int kve_add_op(struct json_object *arr, const char *name,
+	       struct json_object *v);
+int kve_add_range(struct json_object *arr, const char *k, size_t klen);
+int kve_add_cmp(struct json_object *arr, const char *target, const char *k,
+		size_t klen, long long rev);
 struct json_object *kve_failure_kv(struct json_object *resp, size_t i);
 bool kve_succeeded(struct json_object *resp, long long *rev);
 
@@ -141,7 +148,7 @@ void kve_batch_delete_range(struct kv_batch *b, const char *lo, size_t lolen,
 void kve_batch_clear(struct kv_batch *b);
 void kve_batch_free(struct kv_batch *b);
 size_t kve_normalise(struct kve_batch *b);
-void kve_txn_ops(struct kve *kv, struct kve_batch *b, struct json_object *arr);
+int kve_txn_ops(struct kve *kv, struct kve_batch *b, struct json_object *arr);
 
 /* kv_etcd_commit.c: commits, exactly once */
 int kve_batch_commit(struct kv *kv, struct kv_batch *b, bool sync);

@@ -23,11 +23,11 @@ int kve_get(struct kv *kv_, const char *key, size_t klen, char **val,
 	struct json_object *req = json_object_new_object(), *resp = NULL, *kvs;
 	size_t len;
 	char *k = kve_key(kv, key, klen, &len);
-	int rc;
+	int rc = kve_add_b64(req, "key", k, len);
 
-	kve_add_b64(req, "key", k, len);
 	free(k);
-	rc = etcd_call(kv->e, "/v3/kv/range", req, &resp);
+	if (!rc)
+		rc = etcd_call(kv->e, "/v3/kv/range", req, &resp);
 	json_object_put(req);
 	if (rc)
 		return rc;
@@ -61,12 +61,15 @@ static void kve_iter_fetch(struct kve_iter *it, const char *from, size_t len)
 	size_t bytes = 0, n;
 	int rc;
 
-	kve_add_b64(req, "key", from, len);
-	kve_add_b64(req, "range_end", it->hi, it->hilen);
-	kve_add_int(req, "limit", (long long)it->limit);
-	if (it->rev)
-		kve_add_int(req, "revision", it->rev);
-	rc = etcd_call(it->kv->e, "/v3/kv/range", req, &resp);
+	rc = kve_add_b64(req, "key", from, len);
+	if (!rc)
+		rc = kve_add_b64(req, "range_end", it->hi, it->hilen);
+	if (!rc)
+		rc = kve_add_int(req, "limit", (long long)it->limit);
+	if (!rc && it->rev) /* a page of another revision must never come */
+		rc = kve_add_int(req, "revision", it->rev);
+	if (!rc)
+		rc = etcd_call(it->kv->e, "/v3/kv/range", req, &resp);
 	json_object_put(req);
 	kve_iter_drop_page(it);
 	it->more = false;
@@ -83,8 +86,10 @@ static void kve_iter_fetch(struct kve_iter *it, const char *from, size_t len)
 		? json_object_array_length(kvs)
 		: 0;
 	it->ents = calloc(n ? n : 1, sizeof(*it->ents));
-	if (!it->ents)
-		abort();
+	if (!it->ents) {
+		it->status = -ENOMEM;
+		n = 0;
+	}
 	for (size_t i = 0; i < n; i++) {
 		struct json_object *e = json_object_array_get_idx(kvs, i);
 		size_t kl, vl;
@@ -125,12 +130,16 @@ int kve_iter_open(struct kv_iter **out, struct kv *kv_, const char *lo,
 	it->kv = kv;
 	it->limit = KVE_PAGE_MIN;
 	it->lo = kve_key(kv, lo, lolen, &it->lolen);
-	if (hi) {
-		it->hi = kve_key(kv, hi, hilen, &it->hilen);
-	} else { /* the end of the prefix: NAME/k0 */
-		it->hi = kve_key(kv, "", 0, &it->hilen);
-		it->hi[it->hilen - 1]++;
+	it->hi = hi ? kve_key(kv, hi, hilen, &it->hilen)
+		    : kve_key(kv, "", 0, &it->hilen);
+	if (!it->lo || !it->hi) {
+		free(it->lo);
+		free(it->hi);
+		free(it);
+		return -ENOMEM;
 	}
+	if (!hi) /* the end of the prefix: NAME/k0 */
+		it->hi[it->hilen - 1]++;
 	kve_iter_fetch(it, it->lo, it->lolen);
 	*out = &it->base;
 	return 0;
@@ -166,7 +175,10 @@ void kve_iter_seek(struct kv_iter *it_, const char *key, size_t klen)
 		return;
 	}
 	k = kve_key(it->kv, key, klen, &len);
-	kve_iter_fetch(it, k, len);
+	if (k)
+		kve_iter_fetch(it, k, len);
+	else
+		it->status = -ENOMEM;
 	free(k);
 }
 
@@ -206,8 +218,10 @@ void kve_iter_next(struct kv_iter *it_)
 		const struct kve_ent *l = &it->ents[it->n - 1];
 		size_t len = it->kv->plen + l->klen + 1;
 		char *k = malloc(len);
-		if (!k)
-			abort();
+		if (!k) {
+			it->status = -ENOMEM;
+			return;
+		}
 		memcpy(k, l->k - it->kv->plen, len - 1);
 		k[len - 1] = '\0';
 		kve_iter_fetch(it, k, len);

@@ -4,21 +4,25 @@
  *
  * The gateway writes bytes as base64 and int64 as strings (etcd.c decodes
  * both). A store key becomes the etcd key NAME/k/<key>; the backend's own
- * keys (owner, commit slots) live under NAME/m/. Nothing here does I/O; out
- * of memory aborts, as everywhere in the backend.
+ * keys (owner, commit slots) live under NAME/m/. Nothing here does I/O.
+ * Out of memory: each builder says so (NULL or -ENOMEM), and its caller
+ * sends nothing (a request missing a piece, a compare say, must never
+ * go).
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kv_etcd_i.h"
 
-/* The etcd key of store key @key: a malloc'd prefix + key. */
+/* The etcd key of store key @key: a malloc'd prefix + key; NULL when out of
+ * memory. */
 char *kve_key(const struct kve *kv, const char *key, size_t klen, size_t *len)
 {
 	char *k = malloc(kv->plen + klen + 1);
 
 	if (!k)
-		abort();
+		return NULL;
 	memcpy(k, kv->pfx, kv->plen);
 	memcpy(k + kv->plen, key, klen);
 	k[kv->plen + klen] = '\0';
@@ -33,21 +37,38 @@ int kve_cmp(const char *a, size_t alen, const char *b, size_t blen)
 	return c ? c : (alen > blen) - (alen < blen);
 }
 
-/* Adds the base64 of @s to @o as @name. */
-void kve_add_b64(struct json_object *o, const char *name, const char *s,
-		 size_t len)
+/* Adds the base64 of @s to @o as @name. Errors: -ENOMEM (@o NULL, or out of
+ * memory). */
+int kve_add_b64(struct json_object *o, const char *name, const char *s,
+		size_t len)
 {
-	char *b = etcd_b64(s, len);
+	char *b = o && s ? etcd_b64(s, len) : NULL;
+	struct json_object *v = b ? json_object_new_string(b) : NULL;
 
-	if (!b)
-		abort();
-	json_object_object_add(o, name, json_object_new_string(b));
 	free(b);
+	if (!v || json_object_object_add(o, name, v)) {
+		json_object_put(v);
+		return -ENOMEM;
+	}
+	return 0;
 }
 
-void kve_add_int(struct json_object *o, const char *name, long long v)
+/* Adds @j (taken, also on an error) to @o as @name. Errors: -ENOMEM (@o or
+ * @j NULL, or out of memory). */
+int kve_add_json(struct json_object *o, const char *name,
+		 struct json_object *j)
 {
-	json_object_object_add(o, name, json_object_new_int64(v));
+	if (!o || !j || json_object_object_add(o, name, j)) {
+		json_object_put(j);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Adds @v to @o as @name. Errors: -ENOMEM. */
+int kve_add_int(struct json_object *o, const char *name, long long v)
+{
+	return kve_add_json(o, name, json_object_new_int64(v));
 }
 
 /* The bytes of base64 field @name of @o, malloc'd; empty if absent. */
@@ -64,28 +85,77 @@ char *kve_get_b64(struct json_object *o, const char *name, size_t *len)
 	return etcd_unb64(json_object_get_string(f), len);
 }
 
-/* Appends to @arr a request_range of key @k (for a failure branch). */
-void kve_add_range(struct json_object *arr, const char *k, size_t klen)
+/* Adds *@v to @req as @name; then *@v is NULL (@req owns it). Errors:
+ * -ENOMEM (*@v NULL, or out of memory: *@v stays the caller's). */
+int kve_attach(struct json_object *req, const char *name,
+		      struct json_object **v)
 {
-	struct json_object *o = json_object_new_object();
-	struct json_object *r = json_object_new_object();
-
-	kve_add_b64(r, "key", k, klen);
-	json_object_object_add(o, "request_range", r);
-	json_object_array_add(arr, o);
+	if (!*v || json_object_object_add(req, name, *v))
+		return -ENOMEM;
+	*v = NULL;
+	return 0;
 }
 
-/* Appends to @arr a compare of @target ("MOD", ...) of key @k with @rev. */
-void kve_add_cmp(struct json_object *arr, const char *target, const char *k,
-		 size_t klen, long long rev)
+/* Appends @o, an object with @name: @v, to @arr; takes @o and @v, also on
+ * an error. Errors: -ENOMEM. */
+int kve_add_op(struct json_object *arr, const char *name,
+	       struct json_object *v)
+{
+	struct json_object *o = json_object_new_object();
+
+	if (!o || !v || !arr || json_object_object_add(o, name, v)) {
+		json_object_put(o);
+		json_object_put(v);
+		return -ENOMEM;
+	}
+	if (json_object_array_add(arr, o)) {
+		json_object_put(o);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Appends to @arr a request_range of key @k (for a failure branch).
+ * Errors: -ENOMEM. */
+int kve_add_range(struct json_object *arr, const char *k, size_t klen)
+{
+	struct json_object *r = json_object_new_object();
+
+	if (kve_add_b64(r, "key", k, klen)) {
+		json_object_put(r);
+		return -ENOMEM;
+	}
+	return kve_add_op(arr, "request_range", r);
+}
+
+/* Appends to @arr a compare of @target ("MOD", ...) of key @k with @rev.
+ * Errors: -ENOMEM. */
+int kve_add_cmp(struct json_object *arr, const char *target, const char *k,
+		size_t klen, long long rev)
 {
 	struct json_object *c = json_object_new_object();
+	struct json_object *t = json_object_new_string(target);
+	struct json_object *r = json_object_new_int64(rev);
 
-	json_object_object_add(c, "target", json_object_new_string(target));
-	kve_add_b64(c, "key", k, klen);
-	kve_add_int(c, target[0] == 'M' ? "mod_revision" : "create_revision",
-		    rev);
-	json_object_array_add(arr, c);
+	if (!c || !t || json_object_object_add(c, "target", t)) {
+		json_object_put(t);
+		goto fail;
+	}
+	if (kve_add_b64(c, "key", k, klen) || !r ||
+	    json_object_object_add(c,
+				   target[0] == 'M' ? "mod_revision"
+						    : "create_revision",
+				   r))
+		goto fail;
+	if (json_object_array_add(arr, c)) {
+		json_object_put(c);
+		return -ENOMEM;
+	}
+	return 0;
+fail:
+	json_object_put(r);
+	json_object_put(c);
+	return -ENOMEM;
 }
 
 /*

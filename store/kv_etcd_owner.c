@@ -69,8 +69,9 @@ static long long kve_keepalive(struct kve *kv)
 	long long ttl = 0;
 	int rc;
 
-	kve_add_int(req, "ID", kv->lease);
-	rc = etcd_call(kv->e, "/v3/lease/keepalive", req, &resp);
+	rc = kve_add_int(req, "ID", kv->lease);
+	if (!rc)
+		rc = etcd_call(kv->e, "/v3/lease/keepalive", req, &resp);
 	json_object_put(req);
 	if (rc)
 		return rc == -ENOENT ? 0 : rc;
@@ -117,8 +118,9 @@ void kve_revoke(struct kve *kv)
 {
 	struct json_object *req = json_object_new_object(), *resp = NULL;
 
-	kve_add_int(req, "ID", kv->lease);
-	if (etcd_call(kv->e, "/v3/lease/revoke", req, &resp) == 0)
+	/* out of memory: the lease expires by itself */
+	if (kve_add_int(req, "ID", kv->lease) == 0 &&
+	    etcd_call(kv->e, "/v3/lease/revoke", req, &resp) == 0)
 		json_object_put(resp);
 	json_object_put(req);
 	kv->lease = 0;
@@ -127,17 +129,18 @@ void kve_revoke(struct kve *kv)
 /*
  * Takes the owner key for this read-write open: grants a lease, puts the key
  * under it if missing, starts the keeper. Errors: -EBUSY (another open holds
- * it), as etcd_call.
+ * it), -ENOMEM, as etcd_call.
  */
 int kve_own(struct kve *kv)
 {
 	struct json_object *req = json_object_new_object(), *resp = NULL;
-	struct json_object *cmps, *succ, *fail, *o, *r;
+	struct json_object *cmps, *succ, *fail, *r;
 	char host[256] = "?";
 	int rc;
 
-	kve_add_int(req, "TTL", kv->ttl);
-	rc = etcd_call(kv->e, "/v3/lease/grant", req, &resp);
+	rc = kve_add_int(req, "TTL", kv->ttl);
+	if (!rc)
+		rc = etcd_call(kv->e, "/v3/lease/grant", req, &resp);
 	json_object_put(req);
 	if (rc)
 		return rc;
@@ -155,22 +158,36 @@ int kve_own(struct kve *kv)
 	}
 	req = json_object_new_object();
 	cmps = json_object_new_array();
-	kve_add_cmp(cmps, "CREATE", kv->owner, kv->olen, 0);
-	json_object_object_add(req, "compare", cmps);
 	succ = json_object_new_array();
-	o = json_object_new_object();
-	r = json_object_new_object();
-	kve_add_b64(r, "key", kv->owner, kv->olen);
-	kve_add_b64(r, "value", kv->holder, strlen(kv->holder));
-	kve_add_int(r, "lease", kv->lease);
-	json_object_object_add(o, "request_put", r);
-	json_object_array_add(succ, o);
-	json_object_object_add(req, "success", succ);
 	fail = json_object_new_array();
-	kve_add_range(fail, kv->owner, kv->olen);
-	json_object_object_add(req, "failure", fail);
-	rc = etcd_call(kv->e, "/v3/kv/txn", req, &resp);
+	r = json_object_new_object();
+	rc = req ? kve_add_cmp(cmps, "CREATE", kv->owner, kv->olen, 0)
+		 : -ENOMEM;
+	if (!rc)
+		rc = kve_add_b64(r, "key", kv->owner, kv->olen);
+	if (!rc)
+		rc = kve_add_b64(r, "value", kv->holder, strlen(kv->holder));
+	if (!rc)
+		rc = kve_add_int(r, "lease", kv->lease);
+	if (!rc) {
+		rc = kve_add_op(succ, "request_put", r);
+		r = NULL; /* taken */
+	}
+	if (!rc)
+		rc = kve_add_range(fail, kv->owner, kv->olen);
+	if (!rc)
+		rc = kve_attach(req, "compare", &cmps);
+	if (!rc)
+		rc = kve_attach(req, "success", &succ);
+	if (!rc)
+		rc = kve_attach(req, "failure", &fail);
+	if (!rc)
+		rc = etcd_call(kv->e, "/v3/kv/txn", req, &resp);
 	json_object_put(req);
+	json_object_put(cmps);
+	json_object_put(succ);
+	json_object_put(fail);
+	json_object_put(r);
 	if (rc)
 		return rc;
 	if (!kve_succeeded(resp, &kv->owner_rev)) {
