@@ -146,6 +146,19 @@ pfs_reap() {
 	exit 1
 }
 
+# pfs_wait_dead PID WHAT: after a request that a crash point
+# (PATHFS_CRASH_AFTER_BATCHES=N at mount) makes the daemon PID die right
+# after its batch: waits for it to exit, up to 5 s, and counts the check
+# "WHAT: the daemon died". pfs_reap then cleans up the dead mount.
+pfs_wait_dead() {
+	local pid=$1 what=$2 i
+	for i in $(seq 1 100); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	check "$what: the daemon died" bash -c "! kill -0 $pid 2>/dev/null"
+}
+
 # same_file DESCRIPTION EXPECTED ACTUAL: a check that two files (manifests,
 # listings) are identical; shows the start of the difference if not.
 same_file() {

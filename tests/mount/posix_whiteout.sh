@@ -165,11 +165,7 @@ for N in 1 $((k + 1)); do
 	pid=$(pfs_pid)
 	rc=0
 	timeout 120 "$R2" whiteout "$MNT/$cur" "$MNT/$other" 2>/dev/null || rc=$?
-	for i in $(seq 1 100); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.05
-	done
-	check "$what: the daemon died" bash -c "! kill -0 $pid 2>/dev/null"
+	pfs_wait_dead "$pid" "$what"
 	check "$what: the rename did not report success" test "$rc" -ne 0
 	pfs_reap
 	check "$what: journal records ($(kv_count "$J"))" \

@@ -320,16 +320,12 @@ check "fsck clean (unmounted)" rel_fsck
 # that the hook kills after batch N; RECORD: 1 if the journal record must
 # still be there; after a remount the whole branch is at $other.
 crash_round() {
-	local N=$1 record=$2 what=$3 pid rc=0 i t
+	local N=$1 record=$2 what=$3 pid rc=0 t
 	shift 3
 	PATHFS_CRASH_AFTER_BATCHES=$N pfs_mount "$@"
 	pid=$(pfs_pid)
 	timeout 120 mv "$MNT/$cur" "$MNT/$other" 2>/dev/null || rc=$?
-	for i in $(seq 1 100); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.05
-	done
-	check "$what: the daemon died" bash -c "! kill -0 $pid 2>/dev/null"
+	pfs_wait_dead "$pid" "$what"
 	check "$what: the mv did not report success" test "$rc" -ne 0
 	pfs_reap
 	check "$what: journal records left: $record" test "$(kv_count "$J")" = "$record"

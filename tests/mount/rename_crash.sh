@@ -72,12 +72,8 @@ for N in 0 1 $((k / 2)) "$k" $((k + 1)) $((k + 10)); do
 	pid=$(pfs_pid)
 	rc=0
 	timeout 120 mv "$MNT/$cur" "$MNT/$other" 2>/dev/null || rc=$?
-	for i in $(seq 1 100); do # the daemon dies right after the batch
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.05
-	done
 	if [ "$N" -le $((k + 1)) ]; then
-		check "$what: the daemon died" bash -c "! kill -0 $pid 2>/dev/null"
+		pfs_wait_dead "$pid" "$what"
 		check "$what: the mv did not report success" test "$rc" -ne 0
 		pfs_reap
 		if [ "$N" -le "$k" ]; then

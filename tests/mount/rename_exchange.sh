@@ -41,12 +41,8 @@ for pos in 0 1 a+1 a+3 a+b+2 2*a+b+2 2*a+b+3 2*a+b+20; do
 	pid=$(pfs_pid)
 	rc=0
 	timeout 120 "$RENAMEAT2" exchange "$MNT/X" "$MNT/Y" 2>/dev/null || rc=$?
-	for i in $(seq 1 100); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.05
-	done
 	if [ "$N" -le $((2 * a + b + 3)) ]; then
-		check "$what: the daemon died" bash -c "! kill -0 $pid 2>/dev/null"
+		pfs_wait_dead "$pid" "$what"
 		check "$what: the call did not report success" test "$rc" -ne 0
 		pfs_reap
 		if [ "$N" -le $((2 * a + b + 2)) ]; then
