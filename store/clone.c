@@ -487,7 +487,7 @@ static int count_upto(struct kv *kv, const struct sbuf *lo,
 	int rc;
 
 	*n = 0;
-	rc = kv_iter_open(&it, kv, lo->buf, lo->len, hi->buf, hi->len);
+	rc = kv_iter_open_keys(&it, kv, lo->buf, lo->len, hi->buf, hi->len);
 	for (; rc == 0 && *n <= max && kv_iter_valid(it); kv_iter_next(it))
 		(*n)++;
 	if (rc == 0)

@@ -113,7 +113,7 @@ static int drop_counted(struct tree *t, struct kv_batch *b, const char *lo,
 	uint64_t n = 0, max = drop_point_max(t);
 	int rc;
 
-	rc = kv_iter_open(&it, t->store->kv, lo, lolen, hi, hilen);
+	rc = kv_iter_open_keys(&it, t->store->kv, lo, lolen, hi, hilen);
 	if (rc)
 		goto out;
 	for (; kv_iter_valid(it); kv_iter_next(it)) {
@@ -164,7 +164,8 @@ int tree_count_blocks(struct tree *t, uint64_t ino, uint64_t from, uint64_t to,
 	if (from >= to)
 		return 0;
 	block_range(t, &lo, &hi, ino, from, to);
-	rc = kv_iter_open(&it, t->store->kv, lo.buf, lo.len, hi.buf, hi.len);
+	rc = kv_iter_open_keys(&it, t->store->kv, lo.buf, lo.len, hi.buf,
+			       hi.len);
 	if (rc)
 		goto out;
 	for (; kv_iter_valid(it); kv_iter_next(it))
@@ -284,7 +285,8 @@ static int slice_cuts(struct tree *t, uint64_t ino, uint64_t keep,
 	}
 	key_drive_prefix(&pre, t->name);
 	key_data_range(&lo, &hi, t->name, ino, keep);
-	rc = kv_iter_open(&it, t->store->kv, lo.buf, lo.len, hi.buf, hi.len);
+	rc = kv_iter_open_keys(&it, t->store->kv, lo.buf, lo.len, hi.buf,
+			       hi.len);
 	for (; rc == 0 && kv_iter_valid(it); kv_iter_next(it), pos++) {
 		size_t klen;
 		const char *key = kv_iter_key(it, &klen);

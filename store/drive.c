@@ -329,8 +329,8 @@ static int drive_drop_keys(struct store *s, const char *name,
 			struct sbuf cut = {0};
 			size_t n = 0;
 
-			rc = kv_iter_open(&it, s->kv, lo.buf, lo.len, hi.buf,
-					  hi.len);
+			rc = kv_iter_open_keys(&it, s->kv, lo.buf, lo.len,
+					       hi.buf, hi.len);
 			for (; !rc && n < max && kv_iter_valid(it);
 			     kv_iter_next(it))
 				n++;

@@ -443,7 +443,8 @@ int tree_drop_slices(struct tree *t, struct kv_batch *b, const char *lo,
 		struct kv_iter *it = NULL;
 		size_t n = 0;
 
-		rc = kv_iter_open(&it, t->store->kv, lo, lolen, hi, hilen);
+		rc = kv_iter_open_keys(&it, t->store->kv, lo, lolen, hi,
+				       hilen);
 		if (rc)
 			break;
 		for (; kv_iter_valid(it) && n < max; kv_iter_next(it))

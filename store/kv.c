@@ -156,15 +156,29 @@ int kv_get(struct kv *kv, const char *key, size_t klen, char **val,
 	return kv->ops->get(kv, key, klen, val, vlen);
 }
 
+static int iter_open(struct kv_iter **out, struct kv *kv, const char *lo,
+		     size_t lolen, const char *hi, size_t hilen, unsigned flags)
+{
+	int rc = kv->ops->iter_open(out, kv, lo, lolen, hi, hilen, flags);
+
+	KV_COUNT(kv->counts.iters);
+	if (rc == 0) {
+		(*out)->kv = kv;
+		(*out)->keys_only = flags & KV_ITER_KEYS_ONLY;
+	}
+	return rc;
+}
+
 int kv_iter_open(struct kv_iter **out, struct kv *kv, const char *lo,
 		 size_t lolen, const char *hi, size_t hilen)
 {
-	int rc = kv->ops->iter_open(out, kv, lo, lolen, hi, hilen);
+	return iter_open(out, kv, lo, lolen, hi, hilen, 0);
+}
 
-	KV_COUNT(kv->counts.iters);
-	if (rc == 0)
-		(*out)->kv = kv;
-	return rc;
+int kv_iter_open_keys(struct kv_iter **out, struct kv *kv, const char *lo,
+		      size_t lolen, const char *hi, size_t hilen)
+{
+	return iter_open(out, kv, lo, lolen, hi, hilen, KV_ITER_KEYS_ONLY);
 }
 
 void kv_iter_seek(struct kv_iter *it, const char *key, size_t klen)
@@ -185,6 +199,10 @@ const char *kv_iter_key(struct kv_iter *it, size_t *len)
 
 const char *kv_iter_value(struct kv_iter *it, size_t *len)
 {
+	if (it->keys_only) { /* the same on every engine */
+		*len = 0;
+		return "";
+	}
 	return it->ops->iter_value(it, len);
 }
 
@@ -263,7 +281,8 @@ static size_t strict_range_keys(struct kv *kv, const char *lo, size_t lolen,
 	size_t n = 0, max = kv_range_keys(kv);
 	struct kv_iter *it = NULL;
 
-	if (kv->ops->iter_open(&it, kv, lo, lolen, hi, hilen))
+	if (kv->ops->iter_open(&it, kv, lo, lolen, hi, hilen,
+			       KV_ITER_KEYS_ONLY))
 		return 0;
 	it->kv = kv;
 	for (; n <= max && kv->ops->iter_valid(it); kv->ops->iter_next(it))

@@ -22,8 +22,10 @@ struct kv_ops {
 	void (*close)(struct kv *kv);
 	int (*get)(struct kv *kv, const char *key, size_t klen, char **val,
 		   size_t *vlen);
+	/* @flags: KV_ITER_KEYS_ONLY (the values may be left unread) */
 	int (*iter_open)(struct kv_iter **out, struct kv *kv, const char *lo,
-			 size_t lolen, const char *hi, size_t hilen);
+			 size_t lolen, const char *hi, size_t hilen,
+			 unsigned flags);
 	void (*iter_seek)(struct kv_iter *it, const char *key, size_t klen);
 	bool (*iter_valid)(struct kv_iter *it);
 	const char *(*iter_key)(struct kv_iter *it, size_t *len);
@@ -76,6 +78,7 @@ struct kv {
 struct kv_iter {
 	const struct kv_ops *ops;
 	struct kv *kv; /* set by kv.c: whose counts its seeks and nexts bump */
+	bool keys_only; /* set by kv.c: kv_iter_value() gives "" */
 };
 
 /* The head of every backend's batch: kv.c keeps these counts. */

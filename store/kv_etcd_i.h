@@ -93,6 +93,7 @@ struct kve_iter {
 	bool more;
 	size_t limit;
 	int status;
+	bool keys_only; /* Range keys_only: no values (KV_ITER_KEYS_ONLY) */
 };
 
 extern const struct kv_ops kve_ops;
@@ -129,7 +130,7 @@ bool kve_is_fenced(struct kve *kv);
 int kve_get(struct kv *kv, const char *key, size_t klen, char **val,
 	    size_t *vlen);
 int kve_iter_open(struct kv_iter **out, struct kv *kv, const char *lo,
-		  size_t lolen, const char *hi, size_t hilen);
+		  size_t lolen, const char *hi, size_t hilen, unsigned flags);
 void kve_iter_seek(struct kv_iter *it, const char *key, size_t klen);
 bool kve_iter_valid(struct kv_iter *it);
 const char *kve_iter_key(struct kv_iter *it, size_t *len);

@@ -7,7 +7,8 @@
  * as RocksDB's do; pages grow from KVE_PAGE_MIN to KVE_PAGE_MAX keys (a Range
  * with a limit costs time in proportion to the keys left after it, etcd
  * #11057, so no page reads further than needed) and shrink when a page's
- * values pass 4 MiB. If etcd compacted that revision meanwhile, the iterator
+ * values pass 4 MiB (KV_ITER_KEYS_ONLY: Range keys_only, no values). If etcd
+ * compacted that revision meanwhile, the iterator
  * stops with -ESTALE: the caller opens a new one at the last key it saw.
  */
 #include <errno.h>
@@ -66,6 +67,8 @@ static void kve_iter_fetch(struct kve_iter *it, const char *from, size_t len)
 		rc = kve_add_b64(req, "range_end", it->hi, it->hilen);
 	if (!rc)
 		rc = kve_add_int(req, "limit", (long long)it->limit);
+	if (!rc && it->keys_only)
+		rc = kve_add_json(req, "keys_only", json_object_new_boolean(1));
 	if (!rc && it->rev) /* a page of another revision must never come */
 		rc = kve_add_int(req, "revision", it->rev);
 	if (!rc)
@@ -94,8 +97,11 @@ static void kve_iter_fetch(struct kve_iter *it, const char *from, size_t len)
 		struct json_object *e = json_object_array_get_idx(kvs, i);
 		size_t kl, vl;
 		char *k = kve_get_b64(e, "key", &kl);
-		char *v = kve_get_b64(e, "value", &vl);
-		if (!k || !v || kl < it->kv->plen) {
+		char *v = it->keys_only ? NULL : kve_get_b64(e, "value", &vl);
+
+		if (it->keys_only)
+			vl = 0;
+		if (!k || (!v && !it->keys_only) || kl < it->kv->plen) {
 			free(k);
 			free(v);
 			it->status = -EIO;
@@ -119,7 +125,7 @@ static void kve_iter_fetch(struct kve_iter *it, const char *from, size_t len)
 }
 
 int kve_iter_open(struct kv_iter **out, struct kv *kv_, const char *lo,
-		  size_t lolen, const char *hi, size_t hilen)
+		  size_t lolen, const char *hi, size_t hilen, unsigned flags)
 {
 	struct kve *kv = (struct kve *)kv_;
 	struct kve_iter *it = calloc(1, sizeof(*it));
@@ -129,6 +135,7 @@ int kve_iter_open(struct kv_iter **out, struct kv *kv_, const char *lo,
 	it->base.ops = &kve_ops;
 	it->kv = kv;
 	it->limit = KVE_PAGE_MIN;
+	it->keys_only = flags & KV_ITER_KEYS_ONLY;
 	it->lo = kve_key(kv, lo, lolen, &it->lolen);
 	it->hi = hi ? kve_key(kv, hi, hilen, &it->hilen)
 		    : kve_key(kv, "", 0, &it->hilen);
@@ -202,7 +209,7 @@ const char *kve_iter_value(struct kv_iter *it_, size_t *len)
 	struct kve_iter *it = (struct kve_iter *)it_;
 
 	*len = it->ents[it->pos].vlen;
-	return it->ents[it->pos].v;
+	return it->ents[it->pos].v ? it->ents[it->pos].v : "";
 }
 
 void kve_iter_next(struct kv_iter *it_)

@@ -155,6 +155,15 @@ int kv_get(struct kv *kv, const char *key, size_t klen, char **val,
  */
 int kv_iter_open(struct kv_iter **out, struct kv *kv, const char *lo,
 		 size_t lolen, const char *hi, size_t hilen);
+/*
+ * As kv_iter_open(), for a caller that needs the keys only (counting them,
+ * finding where a slice ends, deleting them): kv_iter_value() gives an
+ * empty value. etcd leaves the values unread (Range keys_only: a page of
+ * 64 KiB blocks is then a page of keys); RocksDB reads them anyway.
+ */
+#define KV_ITER_KEYS_ONLY 0x1 /* the backends' iter_open flag */
+int kv_iter_open_keys(struct kv_iter **out, struct kv *kv, const char *lo,
+		      size_t lolen, const char *hi, size_t hilen);
 /* Repositions at the first key >= @key (still within the bounds). */
 void kv_iter_seek(struct kv_iter *it, const char *key, size_t klen);
 bool kv_iter_valid(struct kv_iter *it);

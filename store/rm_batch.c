@@ -226,7 +226,8 @@ static int rm_batch_content(struct tree *t, struct kv_batch *b,
 	int rc;
 
 	key_kind_range(&k, &hi, t->name, KEY_XATTR);
-	rc = kv_iter_open(&xit, t->store->kv, k.buf, k.len, hi.buf, hi.len);
+	rc = kv_iter_open_keys(&xit, t->store->kv, k.buf, k.len, hi.buf,
+			       hi.len);
 	if (rc)
 		goto out;
 	while (i < s->n) {

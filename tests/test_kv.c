@@ -274,6 +274,66 @@ Test(kv, long_scan_and_far_seek)
 	kv_iter_free(it);
 }
 
+/* A keys-only iterator (kv_iter_open_keys) sees the keys a full one sees,
+ * across pages and seeks, with empty values; the values stay as they were. */
+Test(kv, keys_only_iterator)
+{
+	enum { N = 1500, V = 2000 };
+	struct kv_batch *b = kv_batch_new(kv);
+	struct kv_iter *it, *full;
+	char k[32], *val = malloc(V);
+	size_t n, vn;
+	int i = 0;
+
+	cr_assert_not_null(val);
+	for (int j = 0; j < N; j++) {
+		int len = snprintf(k, sizeof(k), "v%05d", j);
+
+		memset(val, 'a' + j % 26, V);
+		if (!kv_batch_fits(b, (size_t)len, V)) {
+			cr_assert_eq(kv_batch_commit(kv, b, false), 0);
+			kv_batch_clear(b);
+		}
+		kv_batch_put(b, k, (size_t)len, val, V);
+	}
+	cr_assert_eq(kv_batch_commit(kv, b, false), 0);
+	kv_batch_free(b);
+	put("w", "after");
+	cr_assert_eq(kv_iter_open_keys(&it, kv, "v", 1, "w", 1), 0);
+	cr_assert_eq(kv_iter_open(&full, kv, "v", 1, "w", 1), 0);
+	for (; kv_iter_valid(it); kv_iter_next(it), kv_iter_next(full), i++) {
+		const char *key = kv_iter_key(it, &n);
+		const char *v = kv_iter_value(it, &vn);
+
+		snprintf(k, sizeof(k), "v%05d", i);
+		cr_assert_eq(n, 6);
+		cr_assert_eq(memcmp(key, k, 6), 0, "at %d", i);
+		cr_assert_eq(vn, 0);
+		cr_assert_str_eq(v, "");
+		cr_assert(kv_iter_valid(full));
+		cr_assert_eq(memcmp(kv_iter_key(full, &n), k, 6), 0);
+		v = kv_iter_value(full, &vn);
+		cr_assert_eq(vn, V);
+		cr_assert_eq(v[V - 1], 'a' + i % 26);
+	}
+	cr_assert_eq(kv_iter_status(it), 0);
+	cr_assert_not(kv_iter_valid(full));
+	cr_expect_eq(i, N);
+	kv_iter_seek(it, "v01400", 6);
+	cr_assert(kv_iter_valid(it));
+	cr_expect_eq(memcmp(kv_iter_key(it, &n), "v01400", 6), 0);
+	kv_iter_seek(it, "v00010", 6);
+	cr_assert(kv_iter_valid(it));
+	cr_expect_eq(memcmp(kv_iter_key(it, &n), "v00010", 6), 0);
+	kv_iter_next(it);
+	cr_expect_eq(memcmp(kv_iter_key(it, &n), "v00011", 6), 0);
+	kv_iter_value(it, &vn);
+	cr_expect_eq(vn, 0);
+	kv_iter_free(it);
+	kv_iter_free(full);
+	free(val);
+}
+
 /* A batch applies in order: the last operation on a key wins, whatever the
  * engine does with duplicates and puts inside delete-ranges. */
 Test(kv, batch_order_semantics)
