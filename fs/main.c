@@ -284,9 +284,27 @@ static void fail(const char *fmt, ...)
 	}
 }
 
+/* Whether folder @dir has no entries (unreadable: no, the open tells). */
+static bool empty_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	bool empty = d != NULL;
+
+	while (d && (e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+			empty = false;
+			break;
+		}
+	if (d)
+		closedir(d);
+	return empty;
+}
+
 /* Absolute form of the store path (it may not exist yet: then its parent
  * must), or the etcd URL of a remote store as it is (*exists: true; the open
- * tells). *exists says whether it does. Errors: -errno, reported. */
+ * tells). *exists says whether a store is there: an empty folder (made for
+ * it, as for a mount point) is none yet. Errors: -errno, reported. */
 static int resolve_store(const char *arg, char **out, bool *exists)
 {
 	char *copy1 = NULL, *copy2 = NULL, *parent = NULL;
@@ -304,7 +322,7 @@ static int resolve_store(const char *arg, char **out, bool *exists)
 	}
 	*out = realpath(arg, NULL);
 	if (*out) {
-		*exists = true;
+		*exists = !empty_dir(*out);
 		if (stat(*out, &st) == 0 && !S_ISDIR(st.st_mode)) {
 			fail("store %s: %s", arg, strerror(ENOTDIR));
 			rc = -ENOTDIR;

@@ -20,6 +20,17 @@ check "at a terminal, a first mount says it created the store" \
 	grep -q "pathfs: created store $T/store2" "$T/tty"
 check "  and the drive" grep -q "pathfs: created drive main in $T/store2" "$T/tty"
 fusermount3 -u "$T/mnt2"
+mkdir "$T/store3"
+"$PATHFS" "$T/store3" "$T/mnt2"
+check "an empty folder given as the store becomes a new store" \
+	mountpoint -q "$T/mnt2"
+fusermount3 -u "$T/mnt2"
+mkdir "$T/notstore"
+touch "$T/notstore/f"
+out=$("$PATHFS" "$T/notstore" "$T/mnt2" 2>&1) || true
+check "a folder with other things in it is refused (got: $out)" \
+	bash -c "! mountpoint -q '$T/mnt2' && grep -q 'not a pathfs store' <<<'$out'"
+check "  and left as it was" [ "$(ls "$T/notstore")" = f ]
 check "listed in /proc/mounts as fuse.pathfs" \
 	grep -q " $MNT fuse.pathfs " /proc/mounts
 
