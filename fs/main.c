@@ -57,6 +57,7 @@
 #include "control.h"
 #include "fs_i.h"
 #include "log.h"
+#include "mountinfo.h"
 #include "remount.h"
 #include "second.h"
 #include "stats.h"
@@ -426,24 +427,6 @@ static int wait_child(pid_t pid, int fd)
 	return 1;
 }
 
-/* Undoes mountinfo's octal escapes (\040 for a space) of @s in place. */
-static void unescape_mountinfo(char *s)
-{
-	char *w = s;
-
-	for (; *s; s++) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' &&
-		    s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
-			*w++ = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 |
-				      (s[3] - '0'));
-			s += 3;
-		} else {
-			*w++ = *s;
-		}
-	}
-	*w = '\0';
-}
-
 /*
  * 1 if process @pid sees a FUSE mount of a drive of the store at @dir (source
  * "DIR", as add_mount_opts names it, or "DIR:DRIVE", as daemons before it
@@ -462,16 +445,12 @@ static int serves_mount(pid_t pid, const char *dir)
 	if (!f)
 		return -errno;
 	while (!found && getline(&line, &cap, f) > 0) {
-		/* "... - FSTYPE SOURCE OPTIONS" */
-		char *sep = strstr(line, " - "), *type, *src, *save = NULL;
+		struct mountinfo m;
+		const char *src;
 
-		if (!sep)
+		if (mountinfo_parse(line, &m) || strncmp(m.type, "fuse", 4))
 			continue;
-		type = strtok_r(sep + 3, " \n", &save);
-		src = strtok_r(NULL, " \n", &save);
-		if (!type || !src || strncmp(type, "fuse", 4))
-			continue;
-		unescape_mountinfo(src);
+		src = m.source;
 		found = !strncmp(src, dir, dlen) &&
 			(!src[dlen] ||
 			 (src[dlen] == ':' &&

@@ -50,6 +50,7 @@
 #include <unistd.h>
 
 #include "control.h"
+#include "mountinfo.h"
 #include "proto.h"
 #include "second.h"
 #include "tree.h"
@@ -63,61 +64,6 @@ struct conn_info {
 	int ro, allow_other;
 };
 
-/* One line of /proc/self/mountinfo, split in place (strings point into it;
- * escapes undone). */
-struct mi_line {
-	unsigned maj, min;
-	char *root, *point, *type, *source;
-};
-
-/* Undoes mountinfo's octal escapes (\040 for a space) of @s in place. */
-static void unescape(char *s)
-{
-	char *w = s;
-
-	for (; *s; s++) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' &&
-		    s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
-			*w++ = (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 |
-				      (s[3] - '0'));
-			s += 3;
-		} else {
-			*w++ = *s;
-		}
-	}
-	*w = '\0';
-}
-
-/* "ID PARENT MAJ:MIN ROOT POINT OPTS [OPTIONAL...] - TYPE SOURCE SUPER".
- * Returns 0, or -1 for a line of another shape. */
-static int mi_parse(char *line, struct mi_line *m)
-{
-	char *save = NULL, *f[5], *tok;
-	int i;
-
-	for (i = 0; i < 5; i++) {
-		f[i] = strtok_r(i ? NULL : line, " \n", &save);
-		if (!f[i])
-			return -1;
-	}
-	if (sscanf(f[2], "%u:%u", &m->maj, &m->min) != 2)
-		return -1;
-	while ((tok = strtok_r(NULL, " \n", &save)) && strcmp(tok, "-"))
-		;
-	if (!tok)
-		return -1;
-	m->type = strtok_r(NULL, " \n", &save);
-	m->source = strtok_r(NULL, " \n", &save);
-	if (!m->type || !m->source)
-		return -1;
-	m->root = f[3];
-	m->point = f[4];
-	unescape(m->root);
-	unescape(m->point);
-	unescape(m->source);
-	return 0;
-}
-
 char *fs_second_info(const char *mnt, const char *drive, bool ro,
 		     bool allow_other)
 {
@@ -126,13 +72,13 @@ char *fs_second_info(const char *mnt, const char *drive, bool ro,
 	unsigned maj = 0, min = 0;
 	size_t cap = 0;
 	bool found = false;
-	struct mi_line m;
+	struct mountinfo m;
 
 	if (!f)
 		return NULL;
 	/* the last match is the topmost mount there: ours */
 	while (getline(&line, &cap, f) > 0)
-		if (!mi_parse(line, &m) && !strncmp(m.type, "fuse", 4) &&
+		if (!mountinfo_parse(line, &m) && !strncmp(m.type, "fuse", 4) &&
 		    !strcmp(m.point, mnt)) {
 			maj = m.maj;
 			min = m.min;
@@ -160,14 +106,15 @@ static bool store_mounted(const char *dir)
 	FILE *f = fopen("/proc/self/mountinfo", "re");
 	char *line = NULL;
 	size_t cap = 0;
-	struct mi_line m;
+	struct mountinfo m;
 	bool found = false;
 
 	if (!f)
 		return false;
 	while (!found && getline(&line, &cap, f) > 0)
-		found = !mi_parse(line, &m) && !strncmp(m.type, "fuse", 4) &&
-			!strcmp(m.root, "/") && !strcmp(m.source, dir);
+		found = !mountinfo_parse(line, &m) &&
+			!strncmp(m.type, "fuse", 4) && !strcmp(m.root, "/") &&
+			!strcmp(m.source, dir);
 	free(line);
 	fclose(f);
 	return found;
@@ -291,14 +238,14 @@ static int bind_conn(const char *dir, const char *mnt,
 	dev_t dev = makedev(ci->maj, ci->min);
 	char *line = NULL, proc[64];
 	size_t cap = 0;
-	struct mi_line m;
+	struct mountinfo m;
 	struct stat st;
 	int rc = -ENOENT, fd;
 
 	if (!f)
 		return -errno;
 	while (rc == -ENOENT && getline(&line, &cap, f) > 0) {
-		if (mi_parse(line, &m) || m.maj != ci->maj ||
+		if (mountinfo_parse(line, &m) || m.maj != ci->maj ||
 		    m.min != ci->min || strcmp(m.root, "/") ||
 		    strncmp(m.type, "fuse", 4) || strcmp(m.source, dir) ||
 		    !strcmp(m.point, mnt))
