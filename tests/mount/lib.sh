@@ -40,22 +40,31 @@ pfs_mount() {
 	exit 1
 }
 
-# pfs_fusermount_u: unmounts $MNT; fails the test if it cannot. An unmount
-# refused as busy is tried again for 3 s: another process (df, a walk of the
-# mounts or of /tmp) may pass through the mount for a moment; if it stays
-# busy, says who holds it.
-pfs_fusermount_u() {
-	local i
+# pfs_busy_retry CMD...: runs CMD (an unmount) again while it fails as busy,
+# for 3 s: another process (df, a walk of the mounts or of /tmp) may pass
+# through a mount for a moment, and on FUSE its stat there is a round trip
+# to the daemon. Returns CMD's status; its stderr is left in $T/umount.err
+# and shown when it fails.
+pfs_busy_retry() {
+	local i rc
 	for i in $(seq 1 10); do
-		timeout 30 fusermount3 -u "$MNT" 2>"$T/umount.err" && return 0
-		grep -q 'busy' "$T/umount.err" && [ "$i" -lt 10 ] || {
-			cat "$T/umount.err" >&2
-			fuser -vm "$MNT" >&2 2>&1 || true
-			echo "FAIL: fusermount3 -u failed" >&2
-			exit 1
-		}
+		rc=0
+		"$@" 2>"$T/umount.err" && return 0 || rc=$?
+		grep -q 'busy' "$T/umount.err" || break
 		sleep 0.3
 	done
+	cat "$T/umount.err" >&2
+	return "$rc"
+}
+
+# pfs_fusermount_u: unmounts $MNT (pfs_busy_retry); fails the test if it
+# cannot, saying who holds it.
+pfs_fusermount_u() {
+	pfs_busy_retry timeout 30 fusermount3 -u "$MNT" || {
+		fuser -vm "$MNT" >&2 2>&1 || true
+		echo "FAIL: fusermount3 -u failed" >&2
+		exit 1
+	}
 }
 
 # pfs_umount: unmounts and waits for the daemon to exit (everything durable).

@@ -131,7 +131,7 @@ check "... the first mount works" bash -c "echo after >'$MNT/B/after' && [ \"\$(
 
 # ---- unmount order: the first mount goes first -------------------------------
 check "mount it twice again" "$PATHFS" "$STORE" "$M2"
-fusermount3 -u "$MNT"
+pfs_busy_retry fusermount3 -u "$MNT"
 sleep 0.3
 check "unmount the first mount: the daemon serves on" \
 	[ "$(daemons "$T/store")" = 1 ]
@@ -162,14 +162,14 @@ check "mount.fuse3 STORE MNT2 -t pathfs, as for fuse.pathfs in fstab (exit $rc: 
 	[ "$rc" -eq 0 ]
 check "... same connection" [ "$(conn_dev "$M2")" = "$(conn_dev "$MNT")" ]
 check "... reads" [ "$(cat "$M2/B/after" 2>/dev/null)" = after ]
-check "umount(8) it" umount "$M2"
+check "umount(8) it" pfs_busy_retry umount "$M2"
 rc=0
 mount -t fuse "$PATHFS#$STORE" "$M2" -o ro,noexec,drive=main 2>"$T/err" || rc=$?
 check "mount -t fuse 'pathfs#STORE' -o ro,noexec (exit $rc: $(head -n 1 "$T/err"))" \
 	[ "$rc" -eq 0 ]
 check "... ro and noexec" has_flags "$M2" ro noexec
 expect_errno EROFS "... refuses writes" touch "$M2/x"
-check "umount(8) it" umount "$M2"
+check "umount(8) it" pfs_busy_retry umount "$M2"
 check "the daemon serves on" [ "$(daemons "$T/store")" = 1 ]
 
 # a connection made read-only since (mount -o remount,ro of the first) takes

@@ -36,7 +36,8 @@ for i in $(seq 1 "$ROUNDS"); do
 	mkdir "$MNT/d$i"
 	for j in $(seq 1 20); do echo "$i.$j" >"$MNT/d$i/s$j"; done
 	(cd "$MNT" && sha256sum "big$i") >>"$T/sums"
-	if fusermount3 -u "$MNT" && "$PATHFS" "$STORE" "$MNT" 2>"$T/err"; then
+	if pfs_busy_retry fusermount3 -u "$MNT" &&
+		"$PATHFS" "$STORE" "$MNT" 2>"$T/err"; then
 		ok=$((ok + 1))
 	else
 		echo "round $i: $(cat "$T/err")" >&2
