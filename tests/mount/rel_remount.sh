@@ -63,7 +63,7 @@ refused_at_once "a second mount of a mounted store (another drive) is refused at
 # a daemon slow to close: stopped right after the unmount
 pid=$(pfs_pid)
 kill -STOP "$pid"
-fusermount3 -u "$MNT"
+pfs_busy_retry fusermount3 -u "$MNT"
 "$PATHFS" "$STORE" "$MNT" 2>"$T/slow" &
 waiter=$!
 sleep 2.5
