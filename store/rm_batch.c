@@ -381,7 +381,8 @@ static int rm_slice(struct tree *t, const char *path, struct rm_scan *s,
 		goto out;
 	/* the slice's ents, sorted by number; halved until they fit */
 	for (;;) {
-		memcpy(ents, s->ents, k * sizeof(*ents));
+		if (k) /* none: s->ents may be NULL */
+			memcpy(ents, s->ents, k * sizeof(*ents));
 		qsort(ents, k, sizeof(*ents), ent_cmp);
 		if (k <= 1 || rm_content_ops(t, ents, k) <= max)
 			break;
@@ -494,7 +495,8 @@ again:
 	rc = rm_specials(t, &s, s.nspecial, r, used, h);
 	if (rc)
 		goto out; /* 1: the walk takes the rest */
-	qsort(s.ents, s.n, sizeof(*s.ents), ent_cmp);
+	if (s.n) /* none: s.ents may be NULL */
+		qsort(s.ents, s.n, sizeof(*s.ents), ent_cmp);
 	/* then everything else, under the locks tree_rmdir takes */
 	pl = path_parent_len(path);
 	sbuf_add(&parent, pl ? path : "/", pl ? pl : 1);
