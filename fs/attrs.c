@@ -289,10 +289,9 @@ void touch_atime(struct fs *fs, uint64_t ino)
 	if (rc)
 		goto out;
 	do
-		rc = tree_setattr(fs->tree, p.path, ino, &in,
-				  TREE_SET_ATIME | TREE_SET_CTIME |
-				      TREE_SET_ACCESS,
-				  NULL);
+		rc = tree_setattr(
+		    fs->tree, p.path, ino, &in,
+		    TREE_SET_ATIME | TREE_SET_CTIME | TREE_SET_ACCESS, NULL);
 	while (fs_retry(fs, &rc, ino, NULL, &p));
 	fs_leave(fs);
 	if (!rc && fs->se)

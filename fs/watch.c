@@ -101,11 +101,12 @@ double fs_watch_negative(struct fs *fs, uint64_t parent, const char *name)
 	while (w->neg_count && w->neg[w->neg_first].until < now)
 		neg_drop_first(w);
 	if (copy && w->neg_count < NEG_MAX) {
-		struct neg *n = &w->neg[(w->neg_first + w->neg_count) % NEG_MAX];
+		struct neg *n =
+		    &w->neg[(w->neg_first + w->neg_count) % NEG_MAX];
 
 		n->name = copy;
-		n->until = now + 1 +
-			   (time_t)(fs->timeout < 1e9 ? fs->timeout : 1e9);
+		n->until =
+		    now + 1 + (time_t)(fs->timeout < 1e9 ? fs->timeout : 1e9);
 		w->neg_count++;
 		copy = NULL;
 	} else if (timeout > NEG_FULL_TIMEOUT) {

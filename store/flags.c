@@ -37,7 +37,8 @@ int flags_may_setattr(const struct tree_attr *a, unsigned mask)
 		return -EPERM;
 	if (!(a->flags & TREE_F_APPEND))
 		return 0;
-	if (mask & (TREE_SET_MODE | TREE_SET_UID | TREE_SET_GID | TREE_SET_SIZE))
+	if (mask &
+	    (TREE_SET_MODE | TREE_SET_UID | TREE_SET_GID | TREE_SET_SIZE))
 		return -EPERM;
 	if ((mask & (TREE_SET_ATIME | TREE_SET_MTIME)) &&
 	    !(mask & TREE_SET_TOUCH))
@@ -122,8 +123,8 @@ void flags_inherit(const struct tree_attr *dir, struct tree_attr *a)
 	a->flags |= dir->flags & keep;
 }
 
-int flags_dir_keeps(struct tree *t, const char *path,
-		    struct flags_dir_cache *c, bool *keeps)
+int flags_dir_keeps(struct tree *t, const char *path, struct flags_dir_cache *c,
+		    bool *keeps)
 {
 	const char *slash = strrchr(path, '/');
 	size_t len = slash == path ? 1 : (size_t)(slash - path);

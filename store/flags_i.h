@@ -62,8 +62,8 @@ struct flags_dir_cache {
 	struct sbuf dir;
 	uint32_t flags;
 };
-int flags_dir_keeps(struct tree *t, const char *path,
-		    struct flags_dir_cache *c, bool *keeps);
+int flags_dir_keeps(struct tree *t, const char *path, struct flags_dir_cache *c,
+		    bool *keeps);
 void flags_dir_cache_release(struct flags_dir_cache *c);
 
 /* Syncs the write-ahead log if @flags ask changes to be durable on return

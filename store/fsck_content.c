@@ -306,8 +306,8 @@ static void on_content(struct fsck *f, uint64_t ino, size_t nkeys,
 		key_xattr_range(&lo, &hi, t->name, ino);
 	rc = drop_big(f, b, &lo, &hi);
 	if (rc == 0)
-		rc = tree_batch_drop_range(t, b, lo.buf, lo.len, hi.buf,
-					   hi.len);
+		rc =
+		    tree_batch_drop_range(t, b, lo.buf, lo.len, hi.buf, hi.len);
 	if (rc == 0)
 		rc = fsck_repair_commit(f, b);
 	if (rc)

@@ -113,7 +113,7 @@ void journal_rec_release(struct journal_rec *r)
 static void rec_encode(struct sbuf *out, const struct journal_rec *r)
 {
 	sbuf_addc(out, (r->flags & JOURNAL_F_UNDO) ? JOURNAL_REC_VERSION_UNDO
-						  : JOURNAL_REC_VERSION);
+						   : JOURNAL_REC_VERSION);
 	put_varint(out, r->op);
 	put_varint(out, r->flags);
 	put_varint(out, r->phase);
@@ -443,8 +443,7 @@ int tree_drop_slices(struct tree *t, struct kv_batch *b, const char *lo,
 		struct kv_iter *it = NULL;
 		size_t n = 0;
 
-		rc = kv_iter_open_keys(&it, t->store->kv, lo, lolen, hi,
-				       hilen);
+		rc = kv_iter_open_keys(&it, t->store->kv, lo, lolen, hi, hilen);
 		if (rc)
 			break;
 		for (; kv_iter_valid(it) && n < max; kv_iter_next(it))
@@ -739,8 +738,8 @@ static int rollback(struct tree *t, struct journal_rec *rec,
 	key_subtree_range(&lo, &hi, t->name, rec->dst.buf);
 	rc = tree_drop_slices(t, b, lo.buf, lo.len, hi.buf, hi.len, h, NULL);
 	if (rc == 0)
-		rc = tree_batch_drop_range(t, b, lo.buf, lo.len, hi.buf,
-					   hi.len);
+		rc =
+		    tree_batch_drop_range(t, b, lo.buf, lo.len, hi.buf, hi.len);
 	sbuf_reset(&k);
 	key_journal(&k, t->name, rec->seq);
 	kv_batch_delete(b, k.buf, k.len);

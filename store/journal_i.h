@@ -50,8 +50,8 @@ int tree_drop_slices(struct tree *t, struct kv_batch *b, const char *lo,
  * Temporary keys of record seq: key_xtmp_range() (keys_i.h). */
 #define JOURNAL_REC_VERSION	 1
 #define JOURNAL_REC_VERSION_UNDO 2
-#define JOP_RENAME	    1 /* folder rename; phase 1 copies src/ -> dst/ */
-#define JOP_EXCHANGE	    2 /* phases 1 A/->tmp, 2 B/->A/, 3 tmp->B/ */
+#define JOP_RENAME		 1 /* folder rename; phase 1 copies src/ -> dst/ */
+#define JOP_EXCHANGE		 2 /* phases 1 A/->tmp, 2 B/->A/, 3 tmp->B/ */
 #define JOP_CLONE                                                              \
 	3 /* cascade clone (cp -r / cross-drive mv), budgeted:
 			  never replayed at open, resumed by its token; but

@@ -77,7 +77,7 @@ struct kv {
 /* The head of every backend's iterator. */
 struct kv_iter {
 	const struct kv_ops *ops;
-	struct kv *kv; /* set by kv.c: whose counts its seeks and nexts bump */
+	struct kv *kv;	/* set by kv.c: whose counts its seeks and nexts bump */
 	bool keys_only; /* set by kv.c: kv_iter_value() gives "" */
 };
 

@@ -192,8 +192,8 @@ int kv_etcd_open(struct kv **out, const char *url, const struct kv_options *opt)
 	req = json_object_new_object();
 	rc = kve_add_b64(req, "key", kv->meta, kv->mlen);
 	if (!rc)
-		rc = kve_add_json(req, "count_only",
-				  json_object_new_boolean(1));
+		rc =
+		    kve_add_json(req, "count_only", json_object_new_boolean(1));
 	if (!rc)
 		rc = etcd_call(kv->e, "/v3/kv/range", req, &resp);
 	if (rc == -ETIMEDOUT)

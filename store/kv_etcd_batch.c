@@ -113,8 +113,8 @@ static void kve_cut(struct kve_batch *b, struct kve_op *r, const char *k,
 
 	if (cuts)
 		r->cuts = cuts;
-	lens = cuts ? realloc(r->cutlens, (r->ncuts + 1) * sizeof(*lens))
-		    : NULL;
+	lens =
+	    cuts ? realloc(r->cutlens, (r->ncuts + 1) * sizeof(*lens)) : NULL;
 	if (!lens) {
 		b->oom = true;
 		return;

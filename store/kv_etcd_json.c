@@ -55,8 +55,7 @@ int kve_add_b64(struct json_object *o, const char *name, const char *s,
 
 /* Adds @j (taken, also on an error) to @o as @name. Errors: -ENOMEM (@o or
  * @j NULL, or out of memory). */
-int kve_add_json(struct json_object *o, const char *name,
-		 struct json_object *j)
+int kve_add_json(struct json_object *o, const char *name, struct json_object *j)
 {
 	if (!o || !j || json_object_object_add(o, name, j)) {
 		json_object_put(j);
@@ -88,7 +87,7 @@ char *kve_get_b64(struct json_object *o, const char *name, size_t *len)
 /* Adds *@v to @req as @name; then *@v is NULL (@req owns it). Errors:
  * -ENOMEM (*@v NULL, or out of memory: *@v stays the caller's). */
 int kve_attach(struct json_object *req, const char *name,
-		      struct json_object **v)
+	       struct json_object **v)
 {
 	if (!*v || json_object_object_add(req, name, *v))
 		return -ENOMEM;
@@ -98,8 +97,7 @@ int kve_attach(struct json_object *req, const char *name,
 
 /* Appends @o, an object with @name: @v, to @arr; takes @o and @v, also on
  * an error. Errors: -ENOMEM. */
-int kve_add_op(struct json_object *arr, const char *name,
-	       struct json_object *v)
+int kve_add_op(struct json_object *arr, const char *name, struct json_object *v)
 {
 	struct json_object *o = json_object_new_object();
 
@@ -142,10 +140,8 @@ int kve_add_cmp(struct json_object *arr, const char *target, const char *k,
 		goto fail;
 	}
 	if (kve_add_b64(c, "key", k, klen) || !r ||
-	    json_object_object_add(c,
-				   target[0] == 'M' ? "mod_revision"
-						    : "create_revision",
-				   r))
+	    json_object_object_add(
+		c, target[0] == 'M' ? "mod_revision" : "create_revision", r))
 		goto fail;
 	if (json_object_array_add(arr, c)) {
 		json_object_put(c);

@@ -161,8 +161,8 @@ int kve_own(struct kve *kv)
 	succ = json_object_new_array();
 	fail = json_object_new_array();
 	r = json_object_new_object();
-	rc = req ? kve_add_cmp(cmps, "CREATE", kv->owner, kv->olen, 0)
-		 : -ENOMEM;
+	rc =
+	    req ? kve_add_cmp(cmps, "CREATE", kv->owner, kv->olen, 0) : -ENOMEM;
 	if (!rc)
 		rc = kve_add_b64(r, "key", kv->owner, kv->olen);
 	if (!rc)

@@ -226,8 +226,8 @@ static int rm_batch_content(struct tree *t, struct kv_batch *b,
 	int rc;
 
 	key_kind_range(&k, &hi, t->name, KEY_XATTR);
-	rc = kv_iter_open_keys(&xit, t->store->kv, k.buf, k.len, hi.buf,
-			       hi.len);
+	rc =
+	    kv_iter_open_keys(&xit, t->store->kv, k.buf, k.len, hi.buf, hi.len);
 	if (rc)
 		goto out;
 	while (i < s->n) {
@@ -495,7 +495,7 @@ again:
 	rc = rm_specials(t, &s, s.nspecial, r, used, h);
 	if (rc)
 		goto out; /* 1: the walk takes the rest */
-	if (s.n) /* none: s.ents may be NULL */
+	if (s.n)	  /* none: s.ents may be NULL */
 		qsort(s.ents, s.n, sizeof(*s.ents), ent_cmp);
 	/* then everything else, under the locks tree_rmdir takes */
 	pl = path_parent_len(path);

@@ -103,10 +103,10 @@ static int rename_simple(struct tree *t, const char *src, const char *dst,
 		ddelta = sd - dd;
 	} else {
 		if (dn0) {
-			rc = tree_batch_remove(
-			    t, b, dst, &dn,
-			    (flags & TREE_KEEP_ORPHAN) | TREE_PARK_BIG, &left,
-			    now);
+			rc = tree_batch_remove(t, b, dst, &dn,
+					       (flags & TREE_KEEP_ORPHAN) |
+						   TREE_PARK_BIG,
+					       &left, now);
 			if (rc)
 				goto out;
 		}
@@ -209,7 +209,8 @@ static int rename_flags(struct tree *t, const char *src, const struct node *sn,
 	if (rc == 0)
 		rc = flags_may_remove(same ? &dpn->a : &spn.a, sf);
 	if (rc == 0)
-		rc = dn ? flags_may_remove(&dpn->a, df) : flags_may_add(&dpn->a);
+		rc =
+		    dn ? flags_may_remove(&dpn->a, df) : flags_may_add(&dpn->a);
 	*dirs = dpn->a.flags | spn.a.flags;
 	node_release(&spn);
 	free(sp);

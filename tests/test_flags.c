@@ -48,9 +48,9 @@ Test(flags, set_kept_and_checked, .init = tu_setup, .fini = tu_teardown)
 	cr_expect_eq(tree_setflags(T, "/f", a.ino, 0x8000, NULL), -EINVAL);
 	cr_expect_eq(tree_setflags(T, "/f", a.ino, TREE_F_LINKED, NULL),
 		     -EINVAL, "the store's own bits are not the user's");
-	cr_assert_eq(tree_setflags(T, "/f", a.ino,
-				   TREE_F_NODUMP | TREE_F_DIRSYNC, &b),
-		     0);
+	cr_assert_eq(
+	    tree_setflags(T, "/f", a.ino, TREE_F_NODUMP | TREE_F_DIRSYNC, &b),
+	    0);
 	cr_expect_eq(b.flags & TREE_F_USER, TREE_F_NODUMP,
 		     "DIRSYNC is dropped on a file, as ext4 drops it");
 	cr_expect_geq(b.ctime_ns, a.ctime_ns);
@@ -84,11 +84,11 @@ Test(flags, immutable_file, .init = tu_setup, .fini = tu_teardown)
 		     -EPERM);
 	cr_expect_eq(tree_setattr(T, "/f", ino, &in, TREE_SET_UID, NULL),
 		     -EPERM);
-	cr_expect_eq(tree_setattr(T, "/f", ino, &in,
-				  TREE_SET_ATIME | TREE_SET_MTIME |
-				      TREE_SET_TOUCH,
-				  NULL),
-		     -EPERM, "not even touch");
+	cr_expect_eq(
+	    tree_setattr(T, "/f", ino, &in,
+			 TREE_SET_ATIME | TREE_SET_MTIME | TREE_SET_TOUCH,
+			 NULL),
+	    -EPERM, "not even touch");
 	in.atime_ns = 123;
 	cr_expect_eq(tree_setattr(T, "/f", ino, &in,
 				  TREE_SET_ATIME | TREE_SET_ACCESS, &a),
@@ -133,23 +133,23 @@ Test(flags, append_only_file, .init = tu_setup, .fini = tu_teardown)
 	cr_expect_eq(tree_setattr(T, "/f", ino, &in, TREE_SET_MTIME, NULL),
 		     -EPERM, "explicit times");
 	in.mtime_ns = in.atime_ns = tree_now_ns();
-	cr_expect_eq(tree_setattr(T, "/f", ino, &in,
-				  TREE_SET_ATIME | TREE_SET_MTIME |
-				      TREE_SET_TOUCH,
-				  NULL),
-		     0, "touch");
+	cr_expect_eq(
+	    tree_setattr(T, "/f", ino, &in,
+			 TREE_SET_ATIME | TREE_SET_MTIME | TREE_SET_TOUCH,
+			 NULL),
+	    0, "touch");
 	cr_expect_eq(tree_fallocate(T, "/f", ino, 0, 0, 8192, NULL), 0);
 	cr_expect_eq(tree_fallocate(T, "/f", ino, TREE_FALLOC_KEEP_SIZE, 0,
 				    65536 * 2, NULL),
 		     0);
-	cr_expect_eq(tree_fallocate(T, "/f", ino,
-				    TREE_FALLOC_PUNCH_HOLE |
-					TREE_FALLOC_KEEP_SIZE,
-				    0, 1, NULL),
-		     -EPERM);
-	cr_expect_eq(tree_fallocate(T, "/f", ino, TREE_FALLOC_ZERO_RANGE, 0, 1,
-				    NULL),
-		     -EPERM);
+	cr_expect_eq(
+	    tree_fallocate(T, "/f", ino,
+			   TREE_FALLOC_PUNCH_HOLE | TREE_FALLOC_KEEP_SIZE, 0, 1,
+			   NULL),
+	    -EPERM);
+	cr_expect_eq(
+	    tree_fallocate(T, "/f", ino, TREE_FALLOC_ZERO_RANGE, 0, 1, NULL),
+	    -EPERM);
 	cr_expect_eq(tree_setxattr(T, "/f", ino, "user.k", "w", 1, 0), -EPERM);
 	cr_expect_eq(tree_link(T, "/f", "/f2", NULL), -EPERM);
 	cr_expect_eq(tree_unlink(T, "/f", 0, NULL), -EPERM);
@@ -168,14 +168,13 @@ Test(flags, immutable_folder, .init = tu_setup, .fini = tu_teardown)
 	tu_mkdir(T, "/e");
 	x = ino_of("/d/x");
 	set_flags("/d", TREE_F_IMMUTABLE);
-	cr_expect_eq(tree_mknode(T, "/d/n", S_IFREG | 0644, 0, 0, 0, NULL,
-				 NULL),
-		     -EPERM);
-	cr_expect_eq(tree_mknode(T, "/d/x", S_IFREG | 0644, 0, 0, 0, NULL,
-				 NULL),
-		     -EEXIST, "EEXIST comes first, as may_create() says");
-	cr_expect_eq(tree_mknode(T, "/d/l", S_IFLNK | 0777, 0, 0, 0, "x",
-				 NULL),
+	cr_expect_eq(
+	    tree_mknode(T, "/d/n", S_IFREG | 0644, 0, 0, 0, NULL, NULL),
+	    -EPERM);
+	cr_expect_eq(
+	    tree_mknode(T, "/d/x", S_IFREG | 0644, 0, 0, 0, NULL, NULL),
+	    -EEXIST, "EEXIST comes first, as may_create() says");
+	cr_expect_eq(tree_mknode(T, "/d/l", S_IFLNK | 0777, 0, 0, 0, "x", NULL),
 		     -EPERM);
 	cr_expect_eq(tree_mktmp(T, "/d", 0600, 0, 0, 0, &a), -EPERM);
 	cr_expect_eq(tree_link(T, "/y", "/d/y", NULL), -EPERM);
@@ -199,9 +198,8 @@ Test(flags, append_only_folder, .init = tu_setup, .fini = tu_teardown)
 	tu_mkfile(T, "/d/x", "in", 2);
 	tu_mkfile(T, "/y", "y", 1);
 	set_flags("/d", TREE_F_APPEND);
-	cr_expect_eq(tree_mknode(T, "/d/n", S_IFREG | 0644, 0, 0, 0, NULL,
-				 NULL),
-		     0);
+	cr_expect_eq(
+	    tree_mknode(T, "/d/n", S_IFREG | 0644, 0, 0, 0, NULL, NULL), 0);
 	cr_expect_eq(tree_rename(T, "/y", "/d/y", 0, NULL), 0);
 	cr_expect_eq(tree_link(T, "/d/y", "/d/y2", NULL), 0);
 	cr_expect_eq(tree_unlink(T, "/d/x", 0, NULL), -EPERM);
@@ -254,9 +252,8 @@ Test(flags, noatime_and_inheritance, .init = tu_setup, .fini = tu_teardown)
 			    TREE_F_DIRSYNC);
 	tu_mkdir(T, "/p/sub");
 	tu_mkfile(T, "/p/file", "x", 1);
-	cr_assert_eq(tree_mknode(T, "/p/ln", S_IFLNK | 0777, 0, 0, 0, "x",
-				 NULL),
-		     0);
+	cr_assert_eq(
+	    tree_mknode(T, "/p/ln", S_IFLNK | 0777, 0, 0, 0, "x", NULL), 0);
 	cr_assert_eq(tree_mktmp(T, "/p", 0600, 0, 0, 0, &a), 0);
 	cr_expect_eq(a.flags & TREE_F_USER,
 		     TREE_F_NODUMP | TREE_F_NOATIME | TREE_F_SYNC);

@@ -365,8 +365,8 @@ Test(fs_ops, inode_flags_who_may_and_mapping)
 	cr_expect_eq(fs_flags_to_fl(t), FS_IMMUTABLE_FL | FS_NODUMP_FL);
 	cr_expect_eq(fs_flags_from_fl(FS_NOCOW_FL, &t), -EOPNOTSUPP,
 		     "a flag pathfs does not keep, as ext4 answers");
-	cr_expect_eq(fs_do_setflags(&tu_fs, &other, ino, TREE_F_NODUMP),
-		     -EPERM, "not the owner");
+	cr_expect_eq(fs_do_setflags(&tu_fs, &other, ino, TREE_F_NODUMP), -EPERM,
+		     "not the owner");
 	cr_expect_eq(fs_do_setflags(&tu_fs, &user, ino, TREE_F_NODUMP), 0);
 	cr_expect_eq(fs_do_setflags(&tu_fs, &user, ino,
 				    TREE_F_NODUMP | TREE_F_IMMUTABLE),
@@ -391,9 +391,9 @@ Test(fs_ops, opens_and_times_honour_the_inode_flags)
 	cr_assert_eq(fs_do_setflags(&tu_fs, &root, ap, TREE_F_APPEND), 0);
 	cr_expect_eq(fs_do_open(&tu_fs, &root, im, O_WRONLY, &fh, NULL),
 		     -EPERM);
-	cr_expect_eq(fs_do_open(&tu_fs, &root, im, O_RDONLY | O_TRUNC, &fh,
-				NULL),
-		     -EPERM);
+	cr_expect_eq(
+	    fs_do_open(&tu_fs, &root, im, O_RDONLY | O_TRUNC, &fh, NULL),
+	    -EPERM);
 	cr_expect_eq(fs_do_create(&tu_fs, &root, TREE_ROOT_INO, "im", 0644,
 				  O_CREAT | O_WRONLY, &e, &fh),
 		     -EPERM, "a create that finds it opens it so");
@@ -403,9 +403,8 @@ Test(fs_ops, opens_and_times_honour_the_inode_flags)
 	cr_expect_eq(fs_do_open(&tu_fs, &root, ap,
 				O_WRONLY | O_APPEND | O_TRUNC, &fh, NULL),
 		     -EPERM);
-	cr_assert_eq(fs_do_open(&tu_fs, &root, ap, O_WRONLY | O_APPEND, &fh,
-				NULL),
-		     0);
+	cr_assert_eq(
+	    fs_do_open(&tu_fs, &root, ap, O_WRONLY | O_APPEND, &fh, NULL), 0);
 	fs_do_release(&tu_fs, ap, fh);
 	/* touch (times now) is what an append-only file allows */
 	cr_expect_eq(fs_do_setattr(&tu_fs, &root, ap, &st,
@@ -414,11 +413,11 @@ Test(fs_ops, opens_and_times_honour_the_inode_flags)
 				       FUSE_SET_ATTR_MTIME_NOW,
 				   &a),
 		     0);
-	cr_expect_eq(fs_do_setattr(&tu_fs, &root, ap, &st, FUSE_SET_ATTR_MTIME,
-				   &a),
-		     -EPERM, "explicit times");
-	cr_expect_eq(fs_do_setattr(&tu_fs, &root, im, &st,
-				   FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_ATIME_NOW,
-				   &a),
-		     -EPERM, "nothing on an immutable one");
+	cr_expect_eq(
+	    fs_do_setattr(&tu_fs, &root, ap, &st, FUSE_SET_ATTR_MTIME, &a),
+	    -EPERM, "explicit times");
+	cr_expect_eq(
+	    fs_do_setattr(&tu_fs, &root, im, &st,
+			  FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_ATIME_NOW, &a),
+	    -EPERM, "nothing on an immutable one");
 }

@@ -831,9 +831,8 @@ Test(journal, replay_of_a_planted_undo, .init = tu_setup, .fini = tu_teardown)
 		} else { /* a copy made, then the go-ahead deleted */
 			sbuf_reset(&k);
 			key_node(&k, "main", "/src");
-			cr_assert_eq(kv_get(T->store->kv, k.buf, k.len, &val,
-					    &vlen),
-				     0);
+			cr_assert_eq(
+			    kv_get(T->store->kv, k.buf, k.len, &val, &vlen), 0);
 			sbuf_reset(&c);
 			key_node(&c, "main", "/dst/x");
 			kv_batch_put(b, c.buf, c.len, val, vlen);

@@ -915,9 +915,9 @@ Test(kv, out_of_memory_is_an_error)
 	}
 	cr_expect_eq(kv_iter_open(&it, kv, "a", huge, NULL, 0), -ENOMEM);
 	cr_expect_eq(kv_iter_open(&it, kv, "a", 1, "b", huge), -ENOMEM);
-	cr_expect_eq(kv_watch(&w, kv, "a", huge, "b", 1, 0, no_change,
-			      no_reset, NULL),
-		     -ENOMEM);
+	cr_expect_eq(
+	    kv_watch(&w, kv, "a", huge, "b", 1, 0, no_change, no_reset, NULL),
+	    -ENOMEM);
 	cr_expect_null(w);
 	put("k", "v");
 	expect_value("k", "v");

@@ -302,8 +302,7 @@ Test(cascade, rename_over_a_big_file_in_slices, .init = tu_setup,
 		cr_assert_eq(tree_read(T, NULL, ino, size - 1, 8, c, &len), 0);
 		cr_assert_eq(len, 1);
 		cr_assert_eq(c[0], '!');
-		cr_assert_eq(tree_read(T, NULL, ino, step * bs + 7, 1, c,
-				       &len),
+		cr_assert_eq(tree_read(T, NULL, ino, step * bs + 7, 1, c, &len),
 			     0);
 		cr_assert_eq(len, 1);
 		cr_assert_eq(c[0], step == 1 ? 0 : 'x');

@@ -31,10 +31,10 @@ static int remote_name(struct sockaddr_un *sa, const char *url)
 
 	if (rc)
 		return rc;
-	n = snprintf(sa->sun_path + 1, sizeof(sa->sun_path) - 1,
-		     CONTROL_SOCKET_REMOTE "%s/%016llx", strrchr(id, '/') + 1,
-		     (unsigned long long)fnv(0xcbf29ce484222325ull, id,
-					     strlen(id)));
+	n = snprintf(
+	    sa->sun_path + 1, sizeof(sa->sun_path) - 1,
+	    CONTROL_SOCKET_REMOTE "%s/%016llx", strrchr(id, '/') + 1,
+	    (unsigned long long)fnv(0xcbf29ce484222325ull, id, strlen(id)));
 	free(id);
 	return n > 0 && (size_t)n < sizeof(sa->sun_path) - 1 ? 0
 							     : -ENAMETOOLONG;
