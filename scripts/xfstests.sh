@@ -66,8 +66,11 @@ die() { echo "xfstests.sh: $*" >&2; exit 1; }
 [[ "$SUBTYPE" =~ ^[a-z][a-z0-9_]*$ ]] ||
 	die "SUBTYPE=$SUBTYPE: a program name of a-z 0-9 _ expected"
 
+# xfstests runs their steps with su, so each needs a shell (this
+# repository's own suites create fsgqa with nologin when it is missing)
 for u in fsgqa fsgqa2 123456-fsgqa; do
 	id "$u" >/dev/null 2>&1 || useradd -m "$u"
+	[ "$(getent passwd "$u" | cut -d: -f7)" = /bin/sh ] || usermod -s /bin/sh "$u"
 done
 
 out=$RESULTS/$fstyp
@@ -154,7 +157,13 @@ fi
 echo "xfstests $(git -C "$XFSTESTS" rev-parse HEAD 2>/dev/null || echo '?')" \
 	"on $fstyp: ./check $*" | tee "$out/check.log"
 cd "$XFSTESTS"
+# the check runs in its own mount namespace: its mounts are not seen by
+# the rest of the machine, so another check's `df` (xfstests runs it with
+# no argument, a statfs of every mount) or a test suite never holds them
+# when a test unmounts ("target is busy"); its last mounts are unmounted
+# in there, before the namespace (and its daemons) go
 rc=0
-HOST_OPTIONS=$cfg ./check "$@" 2>&1 | tee -a "$out/check.log" || rc=$?
-umount "$work/test" "$work/scratch" 2>/dev/null || true
+W=$work HOST_OPTIONS=$cfg unshare --mount --propagation private \
+	bash -c './check "$@"; rc=$?; umount "$W/test" "$W/scratch" 2>/dev/null; exit $rc' \
+	check "$@" 2>&1 | tee -a "$out/check.log" || rc=$?
 exit "$rc"
