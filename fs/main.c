@@ -12,8 +12,12 @@
  * non-zero exit, before the shell gets its prompt back, and a successful
  * `pathfs` returns with the mount in place.
  *
- * Unmount (fusermount3 -u, umount, SIGTERM/SIGINT) ends the session loop; the
- * daemon then stops the control socket, syncs and closes the store. The
+ * Unmount of its last mount (fusermount3 -u, umount) or a signal (SIGTERM,
+ * SIGINT, SIGHUP) ends the session loop; the daemon then stops the control
+ * socket, unmounts every mount of its connection still there (the first
+ * mountpoint, second mounts, a user's bind mounts: second.c), syncs and
+ * closes the store. SIGKILL cannot be handled: its mounts stay, answering
+ * ENOTCONN, until unmounted by hand. The
  * kernel lets go of the mount before that, so a new mount may find the store
  * still locked: from its mount until it closes the store the daemon holds
  * the store's serving lock (store_serve), and a new mount that finds the
@@ -738,6 +742,8 @@ static int serve(struct options *o, struct fuse_args *args, const char *dir,
 	const char *log_where = NULL;
 	struct fs fs;
 	bool mounted = false, handlers = false, inited = false, made_drive;
+	bool conn_known = false;
+	unsigned conn_maj = 0, conn_min = 0;
 	int rc;
 
 	/* first: every thread made later must block SIGUSR1 (stats.h) */
@@ -798,6 +804,15 @@ static int serve(struct options *o, struct fuse_args *args, const char *dir,
 	}
 	mounted = true;
 	fs.se = se;
+	/* the connection's device, for a second mount and for the end */
+	rc = fs_second_conn(mnt, &conn_maj, &conn_min);
+	if (rc)
+		plog(LOG_WARNING,
+		     "%s: the mount is not in the mount table (a second mount "
+		     "of the store will be refused as in use)",
+		     strerror(-rc));
+	else
+		conn_known = true;
 	/* INIT flags libfuse 3.14 does not know (HANDLE_KILLPRIV_V2) */
 	rc = fs_devio_install(se);
 	if (rc)
@@ -844,9 +859,9 @@ static int serve(struct options *o, struct fuse_args *args, const char *dir,
 		ctl = NULL;
 	}
 	/* what a second mount of the store asks (second.c) */
-	if (ctl) {
-		char *info =
-		    fs_second_info(mnt, o->drive, o->ro, o->allow_other);
+	if (ctl && conn_known) {
+		char *info = fs_second_info(conn_maj, conn_min, o->drive, o->ro,
+					    o->allow_other);
 
 		if (!info || control_set_mount(ctl, info))
 			plog(LOG_WARNING,
@@ -887,6 +902,10 @@ out:
 		fs_watch_stop(&fs);
 	if (mounted)
 		fuse_session_unmount(se);
+	/* a signal ends every mount of the connection, not only the first
+	 * (an unmount of the last one left none) */
+	if (conn_known)
+		fs_second_unmount_all(conn_maj, conn_min);
 	if (handlers)
 		fuse_remove_signal_handlers(se);
 	if (se)

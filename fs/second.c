@@ -19,7 +19,11 @@
  *
  * The daemon serves every mount of its connection and exits when the last
  * one is unmounted (the kernel ends the connection then), whichever order
- * they go in. Killing it (or SIGTERM) ends the connection for every mount.
+ * they go in. A signal (SIGTERM, SIGINT, SIGHUP) ends the connection and,
+ * on the daemon's way out, every mount of it in its mount namespace
+ * (fs_second_unmount_all: second mounts, a user's `mount --bind`), as
+ * libfuse unmounts the first mountpoint: lazily. SIGKILL leaves them,
+ * answering ENOTCONN, until unmounted by hand.
  *
  * Refused, with one line: another drive than the served one; rw asked of a
  * daemon serving read-only; allow_other other than the connection's (who may
@@ -47,9 +51,11 @@
 #include <sys/statvfs.h>
 #include <sys/sysmacros.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "control.h"
+#include "log.h"
 #include "mountinfo.h"
 #include "proto.h"
 #include "second.h"
@@ -64,38 +70,162 @@ struct conn_info {
 	int ro, allow_other;
 };
 
-char *fs_second_info(const char *mnt, const char *drive, bool ro,
-		     bool allow_other)
+int fs_second_conn(const char *mnt, unsigned *maj, unsigned *min)
 {
 	FILE *f = fopen("/proc/self/mountinfo", "re");
-	char *line = NULL, *out = NULL;
-	unsigned maj = 0, min = 0;
+	char *line = NULL;
 	size_t cap = 0;
 	bool found = false;
 	struct mountinfo m;
 
 	if (!f)
-		return NULL;
+		return -errno;
 	/* the last match is the topmost mount there: ours */
 	while (getline(&line, &cap, f) > 0)
 		if (!mountinfo_parse(line, &m) && !strncmp(m.type, "fuse", 4) &&
 		    !strcmp(m.point, mnt)) {
-			maj = m.maj;
-			min = m.min;
+			*maj = m.maj;
+			*min = m.min;
 			found = true;
 		}
 	free(line);
 	fclose(f);
-	if (!found) {
-		errno = ENOENT;
-		return NULL;
-	}
+	return found ? 0 : -ENOENT;
+}
+
+char *fs_second_info(unsigned maj, unsigned min, const char *drive, bool ro,
+		     bool allow_other)
+{
+	char *out = NULL;
+
 	if (asprintf(&out, "conn %u:%u drive %s ro %d allow_other %d\n", maj,
 		     min, drive, ro ? 1 : 0, allow_other ? 1 : 0) < 0) {
 		errno = ENOMEM;
 		return NULL;
 	}
 	return out;
+}
+
+/*
+ * Unmounts @point as libfuse's fuse_kern_unmount() unmounts the first
+ * mountpoint: lazily (MNT_DETACH, what umount -l does: gone from the table
+ * at once, a busy mount lets go when its last user does); a non-root daemon
+ * through `fusermount3 -u -q -z`. Returns 0 or -errno.
+ */
+static int detach(const char *point)
+{
+	const char *argv[] = {"fusermount3", "-u", "-q", "-z", "--", point,
+			      NULL};
+	int status;
+	pid_t pid;
+
+	if (umount2(point, MNT_DETACH) == 0)
+		return 0;
+	if (errno != EPERM || geteuid() == 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		int fd = open("/dev/null", O_RDWR);
+
+		if (fd >= 0) {
+			dup2(fd, 0);
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		execvp(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EPERM;
+}
+
+/*
+ * One pass of fs_second_unmount_all(): unmounts each mountpoint whose
+ * topmost mount (its last line in mountinfo) is of connection @maj:@min.
+ * Returns how many it unmounted, or -errno if mountinfo cannot be read.
+ */
+static int unmount_pass(unsigned maj, unsigned min, unsigned *failed)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char *line = NULL, **points = NULL;
+	size_t cap = 0, n = 0, i, j;
+	struct mountinfo m;
+	bool *ours = NULL;
+	int done = 0, rc;
+
+	if (!f)
+		return -errno;
+	while (getline(&line, &cap, f) > 0) {
+		char **np;
+		bool *no;
+
+		if (mountinfo_parse(line, &m))
+			continue;
+		for (i = 0; i < n && strcmp(points[i], m.point); i++)
+			;
+		if (i == n) {
+			np = realloc(points, (n + 1) * sizeof(*np));
+			if (np)
+				points = np;
+			no = realloc(ours, (n + 1) * sizeof(*no));
+			if (no)
+				ours = no;
+			if (!np || !no || !(points[n] = strdup(m.point))) {
+				done = -ENOMEM;
+				goto out;
+			}
+			n++;
+		}
+		/* a later mount on the same point covers the earlier ones */
+		ours[i] = m.maj == maj && m.min == min &&
+			  !strncmp(m.type, "fuse", 4);
+	}
+	for (i = 0; i < n; i++) {
+		if (!ours[i])
+			continue;
+		rc = detach(points[i]);
+		if (rc == 0) {
+			done++;
+		} else if (rc != -EINVAL && rc != -ENOENT) {
+			/* (EINVAL, ENOENT: gone with a parent detached) */
+			plog(LOG_WARNING, "cannot unmount %s: %s", points[i],
+			     strerror(-rc));
+			(*failed)++;
+		}
+	}
+out:
+	for (j = 0; j < n; j++)
+		free(points[j]);
+	free(points);
+	free(ours);
+	free(line);
+	fclose(f);
+	return done;
+}
+
+/* At most this many passes (a mount stacked on another of the connection at
+ * one point shows only when the top one is gone). */
+#define UNMOUNT_PASSES 16
+
+void fs_second_unmount_all(unsigned maj, unsigned min)
+{
+	unsigned failed = 0;
+	int i, n;
+
+	for (i = 0; i < UNMOUNT_PASSES; i++) {
+		n = unmount_pass(maj, min, &failed);
+		if (n < 0)
+			plog(LOG_WARNING,
+			     "cannot read the mount table: %s (other mounts "
+			     "of this store stay, answering ENOTCONN)",
+			     strerror(-n));
+		if (n <= 0 || failed)
+			break;
+	}
 }
 
 /* Whether a FUSE mount of the whole store @dir (source @dir, root "/") is

@@ -36,12 +36,32 @@ int fs_second_mount(const char *dir, const char *mnt,
 		    const struct second_req *req, char *err, size_t errlen);
 
 /*
- * The daemon's half: the line it answers CONTROL_MOUNT_INFO with, for the
- * connection it mounted on @mnt (resolved): its device (found in
- * /proc/self/mountinfo), @drive, @ro, @allow_other. Returns a malloc'd line
- * or NULL (errno: ENOENT if @mnt is no FUSE mount here, ENOMEM).
+ * The daemon's half. The device (major:minor) of the FUSE connection mounted
+ * on @mnt (resolved): the topmost FUSE mount there in /proc/self/mountinfo,
+ * read without a request to any filesystem. Returns 0, -ENOENT (no FUSE
+ * mount there), -errno.
  */
-char *fs_second_info(const char *mnt, const char *drive, bool ro,
+int fs_second_conn(const char *mnt, unsigned *maj, unsigned *min);
+
+/*
+ * The line the daemon answers CONTROL_MOUNT_INFO with: its connection
+ * @maj:@min, @drive, @ro, @allow_other. Returns a malloc'd line or NULL
+ * (errno ENOMEM).
+ */
+char *fs_second_info(unsigned maj, unsigned min, const char *drive, bool ro,
 		     bool allow_other);
+
+/*
+ * The daemon's end: unmounts every mount of its connection @maj:@min left in
+ * its mount namespace (second mounts, a user's `mount --bind`), each as
+ * libfuse unmounts the first mountpoint (fuse_session_unmount: lazily, as
+ * umount -l does, so a busy one is gone from the table at once and lets go
+ * when its last user does). Call it once the connection is closed
+ * (fuse_session_unmount()), when no request can reach the daemon: a mount
+ * left would answer ENOTCONN. A mount another one covers (a later mount on
+ * the same point) cannot be reached by its path and stays. Errors are
+ * logged.
+ */
+void fs_second_unmount_all(unsigned maj, unsigned min);
 
 #endif

@@ -9,7 +9,8 @@
 # writes while the first writes; another drive, rw of a read-only daemon and
 # a different allow_other are refused with one line; mount(8) with type
 # fuse.pathfs and fuse (fstab) do the same; a non-root user keeps the
-# refusal of a store in use.
+# refusal of a store in use; a signal to the daemon ends all of its mounts
+# (bind mounts by hand too), a busy one lazily.
 source "$(dirname "$0")/lib.sh"
 sanitizer_logs
 
@@ -192,5 +193,62 @@ check "-o ro asked of it: mounted" "$PATHFS" -o ro "$STORE" "$M2"
 check "... same connection" [ "$(conn_dev "$M2")" = "$(conn_dev "$MNT")" ]
 check "unmount it" unmount_wait "$M2"
 pfs_umount
+
+# ---- a signal ends every mount of the daemon ---------------------------------
+# SIGTERM (or SIGINT, SIGHUP) to a daemon serving a second mount and a user's
+# `mount --bind` unmounts them all, not only its first mountpoint (they
+# stayed, answering ENOTCONN), a busy one lazily as libfuse unmounts the
+# first (umount -l: gone from the table, its user keeps a dead cwd); then the
+# store reopens with everything written. (SIGKILL cannot be handled.)
+M4=$T/mnt4
+mkdir -p "$M4"
+# conn_mounts MAJ:MIN: how many mounts of that device the mount table has
+conn_mounts() { awk -v d="$1" '$3 == d' /proc/self/mountinfo | grep -c . || true; }
+# dies PID: waits up to 20 s for PID to exit
+dies() {
+	local i
+	for i in $(seq 1 400); do
+		kill -0 "$1" 2>/dev/null || return 0
+		sleep 0.05
+	done
+	return 1
+}
+# signal_ends_all SIGNAL FIRST_TOO: mounts $STORE on $MNT, $M2 (a second
+# mount) and $M4 (mount --bind of $M2), writes through each, makes $M2 busy,
+# unmounts $MNT first unless FIRST_TOO is yes, sends SIGNAL to the daemon
+signal_ends_all() {
+	local sig=$1 first=$2 pid dev busy
+	pfs_mount
+	pid=$(pfs_pid)
+	check "$sig: a second mount" "$PATHFS" "$STORE" "$M2"
+	check "$sig: a mount --bind of it" mount --bind "$M2" "$M4"
+	dev=$(stat -c '%Hd:%Ld' "$MNT")
+	check "$sig: three mounts of the connection" [ "$(conn_mounts "$dev")" = 3 ]
+	seq 1 30000 >"$MNT/$sig.1"
+	seq 2 30000 >"$M2/$sig.2"
+	mkdir "$M4/$sig.d" && echo bound >"$M4/$sig.d/f"
+	if [ "$first" != yes ]; then
+		check "$sig: unmount the first mountpoint" unmount_wait "$MNT"
+	fi
+	(cd "$M2" && exec sleep 60) &
+	busy=$!
+	sleep 0.2
+	kill "-$sig" "$pid"
+	check "$sig: the daemon exits" dies "$pid"
+	check "$sig: no mount of its connection is left ($(conn_mounts "$dev"))" \
+		[ "$(conn_mounts "$dev")" = 0 ]
+	check "$sig: none on the three mountpoints" bash -c \
+		"! mountpoint -q '$MNT' && ! mountpoint -q '$M2' && ! mountpoint -q '$M4'"
+	kill "$busy" 2>/dev/null || true
+	wait "$busy" 2>/dev/null || true
+	pfs_mount
+	check "$sig: remounted, everything written is there" bash -c \
+		"cmp -s '$MNT/$sig.1' <(seq 1 30000) && cmp -s '$MNT/$sig.2' <(seq 2 30000) && [ \"\$(cat '$MNT/$sig.d/f')\" = bound ]"
+	pfs_umount
+}
+signal_ends_all TERM yes
+signal_ends_all INT yes
+signal_ends_all HUP no
+check "fsck is clean" pfs_fsck
 sanitizer_clean
 finish
