@@ -13,7 +13,9 @@
  * read-only. Any mount of that connection with root "/" will do as the
  * source of the bind (the daemon's first mountpoint may be gone while a
  * bind of it lives on): /proc/self/mountinfo lists them, and the one opened
- * must show the connection's device. Then the bind gets the flags the new
+ * must show the connection's device. A store on etcd is known by its
+ * identity (store_identity(): members in any order and case, localhost,
+ * a trailing slash or options), not by the first mount's spelling. Then the bind gets the flags the new
  * mount asks for (remount,bind: ro, nosuid, nodev, noexec, noatime), so a
  * -o ro second mount is a read-only view while the first stays read-write.
  *
@@ -228,10 +230,26 @@ void fs_second_unmount_all(unsigned maj, unsigned min)
 	}
 }
 
-/* Whether a FUSE mount of the whole store @dir (source @dir, root "/") is
- * in this mount namespace: else there is nothing to bind, and a daemon that
- * is closing the store need not be asked. */
-static bool store_mounted(const char *dir)
+/* Whether a mount's @source names the store whose identity is @id
+ * (store_identity(): an etcd store's members in any order and spelling). */
+static bool same_store(const char *source, const char *id)
+{
+	char *sid = NULL;
+	bool same;
+
+	if (!store_is_remote(source))
+		return !strcmp(source, id);
+	if (store_identity(source, &sid))
+		return false;
+	same = !strcmp(sid, id);
+	free(sid);
+	return same;
+}
+
+/* Whether a FUSE mount of the whole store @id (source a spelling of it, root
+ * "/") is in this mount namespace: else there is nothing to bind, and a
+ * daemon that is closing the store need not be asked. */
+static bool store_mounted(const char *id)
 {
 	FILE *f = fopen("/proc/self/mountinfo", "re");
 	char *line = NULL;
@@ -244,7 +262,7 @@ static bool store_mounted(const char *dir)
 	while (!found && getline(&line, &cap, f) > 0)
 		found = !mountinfo_parse(line, &m) &&
 			!strncmp(m.type, "fuse", 4) && !strcmp(m.root, "/") &&
-			!strcmp(m.source, dir);
+			same_store(m.source, id);
 	free(line);
 	fclose(f);
 	return found;
@@ -358,10 +376,11 @@ static int ask_daemon(int fd, struct conn_info *ci)
 }
 
 /*
- * Binds a mount of connection @ci (root "/", source @dir) on @mnt. Returns
- * 0, -ENOENT if there is none left, -errno of mount(2).
+ * Binds a mount of connection @ci (root "/", source a spelling of the store
+ * @id) on @mnt. Returns 0, -ENOENT if there is none left, -errno of
+ * mount(2).
  */
-static int bind_conn(const char *dir, const char *mnt,
+static int bind_conn(const char *id, const char *mnt,
 		     const struct conn_info *ci)
 {
 	FILE *f = fopen("/proc/self/mountinfo", "re");
@@ -377,7 +396,7 @@ static int bind_conn(const char *dir, const char *mnt,
 	while (rc == -ENOENT && getline(&line, &cap, f) > 0) {
 		if (mountinfo_parse(line, &m) || m.maj != ci->maj ||
 		    m.min != ci->min || strcmp(m.root, "/") ||
-		    strncmp(m.type, "fuse", 4) || strcmp(m.source, dir) ||
+		    strncmp(m.type, "fuse", 4) || !same_store(m.source, id) ||
 		    !strcmp(m.point, mnt))
 			continue;
 		fd = open(m.point, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -406,8 +425,9 @@ static void ro_refusal(const char *dir, char *err, size_t errlen)
 		 dir);
 }
 
-int fs_second_mount(const char *dir, const char *mnt,
-		    const struct second_req *req, char *err, size_t errlen)
+/* fs_second_mount() of the store @dir, whose identity is @id. */
+static int second_mount(const char *dir, const char *id, const char *mnt,
+			const struct second_req *req, char *err, size_t errlen)
 {
 	/* the flags a bind mount has of its own */
 	const unsigned long per_mount = MS_RDONLY | MS_NOSUID | MS_NODEV |
@@ -418,11 +438,9 @@ int fs_second_mount(const char *dir, const char *mnt,
 	pid_t pid;
 	int fd, rc;
 
-	if (geteuid() != 0)
-		return 1;
 	if (store_is_remote(dir) ? req->ro : store_server(dir, &pid) != 0)
 		return 1;
-	if (!store_mounted(dir))
+	if (!store_mounted(id))
 		return 1; /* a daemon closing it: the open waits for it */
 	fd = connect_daemon(dir);
 	if (fd < 0)
@@ -451,7 +469,7 @@ int fs_second_mount(const char *dir, const char *mnt,
 			 dir, ci.allow_other ? "with" : "without");
 		return -EBUSY;
 	}
-	rc = bind_conn(dir, mnt, &ci);
+	rc = bind_conn(id, mnt, &ci);
 	if (rc == -ENOENT)
 		return 1; /* its mounts went meanwhile: the open waits */
 	if (rc) {
@@ -486,4 +504,20 @@ int fs_second_mount(const char *dir, const char *mnt,
 		return -EIO;
 	}
 	return 0;
+}
+
+int fs_second_mount(const char *dir, const char *mnt,
+		    const struct second_req *req, char *err, size_t errlen)
+{
+	char *id = NULL;
+	int rc;
+
+	if (geteuid() != 0)
+		return 1;
+	/* a malformed URL, no memory: the open says why */
+	if (store_identity(dir, &id))
+		return 1;
+	rc = second_mount(dir, id, mnt, req, err, errlen);
+	free(id);
+	return rc;
 }

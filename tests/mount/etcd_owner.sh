@@ -5,7 +5,7 @@
 #   FUSE connection), one of another drive is refused; a -o ro mount beside
 #   it is allowed; pathfsctl reaches the writer's daemon on this machine
 #   (reads and writes), whichever way the URL spells the store (members'
-#   order, a trailing slash, localhost);
+#   order, a trailing slash, localhost), a second mount too;
 # - beside a writer elsewhere (its owner key put with curl), pathfsctl's
 #   read commands work (the store opened read-only, no owner key taken) and
 #   its write commands and a read-write mount are refused in one line naming
@@ -65,6 +65,24 @@ check "a second read-write mount here binds the writer's" \
 check "... the same connection" [ "$(stat -c %d "$MNT2")" = "$(stat -c %d "$MNT")" ]
 check "... which reads the writer's file" [ "$(cat "$MNT2/one" 2>/dev/null)" = one ]
 fusermount3 -u "$MNT2"
+# every spelling of the store (store_identity()) finds the writer's daemon:
+# the members in another order, localhost for 127.0.0.1 in any case, a
+# member named twice, a trailing slash and options
+IFS=, read -r -a eps <<<"$PATHFS_TEST_ETCD"
+for url in "etcd://$(tr , '\n' <<<"$PATHFS_TEST_ETCD" | tac | paste -sd,)/ow$$" \
+	"etcd://${eps[2]/127.0.0.1/LocalHost},${eps[1]/127.0.0.1/localhost},${eps[0]},${eps[2]}/ow$$/?lease-ttl=7"; do
+	rc=0
+	"$PATHFS" "$url" "$MNT2" 2>"$T/err" || rc=$?
+	check "a second mount as $url binds the writer's (exit $rc: $(head -n 1 "$T/err"))" \
+		[ "$rc" = 0 ]
+	check "... the same connection" [ "$(stat -c %d "$MNT2")" = "$(stat -c %d "$MNT")" ]
+	check "... no second daemon" [ "$(pgrep -fc "pathfs .*ow$$" || true)" = 1 ]
+	echo "via $url" >"$MNT2/via"
+	check "... which writes, the first mount reads it" \
+		[ "$(cat "$MNT/via" 2>/dev/null)" = "via $url" ]
+	pfs_busy_retry fusermount3 -u "$MNT2"
+done
+rm -f "$MNT/via"
 out=$("$PATHFS" -o drive=other "$STORE" "$MNT2" 2>&1) && rc=0 || rc=$?
 echo "# second mount of another drive: $out"
 check "a second read-write mount of another drive is refused" [ "$rc" != 0 ]
@@ -83,7 +101,6 @@ check "... (seen)" [ -d "$MNT/d3" ]
 # every spelling of the store names one daemon (store_identity()): a
 # trailing slash, options, localhost for 127.0.0.1 in any case, a member
 # named twice
-IFS=, read -r -a eps <<<"$PATHFS_TEST_ETCD"
 check "... for the URL with a trailing slash" \
 	"$PATHFSCTL" -s "$STORE/" mv /d3 /d4
 check "... (seen)" [ -d "$MNT/d4" ]
