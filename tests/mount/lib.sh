@@ -40,11 +40,39 @@ pfs_mount() {
 	exit 1
 }
 
-# pfs_busy_retry CMD...: runs CMD (an unmount) again while it fails as busy,
-# for 3 s: another process (df, a walk of the mounts or of /tmp) may pass
-# through a mount for a moment, and on FUSE its stat there is a round trip
-# to the daemon. Returns CMD's status; its stderr is left in $T/umount.err
-# and shown when it fails.
+# pfs_busy_evidence DIR: says on stderr who holds the mount on DIR: fuser's
+# view, every process whose cwd, root or an open file is below DIR, the
+# requests its FUSE connection has in flight and the processes waiting in
+# FUSE (a stat in flight holds the mount until its daemon answers), the
+# mounts at or below DIR and the mount namespaces that see DIR. Reads /proc
+# in a few processes (fuser with a time limit: a stopped daemon hangs it).
+pfs_busy_evidence() {
+	local dir=$1 dev
+	echo "--- who holds $dir:" >&2
+	timeout 5 fuser -vm "$dir" 2>&1 | grep -v '^Cannot stat' >&2 || true
+	find /proc/[0-9]*/cwd /proc/[0-9]*/root /proc/[0-9]*/fd -maxdepth 1 \
+		\( -lname "$dir" -o -lname "$dir/*" \) -printf '%p -> %l\n' \
+		2>/dev/null | while read -r l _; do
+		l=${l#/proc/}
+		echo "  $l: $(tr '\0' ' ' <"/proc/${l%%/*}/cmdline" 2>/dev/null)"
+	done >&2 || true
+	dev=$(awk -v d="$dir" '$5 == d {print $3}' /proc/self/mountinfo | tail -n1)
+	echo "  requests waiting on its connection ($dev):" \
+		"$(cat "/sys/fs/fuse/connections/${dev#*:}/waiting" 2>/dev/null)" >&2
+	echo "  processes waiting in FUSE (on any mount):" >&2
+	ps -eo pid,ppid,stat,wchan:24,args |
+		awk 'NR == 1 || $4 ~ /fuse|request_wait/' >&2 || true
+	echo "  mounts at or below it; mount namespaces that see it:" >&2
+	awk -v d="$dir" '$5 == d || index($5, d "/") == 1' /proc/self/mountinfo >&2
+	grep -lsF " $dir " /proc/[0-9]*/mountinfo | sed 's|mountinfo$|ns/mnt|' |
+		xargs -r readlink | sort | uniq -c >&2 || true
+}
+
+# pfs_busy_retry CMD... DIR: runs CMD DIR (an unmount) again while it fails as
+# busy, for 3 s: another process (df, a walk of the mounts or of /tmp) may
+# pass through a mount for a moment, and on FUSE its stat there is a round
+# trip to the daemon. Returns CMD's status; its stderr is left in
+# $T/umount.err and shown when it fails, with pfs_busy_evidence if busy.
 pfs_busy_retry() {
 	local i rc
 	for i in $(seq 1 10); do
@@ -54,6 +82,9 @@ pfs_busy_retry() {
 		sleep 0.3
 	done
 	cat "$T/umount.err" >&2
+	if grep -q 'busy' "$T/umount.err"; then
+		pfs_busy_evidence "${!#}"
+	fi
 	return "$rc"
 }
 
@@ -61,7 +92,6 @@ pfs_busy_retry() {
 # cannot, saying who holds it.
 pfs_fusermount_u() {
 	pfs_busy_retry timeout 30 fusermount3 -u "$MNT" || {
-		fuser -vm "$MNT" >&2 2>&1 || true
 		echo "FAIL: fusermount3 -u failed" >&2
 		exit 1
 	}
