@@ -24,7 +24,8 @@
  * --disconnect-ok: ENOTCONN/ECONNABORTED, and EIO (a failed writeback) or
  * ENOENT (paths fall through to the bare mountpoint after a lazy unmount) once
  * the mount is gone, end a worker quietly (the daemon was killed on purpose);
- * the model check is skipped then.
+ * the model check is skipped then, and a mount lost before the first call
+ * ends the run quietly (exit status 0).
  *
  * -v prints every call, and on a content mismatch the inode's last calls:
  * with -n 1 and a fixed -S a failure replays exactly.
@@ -244,17 +245,22 @@ static void real(struct worker *w, char *out, size_t n, const char *rel)
 }
 
 /*
- * With --disconnect-ok: true if @err says the mount was lost (the daemon was
- * killed on purpose): ENOTCONN/ECONNABORTED, or an EIO (failed writeback) or
- * ENOENT (the path now ends in the mountpoint's own empty folder, after the
- * lazy unmount) while the shared folder is gone.
+ * With --disconnect-ok (@ok): true if @err says the mount was lost (the
+ * daemon was killed on purpose): ENOTCONN/ECONNABORTED, or an EIO (failed
+ * writeback) or ENOENT (the path now ends in the mountpoint's own empty
+ * folder, after the lazy unmount) while @dir, a folder of the mount, is gone.
  */
-static bool mount_lost(const struct worker *w, int err)
+static bool lost(bool ok, int err, const char *dir)
 {
-	if (!w->disconnect_ok)
+	if (!ok)
 		return false;
 	return err == ENOTCONN || err == ECONNABORTED ||
-	       ((err == EIO || err == ENOENT) && rel_mount_gone(w->shared));
+	       ((err == EIO || err == ENOENT) && rel_mount_gone(dir));
+}
+
+static bool mount_lost(const struct worker *w, int err)
+{
+	return lost(w->disconnect_ok, err, w->shared);
 }
 
 /*
@@ -1080,10 +1086,18 @@ int main(int argc, char **argv)
 	memset(slots, 0, sizeof(*slots) * nproc);
 	{
 		char sh[4096];
+		int e;
 
 		snprintf(sh, sizeof(sh), "%s/shared", dir);
-		if (mkdir(sh, 0755) && errno != EEXIST) {
-			perror(sh);
+		e = mkdir(sh, 0755) ? errno : 0;
+		if (e == EEXIST)
+			e = 0;
+		/* killed before the first call: nothing to check */
+		if (e && lost(disconnect_ok, e, dir))
+			return 0;
+		if (e) {
+			fprintf(stderr, "rel_stress: FAIL mkdir %s: %s\n", sh,
+				strerror(e));
 			return 1;
 		}
 	}
