@@ -40,16 +40,16 @@ pfs_mount() {
 	exit 1
 }
 
-# pfs_busy_evidence DIR: says on stderr who holds the mount on DIR: fuser's
-# view, every process whose cwd, root or an open file is below DIR, the
-# requests its FUSE connection has in flight and the processes waiting in
-# FUSE (a stat in flight holds the mount until its daemon answers), the
-# mounts at or below DIR and the mount namespaces that see DIR. Reads /proc
-# in a few processes (fuser with a time limit: a stopped daemon hangs it).
+# pfs_busy_evidence DIR: says on stderr who holds the mount on DIR: every
+# process whose cwd, root or an open file is below DIR, the requests its FUSE
+# connection has in flight and the processes waiting in FUSE (a stat in
+# flight holds the mount until its daemon answers), fuser's view, the mounts
+# at or below DIR and the mount namespaces that see DIR. Reads /proc in a few
+# processes, the quick looks first (fuser with a time limit: a stopped daemon
+# hangs it).
 pfs_busy_evidence() {
 	local dir=$1 dev
-	echo "--- who holds $dir:" >&2
-	timeout 5 fuser -vm "$dir" 2>&1 | grep -v '^Cannot stat' >&2 || true
+	echo "--- who holds $dir ($(date +%T.%N)):" >&2
 	find /proc/[0-9]*/cwd /proc/[0-9]*/root /proc/[0-9]*/fd -maxdepth 1 \
 		\( -lname "$dir" -o -lname "$dir/*" \) -printf '%p -> %l\n' \
 		2>/dev/null | while read -r l _; do
@@ -62,6 +62,7 @@ pfs_busy_evidence() {
 	echo "  processes waiting in FUSE (on any mount):" >&2
 	ps -eo pid,ppid,stat,wchan:24,args |
 		awk 'NR == 1 || $4 ~ /fuse|request_wait/' >&2 || true
+	timeout 5 fuser -vm "$dir" 2>&1 | grep -v '^Cannot stat' >&2 || true
 	echo "  mounts at or below it; mount namespaces that see it:" >&2
 	awk -v d="$dir" '$5 == d || index($5, d "/") == 1' /proc/self/mountinfo >&2
 	grep -lsF " $dir " /proc/[0-9]*/mountinfo | sed 's|mountinfo$|ns/mnt|' |
@@ -72,15 +73,25 @@ pfs_busy_evidence() {
 # busy, for 3 s: another process (df, a walk of the mounts or of /tmp) may
 # pass through a mount for a moment, and on FUSE its stat there is a round
 # trip to the daemon. Returns CMD's status; its stderr is left in
-# $T/umount.err and shown when it fails, with pfs_busy_evidence if busy.
+# $T/umount.err and shown when it fails. Who held DIR at the first busy
+# try (pfs_busy_evidence) is said on stderr, also when a later try worked,
+# and who holds it at the end when none did.
 pfs_busy_retry() {
 	local i rc
+	rm -f "$T/busy.first"
 	for i in $(seq 1 10); do
 		rc=0
-		"$@" 2>"$T/umount.err" && return 0 || rc=$?
-		grep -q 'busy' "$T/umount.err" || break
+		"$@" 2>"$T/umount.err" || rc=$?
+		[ "$rc" -ne 0 ] && grep -q 'busy' "$T/umount.err" || break
+		[ -e "$T/busy.first" ] || pfs_busy_evidence "${!#}" 2>"$T/busy.first"
 		sleep 0.3
 	done
+	if [ -e "$T/busy.first" ]; then
+		echo "note: ${!#} was busy; try $i of the unmount ended $rc;" \
+			"who held it at the first busy try:" >&2
+		cat "$T/busy.first" >&2
+	fi
+	[ "$rc" -eq 0 ] && return 0
 	cat "$T/umount.err" >&2
 	if grep -q 'busy' "$T/umount.err"; then
 		pfs_busy_evidence "${!#}"
