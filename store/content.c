@@ -23,7 +23,12 @@
  * 76 us patched (5.8x), mostly two FUSE round trips; with the GETXATTR gone
  * (fs/devio.c) it is one round trip and ~4x ext4 (BENCHMARKS.md). Writes and
  * truncates of one inode serialise on its stripe; reads take no lock and
- * read blocks from one iterator snapshot.
+ * read blocks from one iterator snapshot. A read reads the record and then
+ * the blocks under one kv_pin(): on etcd both at one revision, so a reader
+ * that another process's truncate or removal races (a -o ro mount following
+ * its writer) gets the file before it or after it, never the old size with
+ * the dropped blocks read as zeros (a revision compacted in between: the
+ * read starts again). The embedded RocksDB store ignores the pin.
  *
  * Block count (st_blocks). A regular file's record holds how many DATA keys
  * it has (tree_attr.blocks), kept in the same batch as the blocks, under the
@@ -81,6 +86,7 @@
  * idempotent); SEEK_DATA/SEEK_HOLE work at block granularity.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -462,8 +468,38 @@ static void fill_block(char *buf, uint64_t off, uint64_t end, uint64_t *pos,
 	*pos = to;
 }
 
-int tree_read(struct tree *t, const char *path, uint64_t ino, uint64_t off,
-	      size_t len, char *buf, size_t *nread)
+/*
+ * Test-only: with PATHFS_READ_PAUSE_MS=N in the environment, every read
+ * sleeps N ms between reading the file's record and reading its blocks, so
+ * that a test makes another process's truncate land there every time.
+ */
+static long read_pause_ms = -1; /* -1: not read yet */
+static pthread_once_t read_pause_once = PTHREAD_ONCE_INIT;
+
+static void read_pause_init(void)
+{
+	const char *e = getenv("PATHFS_READ_PAUSE_MS");
+	char *end;
+	long v;
+
+	read_pause_ms = 0;
+	if (!e || !*e)
+		return;
+	v = strtol(e, &end, 10);
+	if (*end == '\0' && v > 0 && v <= 60000)
+		read_pause_ms = v;
+}
+
+static void read_pause(void)
+{
+	pthread_once(&read_pause_once, read_pause_init);
+	if (read_pause_ms > 0)
+		usleep((useconds_t)read_pause_ms * 1000);
+}
+
+/* tree_read() once, under the caller's kv_pin(). */
+static int read_pinned(struct tree *t, const char *path, uint64_t ino,
+		       uint64_t off, size_t len, char *buf, size_t *nread)
 {
 	struct sbuf lo = {0}, hi = {0};
 	struct kv_iter *it = NULL;
@@ -487,6 +523,7 @@ int tree_read(struct tree *t, const char *path, uint64_t ino, uint64_t off,
 	}
 	if (off >= a.size || len == 0)
 		goto out;
+	read_pause();
 	if (len > a.size - off)
 		len = (size_t)(a.size - off);
 	end = off + len;
@@ -546,6 +583,23 @@ out:
 	free(val);
 	sbuf_release(&lo);
 	sbuf_release(&hi);
+	return rc;
+}
+
+/* Tries of a read whose pinned revision etcd compacted meanwhile. */
+#define READ_TRIES 3
+
+int tree_read(struct tree *t, const char *path, uint64_t ino, uint64_t off,
+	      size_t len, char *buf, size_t *nread)
+{
+	struct kv *kv = t->store->kv;
+	int rc, tries = 0;
+
+	do {
+		kv_pin(kv);
+		rc = read_pinned(t, path, ino, off, len, buf, nread);
+		kv_unpin(kv);
+	} while (rc == -ESTALE && ++tries < READ_TRIES);
 	return rc;
 }
 

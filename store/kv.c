@@ -147,19 +147,45 @@ size_t kv_range_keys(const struct kv *kv)
 	return ops == SIZE_MAX ? SIZE_MAX : ops * KV_RANGE_SLICE_OPS;
 }
 
+/* This thread's pin (kv_pin): the store pinned, and its revision (0: none
+ * read yet). */
+static __thread struct {
+	const struct kv *kv;
+	long long rev;
+} pin;
+
+void kv_pin(struct kv *kv)
+{
+	pin.kv = kv;
+	pin.rev = 0;
+}
+
+void kv_unpin(struct kv *kv)
+{
+	if (pin.kv == kv)
+		pin.kv = NULL;
+}
+
+/* The revision a read of @kv by this thread is to use: NULL if unpinned. */
+static long long *pin_rev(const struct kv *kv)
+{
+	return pin.kv == kv ? &pin.rev : NULL;
+}
+
 int kv_get(struct kv *kv, const char *key, size_t klen, char **val,
 	   size_t *vlen)
 {
 	KV_COUNT(kv->counts.gets);
 	if (kv->family && kv->family(key, klen) == KV_CONTENT)
 		KV_COUNT(kv->counts.content_gets);
-	return kv->ops->get(kv, key, klen, val, vlen);
+	return kv->ops->get(kv, key, klen, pin_rev(kv), val, vlen);
 }
 
 static int iter_open(struct kv_iter **out, struct kv *kv, const char *lo,
 		     size_t lolen, const char *hi, size_t hilen, unsigned flags)
 {
-	int rc = kv->ops->iter_open(out, kv, lo, lolen, hi, hilen, flags);
+	int rc = kv->ops->iter_open(out, kv, lo, lolen, hi, hilen, flags,
+				    pin_rev(kv));
 
 	KV_COUNT(kv->counts.iters);
 	if (rc == 0) {
@@ -282,7 +308,7 @@ static size_t strict_range_keys(struct kv *kv, const char *lo, size_t lolen,
 	struct kv_iter *it = NULL;
 
 	if (kv->ops->iter_open(&it, kv, lo, lolen, hi, hilen,
-			       KV_ITER_KEYS_ONLY))
+			       KV_ITER_KEYS_ONLY, NULL))
 		return 0;
 	it->kv = kv;
 	for (; n <= max && kv->ops->iter_valid(it); kv->ops->iter_next(it))

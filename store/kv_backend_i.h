@@ -20,12 +20,19 @@
 struct kv_ops {
 	const char *name; /* for log lines: "rocksdb", "etcd" */
 	void (*close)(struct kv *kv);
-	int (*get)(struct kv *kv, const char *key, size_t klen, char **val,
-		   size_t *vlen);
-	/* @flags: KV_ITER_KEYS_ONLY (the values may be left unread) */
+	/*
+	 * @rev: NULL, or the thread's pin (kv_pin): *rev 0 reads the latest
+	 * and sets *rev to the revision read (a key not found too), *rev > 0
+	 * reads that revision (-ESTALE if compacted). A backend whose only
+	 * writer is this process ignores it.
+	 */
+	int (*get)(struct kv *kv, const char *key, size_t klen, long long *rev,
+		   char **val, size_t *vlen);
+	/* @flags: KV_ITER_KEYS_ONLY (the values may be left unread); @rev as
+	 * for get, the revision of the iterator's snapshot */
 	int (*iter_open)(struct kv_iter **out, struct kv *kv, const char *lo,
 			 size_t lolen, const char *hi, size_t hilen,
-			 unsigned flags);
+			 unsigned flags, long long *rev);
 	void (*iter_seek)(struct kv_iter *it, const char *key, size_t klen);
 	bool (*iter_valid)(struct kv_iter *it);
 	const char *(*iter_key)(struct kv_iter *it, size_t *len);

@@ -127,10 +127,11 @@ void kve_fence(struct kve *kv, const char *by);
 bool kve_is_fenced(struct kve *kv);
 
 /* kv_etcd_iter.c: reads */
-int kve_get(struct kv *kv, const char *key, size_t klen, char **val,
-	    size_t *vlen);
+int kve_get(struct kv *kv, const char *key, size_t klen, long long *rev,
+	    char **val, size_t *vlen);
 int kve_iter_open(struct kv_iter **out, struct kv *kv, const char *lo,
-		  size_t lolen, const char *hi, size_t hilen, unsigned flags);
+		  size_t lolen, const char *hi, size_t hilen, unsigned flags,
+		  long long *rev);
 void kve_iter_seek(struct kv_iter *it, const char *key, size_t klen);
 bool kve_iter_valid(struct kv_iter *it);
 const char *kve_iter_key(struct kv_iter *it, size_t *len);

@@ -3,13 +3,15 @@
  * paged ranges at a pinned revision (see kv_etcd.c).
  *
  * Reads: kv_get is a linearizable Range. An iterator reads pages of keys at
- * one revision, pinned by its first page, so it sees a consistent snapshot
+ * one revision, pinned by its first page (or by the thread's kv_pin()), so it sees a consistent snapshot
  * as RocksDB's do; pages grow from KVE_PAGE_MIN to KVE_PAGE_MAX keys (a Range
  * with a limit costs time in proportion to the keys left after it, etcd
  * #11057, so no page reads further than needed) and shrink when a page's
  * values pass 4 MiB (KV_ITER_KEYS_ONLY: Range keys_only, no values). If etcd
  * compacted that revision meanwhile, the iterator
  * stops with -ESTALE: the caller opens a new one at the last key it saw.
+ * Under a kv_pin(), kv_get reads the pinned revision too (a Range with
+ * "revision", linearizable all the same): -ESTALE once compacted.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -17,8 +19,18 @@
 
 #include "kv_etcd_i.h"
 
-int kve_get(struct kv *kv_, const char *key, size_t klen, char **val,
-	    size_t *vlen)
+/* The revision an answer was read at (its header's); 0 if it says none. */
+static long long kve_answer_rev(struct json_object *resp)
+{
+	struct json_object *h;
+
+	return json_object_object_get_ex(resp, "header", &h)
+		       ? etcd_int(h, "revision")
+		       : 0;
+}
+
+int kve_get(struct kv *kv_, const char *key, size_t klen, long long *rev,
+	    char **val, size_t *vlen)
 {
 	struct kve *kv = (struct kve *)kv_;
 	struct json_object *req = json_object_new_object(), *resp = NULL, *kvs;
@@ -27,11 +39,15 @@ int kve_get(struct kv *kv_, const char *key, size_t klen, char **val,
 	int rc = kve_add_b64(req, "key", k, len);
 
 	free(k);
+	if (!rc && rev && *rev) /* pinned (kv_pin) */
+		rc = kve_add_int(req, "revision", *rev);
 	if (!rc)
 		rc = etcd_call(kv->e, "/v3/kv/range", req, &resp);
 	json_object_put(req);
 	if (rc)
 		return rc;
+	if (rev && !*rev)
+		*rev = kve_answer_rev(resp);
 	if (!json_object_object_get_ex(resp, "kvs", &kvs) ||
 	    json_object_array_length(kvs) == 0) {
 		rc = -ENOENT;
@@ -80,11 +96,8 @@ static void kve_iter_fetch(struct kve_iter *it, const char *from, size_t len)
 		it->status = rc;
 		return;
 	}
-	if (!it->rev) {
-		struct json_object *h;
-		if (json_object_object_get_ex(resp, "header", &h))
-			it->rev = etcd_int(h, "revision");
-	}
+	if (!it->rev)
+		it->rev = kve_answer_rev(resp);
 	n = json_object_object_get_ex(resp, "kvs", &kvs)
 		? json_object_array_length(kvs)
 		: 0;
@@ -125,7 +138,8 @@ static void kve_iter_fetch(struct kve_iter *it, const char *from, size_t len)
 }
 
 int kve_iter_open(struct kv_iter **out, struct kv *kv_, const char *lo,
-		  size_t lolen, const char *hi, size_t hilen, unsigned flags)
+		  size_t lolen, const char *hi, size_t hilen, unsigned flags,
+		  long long *rev)
 {
 	struct kve *kv = (struct kve *)kv_;
 	struct kve_iter *it = calloc(1, sizeof(*it));
@@ -147,7 +161,11 @@ int kve_iter_open(struct kv_iter **out, struct kv *kv_, const char *lo,
 	}
 	if (!hi) /* the end of the prefix: NAME/k0 */
 		it->hi[it->hilen - 1]++;
+	if (rev) /* pinned (kv_pin): that revision, or pin this one's */
+		it->rev = *rev;
 	kve_iter_fetch(it, it->lo, it->lolen);
+	if (rev && !*rev)
+		*rev = it->rev;
 	*out = &it->base;
 	return 0;
 }

@@ -147,6 +147,20 @@ int kv_get(struct kv *kv, const char *key, size_t klen, char **val,
 	   size_t *vlen);
 
 /*
+ * Reads of one moment, for a reader that other processes' writes race (a
+ * -o ro mount following its writer on etcd): between kv_pin() and
+ * kv_unpin(), every kv_get() and iterator this thread makes on @kv reads
+ * the store as the first of them found it. On etcd the first read's
+ * revision is kept and every later read asks for it (no extra round trip);
+ * one whose revision etcd compacted meanwhile fails with -ESTALE: unpin and
+ * start again. The embedded RocksDB store, whose only writer is this
+ * process, ignores a pin (it costs nothing there). One pin per thread at a
+ * time; kv_unpin() of a thread holding none is harmless.
+ */
+void kv_pin(struct kv *kv);
+void kv_unpin(struct kv *kv);
+
+/*
  * Iterator over keys in [lo, hi). @hi may be NULL (no upper bound). The bounds
  * are copied. The iterator reads a consistent snapshot taken at creation.
  * Positioned at the first key >= lo on return; a read that fails there or

@@ -118,8 +118,10 @@ static int kvr_range_fam(const struct kvr *kv, const char *lo, size_t lolen,
 	g = hi ? kv->family(hi, hilen) : KV_ANY;
 	return f == g ? f : KV_ANY;
 }
-static int kvr_get(struct kv *kv_, const char *key, size_t klen, char **val,
-		   size_t *vlen)
+
+/* @rev: ignored (a pin, kv_pin, changes nothing here) */
+static int kvr_get(struct kv *kv_, const char *key, size_t klen,
+		   long long *rev, char **val, size_t *vlen)
 {
 	struct kvr *kv = (struct kvr *)kv_;
 	rocksdb_pinnableslice_t *ps;
@@ -129,6 +131,7 @@ static int kvr_get(struct kv *kv_, const char *key, size_t klen, char **val,
 	size_t n = 0;
 	int rc = 0;
 
+	(void)rev;
 	kvr_thread_init();
 	/* pinned: a value in the block cache is copied once, here, not first
 	 * into RocksDB's own malloc'd buffer */
@@ -155,16 +158,17 @@ out:
 }
 
 /* @flags: KV_ITER_KEYS_ONLY changes nothing here (RocksDB reads a key's
- * value with it; kv.c hides it). */
+ * value with it; kv.c hides it); @rev: ignored, as by kvr_get. */
 static int kvr_iter_open(struct kv_iter **out, struct kv *kv_, const char *lo,
 			 size_t lolen, const char *hi, size_t hilen,
-			 unsigned flags)
+			 unsigned flags, long long *rev)
 {
 	struct kvr *kv = (struct kvr *)kv_;
 	struct kvr_iter *it = calloc(1, sizeof(*it));
 	int f = kvr_range_fam(kv, lo, lolen, hi, hilen);
 
 	(void)flags;
+	(void)rev;
 	if (!it)
 		return -ENOMEM;
 	it->base.ops = &kvr_ops;

@@ -571,7 +571,10 @@ int tree_getattr(struct tree *t, const char *path, uint64_t ino,
  * Reads up to @len bytes at @off of inode @ino (located as for
  * tree_getattr) into @buf; *nread gets the count (short only at end of file).
  * Holes read as zeros. Never writes (atime is the caller's business).
- * Errors: -ENOENT, -EIO.
+ * The size and the bytes are of one moment even while another process
+ * writes the store (etcd: one revision). Errors: -ENOENT, -EIO, -ESTALE
+ * (etcd compacted the revision read, three times running), -EISDIR,
+ * -EINVAL (not a regular file).
  */
 int tree_read(struct tree *t, const char *path, uint64_t ino, uint64_t off,
 	      size_t len, char *buf, size_t *nread);
