@@ -353,8 +353,8 @@ static int b64val(char c)
 
 char *etcd_unb64(const char *src, size_t *len)
 {
-	size_t n = strlen(src), o = 0;
-	char *out = malloc(n / 4 * 3 + 4);
+	size_t n = src ? strlen(src) : 0, o = 0;
+	char *out = src ? malloc(n / 4 * 3 + 4) : NULL;
 	uint32_t acc = 0;
 	int bits = 0;
 

@@ -87,7 +87,7 @@ extern bool (*etcd_test_lose_answer)(const char *path);
  * NUL-terminated string; NULL only when out of memory. */
 char *etcd_b64(const char *src, size_t len);
 /* Decodes @src into a malloc'd buffer (NUL-terminated one past *len).
- * Returns NULL on bad input or no memory. */
+ * Returns NULL on bad input (@src NULL too) or no memory. */
 char *etcd_unb64(const char *src, size_t *len);
 
 /* The int64 field @name of @o (the gateway writes int64 as strings), or 0. */

@@ -13,6 +13,11 @@
  * derived from the events it may have missed. A silent member is found out
  * by TCP keep-alive (idle 5 s, then every 2 s).
  *
+ * Out of memory (a request, a handle, a message), the stream ends as if
+ * its member went away: the thread watches again after its pause, and
+ * reset() follows once a watch is confirmed; a change it cannot decode ends
+ * the stream the same way. Nothing here aborts on an allocation failure.
+ *
  * Limits: etcd_watch_stop() waits up to a second for libcurl to notice (its
  * progress callback runs about once a second while the stream is idle).
  */
@@ -44,6 +49,15 @@ struct etcd_watch {
 	bool broken;  /* it must end: an error or a cancel came */
 };
 
+/* The bytes of base64 string @s (malloc'd, *len long), or NULL: not a
+ * string, bad base64, or no memory. */
+static char *watch_unb64(struct json_object *s, size_t *len)
+{
+	if (!json_object_is_type(s, json_type_string))
+		return NULL;
+	return etcd_unb64(json_object_get_string(s), len);
+}
+
 /* Hands out the events of one message; marks the stream broken on an error
  * or a cancel (compacted revision). */
 static void watch_message(struct etcd_watch *w, struct json_object *m)
@@ -53,8 +67,9 @@ static void watch_message(struct etcd_watch *w, struct json_object *m)
 
 	if (json_object_object_get_ex(m, "error", &v) ||
 	    !json_object_object_get_ex(m, "result", &res)) {
-		plog(LOG_WARNING, "etcd watch: %s",
-		     json_object_to_json_string(m));
+		const char *text = json_object_to_json_string(m);
+
+		plog(LOG_WARNING, "etcd watch: %s", text ? text : "?");
 		w->broken = true;
 		return;
 	}
@@ -86,13 +101,13 @@ static void watch_message(struct etcd_watch *w, struct json_object *m)
 		    !json_object_object_get_ex(kv, "key", &k))
 			continue;
 		del = json_object_object_get_ex(ev, "type", &t) &&
+		      json_object_is_type(t, json_type_string) &&
 		      !strcmp(json_object_get_string(t), "DELETE");
-		key = etcd_unb64(json_object_get_string(k), &klen);
+		key = watch_unb64(k, &klen);
 		if (!del)
-			value =
-			    json_object_object_get_ex(kv, "value", &val)
-				? etcd_unb64(json_object_get_string(val), &vlen)
-				: strdup("");
+			value = json_object_object_get_ex(kv, "value", &val)
+					? watch_unb64(val, &vlen)
+					: strdup("");
 		if (!key || klen < w->strip || (!del && !value)) {
 			/* a change we cannot tell: start over from now */
 			w->broken = true;
@@ -141,37 +156,72 @@ static int watch_progress(void *arg, curl_off_t a, curl_off_t b, curl_off_t c,
 	return atomic_load(&w->stop);
 }
 
-/* One watch stream on member @ep from @rev (0: now), until it ends. */
-static void watch_stream(struct etcd_watch *w, CURL *h, unsigned ep,
-			 long long rev)
+/* Adds @v (owned: freed on failure) to @o as @name; false when out of
+ * memory (@v NULL included). */
+static bool watch_add(struct json_object *o, const char *name,
+		      struct json_object *v)
+{
+	if (v && !json_object_object_add(o, name, v))
+		return true;
+	json_object_put(v);
+	return false;
+}
+
+/* The body of the request that watches @w's keys from @rev (0: now),
+ * malloc'd (caller frees); NULL when out of memory. */
+static char *watch_request(const struct etcd_watch *w, long long rev)
 {
 	struct json_object *req = json_object_new_object();
 	struct json_object *cr = json_object_new_object();
+	const char *s;
+	char *body = NULL;
+
+	if (!req || !cr ||
+	    !watch_add(cr, "key", json_object_new_string(w->key)) ||
+	    !watch_add(cr, "range_end", json_object_new_string(w->end)) ||
+	    (rev > 0 && !watch_add(cr, "start_revision",
+				   json_object_new_int64(rev)))) {
+		json_object_put(cr);
+		goto out;
+	}
+	if (!watch_add(req, "create_request", cr))
+		goto out;
+	s = json_object_to_json_string_ext(
+	    req, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+	body = s ? strdup(s) : NULL;
+out:
+	json_object_put(req);
+	return body;
+}
+
+/*
+ * One watch stream on member @ep from @rev (0: now), until it ends. Out of
+ * memory, it ends at once, saying so: the caller watches again after its
+ * pause.
+ */
+static void watch_stream(struct etcd_watch *w, CURL *h, unsigned ep,
+			 long long rev)
+{
+	char *body = watch_request(w, rev);
 	struct curl_slist *hdrs = NULL;
 	char url[320];
 	CURLcode cc;
 
-	json_object_object_add(cr, "key", json_object_new_string(w->key));
-	json_object_object_add(cr, "range_end", json_object_new_string(w->end));
-	if (rev > 0)
-		json_object_object_add(cr, "start_revision",
-				       json_object_new_int64(rev));
-	json_object_object_add(req, "create_request", cr);
 	hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
 	snprintf(url, sizeof(url), "http://%s/v3/watch",
 		 etcd_endpoint(w->e, ep));
 	w->tok = json_tokener_new();
 	w->created = w->broken = false;
-	if (!hdrs || !w->tok)
+	if (!body || !hdrs || !w->tok) {
+		plog(LOG_WARNING, "etcd watch: out of memory: watching again");
 		goto out;
+	}
 	curl_easy_reset(h);
 	curl_easy_setopt(h, CURLOPT_URL, url);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-	curl_easy_setopt(
-	    h, CURLOPT_COPYPOSTFIELDS,
-	    json_object_to_json_string_ext(
-		req, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+	curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+	curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, watch_write);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, w);
 	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
@@ -191,23 +241,25 @@ out:
 		json_tokener_free(w->tok);
 	w->tok = NULL;
 	curl_slist_free_all(hdrs);
-	json_object_put(req);
+	free(body);
 }
 
 static void *watch_main(void *arg)
 {
 	struct etcd_watch *w = arg;
-	CURL *h = curl_easy_init();
+	CURL *h = NULL;
 	long long rev = w->rev;
 	unsigned ep = 0;
 	int pause_ms = 20;
 
-	if (!h) {
-		plog(LOG_ERR, "etcd watch: out of memory: no watch");
-		return NULL;
-	}
 	while (!atomic_load(&w->stop)) {
-		watch_stream(w, h, ep++, rev);
+		if (!h)
+			h = curl_easy_init();
+		if (h)
+			watch_stream(w, h, ep++, rev);
+		else
+			plog(LOG_WARNING,
+			     "etcd watch: out of memory: watching again");
 		rev = 0; /* whatever was missed, reset() covers it */
 		if (w->created)
 			pause_ms = 20;
