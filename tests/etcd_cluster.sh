@@ -10,8 +10,10 @@
 #   etcd_cluster.sh restart DIR N   starts member N again (after kill)
 #
 # Ports: six free ones from a random base in 20000-59999, checked with ss, so
-# several clusters (parallel tests) can run at once. Environment: ETCD_QUOTA
-# (--quota-backend-bytes, default etcd's 2 GiB), ETCD_EXTRA (more flags).
+# several clusters (parallel tests) can run at once; a member that dies at
+# start (its port taken meanwhile) starts the cluster again on others (up to
+# 5 times). Environment: ETCD_QUOTA (--quota-backend-bytes, default etcd's
+# 2 GiB), ETCD_EXTRA (more flags).
 # Members log to DIR/N.log. Stops only the processes it started.
 set -euo pipefail
 
@@ -53,13 +55,18 @@ start_member() { # N
 	echo $! >"$dir/$n.pid"
 }
 
+# wait_healthy [N...]: waits until the cluster serves; with member numbers,
+# fails at once (status 2) when one of them died (its port was taken).
 wait_healthy() {
-	local i
+	local i n
 	for i in $(seq 1 200); do
 		if ETCDCTL_API=3 etcdctl --endpoints "$(endpoints)" \
 			--command-timeout=2s endpoint health >/dev/null 2>&1; then
 			return 0
 		fi
+		for n in "$@"; do
+			kill -0 "$(cat "$dir/$n.pid")" 2>/dev/null || return 2
+		done
 		sleep 0.1
 	done
 	echo "etcd_cluster: cluster in $dir did not become healthy" >&2
@@ -69,22 +76,33 @@ wait_healthy() {
 
 case $cmd in
 start)
-	for try in $(seq 1 20); do
-		base=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
-		base=$((base - base % 2))
-		busy=0
-		for p in $(seq "$base" $((base + 5))); do
-			if ss -Htan "sport = :$p" | grep -q .; then
-				busy=1
-			fi
+	# a port free when checked may be taken before its member binds it
+	# (another cluster starting, a client's ephemeral port): a member that
+	# dies is found out at once, and the cluster starts again elsewhere
+	for attempt in 1 2 3 4 5; do
+		for try in $(seq 1 20); do
+			base=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+			base=$((base - base % 2))
+			busy=0
+			for p in $(seq "$base" $((base + 5))); do
+				if ss -Htan "sport = :$p" | grep -q .; then
+					busy=1
+				fi
+			done
+			[ $busy -eq 0 ] && break
 		done
-		[ $busy -eq 0 ] && break
+		echo "$base" >"$dir/base"
+		for n in 1 2 3; do
+			start_member "$n"
+		done
+		rc=0
+		wait_healthy 1 2 3 || rc=$?
+		[ $rc -eq 0 ] && break
+		[ $rc -eq 2 ] && [ $attempt -lt 5 ] || exit 1
+		echo "etcd_cluster: a member died (port $base..$((base + 5)) taken?): again" >&2
+		"$0" stop "$dir"
+		rm -rf "$dir"/m1 "$dir"/m2 "$dir"/m3
 	done
-	echo "$base" >"$dir/base"
-	for n in 1 2 3; do
-		start_member "$n"
-	done
-	wait_healthy
 	endpoints
 	;;
 stop)
