@@ -16,11 +16,13 @@
  * the store's write-ahead log.
  *
  * Inode flags (chattr, ioctl.c): OPEN for writing reads the inode's flags
- * and refuses an immutable file, and an append-only one without O_APPEND
- * or with O_TRUNC (EPERM, as the VFS's may_open()); writes, truncates and
- * fallocate are refused by the store. A descriptor that clears O_APPEND
- * with fcntl(F_SETFL) keeps writing at the end: the kernel does not tell
- * the daemon (ext4 refuses the fcntl).
+ * (unless the inode table knows the record has none: INODE_NO_FLAGS, no
+ * store read, which on etcd is a round trip) and refuses an immutable file,
+ * and an append-only one without O_APPEND or with O_TRUNC (EPERM, as the
+ * VFS's may_open()); writes, truncates and fallocate are refused by the
+ * store. A descriptor that clears O_APPEND with fcntl(F_SETFL) keeps
+ * writing at the end: the kernel does not tell the daemon (ext4 refuses the
+ * fcntl).
  *
  * Limits: fallocate: allocate, KEEP_SIZE, PUNCH_HOLE, ZERO_RANGE (not
  * COLLAPSE/INSERT_RANGE, EOPNOTSUPP); no copy_file_range.
@@ -42,7 +44,9 @@
  * What the inode flags say of an open with @flags of @ino (the VFS's
  * may_open() does it for a file system whose flags it knows): an immutable
  * file opens for reading only, an append-only one for writing only with
- * O_APPEND, and neither with O_TRUNC. A read-only open reads nothing.
+ * O_APPEND, and neither with O_TRUNC. A read-only open reads nothing, nor
+ * does one of an inode whose record had neither flag when the kernel was
+ * told of it (INODE_NO_FLAGS: setting flags clears it, see ioctl.c).
  * Errors: -EPERM, those of fs_do_getattr().
  */
 static int open_flags_allow(struct fs *fs, uint64_t ino, int flags)
@@ -51,7 +55,7 @@ static int open_flags_allow(struct fs *fs, uint64_t ino, int flags)
 	struct tree_attr a;
 	int rc;
 
-	if (!write)
+	if (!write || itab_has_flag(fs, ino, INODE_NO_FLAGS))
 		return 0;
 	rc = fs_do_getattr(fs, ino, &a);
 	if (rc)

@@ -52,9 +52,15 @@
 #define INODE_TMPFILE 0x20
 /* its record had no POSIX ACL when the kernel was last told of it (a read-
  * write mount only, the store's one writer): a GETXATTR of an ACL answers
- * ENODATA without a store read (ls -l asks every file). itab_acl_changed()
+ * ENODATA without a store read (ls -l asks every file). itab_record_gained()
  * clears it; see itab_lookup() for why it cannot go stale. */
 #define INODE_NO_ACL 0x40
+/* its record was neither immutable nor append-only (the inode flags an open
+ * for writing checks) when the kernel was last told of it (read-write mount
+ * only, as INODE_NO_ACL): OPEN answers without a store read for the flags.
+ * itab_record_gained() clears it after every SETFLAGS, the one way flags
+ * change; a hard-linked inode's record is never trusted for it. */
+#define INODE_NO_FLAGS 0x80
 
 struct inode {
 	uint64_t ino;
@@ -209,11 +215,13 @@ bool itab_take_flag(struct fs *fs, uint64_t ino, unsigned flag);
 bool itab_knows(struct fs *fs, uint64_t ino);
 /* Whether @flag is set on @ino. */
 bool itab_has_flag(struct fs *fs, uint64_t ino, unsigned flag);
-/* After a POSIX ACL of @ino was set or removed (the store has committed):
- * waits out every request in flight between its read of a record and its
- * itab_lookup() (they hold fs->sublock for read), then clears INODE_NO_ACL.
- * The caller holds no lock. */
-void itab_acl_changed(struct fs *fs, uint64_t ino);
+/* After the record of @ino may have gained what INODE_NO_* flag @flag says
+ * it lacks (a POSIX ACL set or removed: INODE_NO_ACL; inode flags set:
+ * INODE_NO_FLAGS), once the store call is over (committed or not: an error
+ * may follow a commit): waits out every request in flight between its read
+ * of a record and its itab_lookup() (they hold fs->sublock for read), then
+ * clears @flag. The caller holds no lock. */
+void itab_record_gained(struct fs *fs, uint64_t ino, unsigned flag);
 
 /* Moves @ino to @name in @parent (parent must be in the table; if it is not,
  * @ino is marked stale). Bumps ns_gen. */

@@ -254,15 +254,18 @@ int itab_lookup(struct fs *fs, uint64_t ino, uint64_t parent, const char *name,
 		e->flags |= INODE_LINKED;
 	/*
 	 * @attr_flags were read under fs->sublock, which the caller still
-	 * holds, so an ACL committed after that read is followed by
-	 * itab_acl_changed(), which waits for this request and clears the
-	 * flag after it. A hard-linked inode's flags are not trusted here.
+	 * holds, so an ACL or inode flags committed after that read are
+	 * followed by itab_record_gained(), which waits for this request and
+	 * clears the flag after it. A hard-linked inode's flags are not
+	 * trusted here (its name's record is not its INODE record).
 	 */
-	if (!fs->ro &&
-	    !(attr_flags & (TREE_F_ACL | TREE_F_DEFACL | TREE_F_LINKED)))
-		e->flags |= INODE_NO_ACL;
-	else
-		e->flags &= ~INODE_NO_ACL;
+	e->flags &= ~(unsigned)(INODE_NO_ACL | INODE_NO_FLAGS);
+	if (!fs->ro && !(attr_flags & TREE_F_LINKED)) {
+		if (!(attr_flags & (TREE_F_ACL | TREE_F_DEFACL)))
+			e->flags |= INODE_NO_ACL;
+		if (!(attr_flags & (TREE_F_IMMUTABLE | TREE_F_APPEND)))
+			e->flags |= INODE_NO_FLAGS;
+	}
 	if (ino == TREE_ROOT_INO)
 		goto out;
 	/*
@@ -412,10 +415,10 @@ void itab_flags(struct fs *fs, uint64_t ino, unsigned set, unsigned clear)
 	pthread_mutex_unlock(&fs->lock);
 }
 
-void itab_acl_changed(struct fs *fs, uint64_t ino)
+void itab_record_gained(struct fs *fs, uint64_t ino, unsigned flag)
 {
 	pthread_rwlock_wrlock(&fs->sublock);
-	itab_flags(fs, ino, 0, INODE_NO_ACL);
+	itab_flags(fs, ino, 0, flag);
 	pthread_rwlock_unlock(&fs->sublock);
 }
 

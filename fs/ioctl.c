@@ -134,6 +134,8 @@ int fs_do_setflags(struct fs *fs, const struct fs_who *w, uint64_t ino,
 		rc = tree_setflags(fs->tree, p.path, ino, flags, &a);
 	while (fs_retry(fs, &rc, ino, NULL, &p));
 	fs_leave(fs);
+	/* an OPEN for writing reads the flags again (files.c) */
+	itab_record_gained(fs, ino, INODE_NO_FLAGS);
 	/* ctime changed: the kernel's copy of the attributes is stale (not
 	 * its pages: -1; the kernel holds the inode lock, which this does not
 	 * take) */

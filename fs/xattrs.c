@@ -66,7 +66,7 @@ int fs_do_setxattr(struct fs *fs, uint64_t ino, const char *name,
 	while (fs_retry(fs, &rc, ino, NULL, &p));
 	fs_leave(fs);
 	if (is_acl(name))
-		itab_acl_changed(fs, ino);
+		itab_record_gained(fs, ino, INODE_NO_ACL);
 out:
 	fs_path_release(&p);
 	return rc;

@@ -421,3 +421,44 @@ Test(fs_ops, opens_and_times_honour_the_inode_flags)
 			  FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_ATIME_NOW, &a),
 	    -EPERM, "nothing on an immutable one");
 }
+
+/* An OPEN for writing of a file whose record had no immutable or
+ * append-only flag when the kernel was told of it reads nothing (the inode
+ * table remembers: INODE_NO_FLAGS); SETFLAGS makes it read again. Shown by
+ * setting a flag in the store behind the daemon's back (which nothing
+ * does on a mounted drive): the open still passes, so it read nothing. */
+Test(fs_ops, open_for_writing_reads_no_flags_the_table_rules_out)
+{
+	struct fuse_entry_param e;
+	struct fh *fh = NULL;
+	uint64_t f = mkfile(&root, "f", 0644, "x");
+	uint64_t ap = mkfile(&root, "ap", 0644, "x");
+
+	cr_expect(itab_has_flag(&tu_fs, f, INODE_NO_FLAGS),
+		  "a created file has none");
+	cr_assert_eq(tree_setflags(tu_fs.tree, "/f", f, TREE_F_IMMUTABLE, NULL),
+		     0);
+	cr_assert_eq(fs_do_open(&tu_fs, &root, f, O_WRONLY, &fh, NULL), 0,
+		     "the table answered, not the store");
+	fs_do_release(&tu_fs, f, fh);
+	cr_assert_eq(tree_setflags(tu_fs.tree, "/f", f, 0, NULL), 0);
+
+	/* through the daemon: the table forgets, the store is asked */
+	cr_assert_eq(fs_do_setflags(&tu_fs, &root, f, TREE_F_IMMUTABLE), 0);
+	cr_expect_not(itab_has_flag(&tu_fs, f, INODE_NO_FLAGS));
+	cr_expect_eq(fs_do_open(&tu_fs, &root, f, O_WRONLY, &fh, NULL), -EPERM);
+	cr_assert_eq(fs_do_setflags(&tu_fs, &root, f, 0), 0);
+	cr_assert_eq(fs_do_open(&tu_fs, &root, f, O_WRONLY, &fh, NULL), 0);
+	fs_do_release(&tu_fs, f, fh);
+
+	/* a lookup tells it again from the record: flags it must not trust
+	 * away (a, i), and a flag no open checks (d) */
+	cr_assert_eq(fs_do_setflags(&tu_fs, &root, ap, TREE_F_APPEND), 0);
+	cr_assert_eq(fs_do_lookup(&tu_fs, TREE_ROOT_INO, "ap", &e), 0);
+	cr_expect_not(itab_has_flag(&tu_fs, ap, INODE_NO_FLAGS));
+	cr_expect_eq(fs_do_open(&tu_fs, &root, ap, O_WRONLY, &fh, NULL),
+		     -EPERM);
+	cr_assert_eq(fs_do_setflags(&tu_fs, &root, f, TREE_F_NODUMP), 0);
+	cr_assert_eq(fs_do_lookup(&tu_fs, TREE_ROOT_INO, "f", &e), 0);
+	cr_expect(itab_has_flag(&tu_fs, f, INODE_NO_FLAGS));
+}

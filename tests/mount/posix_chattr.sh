@@ -22,7 +22,9 @@
 #   i or a;
 # - who may: only the owner sets flags, only root sets i and a;
 # then on the mount alone: the flags and their rules survive a remount,
-# fsck is clean, pathfsctl rm -r/mv/cp honour them.
+# fsck is clean, pathfsctl rm -r/mv/cp honour them; flags set through a
+# second mount or another name of a hard link refuse opens for writing
+# through the first (the daemon's table of files without flags kept true).
 source "$(dirname "$0")/lib.sh"
 sanitizer_logs
 
@@ -284,6 +286,38 @@ check "pathfsctl cp -r copies a branch with its flags" \
 flags "$MNT/rm/keep" "$MNT/rm/app" "$MNT/rm/plain/imm" | sed 's| .*/rm/| |' >"$T/flags.orig"
 same_file "pathfsctl cp -r: the copy's flags" "$T/flags.orig" \
 	<(flags "$MNT/cp/keep" "$MNT/cp/app" "$MNT/cp/plain/imm" | sed 's| .*/cp/| |')
+
+# OPEN for writing reads the flags only of a file the daemon's inode table
+# does not know to have none (INODE_NO_FLAGS, fs/fs_i.h): flags set after
+# the kernel learnt of a file without them, through another way to the same
+# inode, must still refuse it (an append-only file overwritten otherwise).
+# rewrite FILE: an open for writing without O_APPEND or O_TRUNC, writing X
+rewrite() { bash -c "printf X 1<>'$1'"; }
+M2=$T/mnt2
+mkdir "$M2"
+check "a second mount of the drive (the same daemon, fs/second.c)" \
+	"$PATHFS" -o allow_other "$STORE" "$M2"
+printf 'abc' >"$MNT/sm" && printf 'abc' >"$MNT/si"
+chattr +a "$M2/sm" && chattr +i "$M2/si"
+expect_errno EPERM "+a through the second mount: no rewrite through the first" \
+	rewrite "$MNT/sm"
+expect_errno EPERM "+i through the second mount: no append through the first" \
+	bash -c "printf X >>'$MNT/si'"
+check "... the files are as they were" \
+	bash -c "[ \"\$(cat '$MNT/sm' '$MNT/si')\" = abcabc ]"
+check "... and take O_APPEND writes once allowed" \
+	bash -c "printf d >>'$MNT/sm' && chattr -i '$M2/si' &&
+		printf X 1<>'$MNT/si'"
+check "the second mount goes" pfs_busy_retry timeout 30 fusermount3 -u "$M2"
+printf 'abc' >"$MNT/h1" && ln "$MNT/h1" "$MNT/h2" && printf 'd' >>"$MNT/h2"
+chattr +a "$MNT/h1"
+expect_errno EPERM "+a through one name of a hard link: no rewrite through the other" \
+	rewrite "$MNT/h2"
+echo 2 >/proc/sys/vm/drop_caches # the kernel looks both names up again
+expect_errno EPERM "... nor after the kernel looked the names up again" \
+	rewrite "$MNT/h2"
+check "... the file is as it was" [ "$(cat "$MNT/h2")" = abcd ]
+chattr -a "$MNT/sm" "$MNT/h1" && rm "$MNT/sm" "$MNT/si" "$MNT/h1" "$MNT/h2"
 
 mkdir "$MNT/p" && chattr +dA "$MNT/p" && chattr +D "$MNT/p"
 echo x >"$MNT/p/f"
