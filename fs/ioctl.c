@@ -161,15 +161,65 @@ static void reply_value(fuse_req_t req, const void *val, size_t len,
 	fuse_reply_ioctl(req, 0, buf, out_bufsz);
 }
 
+/* FS_IOC_GETFLAGS (@x false) and FS_IOC_FSGETXATTR (@x true): the flags
+ * of @ino, answered as the command says them (FS_*_FL or a struct
+ * fsxattr of FS_XFLAG_*). */
+static void ioctl_get(fuse_req_t req, struct fs *fs, uint64_t ino, bool x,
+		      size_t out_bufsz)
+{
+	struct fsxattr fx;
+	uint32_t tree;
+	unsigned fl;
+	int rc = fs_do_getflags(fs, ino, &tree);
+
+	if (rc) {
+		reply_err(req, rc);
+		return;
+	}
+	memset(&fx, 0, sizeof(fx));
+	fx.fsx_xflags = to_xflags(tree);
+	fl = fs_flags_to_fl(tree);
+	if (x)
+		reply_value(req, &fx, sizeof(fx), out_bufsz);
+	else
+		reply_value(req, &fl, sizeof(fl), out_bufsz);
+}
+
+/* FS_IOC_SETFLAGS (@x false) and FS_IOC_FSSETXATTR (@x true): sets the
+ * flags of @ino that @in (@in_bufsz bytes) says. Errors: -EINVAL (too
+ * short), -EOPNOTSUPP (a flag or field pathfs does not keep), those of
+ * fs_do_getflags() and fs_do_setflags(). */
+static int ioctl_set(struct fs *fs, const struct fs_who *w, uint64_t ino,
+		     bool x, const void *in, size_t in_bufsz)
+{
+	struct fsxattr fx;
+	uint32_t tree;
+	unsigned fl;
+	int rc;
+
+	if (in_bufsz < (x ? sizeof(fx) : sizeof(fl)))
+		return -EINVAL;
+	if (x) {
+		memcpy(&fx, in, sizeof(fx));
+		if (fx.fsx_extsize || fx.fsx_projid || fx.fsx_cowextsize)
+			return -EOPNOTSUPP;
+		rc = fs_do_getflags(fs, ino, &tree);
+		if (rc == 0)
+			rc = from_xflags(fx.fsx_xflags, tree, &tree);
+	} else {
+		memcpy(&fl, in, sizeof(fl));
+		rc = fs_flags_from_fl(fl, &tree);
+	}
+	return rc ? rc : fs_do_setflags(fs, w, ino, tree);
+}
+
 void fs_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
 	      struct fuse_file_info *fi, unsigned flags, const void *in_buf,
 	      size_t in_bufsz, size_t out_bufsz)
 {
 	struct fs *fs = req_fs(req);
 	struct fs_who w = req_who(req);
-	struct fsxattr fx;
-	uint32_t tree;
-	unsigned fl;
+	bool x = cmd == FS_IOC_FSGETXATTR || cmd == FS_IOC_FSSETXATTR;
 	int rc;
 
 	(void)arg;
@@ -180,49 +230,12 @@ void fs_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg,
 	}
 	switch (cmd) {
 	case FS_IOC_GETFLAGS:
-		rc = fs_do_getflags(fs, ino, &tree);
-		if (rc)
-			break;
-		fl = fs_flags_to_fl(tree);
-		reply_value(req, &fl, sizeof(fl), out_bufsz);
+	case FS_IOC_FSGETXATTR:
+		ioctl_get(req, fs, ino, x, out_bufsz);
 		return;
 	case FS_IOC_SETFLAGS:
-		if (in_bufsz < sizeof(fl)) {
-			rc = -EINVAL;
-			break;
-		}
-		memcpy(&fl, in_buf, sizeof(fl));
-		rc = fs_flags_from_fl(fl, &tree);
-		if (rc == 0)
-			rc = fs_do_setflags(fs, &w, ino, tree);
-		if (rc == 0) {
-			fuse_reply_ioctl(req, 0, NULL, 0);
-			return;
-		}
-		break;
-	case FS_IOC_FSGETXATTR:
-		rc = fs_do_getflags(fs, ino, &tree);
-		if (rc)
-			break;
-		memset(&fx, 0, sizeof(fx));
-		fx.fsx_xflags = to_xflags(tree);
-		reply_value(req, &fx, sizeof(fx), out_bufsz);
-		return;
 	case FS_IOC_FSSETXATTR:
-		if (in_bufsz < sizeof(fx)) {
-			rc = -EINVAL;
-			break;
-		}
-		memcpy(&fx, in_buf, sizeof(fx));
-		if (fx.fsx_extsize || fx.fsx_projid || fx.fsx_cowextsize) {
-			rc = -EOPNOTSUPP;
-			break;
-		}
-		rc = fs_do_getflags(fs, ino, &tree);
-		if (rc == 0)
-			rc = from_xflags(fx.fsx_xflags, tree, &tree);
-		if (rc == 0)
-			rc = fs_do_setflags(fs, &w, ino, tree);
+		rc = ioctl_set(fs, &w, ino, x, in_buf, in_bufsz);
 		if (rc == 0) {
 			fuse_reply_ioctl(req, 0, NULL, 0);
 			return;
