@@ -8,7 +8,9 @@
  *
  * The new mount finds the daemon (a local store: its serving lock,
  * store_server(); etcd: the writer's abstract control socket) and asks it
- * over the control socket (CONTROL_MOUNT_INFO) which connection it serves
+ * over the control socket (CONTROL_MOUNT_INFO, through pathfsctl's client,
+ * control_request(), talking only to root's daemon or ours: the answer is
+ * bound as root) which connection it serves
  * (the device major:minor its mounts show), which drive and whether
  * read-only. Any mount of that connection with root "/" will do as the
  * source of the bind (the daemon's first mountpoint may be gone while a
@@ -48,11 +50,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/sysmacros.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -268,109 +268,55 @@ static bool store_mounted(const char *id)
 	return found;
 }
 
-/*
- * Connects to the control socket of the store @dir. Returns the socket, or
- * -errno (-ENOENT/-ECONNREFUSED: nobody serves it; -EPERM: the peer of an
- * abstract socket is neither root nor us).
- */
-static int connect_daemon(const char *dir)
-{
-	struct sockaddr_un sa;
-	struct timeval tv = {SECOND_TIMEOUT_S, 0};
-	struct ucred cred;
-	socklen_t clen = sizeof(cred);
-	int fd, dirfd = -1, rc;
+/* The answer to CONTROL_MOUNT_INFO as it arrives (control_request()). */
+struct answer {
+	char out[256];
+	size_t used;
+};
 
-	if (!store_is_remote(dir)) {
-		dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (dirfd < 0)
-			return -errno;
+/* Keeps the 'o' frames that fit; stderr, a refusal's message and what does
+ * not fit are dropped (then the answer does not parse). */
+static int take_answer(void *ctx, char type, const char *buf, size_t len)
+{
+	struct answer *a = ctx;
+
+	if (type == CONTROL_FRAME_OUT && len < sizeof(a->out) - a->used) {
+		memcpy(a->out + a->used, buf, len);
+		a->used += len;
 	}
-	rc = proto_sock_addr(&sa, dir, dirfd);
-	if (rc)
-		goto out;
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		rc = -errno;
-		goto out;
-	}
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		rc = -errno;
-		close(fd);
-		goto out;
-	}
-	/* anyone may bind an abstract name: trust only root or ourselves */
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) ||
-	    (cred.uid != 0 && cred.uid != geteuid())) {
-		rc = -EPERM;
-		close(fd);
-		goto out;
-	}
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	rc = fd;
-out:
-	if (dirfd >= 0)
-		close(dirfd);
-	return rc;
+	return 0;
 }
 
-/* Sends CONTROL_MOUNT_INFO and reads the answer into @ci. Returns 0, 1 if
- * the daemon has no answer (not mounted yet, or a daemon from before
- * CONTROL_MOUNT_INFO), -errno. */
-static int ask_daemon(int fd, struct conn_info *ci)
+/*
+ * Asks the daemon serving the store @dir (root's or ours only: what it
+ * names is bound as root) CONTROL_MOUNT_INFO and reads its answer into @ci.
+ * Returns 0, 1 if the daemon has no answer (not mounted yet, or a daemon
+ * from before CONTROL_MOUNT_INFO), -errno (-ENOENT: no daemon answers;
+ * -EACCES: refused, or a peer we do not trust; -EPROTO: an answer of
+ * another shape).
+ */
+static int ask_daemon(const char *dir, struct conn_info *ci)
 {
-	static const char req_arg[] = CONTROL_MOUNT_INFO;
-	unsigned char hdr[CONTROL_MAGIC_LEN + 8], len[4], fh[5];
-	char out[256], skip[256];
-	size_t used = 0;
-	int rc;
+	char arg[] = CONTROL_MOUNT_INFO, *argv[] = {arg};
+	struct answer a = {.used = 0};
+	struct control_req req = {
+	    .store = dir,
+	    .drive = "", /* the daemon's */
+	    .argc = 1,
+	    .argv = argv,
+	    .strict_peer = true,
+	    .timeout_s = SECOND_TIMEOUT_S,
+	    .frame = take_answer,
+	    .ctx = &a,
+	};
+	int rc = control_request(&req);
 
-	memcpy(hdr, CONTROL_MAGIC, CONTROL_MAGIC_LEN);
-	proto_put_u32(hdr + CONTROL_MAGIC_LEN, 0);
-	proto_put_u32(hdr + CONTROL_MAGIC_LEN + 4, 2); /* drive, argv[0] */
-	rc = proto_send_all(fd, hdr, sizeof(hdr));
-	proto_put_u32(len, 0); /* drive "": the daemon's */
-	if (!rc)
-		rc = proto_send_all(fd, len, sizeof(len));
-	proto_put_u32(len, sizeof(req_arg) - 1);
-	if (!rc)
-		rc = proto_send_all(fd, len, sizeof(len));
-	if (!rc)
-		rc = proto_send_all(fd, req_arg, sizeof(req_arg) - 1);
-	while (!rc) {
-		uint32_t n;
-
-		rc = proto_recv_all(fd, fh, sizeof(fh));
-		if (rc)
-			break;
-		n = proto_get_u32(fh + 1);
-		if (fh[0] == CONTROL_FRAME_EXIT) {
-			if (n != 4 || (rc = proto_recv_all(fd, len, 4)))
-				return rc ? rc : -EPROTO;
-			if (proto_get_u32(len) != 0)
-				return 1;
-			break;
-		}
-		if (fh[0] == CONTROL_FRAME_REFUSED)
-			return -EACCES;
-		if (fh[0] == CONTROL_FRAME_OUT && n < sizeof(out) - used) {
-			rc = proto_recv_all(fd, out + used, n);
-			used += n;
-			continue;
-		}
-		while (!rc && n) { /* stderr, or too long: dropped */
-			size_t k = n < sizeof(skip) ? n : sizeof(skip);
-
-			rc = proto_recv_all(fd, skip, k);
-			n -= (uint32_t)k;
-		}
-	}
 	if (rc)
-		return rc;
-	out[used] = '\0';
-	if (sscanf(out, "conn %u:%u drive %64s ro %d allow_other %d", &ci->maj,
-		   &ci->min, ci->drive, &ci->ro, &ci->allow_other) != 5)
+		return rc > 0 ? 1 : rc;
+	a.out[a.used] = '\0';
+	if (sscanf(a.out, "conn %u:%u drive %64s ro %d allow_other %d",
+		   &ci->maj, &ci->min, ci->drive, &ci->ro,
+		   &ci->allow_other) != 5)
 		return -EPROTO;
 	return 0;
 }
@@ -436,20 +382,15 @@ static int second_mount(const char *dir, const char *id, const char *mnt,
 	struct statvfs sv;
 	struct stat st;
 	pid_t pid;
-	int fd, rc;
+	int rc;
 
 	if (store_is_remote(dir) ? req->ro : store_server(dir, &pid) != 0)
 		return 1;
 	if (!store_mounted(id))
 		return 1; /* a daemon closing it: the open waits for it */
-	fd = connect_daemon(dir);
-	if (fd < 0)
-		return 1; /* nobody answers: the open tells who holds it */
 	memset(&ci, 0, sizeof(ci));
-	rc = ask_daemon(fd, &ci);
-	close(fd);
-	if (rc)
-		return 1;
+	if (ask_daemon(dir, &ci))
+		return 1; /* nobody answers: the open tells who holds it */
 	if (strcmp(ci.drive, req->drive)) {
 		snprintf(err, errlen,
 			 "store %s is in use, serving drive %s: a second "

@@ -1,18 +1,23 @@
 /*
- * client.c - the client half of the control socket (proto.h): pathfsctl
- * sends its command line to the daemon serving the store and copies the
- * response frames to its stdout and stderr.
+ * client.c - the client half of the control socket (proto.h), the one
+ * place that connects and frames a request: control_request() sends a
+ * command line to the daemon serving a store and hands the response frames
+ * to its caller; pathfsctl's control_call() copies them to its stdout and
+ * stderr, the second mount (fs/second.c) reads the daemon's answer to
+ * CONTROL_MOUNT_INFO from them.
  *
  * Limits: interrupting pathfsctl does not stop a command the daemon runs: it
  * goes on to its end (or its --max-items budget); only its output is lost.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -49,16 +54,19 @@ static int send_string(int fd, const char *s)
 	return rc;
 }
 
-int control_call(const char *store_dir, const char *drive, int argc,
-		 char **argv)
+/*
+ * Connects to the control socket of the daemon serving @store_dir and checks
+ * who listens there (@strict_peer: control_request()). Returns the socket,
+ * -ENOENT (no daemon: no socket, nobody listens, a malformed URL), -EACCES
+ * (a peer we do not talk to), -errno.
+ */
+static int connect_store(const char *store_dir, bool strict_peer)
 {
 	struct sockaddr_un sa;
-	unsigned char hdr[CONTROL_MAGIC_LEN + 8];
-	char *buf = NULL;
-	int fd = -1, dirfd = -1, rc, i;
+	struct ucred cred;
+	socklen_t clen = sizeof(cred);
+	int fd = -1, dirfd = -1, rc;
 
-	if (argc < 1 || argc + 1 > CONTROL_MAX_ARGS)
-		return -E2BIG;
 	rc = proto_sock_addr(&sa, store_dir, -1);
 	if (rc == -ENAMETOOLONG) {
 		dirfd = open(store_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -86,31 +94,56 @@ int control_call(const char *store_dir, const char *drive, int argc,
 			rc = -errno;
 		goto out;
 	}
-	if (!sa.sun_path[0]) {
-		/* An abstract name (a store on etcd) has no file mode: anyone
-		 * may have bound it. Talk only to root or ourselves. */
-		struct ucred cred;
-		socklen_t clen = sizeof(cred);
-
+	/* An abstract name (a store on etcd) has no file mode: anyone may
+	 * have bound it. Talk only to root or ourselves (root talks to any
+	 * daemon, unless @strict_peer). */
+	if (strict_peer || !sa.sun_path[0]) {
 		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen)) {
 			rc = -errno;
 			goto out;
 		}
-		if (cred.uid != 0 && cred.uid != getuid() && getuid() != 0) {
+		if (strict_peer ? cred.uid != 0 && cred.uid != geteuid()
+				: cred.uid != 0 && cred.uid != getuid() &&
+				      getuid() != 0) {
 			rc = -EACCES;
 			goto out;
 		}
 	}
+	rc = fd;
+	fd = -1;
+out:
+	if (fd >= 0)
+		close(fd);
+	if (dirfd >= 0)
+		close(dirfd);
+	return rc;
+}
+
+int control_request(const struct control_req *req)
+{
+	unsigned char hdr[CONTROL_MAGIC_LEN + 8];
+	struct timeval tv = {req->timeout_s, 0};
+	char *buf = NULL;
+	int fd, rc, i;
+
+	if (req->argc < 1 || req->argc + 1 > CONTROL_MAX_ARGS)
+		return -E2BIG;
+	fd = connect_store(req->store, req->strict_peer);
+	if (fd < 0)
+		return fd;
+	if (req->timeout_s > 0) {
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	}
 
 	memcpy(hdr, CONTROL_MAGIC, CONTROL_MAGIC_LEN);
-	proto_put_u32(hdr + CONTROL_MAGIC_LEN,
-		      isatty(2) ? CONTROL_F_PROGRESS : 0);
-	proto_put_u32(hdr + CONTROL_MAGIC_LEN + 4, (uint32_t)argc + 1);
+	proto_put_u32(hdr + CONTROL_MAGIC_LEN, req->flags);
+	proto_put_u32(hdr + CONTROL_MAGIC_LEN + 4, (uint32_t)req->argc + 1);
 	rc = proto_send_all(fd, hdr, sizeof(hdr));
 	if (!rc)
-		rc = send_string(fd, drive ? drive : "");
-	for (i = 0; !rc && i < argc; i++)
-		rc = send_string(fd, argv[i]);
+		rc = send_string(fd, req->drive ? req->drive : "");
+	for (i = 0; !rc && i < req->argc; i++)
+		rc = send_string(fd, req->argv[i]);
 	/* A refusal is sent before the request is read: look for it. */
 	if (rc && rc != -EPIPE && rc != -ECONNRESET)
 		goto out;
@@ -145,13 +178,10 @@ int control_call(const char *store_dir, const char *drive, int argc,
 		buf[len] = '\0';
 		switch (fh[0]) {
 		case CONTROL_FRAME_OUT:
-			if (write_fd(1, buf, len) == -EPIPE) {
-				rc = -EPIPE;
-				goto out;
-			}
-			break;
 		case CONTROL_FRAME_ERR:
-			write_fd(2, buf, len);
+			rc = req->frame(req->ctx, (char)fh[0], buf, len);
+			if (rc)
+				goto out;
 			break;
 		case CONTROL_FRAME_EXIT:
 			if (len != 4) {
@@ -161,8 +191,7 @@ int control_call(const char *store_dir, const char *drive, int argc,
 			rc = (int)(proto_get_u32((unsigned char *)buf) & 0xff);
 			goto out;
 		case CONTROL_FRAME_REFUSED:
-			fprintf(stderr, "pathfsctl: the daemon refused: %s\n",
-				buf);
+			req->frame(req->ctx, CONTROL_FRAME_REFUSED, buf, len);
 			rc = -EACCES;
 			goto out;
 		default:
@@ -172,9 +201,34 @@ int control_call(const char *store_dir, const char *drive, int argc,
 	}
 out:
 	free(buf);
-	if (fd >= 0)
-		close(fd);
-	if (dirfd >= 0)
-		close(dirfd);
+	close(fd);
 	return rc;
+}
+
+/* pathfsctl's frames: to its stdout and stderr. */
+static int print_frame(void *ctx, char type, const char *buf, size_t len)
+{
+	(void)ctx;
+	if (type == CONTROL_FRAME_OUT)
+		return write_fd(1, buf, len) == -EPIPE ? -EPIPE : 0;
+	if (type == CONTROL_FRAME_ERR)
+		write_fd(2, buf, len);
+	else
+		fprintf(stderr, "pathfsctl: the daemon refused: %s\n", buf);
+	return 0;
+}
+
+int control_call(const char *store_dir, const char *drive, int argc,
+		 char **argv)
+{
+	struct control_req req = {
+	    .store = store_dir,
+	    .drive = drive,
+	    .argc = argc,
+	    .argv = argv,
+	    .flags = isatty(2) ? CONTROL_F_PROGRESS : 0,
+	    .frame = print_frame,
+	};
+
+	return control_request(&req);
 }

@@ -25,6 +25,7 @@
 #ifndef PATHFS_PROTO_H
 #define PATHFS_PROTO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/un.h>
@@ -69,8 +70,38 @@ int proto_recv_all(int fd, void *buf, size_t len);
 /* Sends one response frame. Errors: as proto_send_all(). */
 int proto_send_frame(int fd, char type, const void *buf, size_t len);
 
+/* A request of control_request(). */
+struct control_req {
+	const char *store; /* the store's path or etcd URL */
+	const char *drive; /* NULL or "": the daemon's */
+	int argc;	   /* 1..CONTROL_MAX_ARGS - 1 strings of argv */
+	char **argv;
+	uint32_t flags; /* CONTROL_F_* */
+	/* talk only to a daemon of root or of our effective user, on any
+	 * socket (a caller acting on the answer as root); else only an
+	 * abstract socket's peer is checked: root or our user, or we are
+	 * root */
+	bool strict_peer;
+	int timeout_s; /* per send and receive; 0: none */
+	/* each 'o' and 'e' frame (NUL-terminated after @len), and a refusal's
+	 * message ('r'); a non-zero return stops and is returned */
+	int (*frame)(void *ctx, char type, const char *buf, size_t len);
+	void *ctx;
+};
+
 /*
- * The client half (client.c), used by pathfsctl: if a daemon serves
+ * The client half (client.c): if a daemon serves @req->store, runs
+ * @req->argv there, handing the response's frames to @req->frame, and
+ * returns the command's exit status (>= 0). Errors: -ENOENT (no daemon
+ * serves the store: no socket, nobody listens, a malformed URL), -EACCES
+ * (the daemon refused us, or a peer we do not talk to), -EPIPE (closed
+ * without a status), -EPROTO, -E2BIG, -EAGAIN (timed out), -errno, or
+ * what @req->frame returned.
+ */
+int control_request(const struct control_req *req);
+
+/*
+ * pathfsctl's call (control_request()): if a daemon serves
  * @store_dir, runs argv there, copying its output to stdout/stderr, and
  * returns the exit status (>= 0). Returns -ENOENT if no daemon serves the
  * store (caller opens it itself), -EACCES if it refused us (said on
