@@ -43,6 +43,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <paths.h>
+#include <poll.h>
 #include <libgen.h>
 #include <limits.h>
 #include <signal.h>
@@ -729,6 +730,16 @@ static void startup_note(const char *log_where, const char *fmt, ...)
 	free(line);
 }
 
+/* Whether the kernel still holds the FUSE connection of @se (a signal ended
+ * the loop, not the unmount of its last mount): poll gives POLLERR once it
+ * ended it. */
+static bool conn_alive(struct fuse_session *se)
+{
+	struct pollfd p = {.fd = fuse_session_fd(se), .events = 0};
+
+	return p.fd >= 0 && poll(&p, 1, 0) >= 0 && !(p.revents & POLLERR);
+}
+
 /* Opens, mounts, serves, unmounts, closes. Runs in the serving process. */
 static int serve(struct options *o, struct fuse_args *args, const char *dir,
 		 bool exists, const char *mnt)
@@ -744,6 +755,8 @@ static int serve(struct options *o, struct fuse_args *args, const char *dir,
 	bool mounted = false, handlers = false, inited = false, made_drive;
 	bool conn_known = false;
 	unsigned conn_maj = 0, conn_min = 0;
+	struct second_mounts others = {NULL, NULL, 0};
+	int rc2;
 	int rc;
 
 	/* first: every thread made later must block SIGUSR1 (stats.h) */
@@ -900,12 +913,25 @@ out:
 	control_stop(ctl);
 	if (inited)
 		fs_watch_stop(&fs);
+	/* a signal ends every mount of the connection, not only the first.
+	 * Its device number is ours only until the kernel ends the
+	 * connection (the unmount of its last mount did: then it may be
+	 * another mount's already), which it does before it frees the
+	 * number: alive after the mount table was read, every mount of that
+	 * number in it was ours. */
+	if (mounted && conn_known) {
+		rc2 = fs_second_mounts(conn_maj, conn_min, mnt, &others);
+		if (rc2)
+			plog(LOG_WARNING,
+			     "cannot read the mount table: %s (other mounts "
+			     "of the store stay, answering ENOTCONN)",
+			     strerror(-rc2));
+		if (!conn_alive(se))
+			fs_second_mounts_free(&others);
+	}
 	if (mounted)
 		fuse_session_unmount(se);
-	/* a signal ends every mount of the connection, not only the first
-	 * (an unmount of the last one left none) */
-	if (conn_known)
-		fs_second_unmount_all(conn_maj, conn_min);
+	fs_second_detach(&others);
 	if (handlers)
 		fuse_remove_signal_handlers(se);
 	if (se)

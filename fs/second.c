@@ -25,9 +25,9 @@
  * one is unmounted (the kernel ends the connection then), whichever order
  * they go in. A signal (SIGTERM, SIGINT, SIGHUP) ends the connection and,
  * on the daemon's way out, every mount of it in its mount namespace
- * (fs_second_unmount_all: second mounts, a user's `mount --bind`), as
- * libfuse unmounts the first mountpoint: lazily. SIGKILL leaves them,
- * answering ENOTCONN, until unmounted by hand.
+ * (fs_second_mounts, fs_second_detach: second mounts, a user's `mount
+ * --bind`), as libfuse unmounts the first mountpoint: lazily. SIGKILL
+ * leaves them, answering ENOTCONN, until unmounted by hand.
  *
  * Refused, with one line: another drive than the served one; rw asked of a
  * daemon serving read-only; allow_other other than the connection's (who may
@@ -145,89 +145,83 @@ static int detach(const char *point)
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EPERM;
 }
 
-/*
- * One pass of fs_second_unmount_all(): unmounts each mountpoint whose
- * topmost mount (its last line in mountinfo) is of connection @maj:@min.
- * Returns how many it unmounted, or -errno if mountinfo cannot be read.
- */
-static int unmount_pass(unsigned maj, unsigned min, unsigned *failed)
+void fs_second_mounts_free(struct second_mounts *m)
+{
+	for (size_t i = 0; i < m->n; i++)
+		free(m->points[i]);
+	free(m->points);
+	free(m->count);
+	memset(m, 0, sizeof(*m));
+}
+
+int fs_second_mounts(unsigned maj, unsigned min, const char *first,
+		     struct second_mounts *out)
 {
 	FILE *f = fopen("/proc/self/mountinfo", "re");
-	char *line = NULL, **points = NULL;
-	size_t cap = 0, n = 0, i, j;
+	char *line = NULL;
+	size_t cap = 0, i;
 	struct mountinfo m;
-	bool *ours = NULL;
-	int done = 0, rc;
+	int rc = 0;
 
+	memset(out, 0, sizeof(*out));
 	if (!f)
 		return -errno;
 	while (getline(&line, &cap, f) > 0) {
-		char **np;
-		bool *no;
-
 		if (mountinfo_parse(line, &m))
 			continue;
-		for (i = 0; i < n && strcmp(points[i], m.point); i++)
+		for (i = 0; i < out->n && strcmp(out->points[i], m.point); i++)
 			;
-		if (i == n) {
-			np = realloc(points, (n + 1) * sizeof(*np));
+		if (i == out->n) {
+			char **np = realloc(out->points, (i + 1) * sizeof(*np));
+			unsigned *nc;
+
 			if (np)
-				points = np;
-			no = realloc(ours, (n + 1) * sizeof(*no));
-			if (no)
-				ours = no;
-			if (!np || !no || !(points[n] = strdup(m.point))) {
-				done = -ENOMEM;
-				goto out;
+				out->points = np;
+			nc = realloc(out->count, (i + 1) * sizeof(*nc));
+			if (nc)
+				out->count = nc;
+			if (!np || !nc || !(np[i] = strdup(m.point))) {
+				rc = -ENOMEM;
+				break;
 			}
-			n++;
+			out->count[i] = 0;
+			out->n++;
 		}
-		/* a later mount on the same point covers the earlier ones */
-		ours[i] = m.maj == maj && m.min == min &&
-			  !strncmp(m.type, "fuse", 4);
+		/* a later mount on a point covers the earlier ones: count the
+		 * connection's mounts on top there */
+		if (m.maj == maj && m.min == min && !strncmp(m.type, "fuse", 4))
+			out->count[i]++;
+		else
+			out->count[i] = 0;
 	}
-	for (i = 0; i < n; i++) {
-		if (!ours[i])
-			continue;
-		rc = detach(points[i]);
-		if (rc == 0) {
-			done++;
-		} else if (rc != -EINVAL && rc != -ENOENT) {
-			/* (EINVAL, ENOENT: gone with a parent detached) */
-			plog(LOG_WARNING, "cannot unmount %s: %s", points[i],
-			     strerror(-rc));
-			(*failed)++;
-		}
-	}
-out:
-	for (j = 0; j < n; j++)
-		free(points[j]);
-	free(points);
-	free(ours);
 	free(line);
 	fclose(f);
-	return done;
+	if (rc) {
+		fs_second_mounts_free(out);
+		return rc;
+	}
+	for (i = 0; i < out->n; i++)
+		if (!strcmp(out->points[i], first) && out->count[i])
+			out->count[i]--; /* fuse_session_unmount()'s */
+	return 0;
 }
 
-/* At most this many passes (a mount stacked on another of the connection at
- * one point shows only when the top one is gone). */
-#define UNMOUNT_PASSES 16
-
-void fs_second_unmount_all(unsigned maj, unsigned min)
+void fs_second_detach(struct second_mounts *m)
 {
-	unsigned failed = 0;
-	int i, n;
+	for (size_t i = 0; i < m->n; i++)
+		for (unsigned k = 0; k < m->count[i]; k++) {
+			int rc = detach(m->points[i]);
 
-	for (i = 0; i < UNMOUNT_PASSES; i++) {
-		n = unmount_pass(maj, min, &failed);
-		if (n < 0)
-			plog(LOG_WARNING,
-			     "cannot read the mount table: %s (other mounts "
-			     "of this store stay, answering ENOTCONN)",
-			     strerror(-n));
-		if (n <= 0 || failed)
-			break;
-	}
+			/* EINVAL, ENOENT: gone with a mount above it */
+			if (rc && rc != -EINVAL && rc != -ENOENT)
+				plog(LOG_WARNING,
+				     "cannot unmount %s: %s (it answers "
+				     "ENOTCONN until unmounted by hand)",
+				     m->points[i], strerror(-rc));
+			if (rc)
+				break;
+		}
+	fs_second_mounts_free(m);
 }
 
 /* Whether a mount's @source names the store whose identity is @id

@@ -51,17 +51,43 @@ int fs_second_conn(const char *mnt, unsigned *maj, unsigned *min);
 char *fs_second_info(unsigned maj, unsigned min, const char *drive, bool ro,
 		     bool allow_other);
 
+/* The mounts of a connection in this mount namespace, by mountpoint. */
+struct second_mounts {
+	char **points;	 /* malloc'd */
+	unsigned *count; /* how many of its mounts are stacked on top there */
+	size_t n;
+};
+
 /*
- * The daemon's end: unmounts every mount of its connection @maj:@min left in
- * its mount namespace (second mounts, a user's `mount --bind`), each as
- * libfuse unmounts the first mountpoint (fuse_session_unmount: lazily, as
- * umount -l does, so a busy one is gone from the table at once and lets go
- * when its last user does). Call it once the connection is closed
- * (fuse_session_unmount()), when no request can reach the daemon: a mount
- * left would answer ENOTCONN. A mount another one covers (a later mount on
- * the same point) cannot be reached by its path and stays. Errors are
- * logged.
+ * The daemon's end, after a signal: lists the mounts of its connection
+ * @maj:@min left in its mount namespace (second mounts, a user's `mount
+ * --bind`) but the one on top of its first mountpoint @first (which
+ * fuse_session_unmount() unmounts), for fs_second_detach(). Call it before
+ * fuse_session_unmount(), and keep the list only if the kernel still holds
+ * the connection after it (once it ended it, the device number may be
+ * another mount's already). Returns 0 (*out filled; free with
+ * fs_second_detach() or fs_second_mounts_free()), -ENOMEM, -errno of
+ * reading /proc/self/mountinfo (*out empty).
  */
-void fs_second_unmount_all(unsigned maj, unsigned min);
+int fs_second_mounts(unsigned maj, unsigned min, const char *first,
+		     struct second_mounts *out);
+
+/*
+ * Unmounts each mount listed by fs_second_mounts() (by its mountpoint, once
+ * per mount stacked there), as libfuse's fuse_session_unmount() unmounts the
+ * first mountpoint: lazily (MNT_DETACH, what umount -l does: gone from the
+ * table at once; a busy mount lets go when its last user does); a non-root
+ * daemon through `fusermount3 -u -q -z`. Call it after
+ * fuse_session_unmount() has closed the connection, so that no request can
+ * reach the daemon. Errors are logged. Frees @m.
+ *
+ * Limits: by path, as libfuse unmounts: a mountpoint unmounted and mounted
+ * again by someone else in between loses that mount; a mount of the
+ * connection under another mount is out of reach and stays (ENOTCONN).
+ */
+void fs_second_detach(struct second_mounts *m);
+
+/* Frees what fs_second_mounts() listed, unmounting nothing. */
+void fs_second_mounts_free(struct second_mounts *m);
 
 #endif

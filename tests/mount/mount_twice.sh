@@ -10,7 +10,8 @@
 # a different allow_other are refused with one line; mount(8) with type
 # fuse.pathfs and fuse (fstab) do the same; a non-root user keeps the
 # refusal of a store in use; a signal to the daemon ends all of its mounts
-# (bind mounts by hand too), a busy one lazily.
+# (bind mounts by hand too), a busy one lazily, and only those (not a mount
+# that took its device number after its last unmount).
 source "$(dirname "$0")/lib.sh"
 sanitizer_logs
 
@@ -249,6 +250,48 @@ signal_ends_all() {
 signal_ends_all TERM yes
 signal_ends_all INT yes
 signal_ends_all HUP no
+
+# A daemon whose last mount was unmounted leaves alone a mount that took its
+# connection's device number meanwhile (the kernel frees it at the unmount
+# and gives the lowest free one to the next mount): the daemon is stopped
+# while its mount goes and another store is mounted, then let go. tmpfs
+# mounts take the free numbers below it first (other processes here mount
+# and unmount too; a try whose number went elsewhere is done again).
+M5=$T/mnt5
+mkdir -p "$M5"
+reused=no
+for i in $(seq 1 10); do
+	pfs_mount
+	pid=$(pfs_pid)
+	dev=$(stat -c '%Hd:%Ld' "$MNT")
+	kill -STOP "$pid"
+	fusermount3 -u "$MNT"
+	for j in $(seq 1 20); do
+		mkdir -p "$T/fill$j"
+		mount -t tmpfs fill "$T/fill$j"
+		if [ "$(stat -c '%Hd:%Ld' "$T/fill$j")" = "$dev" ]; then
+			umount "$T/fill$j"
+			break
+		fi
+	done
+	"$PATHFS" "$T/store5" "$M5"
+	[ "$(stat -c '%Hd:%Ld' "$M5")" = "$dev" ] && reused=yes
+	for j in $(seq 1 20); do
+		! mountpoint -q "$T/fill$j" || umount "$T/fill$j"
+	done
+	kill -CONT "$pid"
+	check "a daemon unmounted while stopped exits once let go" dies "$pid"
+	[ "$reused" = yes ] && break
+	unmount_wait "$M5"
+	gone "$T/store5"
+done
+echo "# tries: $i"
+check "the next mount took the device number ($dev) of the unmounted one" \
+	[ "$reused" = yes ]
+check "... and stays mounted when the old daemon exits" mountpoint -q "$M5"
+check "... and serves" bash -c "echo x >'$M5/x' && [ \"\$(cat '$M5/x')\" = x ]"
+unmount_wait "$M5"
+gone "$T/store5"
 check "fsck is clean" pfs_fsck
 sanitizer_clean
 finish
