@@ -101,6 +101,81 @@ static void assert_freed(uint64_t ino)
 	assert_fsck_clean(T);
 }
 
+/* A call crash_child() runs: 0 or a negative errno. */
+typedef int crash_op(struct store *s, struct tree *t, void *arg);
+
+static int unlink_big(struct store *s, struct tree *t, void *arg)
+{
+	return tree_unlink(t, "/big", 0, NULL);
+}
+
+static int rename_new_over_big(struct store *s, struct tree *t, void *arg)
+{
+	return tree_rename(t, "/new", "/big", 0, NULL);
+}
+
+static int rmdrive_other(struct store *s, struct tree *t, void *arg)
+{
+	return store_drive_delete(s, "other");
+}
+
+/* The cp -r of /docs to /copy that token @arg resumes, to its end. */
+static int cp_r_resume(struct store *s, struct tree *t, void *arg)
+{
+	struct tree_op_result r;
+	int rc;
+
+	rc = tree_cp_r(t, "/docs", t, "/copy", 0, arg, &r);
+	if (rc)
+		return rc;
+	rc = r.token ? -EAGAIN : 0;
+	tree_op_result_release(&r);
+	return rc;
+}
+
+/*
+ * What a crash between slices does in the tests below: closes the store,
+ * runs @op on it (reopened, with drive "main") in a child with a crash point
+ * after @n batches (PATHFS_CRASH_AFTER_BATCHES), and asserts that the crash
+ * point killed the child (@killed) or that @op returned 0 before it. Then
+ * opens the store read-only in tu_store and tu_tree, as the child left it.
+ */
+static void crash_child(long n, crash_op *op, void *arg, bool killed)
+{
+	struct store_options ro = {.read_only = true};
+	int status;
+	pid_t pid;
+
+	store_close(tu_store);
+	tu_store = NULL;
+	pid = fork();
+	cr_assert_neq(pid, -1);
+	if (pid == 0) {
+		struct store_options o = {0};
+		struct store *s;
+		struct tree *t;
+		char v[32];
+
+		if (store_open(&s, tu_dir, &o) || store_drive(s, "main", &t))
+			_exit(10);
+		snprintf(v, sizeof(v), "%ld", n);
+		setenv("PATHFS_CRASH_AFTER_BATCHES", v, 1);
+		if (op(s, t, arg))
+			_exit(11);
+		store_close(s);
+		_exit(13);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	if (killed)
+		cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+			  "n=%ld: status %#x", n, status);
+	else
+		cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 13,
+			  "n=%ld: status %#x", n, status);
+	cr_assert_eq(store_open(&tu_store, tu_dir, &ro), 0);
+	cr_assert_eq(store_drive(tu_store, "main", &tu_tree), 0);
+}
+
 Test(cascade, big_file_unlink_in_slices, .init = tu_setup, .fini = tu_teardown)
 {
 	for (unsigned step = 1; step <= 2; step++) {
@@ -205,44 +280,10 @@ Test(cascade, big_file_unlink_crash_between_slices, .init = tu_setup,
      .fini = tu_teardown)
 {
 	for (long n = 0; n < 2; n++) {
-		struct store_options ro = {.read_only = true};
 		bool sliced = kv_range_keys(tu_store->kv) != SIZE_MAX;
 		uint64_t ino = mkbig("/big", 1 + (unsigned)n);
-		struct store *keep;
-		int status;
-		pid_t pid;
 
-		store_close(tu_store);
-		tu_store = NULL;
-		pid = fork();
-		cr_assert_neq(pid, -1);
-		if (pid == 0) {
-			struct store_options o = {0};
-			struct store *s;
-			struct tree *t;
-			char v[32];
-
-			if (store_open(&s, tu_dir, &o) ||
-			    store_drive(s, "main", &t))
-				_exit(10);
-			snprintf(v, sizeof(v), "%ld", n);
-			setenv("PATHFS_CRASH_AFTER_BATCHES", v, 1);
-			if (tree_unlink(t, "/big", 0, NULL))
-				_exit(11);
-			store_close(s);
-			_exit(13);
-		}
-		cr_assert_eq(waitpid(pid, &status, 0), pid);
-		if (sliced)
-			cr_assert(WIFSIGNALED(status) &&
-				      WTERMSIG(status) == SIGKILL,
-				  "n=%ld: status %#x", n, status);
-		else
-			cr_assert(WIFEXITED(status) &&
-				      WEXITSTATUS(status) == 13,
-				  "n=%ld: status %#x", n, status);
-		cr_assert_eq(store_open(&tu_store, tu_dir, &ro), 0);
-		cr_assert_eq(store_drive(tu_store, "main", &tu_tree), 0);
+		crash_child(n, unlink_big, NULL, sliced);
 		assert_gone(T, "/big");
 		assert_fsck_clean(T);
 		if (sliced) {
@@ -250,9 +291,6 @@ Test(cascade, big_file_unlink_crash_between_slices, .init = tu_setup,
 			cr_assert_lt(data_keys(ino), BIG_BLOCKS);
 			cr_assert_gt(data_keys(ino), 0);
 		}
-		keep = tu_store;
-		tu_store = NULL;
-		store_close(keep);
 		reopen_opts(0, 0);
 		assert_freed(ino);
 	}
@@ -323,47 +361,13 @@ Test(cascade, rename_over_a_big_file_crash_between_slices, .init = tu_setup,
      .fini = tu_teardown)
 {
 	for (long n = 0; n < 2; n++) {
-		struct store_options ro = {.read_only = true};
 		bool sliced = kv_range_keys(tu_store->kv) != SIZE_MAX;
 		uint64_t ino = mkbig("/big", 1 + (unsigned)n);
-		struct store *keep;
 		size_t len;
 		char *p;
-		int status;
-		pid_t pid;
 
 		tu_mkfile(T, "/new", "fresh", 5);
-		store_close(tu_store);
-		tu_store = NULL;
-		pid = fork();
-		cr_assert_neq(pid, -1);
-		if (pid == 0) {
-			struct store_options o = {0};
-			struct store *s;
-			struct tree *t;
-			char v[32];
-
-			if (store_open(&s, tu_dir, &o) ||
-			    store_drive(s, "main", &t))
-				_exit(10);
-			snprintf(v, sizeof(v), "%ld", n);
-			setenv("PATHFS_CRASH_AFTER_BATCHES", v, 1);
-			if (tree_rename(t, "/new", "/big", 0, NULL))
-				_exit(11);
-			store_close(s);
-			_exit(13);
-		}
-		cr_assert_eq(waitpid(pid, &status, 0), pid);
-		if (sliced)
-			cr_assert(WIFSIGNALED(status) &&
-				      WTERMSIG(status) == SIGKILL,
-				  "n=%ld: status %#x", n, status);
-		else
-			cr_assert(WIFEXITED(status) &&
-				      WEXITSTATUS(status) == 13,
-				  "n=%ld: status %#x", n, status);
-		cr_assert_eq(store_open(&tu_store, tu_dir, &ro), 0);
-		cr_assert_eq(store_drive(tu_store, "main", &tu_tree), 0);
+		crash_child(n, rename_new_over_big, NULL, sliced);
 		assert_gone(T, "/new");
 		p = tu_read(T, "/big", tu_stat(T, "/big").ino, &len);
 		cr_assert_eq(len, 5);
@@ -374,9 +378,6 @@ Test(cascade, rename_over_a_big_file_crash_between_slices, .init = tu_setup,
 			cr_assert_lt(data_keys(ino), BIG_BLOCKS);
 			cr_assert_gt(data_keys(ino), 0);
 		}
-		keep = tu_store;
-		tu_store = NULL;
-		store_close(keep);
 		reopen_opts(0, 0);
 		cr_assert_eq(tree_unlink(T, "/big", 0, NULL), 0);
 		assert_freed(ino);
@@ -510,39 +511,10 @@ Test(cascade, rmdrive_crash_between_slices, .init = tu_setup,
 	long rounds = kv_range_keys(tu_store->kv) != SIZE_MAX ? 2 : 1;
 
 	for (long n = 0; n < rounds; n++) {
-		struct store_options ro = {.read_only = true};
-		struct store *keep;
-		int status;
-		pid_t pid;
-
 		mkother();
-		store_close(tu_store);
-		tu_store = NULL;
-		pid = fork();
-		cr_assert_neq(pid, -1);
-		if (pid == 0) {
-			struct store_options opt = {0};
-			struct store *s;
-			char v[32];
-
-			if (store_open(&s, tu_dir, &opt))
-				_exit(10);
-			snprintf(v, sizeof(v), "%ld", n);
-			setenv("PATHFS_CRASH_AFTER_BATCHES", v, 1);
-			if (store_drive_delete(s, "other"))
-				_exit(11);
-			store_close(s);
-			_exit(13);
-		}
-		cr_assert_eq(waitpid(pid, &status, 0), pid);
-		cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
-			  "n=%ld: status %#x", n, status);
-		cr_assert_eq(store_open(&tu_store, tu_dir, &ro), 0);
+		crash_child(n, rmdrive_other, NULL, true);
 		cr_assert_not(drive_listed("other"));
 		cr_assert_gt(drive_keys("other"), 0);
-		keep = tu_store;
-		tu_store = NULL;
-		store_close(keep);
 		reopen_opts(0, 0);
 		cr_assert_eq(drive_keys("other"), 0);
 		cr_assert_not(drive_listed("other"));
@@ -647,14 +619,10 @@ Test(slices, cp_r_crash_between_map_slices, .init = tu_setup,
 	size_t nodes = mklinked();
 
 	for (long n = 0; n < 2; n++) {
-		struct store_options ro = {.read_only = true};
 		struct tree_journal_entry *e;
 		struct tree_op_result r;
-		struct store *keep;
 		char *token;
 		size_t nrec;
-		int status;
-		pid_t pid;
 
 		cr_assert_eq(
 		    tree_cp_r(T, "/docs", T, "/copy", nodes - 1, NULL, &r), 0);
@@ -662,40 +630,8 @@ Test(slices, cp_r_crash_between_map_slices, .init = tu_setup,
 		token = strdup(r.token);
 		tree_op_result_release(&r);
 		cr_assert_eq(kind_keys(T, KEY_XTMP), MAP_LINKS);
-		store_close(tu_store);
-		tu_store = NULL;
-		pid = fork();
-		cr_assert_neq(pid, -1);
-		if (pid == 0) {
-			struct store_options o = {0};
-			struct store *s;
-			struct tree *t;
-			char v[32];
-
-			if (store_open(&s, tu_dir, &o) ||
-			    store_drive(s, "main", &t))
-				_exit(10);
-			snprintf(v, sizeof(v), "%ld", n);
-			setenv("PATHFS_CRASH_AFTER_BATCHES", v, 1);
-			if (tree_cp_r(t, "/docs", t, "/copy", 0, token, &r) ||
-			    r.token)
-				_exit(11);
-			tree_op_result_release(&r);
-			store_close(s);
-			_exit(13);
-		}
-		cr_assert_eq(waitpid(pid, &status, 0), pid);
-		if (sliced || n == 0)
-			cr_assert(WIFSIGNALED(status) &&
-				      WTERMSIG(status) == SIGKILL,
-				  "n=%ld: status %#x", n, status);
-		else
-			cr_assert(WIFEXITED(status) &&
-				      WEXITSTATUS(status) == 13,
-				  "n=%ld: status %#x", n, status);
+		crash_child(n, cp_r_resume, token, sliced || n == 0);
 		/* as the kill left it */
-		cr_assert_eq(store_open(&tu_store, tu_dir, &ro), 0);
-		cr_assert_eq(store_drive(tu_store, "main", &tu_tree), 0);
 		cr_assert_eq(tu_stat(T, "/copy/zzz").size, 10);
 		cr_assert_eq(tree_journal_list(T, &e, &nrec), 0);
 		tree_journal_list_free(e, nrec);
@@ -706,9 +642,6 @@ Test(slices, cp_r_crash_between_map_slices, .init = tu_setup,
 			cr_assert_gt(kind_keys(T, KEY_XTMP), 0);
 			cr_assert_lt(kind_keys(T, KEY_XTMP), MAP_LINKS);
 		}
-		keep = tu_store;
-		tu_store = NULL;
-		store_close(keep);
 		reopen_opts(0, 0); /* the second round: this finishes it */
 		if (n == 0) {
 			cr_assert_eq(
