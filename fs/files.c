@@ -164,6 +164,7 @@ int fs_do_create(struct fs *fs, const struct fs_who *w, uint64_t parent,
 		 struct fuse_entry_param *e, struct fh **fh)
 {
 	struct fuse_ctx ctx = {.uid = w->uid, .gid = w->gid, .umask = w->umask};
+	uint64_t gen = itab_gained_gen(fs);
 	struct tree_attr a;
 	int rc;
 
@@ -194,6 +195,10 @@ int fs_do_create(struct fs *fs, const struct fs_who *w, uint64_t parent,
 			return rc;
 		}
 	} else if (!rc) {
+		/* made now: no security.capability, unless one was set since
+		 * (by a lookup of the name and a SETXATTR meanwhile) */
+		if (!fs->ro)
+			itab_flag_unless_gained(fs, a.ino, INODE_NO_CAPS, gen);
 		rc = fs_do_open_new(fs, w, a.ino, flags & ~O_TRUNC, fh, NULL);
 		if (rc)
 			reclaim(fs, itab_forget(fs, a.ino, 1));

@@ -61,6 +61,11 @@
  * itab_record_gained() clears it after every SETFLAGS, the one way flags
  * change; a hard-linked inode's record is never trusted for it. */
 #define INODE_NO_FLAGS 0x80
+/* made by this daemon's CREATE, and no security.capability set on it since
+ * (a new file has none): a GETXATTR of it (the kernel asks before the first
+ * write to a file, to drop it) answers ENODATA without a store read.
+ * itab_record_gained() clears it after a SETXATTR of it. */
+#define INODE_NO_CAPS 0x100
 
 struct inode {
 	uint64_t ino;
@@ -106,6 +111,7 @@ struct fs {
 	size_t nbuckets;	/* protected by lock */
 	size_t count;		/* protected by lock */
 	uint64_t ns_gen;	/* protected by lock: bumped on path changes */
+	uint64_t gained_gen;	/* protected by lock: itab_record_gained() */
 	/* renames between their store call and their table update; a request
 	 * that got -ENOENT meanwhile waits for them (fs_retry) */
 	unsigned renaming;	/* protected by lock */
@@ -222,6 +228,13 @@ bool itab_has_flag(struct fs *fs, uint64_t ino, unsigned flag);
  * of a record and its itab_lookup() (they hold fs->sublock for read), then
  * clears @flag. The caller holds no lock. */
 void itab_record_gained(struct fs *fs, uint64_t ino, unsigned flag);
+/* The count of itab_record_gained() calls, read before a store call that
+ * makes an inode, for itab_flag_unless_gained(). */
+uint64_t itab_gained_gen(struct fs *fs);
+/* Sets INODE_NO_* flag @flag on @ino unless itab_record_gained() ran since
+ * @gen was read (it may have been for @ino: then the flag would be stale). */
+void itab_flag_unless_gained(struct fs *fs, uint64_t ino, unsigned flag,
+			     uint64_t gen);
 
 /* Moves @ino to @name in @parent (parent must be in the table; if it is not,
  * @ino is marked stale). Bumps ns_gen. */

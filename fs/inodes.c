@@ -417,9 +417,38 @@ void itab_flags(struct fs *fs, uint64_t ino, unsigned set, unsigned clear)
 
 void itab_record_gained(struct fs *fs, uint64_t ino, unsigned flag)
 {
+	struct inode *e;
+
 	pthread_rwlock_wrlock(&fs->sublock);
-	itab_flags(fs, ino, 0, flag);
+	pthread_mutex_lock(&fs->lock);
+	fs->gained_gen++;
+	e = find(fs, ino);
+	if (e)
+		e->flags &= ~flag;
+	pthread_mutex_unlock(&fs->lock);
 	pthread_rwlock_unlock(&fs->sublock);
+}
+
+uint64_t itab_gained_gen(struct fs *fs)
+{
+	uint64_t gen;
+
+	pthread_mutex_lock(&fs->lock);
+	gen = fs->gained_gen;
+	pthread_mutex_unlock(&fs->lock);
+	return gen;
+}
+
+void itab_flag_unless_gained(struct fs *fs, uint64_t ino, unsigned flag,
+			     uint64_t gen)
+{
+	struct inode *e;
+
+	pthread_mutex_lock(&fs->lock);
+	e = find(fs, ino);
+	if (e && fs->gained_gen == gen)
+		e->flags |= flag;
+	pthread_mutex_unlock(&fs->lock);
 }
 
 bool itab_knows(struct fs *fs, uint64_t ino)

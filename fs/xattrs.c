@@ -11,6 +11,9 @@
  * file for its access ACL once: a file whose record had none when the kernel
  * was told of it is answered ENODATA from the inode table (INODE_NO_ACL),
  * without a store read (a point read on RocksDB, a round trip on etcd).
+ * So is the security.capability the kernel asks for before the first write
+ * to a file, of a file this daemon created and set none on since
+ * (INODE_NO_CAPS): a create and write on etcd saves a round trip.
  *
  * Limits: no SELinux labels (EOPNOTSUPP, see unsupported_xattr()); sizes as
  * the store allows (tree.h).
@@ -40,6 +43,13 @@ static bool unsupported_xattr(const char *name)
 	return !strcmp(name, "security.selinux");
 }
 
+/* File capabilities (setcap(8)), which a write drops: the kernel asks for
+ * them before the first write to a file. */
+static bool is_caps(const char *name)
+{
+	return !strcmp(name, "security.capability");
+}
+
 static bool is_acl(const char *name)
 {
 	return !strcmp(name, "system.posix_acl_access") ||
@@ -67,6 +77,8 @@ int fs_do_setxattr(struct fs *fs, uint64_t ino, const char *name,
 	fs_leave(fs);
 	if (is_acl(name))
 		itab_record_gained(fs, ino, INODE_NO_ACL);
+	else if (is_caps(name))
+		itab_record_gained(fs, ino, INODE_NO_CAPS);
 out:
 	fs_path_release(&p);
 	return rc;
@@ -116,6 +128,8 @@ int fs_do_getxattr(struct fs *fs, uint64_t ino, const char *name, size_t size,
 		return -EOPNOTSUPP;
 	if (!fs->ro && is_acl(name) && itab_has_flag(fs, ino, INODE_NO_ACL))
 		return -ENODATA; /* its record says it has none */
+	if (is_caps(name) && itab_has_flag(fs, ino, INODE_NO_CAPS))
+		return -ENODATA; /* made here, and none set since */
 	rc = tree_getxattr(fs->tree, ino, name, val, len);
 	if (!rc)
 		rc = fits(*len, size);

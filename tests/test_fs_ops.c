@@ -462,3 +462,57 @@ Test(fs_ops, open_for_writing_reads_no_flags_the_table_rules_out)
 	cr_assert_eq(fs_do_lookup(&tu_fs, TREE_ROOT_INO, "f", &e), 0);
 	cr_expect(itab_has_flag(&tu_fs, f, INODE_NO_FLAGS));
 }
+
+/* The security.capability the kernel asks for before the first write to a
+ * file is answered ENODATA without a store read for a file this daemon
+ * created (INODE_NO_CAPS); a SETXATTR of it makes the store answer again.
+ * Shown by setting it in the store behind the daemon's back (which nothing
+ * does on a mounted drive): the table's answer stands, so it read nothing. */
+Test(fs_ops, capabilities_of_a_created_file_read_nothing)
+{
+	static const char cap[] = "\x01\x00\x00\x02\x00\x20\x00\x00\x00\x00"
+				  "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00";
+	const char *name = "security.capability";
+	void *val = NULL;
+	size_t len = 0;
+	uint64_t f = mkfile(&root, "f", 0755, "x");
+
+	cr_expect(itab_has_flag(&tu_fs, f, INODE_NO_CAPS));
+	cr_assert_eq(tree_setxattr(tu_fs.tree, "/f", f, name, cap,
+				   sizeof(cap) - 1, 0),
+		     0);
+	cr_expect_eq(fs_do_getxattr(&tu_fs, f, name, 64, &val, &len),
+		     -ENODATA, "the table answered, not the store");
+	free(val);
+	cr_assert_eq(tree_removexattr(tu_fs.tree, "/f", f, name), 0);
+
+	cr_assert_eq(fs_do_setxattr(&tu_fs, f, name, cap, sizeof(cap) - 1, 0),
+		     0);
+	cr_expect_not(itab_has_flag(&tu_fs, f, INODE_NO_CAPS));
+	cr_assert_eq(fs_do_getxattr(&tu_fs, f, name, 64, &val, &len), 0);
+	cr_expect_eq(len, sizeof(cap) - 1);
+	free(val);
+	val = NULL;
+	cr_assert_eq(fs_do_setxattr(&tu_fs, f, name, NULL, 0, 0), 0);
+	cr_expect_eq(fs_do_getxattr(&tu_fs, f, name, 64, &val, &len),
+		     -ENODATA);
+	free(val);
+}
+
+/* A SETXATTR between a CREATE's store call and its table update (a lookup
+ * of the new name by another process, then setcap) leaves no stale mark:
+ * itab_flag_unless_gained() sees that one ran. */
+Test(fs_ops, a_capability_set_while_created_is_not_hidden)
+{
+	uint64_t f = mkfile(&root, "f", 0755, "x");
+	uint64_t gen;
+
+	itab_flags(&tu_fs, f, 0, INODE_NO_CAPS);
+	gen = itab_gained_gen(&tu_fs);
+	itab_record_gained(&tu_fs, f, INODE_NO_CAPS);
+	itab_flag_unless_gained(&tu_fs, f, INODE_NO_CAPS, gen);
+	cr_expect_not(itab_has_flag(&tu_fs, f, INODE_NO_CAPS));
+	itab_flag_unless_gained(&tu_fs, f, INODE_NO_CAPS,
+				itab_gained_gen(&tu_fs));
+	cr_expect(itab_has_flag(&tu_fs, f, INODE_NO_CAPS));
+}
