@@ -219,7 +219,11 @@ dies() {
 # unmounts $MNT first unless FIRST_TOO is yes, sends SIGNAL to the daemon
 signal_ends_all() {
 	local sig=$1 first=$2 pid dev busy
-	pfs_mount
+	# a signal ignored where the daemon starts (nohup: SIGHUP; a runner
+	# may start the tests so) stays ignored, as libfuse leaves it: this
+	# daemon gets it at its default, as from a login shell
+	env --default-signal="$sig" "$PATHFS" "$STORE" "$MNT"
+	check "$sig: mounted" mountpoint -q "$MNT"
 	pid=$(pfs_pid)
 	check "$sig: a second mount" "$PATHFS" "$STORE" "$M2"
 	check "$sig: a mount --bind of it" mount --bind "$M2" "$M4"
