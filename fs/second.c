@@ -116,8 +116,8 @@ char *fs_second_info(unsigned maj, unsigned min, const char *drive, bool ro,
  */
 static int detach(const char *point)
 {
-	const char *argv[] = {"fusermount3", "-u", "-q", "-z", "--", point,
-			      NULL};
+	const char *argv[] = {"fusermount3", "-u",  "-q", "-z",
+			      "--",	     point, NULL};
 	int status;
 	pid_t pid;
 

@@ -106,8 +106,8 @@ static void watch_message(struct etcd_watch *w, struct json_object *m)
 		key = watch_unb64(k, &klen);
 		if (!del)
 			value = json_object_object_get_ex(kv, "value", &val)
-					? watch_unb64(val, &vlen)
-					: strdup("");
+				    ? watch_unb64(val, &vlen)
+				    : strdup("");
 		if (!key || klen < w->strip || (!del && !value)) {
 			/* a change we cannot tell: start over from now */
 			w->broken = true;
@@ -179,8 +179,8 @@ static char *watch_request(const struct etcd_watch *w, long long rev)
 	if (!req || !cr ||
 	    !watch_add(cr, "key", json_object_new_string(w->key)) ||
 	    !watch_add(cr, "range_end", json_object_new_string(w->end)) ||
-	    (rev > 0 && !watch_add(cr, "start_revision",
-				   json_object_new_int64(rev)))) {
+	    (rev > 0 &&
+	     !watch_add(cr, "start_revision", json_object_new_int64(rev)))) {
 		json_object_put(cr);
 		goto out;
 	}

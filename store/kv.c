@@ -307,8 +307,8 @@ static size_t strict_range_keys(struct kv *kv, const char *lo, size_t lolen,
 	size_t n = 0, max = kv_range_keys(kv);
 	struct kv_iter *it = NULL;
 
-	if (kv->ops->iter_open(&it, kv, lo, lolen, hi, hilen,
-			       KV_ITER_KEYS_ONLY, NULL))
+	if (kv->ops->iter_open(&it, kv, lo, lolen, hi, hilen, KV_ITER_KEYS_ONLY,
+			       NULL))
 		return 0;
 	it->kv = kv;
 	for (; n <= max && kv->ops->iter_valid(it); kv->ops->iter_next(it))

@@ -25,8 +25,8 @@ static long long kve_answer_rev(struct json_object *resp)
 	struct json_object *h;
 
 	return json_object_object_get_ex(resp, "header", &h)
-		       ? etcd_int(h, "revision")
-		       : 0;
+		   ? etcd_int(h, "revision")
+		   : 0;
 }
 
 int kve_get(struct kv *kv_, const char *key, size_t klen, long long *rev,

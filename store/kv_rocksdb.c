@@ -120,8 +120,8 @@ static int kvr_range_fam(const struct kvr *kv, const char *lo, size_t lolen,
 }
 
 /* @rev: ignored (a pin, kv_pin, changes nothing here) */
-static int kvr_get(struct kv *kv_, const char *key, size_t klen,
-		   long long *rev, char **val, size_t *vlen)
+static int kvr_get(struct kv *kv_, const char *key, size_t klen, long long *rev,
+		   char **val, size_t *vlen)
 {
 	struct kvr *kv = (struct kvr *)kv_;
 	rocksdb_pinnableslice_t *ps;

@@ -478,11 +478,11 @@ Test(fs_ops, capabilities_of_a_created_file_read_nothing)
 	uint64_t f = mkfile(&root, "f", 0755, "x");
 
 	cr_expect(itab_has_flag(&tu_fs, f, INODE_NO_CAPS));
-	cr_assert_eq(tree_setxattr(tu_fs.tree, "/f", f, name, cap,
-				   sizeof(cap) - 1, 0),
-		     0);
-	cr_expect_eq(fs_do_getxattr(&tu_fs, f, name, 64, &val, &len),
-		     -ENODATA, "the table answered, not the store");
+	cr_assert_eq(
+	    tree_setxattr(tu_fs.tree, "/f", f, name, cap, sizeof(cap) - 1, 0),
+	    0);
+	cr_expect_eq(fs_do_getxattr(&tu_fs, f, name, 64, &val, &len), -ENODATA,
+		     "the table answered, not the store");
 	free(val);
 	cr_assert_eq(tree_removexattr(tu_fs.tree, "/f", f, name), 0);
 
@@ -494,8 +494,7 @@ Test(fs_ops, capabilities_of_a_created_file_read_nothing)
 	free(val);
 	val = NULL;
 	cr_assert_eq(fs_do_setxattr(&tu_fs, f, name, NULL, 0, 0), 0);
-	cr_expect_eq(fs_do_getxattr(&tu_fs, f, name, 64, &val, &len),
-		     -ENODATA);
+	cr_expect_eq(fs_do_getxattr(&tu_fs, f, name, 64, &val, &len), -ENODATA);
 	free(val);
 }
 
