@@ -71,8 +71,7 @@ for round in 1 2 3 4; do
 	check "round $round ($how): something was read" [ "$n" -gt 0 ]
 done
 
-fusermount3 -u "$RO"
-while pgrep -f "pathfs .*$RO\$" >/dev/null; do sleep 0.05; done
+MNT=$RO pfs_umount # the follower's: unmounted, its daemon gone
 pfs_umount
 check "fsck is clean" pfs_fsck
 sanitizer_clean

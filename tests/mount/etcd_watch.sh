@@ -173,8 +173,7 @@ W=1
 [ "$leader" = 1 ] && W=2
 others=()
 for i in 1 2 3; do [ "$i" = "$W" ] || others+=("${eps[i - 1]}"); done
-fusermount3 -u "$RO"
-while pgrep -f "pathfs .*$RO\$" >/dev/null; do sleep 0.05; done
+MNT=$RO pfs_umount # the follower's: unmounted, its daemon gone
 pfs_umount
 WSTORE=$STORE
 STORE="etcd://${others[0]},${others[1]}/wa$$"
@@ -213,8 +212,7 @@ check "... and one missed past the 4,096 remembered (cached 1 s)" \
 	seen 2500 "missed past the limit" is "cat '$RO/late'" late
 "$CLUSTER_SH" restart "$CLUSTER" "$W"
 
-fusermount3 -u "$RO"
-while pgrep -f "pathfs .*$RO\$" >/dev/null; do sleep 0.05; done
+MNT=$RO pfs_umount # the follower's: unmounted, its daemon gone
 pfs_umount
 check "fsck is clean" pfs_fsck
 sanitizer_clean
