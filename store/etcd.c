@@ -386,3 +386,21 @@ long long etcd_int(struct json_object *o, const char *name)
 		return 0;
 	return json_object_get_int64(v); /* parses "123" too */
 }
+
+/* Adds @j (taken, also on an error) to @o as @name. Errors: -ENOMEM (@o or
+ * @j NULL, or out of memory). */
+int etcd_add_json(struct json_object *o, const char *name,
+		  struct json_object *j)
+{
+	if (!o || !j || json_object_object_add(o, name, j)) {
+		json_object_put(j);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Adds @v to @o as @name. Errors: -ENOMEM. */
+int etcd_add_int(struct json_object *o, const char *name, long long v)
+{
+	return etcd_add_json(o, name, json_object_new_int64(v));
+}

@@ -92,5 +92,11 @@ char *etcd_unb64(const char *src, size_t *len);
 
 /* The int64 field @name of @o (the gateway writes int64 as strings), or 0. */
 long long etcd_int(struct json_object *o, const char *name);
+/* Adds @j (taken, also on an error) to @o as @name. Errors: -ENOMEM (@o or
+ * @j NULL, or out of memory). */
+int etcd_add_json(struct json_object *o, const char *name,
+		  struct json_object *j);
+/* Adds @v to @o as @name. Errors: -ENOMEM. */
+int etcd_add_int(struct json_object *o, const char *name, long long v);
 
 #endif

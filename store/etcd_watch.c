@@ -156,17 +156,6 @@ static int watch_progress(void *arg, curl_off_t a, curl_off_t b, curl_off_t c,
 	return atomic_load(&w->stop);
 }
 
-/* Adds @v (owned: freed on failure) to @o as @name; false when out of
- * memory (@v NULL included). */
-static bool watch_add(struct json_object *o, const char *name,
-		      struct json_object *v)
-{
-	if (v && !json_object_object_add(o, name, v))
-		return true;
-	json_object_put(v);
-	return false;
-}
-
 /* The body of the request that watches @w's keys from @rev (0: now),
  * malloc'd (caller frees); NULL when out of memory. */
 static char *watch_request(const struct etcd_watch *w, long long rev)
@@ -177,14 +166,13 @@ static char *watch_request(const struct etcd_watch *w, long long rev)
 	char *body = NULL;
 
 	if (!req || !cr ||
-	    !watch_add(cr, "key", json_object_new_string(w->key)) ||
-	    !watch_add(cr, "range_end", json_object_new_string(w->end)) ||
-	    (rev > 0 &&
-	     !watch_add(cr, "start_revision", json_object_new_int64(rev)))) {
+	    etcd_add_json(cr, "key", json_object_new_string(w->key)) ||
+	    etcd_add_json(cr, "range_end", json_object_new_string(w->end)) ||
+	    (rev > 0 && etcd_add_int(cr, "start_revision", rev))) {
 		json_object_put(cr);
 		goto out;
 	}
-	if (!watch_add(req, "create_request", cr))
+	if (etcd_add_json(req, "create_request", cr))
 		goto out;
 	s = json_object_to_json_string_ext(
 	    req, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);

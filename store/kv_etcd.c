@@ -192,8 +192,8 @@ int kv_etcd_open(struct kv **out, const char *url, const struct kv_options *opt)
 	req = json_object_new_object();
 	rc = kve_add_b64(req, "key", kv->meta, kv->mlen);
 	if (!rc)
-		rc =
-		    kve_add_json(req, "count_only", json_object_new_boolean(1));
+		rc = etcd_add_json(req, "count_only",
+				   json_object_new_boolean(1));
 	if (!rc)
 		rc = etcd_call(kv->e, "/v3/kv/range", req, &resp);
 	if (rc == -ETIMEDOUT)
@@ -364,7 +364,7 @@ static uint64_t kve_estimate_keys(struct kv *kv_)
 		end[kv->plen - 1]++;
 	if (end && !kve_add_b64(req, "key", kv->pfx, kv->plen) &&
 	    !kve_add_b64(req, "range_end", end, kv->plen) &&
-	    !kve_add_json(req, "count_only", json_object_new_boolean(1)) &&
+	    !etcd_add_json(req, "count_only", json_object_new_boolean(1)) &&
 	    etcd_call(kv->e, "/v3/kv/range", req, &resp) == 0)
 		n = (uint64_t)etcd_int(resp, "count");
 	json_object_put(req);

@@ -106,9 +106,6 @@ char *kve_key(const struct kve *kv, const char *key, size_t klen, size_t *len);
 int kve_cmp(const char *a, size_t alen, const char *b, size_t blen);
 int kve_add_b64(struct json_object *o, const char *name, const char *s,
 		size_t len);
-int kve_add_json(struct json_object *o, const char *name,
-		 struct json_object *j);
-int kve_add_int(struct json_object *o, const char *name, long long v);
 char *kve_get_b64(struct json_object *o, const char *name, size_t *len);
 int kve_attach(struct json_object *req, const char *name,
 	       struct json_object **v);

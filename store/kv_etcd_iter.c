@@ -40,7 +40,7 @@ int kve_get(struct kv *kv_, const char *key, size_t klen, long long *rev,
 
 	free(k);
 	if (!rc && rev && *rev) /* pinned (kv_pin) */
-		rc = kve_add_int(req, "revision", *rev);
+		rc = etcd_add_int(req, "revision", *rev);
 	if (!rc)
 		rc = etcd_call(kv->e, "/v3/kv/range", req, &resp);
 	json_object_put(req);
@@ -82,11 +82,12 @@ static void kve_iter_fetch(struct kve_iter *it, const char *from, size_t len)
 	if (!rc)
 		rc = kve_add_b64(req, "range_end", it->hi, it->hilen);
 	if (!rc)
-		rc = kve_add_int(req, "limit", (long long)it->limit);
+		rc = etcd_add_int(req, "limit", (long long)it->limit);
 	if (!rc && it->keys_only)
-		rc = kve_add_json(req, "keys_only", json_object_new_boolean(1));
+		rc =
+		    etcd_add_json(req, "keys_only", json_object_new_boolean(1));
 	if (!rc && it->rev) /* a page of another revision must never come */
-		rc = kve_add_int(req, "revision", it->rev);
+		rc = etcd_add_int(req, "revision", it->rev);
 	if (!rc)
 		rc = etcd_call(it->kv->e, "/v3/kv/range", req, &resp);
 	json_object_put(req);

@@ -53,23 +53,6 @@ int kve_add_b64(struct json_object *o, const char *name, const char *s,
 	return 0;
 }
 
-/* Adds @j (taken, also on an error) to @o as @name. Errors: -ENOMEM (@o or
- * @j NULL, or out of memory). */
-int kve_add_json(struct json_object *o, const char *name, struct json_object *j)
-{
-	if (!o || !j || json_object_object_add(o, name, j)) {
-		json_object_put(j);
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-/* Adds @v to @o as @name. Errors: -ENOMEM. */
-int kve_add_int(struct json_object *o, const char *name, long long v)
-{
-	return kve_add_json(o, name, json_object_new_int64(v));
-}
-
 /* The bytes of base64 field @name of @o, malloc'd; empty if absent. */
 char *kve_get_b64(struct json_object *o, const char *name, size_t *len)
 {

@@ -69,7 +69,7 @@ static long long kve_keepalive(struct kve *kv)
 	long long ttl = 0;
 	int rc;
 
-	rc = kve_add_int(req, "ID", kv->lease);
+	rc = etcd_add_int(req, "ID", kv->lease);
 	if (!rc)
 		rc = etcd_call(kv->e, "/v3/lease/keepalive", req, &resp);
 	json_object_put(req);
@@ -119,7 +119,7 @@ void kve_revoke(struct kve *kv)
 	struct json_object *req = json_object_new_object(), *resp = NULL;
 
 	/* out of memory: the lease expires by itself */
-	if (kve_add_int(req, "ID", kv->lease) == 0 &&
+	if (etcd_add_int(req, "ID", kv->lease) == 0 &&
 	    etcd_call(kv->e, "/v3/lease/revoke", req, &resp) == 0)
 		json_object_put(resp);
 	json_object_put(req);
@@ -138,7 +138,7 @@ int kve_own(struct kve *kv)
 	char host[256] = "?";
 	int rc;
 
-	rc = kve_add_int(req, "TTL", kv->ttl);
+	rc = etcd_add_int(req, "TTL", kv->ttl);
 	if (!rc)
 		rc = etcd_call(kv->e, "/v3/lease/grant", req, &resp);
 	json_object_put(req);
@@ -168,7 +168,7 @@ int kve_own(struct kve *kv)
 	if (!rc)
 		rc = kve_add_b64(r, "value", kv->holder, strlen(kv->holder));
 	if (!rc)
-		rc = kve_add_int(r, "lease", kv->lease);
+		rc = etcd_add_int(r, "lease", kv->lease);
 	if (!rc) {
 		rc = kve_add_op(succ, "request_put", r);
 		r = NULL; /* taken */
