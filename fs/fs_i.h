@@ -78,6 +78,13 @@ struct inode {
 	struct inode *next; /* hash chain */
 };
 
+/* A rename or unlink between its store call and its table update
+ * (fs_rename_start() to fs_rename_done()); on its caller's stack. */
+struct fs_renaming {
+	uint64_t seq; /* fs->rename_seq when it started */
+	struct fs_renaming *prev, *next;
+};
+
 /* A busy branch: a folder rename or a pathfsctl command in progress. */
 struct busy {
 	char *src;
@@ -112,10 +119,14 @@ struct fs {
 	size_t count;		/* protected by lock */
 	uint64_t ns_gen;	/* protected by lock: bumped on path changes */
 	uint64_t gained_gen;	/* protected by lock: itab_record_gained() */
-	/* renames between their store call and their table update; a request
-	 * that got -ENOENT meanwhile waits for them (fs_retry) */
-	unsigned renaming;	/* protected by lock */
-	pthread_cond_t renamed; /* with lock: renaming went down */
+	/* renames between their store call and their table update, oldest
+	 * first: a request that got -ENOENT waits for every one that started
+	 * before it failed (fs_retry), and a LOOKUP does not put back a place
+	 * one of them changed after the LOOKUP read it (itab_lookup_read) */
+	struct fs_renaming *renaming, *renaming_last; /* protected by lock */
+	uint64_t rename_seq;	/* protected by lock: the last one started */
+	uint64_t renames_done;	/* protected by lock: how many finished */
+	pthread_cond_t renamed; /* with lock: one finished */
 
 	pthread_rwlock_t sublock;
 	struct busy *busy; /* written under sublock (write), read under read */
@@ -156,7 +167,8 @@ struct fs_path {
 	size_t cap; /* bytes at buf */
 	const char
 	    *path;    /* buf, or NULL when the inode is addressed by number */
-	uint64_t gen; /* fs->ns_gen when built */
+	uint64_t gen;  /* fs->ns_gen when built */
+	uint64_t done; /* fs->renames_done when built */
 };
 
 void fs_path_release(struct fs_path *p);
@@ -180,6 +192,18 @@ void fs_release(struct fs *fs);
  */
 int itab_lookup(struct fs *fs, uint64_t ino, uint64_t parent, const char *name,
 		uint32_t attr_flags);
+
+/*
+ * itab_lookup() of what a LOOKUP read from the store at @p's path (@p built
+ * before the read): -EAGAIN, changing nothing, if a rename finished since
+ * @p was built and the table's place of @ino is no longer @name in @parent
+ * (the rename moved it after the read: putting the read's place back would
+ * send the inode's requests to a name that is no longer its); the caller
+ * reads again. Errors: -EAGAIN, -ENOMEM.
+ */
+int itab_lookup_read(struct fs *fs, uint64_t ino, uint64_t parent,
+		     const char *name, uint32_t attr_flags,
+		     const struct fs_path *p);
 
 /* Drops @n kernel lookups of @ino. If the entry is then unused (no lookup,
  * not open) it is freed and, if it was an orphan not yet reclaimed, its
@@ -343,13 +367,15 @@ int fs_enter2(struct fs *fs, uint64_t ino1, const char *name1,
 	      struct fs_path *p2);
 void fs_leave(struct fs *fs);
 
-/* Brackets a rename's store call and table update (see fs->renaming). */
-void fs_rename_start(struct fs *fs);
-void fs_rename_done(struct fs *fs);
+/* Brackets a rename's (or an unlink's) store call and table update, with
+ * @r on the caller's stack (see fs->renaming). */
+void fs_rename_start(struct fs *fs, struct fs_renaming *r);
+void fs_rename_done(struct fs *fs, struct fs_renaming *r);
 
 /*
  * After a store call on @p failed with *@rc: true if *@rc is -ENOENT and a
- * rename changed paths meanwhile and @p was rebuilt (still holding the
+ * rename changed paths meanwhile (it first waits for every rename that
+ * started before the failure to update the table) and @p was rebuilt (still holding the
  * lock); the caller then retries. Errors of rebuilding give false. On a
  * follower (fs->watch), a request on inode @ino (@name NULL) whose node the
  * writer removed or replaced: true with @p's path NULL if the inode lives on

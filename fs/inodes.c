@@ -234,14 +234,22 @@ void fs_release(struct fs *fs)
 	fs->busy = NULL;
 }
 
-int itab_lookup(struct fs *fs, uint64_t ino, uint64_t parent, const char *name,
-		uint32_t attr_flags)
+/* itab_lookup(), and itab_lookup_read() with @read. */
+static int lookup(struct fs *fs, uint64_t ino, uint64_t parent,
+		  const char *name, uint32_t attr_flags,
+		  const struct fs_path *read)
 {
 	struct inode *e, *p;
 	int rc = 0;
 
 	pthread_mutex_lock(&fs->lock);
 	e = find(fs, ino);
+	if (e && read && fs->renames_done != read->done &&
+	    ino != TREE_ROOT_INO && !(e->flags & INODE_LINKED) &&
+	    !same_place(e->parent, e->name, parent, name)) {
+		rc = -EAGAIN;
+		goto out;
+	}
 	if (!e) {
 		e = add(fs, ino);
 		if (!e) {
@@ -282,6 +290,19 @@ int itab_lookup(struct fs *fs, uint64_t ino, uint64_t parent, const char *name,
 out:
 	pthread_mutex_unlock(&fs->lock);
 	return rc;
+}
+
+int itab_lookup(struct fs *fs, uint64_t ino, uint64_t parent, const char *name,
+		uint32_t attr_flags)
+{
+	return lookup(fs, ino, parent, name, attr_flags, NULL);
+}
+
+int itab_lookup_read(struct fs *fs, uint64_t ino, uint64_t parent,
+		     const char *name, uint32_t attr_flags,
+		     const struct fs_path *p)
+{
+	return lookup(fs, ino, parent, name, attr_flags, p);
 }
 
 /*
@@ -740,6 +761,7 @@ static int build_path(struct fs *fs, uint64_t ino, const char *name,
 	int depth = 0;
 
 	p->gen = fs->ns_gen;
+	p->done = fs->renames_done;
 	p->path = NULL;
 	if (!top || (top->flags & INODE_STALE))
 		return -ENOENT;
@@ -921,13 +943,18 @@ bool fs_retry(struct fs *fs, int *rc, uint64_t ino, const char *name,
 	struct fs_path np = {0};
 	struct tree_attr a;
 	bool again = false;
+	uint64_t upto;
 
 	if (*rc != -ENOENT)
 		return false;
 	pthread_mutex_lock(&fs->lock);
 	/* a rename may have moved the node in the store but not yet in the
-	 * table: let it finish (it never waits for requests meanwhile) */
-	while (fs->renaming && fs->ns_gen == p->gen)
+	 * table: let every one that started before the failure finish (they
+	 * never wait for requests meanwhile). Not only those since @p was
+	 * built: ns_gen also moves for other reasons, and a rename in flight
+	 * has not bumped it yet. */
+	upto = fs->rename_seq;
+	while (fs->renaming && fs->renaming->seq <= upto)
 		pthread_cond_wait(&fs->renamed, &fs->lock);
 	if (fs->ns_gen != p->gen &&
 	    build_path(fs, ino, name, false, &np) == 0) {
@@ -979,17 +1006,32 @@ static struct busy *busy_new(const char *src, const char *dst)
 	return b;
 }
 
-void fs_rename_start(struct fs *fs)
+void fs_rename_start(struct fs *fs, struct fs_renaming *r)
 {
 	pthread_mutex_lock(&fs->lock);
-	fs->renaming++;
+	r->seq = ++fs->rename_seq;
+	r->next = NULL;
+	r->prev = fs->renaming_last;
+	if (r->prev)
+		r->prev->next = r;
+	else
+		fs->renaming = r;
+	fs->renaming_last = r;
 	pthread_mutex_unlock(&fs->lock);
 }
 
-void fs_rename_done(struct fs *fs)
+void fs_rename_done(struct fs *fs, struct fs_renaming *r)
 {
 	pthread_mutex_lock(&fs->lock);
-	fs->renaming--;
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		fs->renaming = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	else
+		fs->renaming_last = r->prev;
+	fs->renames_done++;
 	fs->ns_gen++;
 	pthread_cond_broadcast(&fs->renamed);
 	pthread_mutex_unlock(&fs->lock);

@@ -161,11 +161,13 @@ int fs_do_lookup(struct fs *fs, uint64_t parent, const char *name,
 	}
 	if (strlen(name) > TREE_NAME_MAX)
 		return -ENAMETOOLONG;
-	rc = enter_child(fs, parent, name, &p, &a);
-	if (!rc) {
-		rc = itab_lookup(fs, a.ino, parent, name, a.flags);
+	do {
+		rc = enter_child(fs, parent, name, &p, &a);
+		if (rc)
+			break;
+		rc = itab_lookup_read(fs, a.ino, parent, name, a.flags, &p);
 		fs_leave(fs);
-	}
+	} while (rc == -EAGAIN);
 	fs_path_release(&p);
 	/* the name is not over-long, so the path is: nothing can be there */
 	if (rc == -ENAMETOOLONG)
@@ -453,6 +455,7 @@ static int fs_do_remove(struct fs *fs, uint64_t parent, const char *name,
 	uint64_t orphan = 0;
 	struct tree_attr a;
 	struct fs_path p = {0};
+	struct fs_renaming r;
 	pthread_mutex_t *m;
 	unsigned flags;
 	int rc;
@@ -466,7 +469,7 @@ static int fs_do_remove(struct fs *fs, uint64_t parent, const char *name,
 	pthread_mutex_lock(m);
 	/* a request on the inode that fails meanwhile waits to see it orphaned
 	 * (fs_retry); it is marked before an open waiting on the stripe looks */
-	fs_rename_start(fs);
+	fs_rename_start(fs, &r);
 	flags = itab_in_use(fs, a.ino) ? TREE_KEEP_ORPHAN : 0;
 	rc = dir ? tree_rmdir_flags(fs->tree, p.path, flags, &orphan)
 		 : tree_unlink(fs->tree, p.path, flags, &orphan);
@@ -476,7 +479,7 @@ static int fs_do_remove(struct fs *fs, uint64_t parent, const char *name,
 		rc = tree_unlink(fs->tree, p.path, 0, &orphan);
 	if (!rc)
 		lost_name(fs, &a, parent, name, orphan);
-	fs_rename_done(fs);
+	fs_rename_done(fs, &r);
 	pthread_mutex_unlock(m);
 	fs_leave(fs);
 out:
@@ -542,6 +545,7 @@ static int fs_do_rename(struct fs *fs, const struct fuse_ctx *ctx,
 {
 	struct fs_path *p1 = NULL, *p2 = NULL;
 	struct tree_attr sa, da;
+	struct fs_renaming r;
 	unsigned tflags = 0;
 	uint64_t orphan = 0;
 	struct busy *b = NULL;
@@ -624,14 +628,14 @@ static int fs_do_rename(struct fs *fs, const struct fuse_ctx *ctx,
 		if (itab_in_use(fs, da.ino))
 			tflags |= TREE_KEEP_ORPHAN;
 	}
-	fs_rename_start(fs);
+	fs_rename_start(fs, &r);
 	rc = do_rename(fs, ctx, p1, p2, tflags, flags, &orphan);
 	if (!rc)
 		renamed(fs, &sa, &da, tflags, parent, name, newparent, newname,
 			orphan);
 	if (m)
 		pthread_mutex_unlock(m);
-	fs_rename_done(fs);
+	fs_rename_done(fs, &r);
 out:
 	if (entered)
 		fs_leave(fs);

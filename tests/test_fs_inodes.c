@@ -270,6 +270,97 @@ Test(fs_inodes, retry_rebuilds_a_path_a_rename_changed)
 	cr_expect_str_eq(retry_p.path, "/new");
 }
 
+struct retrier {
+	struct fs_path p;
+	volatile int done;
+	bool again;
+};
+
+static void *retry_thread(void *arg)
+{
+	struct retrier *r = arg;
+	int rc = -ENOENT;
+
+	r->again = fs_retry(&tu_fs, &rc, 10, NULL, &r->p);
+	r->done = 1;
+	return NULL;
+}
+
+/*
+ * The save by RENAME_EXCHANGE (rel_replace): a READ built its path, then
+ * something else moved in the table (here a LOOKUP of another file), then
+ * a rename committed in the store and the READ failed before the rename
+ * updated the table. The retry waits for that rename, however ns_gen moved.
+ */
+Test(fs_inodes, retry_waits_for_a_rename_in_flight_whatever_else_changed)
+{
+	struct retrier w = {0};
+	struct fs_renaming r;
+	pthread_t t;
+
+	itab_lookup(&tu_fs, 10, 1, "f", 0);
+	cr_assert_eq(itab_path(&tu_fs, 10, NULL, false, &w.p), 0);
+	itab_lookup(&tu_fs, 11, 1, "f.tmp", 0); /* moves ns_gen */
+	fs_rename_start(&tu_fs, &r); /* the store swaps f and f.tmp */
+	pthread_create(&t, NULL, retry_thread, &w);
+	sleep_ms(100);
+	cr_expect_eq(w.done, 0, "the retry gave up with the rename in flight");
+	itab_move(&tu_fs, 11, 1, "f");
+	itab_move(&tu_fs, 10, 1, "f.tmp");
+	fs_rename_done(&tu_fs, &r);
+	pthread_join(t, NULL);
+	cr_expect(w.again);
+	cr_expect_str_eq(w.p.path, "/f.tmp");
+	fs_path_release(&w.p);
+}
+
+/* A rename started after the failure does not hold the retry up. */
+Test(fs_inodes, retry_does_not_wait_for_a_later_rename)
+{
+	struct retrier w = {0};
+	struct fs_renaming r;
+
+	itab_lookup(&tu_fs, 10, 1, "f", 0);
+	cr_assert_eq(itab_path(&tu_fs, 10, NULL, false, &w.p), 0);
+	fs_rename_start(&tu_fs, &r);
+	fs_rename_done(&tu_fs, &r);
+	itab_move(&tu_fs, 10, 1, "g");
+	retry_thread(&w); /* no rename in flight: answers at once */
+	cr_expect(w.again);
+	cr_expect_str_eq(w.p.path, "/g");
+	fs_path_release(&w.p);
+}
+
+/*
+ * A LOOKUP (the kernel revalidating a cached name takes no folder lock) read
+ * f -> inode 10 just before a rename moved 10 to f.tmp in the store and the
+ * table: its read must not put 10 back at f, or 10's requests would find
+ * another inode there (ENOENT) until the kernel forgot it.
+ */
+Test(fs_inodes, a_lookup_does_not_put_back_a_place_a_rename_changed)
+{
+	struct fs_path p = {0};
+	struct fs_renaming r;
+
+	itab_lookup(&tu_fs, 10, 1, "f", 0);
+	cr_assert_eq(itab_path(&tu_fs, 1, "f", false, &p), 0);
+	/* the LOOKUP reads 10 at /f; then the rename */
+	fs_rename_start(&tu_fs, &r);
+	itab_move(&tu_fs, 10, 1, "f.tmp");
+	fs_rename_done(&tu_fs, &r);
+	cr_expect_eq(itab_lookup_read(&tu_fs, 10, 1, "f", 0, &p), -EAGAIN);
+	cr_expect_str_eq(path_of(10, NULL), "/f.tmp");
+	/* read again: the store is the truth */
+	cr_assert_eq(itab_path(&tu_fs, 1, "f.tmp", false, &p), 0);
+	cr_expect_eq(itab_lookup_read(&tu_fs, 10, 1, "f.tmp", 0, &p), 0);
+	/* no rename since the read: the read's place wins, as itab_lookup */
+	itab_move(&tu_fs, 10, 1, "elsewhere");
+	cr_assert_eq(itab_path(&tu_fs, 1, "f", false, &p), 0);
+	cr_expect_eq(itab_lookup_read(&tu_fs, 10, 1, "f", 0, &p), 0);
+	cr_expect_str_eq(path_of(10, NULL), "/f");
+	fs_path_release(&p);
+}
+
 Test(fs_inodes, paths_up_to_the_limit_and_no_further)
 {
 	char name[TREE_NAME_MAX + 1];
