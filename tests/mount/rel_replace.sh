@@ -36,88 +36,25 @@ check "shell loop: cat of a file replaced by mv never fails ($n of $((SAVES / 2)
 head -n 3 "$T/cat.err" >&2 || true
 
 # ---- os.replace saves with fsync, a reader reading the whole file ------------
-# saver.py MODE DIR SAVES: one writer process saving SAVES versions of DIR/f
-# and one reader opening and reading DIR/f until the writer is done; prints
-# "reads missing partial". MODE: plain (os.replace), hardlink (the replaced
-# inode is a hard-linked one: attributes in its INODE record), exchange
-# (renameat2(RENAME_EXCHANGE) then unlink of the old version).
-cat >"$T/saver.py" <<'EOF'
-import ctypes, os, sys
-
-mode, d, saves = sys.argv[1], sys.argv[2], int(sys.argv[3])
-f, tmp, lnk = d + "/f", d + "/f.tmp", d + "/f.lnk"
-libc = ctypes.CDLL(None, use_errno=True)
-AT_FDCWD, RENAME_EXCHANGE = -100, 2
-
-def body(i):
-    # a length that changes with i: a partial read cannot look whole
-    return ("%d:" % i + "x" * (1 + (i * 7919) % 9000) + ":%d\n" % i).encode()
-
-def whole(b):
-    try:
-        head, _, tail = b.partition(b":")
-        i = int(head)
-        return b == body(i)
-    except ValueError:
-        return False
-
-def save(i):
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    os.write(fd, body(i))
-    os.fsync(fd)
-    os.close(fd)
-    if mode == "plain":
-        os.replace(tmp, f)
-    elif mode == "hardlink":
-        os.link(tmp, lnk)        # the new version has two names...
-        os.replace(tmp, f)       # ...the old one (once linked) its last
-        os.unlink(lnk)
-    else:
-        if libc.renameat2(AT_FDCWD, tmp.encode(), AT_FDCWD, f.encode(),
-                          RENAME_EXCHANGE):
-            e = ctypes.get_errno()
-            raise OSError(e, os.strerror(e))
-        os.unlink(tmp)           # the old version's last name
-
-with open(f, "wb") as fh:
-    fh.write(body(0))
-if mode == "hardlink":
-    os.link(f, lnk)
-    os.unlink(lnk)
-pid = os.fork()
-if pid == 0:
-    try:
-        for i in range(1, saves + 1):
-            save(i)
-    except BaseException as e:
-        print("writer:", e, file=sys.stderr)
-        os._exit(1)
-    os._exit(0)
-reads = missing = partial = 0
-while True:
-    done, status = os.waitpid(pid, os.WNOHANG)
-    try:
-        with open(f, "rb") as fh:
-            b = fh.read()
-            os.fstat(fh.fileno())
-        reads += 1
-        if not whole(b):
-            partial += 1
-    except FileNotFoundError:
-        missing += 1
-    if done:
-        break
-print(reads, missing, partial)
-sys.exit(0 if os.waitstatus_to_exitcode(status) == 0 else 1)
-EOF
+# tests/helpers/saver.py (shared with rel_revalidate.sh): one writer saving
+# SAVES versions of DIR/f and one reader opening and reading DIR/f until the
+# writer is done; prints "reads missing partial fdfail saves". MODE: plain
+# (os.replace), hardlink (the replaced inode is a hard-linked one: attributes
+# in its INODE record), exchange (renameat2(RENAME_EXCHANGE) then unlink of
+# the old version).
+SAVER=$TESTS_DIR/helpers/saver.py
+saver_clean() {
+	[ "${reads:-0}" -gt 0 ] && [ "${missing:-x}" = 0 ] &&
+		[ "${partial:-x}" = 0 ] && [ "${fdfail:-x}" = 0 ]
+}
 
 for mode in plain hardlink exchange; do
 	mkdir "$MNT/$mode"
-	out=$(python3 "$T/saver.py" "$mode" "$MNT/$mode" "$SAVES" 2>>"$T/saver.err") ||
+	out=$(python3 "$SAVER" "$mode" "$MNT/$mode" "$SAVES" 2>>"$T/saver.err") ||
 		out="writer failed: $(tail -n 2 "$T/saver.err")"
-	read -r reads missing partial <<<"$out" || true
-	check "$mode saves: reader saw 0 missing and 0 partial reads ($out)" \
-		[ "${missing:-x}" = 0 ] && [ "${partial:-x}" = 0 ] && [ "${reads:-0}" -gt 0 ]
+	read -r reads missing partial fdfail _ <<<"$out" || true
+	check "$mode saves: reader saw 0 missing, 0 partial reads, 0 failed read/fstat ($out)" \
+		saver_clean
 	check "$mode saves: f holds the last version" \
 		grep -q "^$SAVES:" "$MNT/$mode/f"
 done
