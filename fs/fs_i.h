@@ -312,9 +312,14 @@ int itab_attach_path(struct fs *fs, const char *path, uint64_t *ino);
 /*
  * As itab_attach_path(), and records one more kernel lookup of the inode at
  * @path (not for "/": the root's count is not kept). For a node the kernel
- * asks for by number (file handles). Errors: as itab_attach_path().
+ * asks for by number (file handles). @read: a path built before the caller
+ * read @path from the store, as for itab_lookup_read() (-EAGAIN, the inode
+ * not counted, if a rename finished since and moved a node of @path
+ * elsewhere in the table: the caller reads again). Errors: as
+ * itab_attach_path(), -EAGAIN.
  */
-int itab_lookup_path(struct fs *fs, const char *path, uint64_t *ino);
+int itab_lookup_path(struct fs *fs, const char *path, uint64_t *ino,
+		     const struct fs_path *read);
 /* One more kernel lookup of @ino if the table knows it (and it is neither
  * stale nor reclaimed); else -ENOENT. */
 int itab_ref(struct fs *fs, uint64_t ino);

@@ -561,8 +561,10 @@ void itab_replace_place(struct fs *fs, uint64_t ino, uint64_t parent,
 
 /* itab_attach_path(), and with @ref one more kernel lookup of the inode at
  * @path (a node found by number: fs_do_lookup of "." and ".."), counted in
- * the same hold of fs->lock as its entry is made. */
-static int attach_path(struct fs *fs, const char *path, bool ref, uint64_t *ino)
+ * the same hold of fs->lock as its entry is made; with @read, the check of
+ * itab_lookup_read() for each node. */
+static int attach_path(struct fs *fs, const char *path, bool ref,
+		       const struct fs_path *read, uint64_t *ino)
 {
 	char *prefix = strdup(path);
 	struct tree_attr a;
@@ -595,7 +597,13 @@ static int attach_path(struct fs *fs, const char *path, bool ref, uint64_t *ino)
 		pthread_mutex_lock(&fs->lock);
 		e = find(fs, a.ino);
 		p = find(fs, cur);
-		if (!e && p) {
+		if (e && read && fs->renames_done != read->done &&
+		    !(e->flags & INODE_LINKED) &&
+		    !same_place(e->parent, e->name, cur, name)) {
+			/* a file rename moved it after our read (a folder
+			 * rename cannot: it waits for fs->sublock) */
+			rc = -EAGAIN;
+		} else if (!e && p) {
 			e = add(fs, a.ino);
 			if (e && attach(fs, e, p, name)) {
 				gc(fs, e);
@@ -628,12 +636,13 @@ out:
 
 int itab_attach_path(struct fs *fs, const char *path, uint64_t *ino)
 {
-	return attach_path(fs, path, false, ino);
+	return attach_path(fs, path, false, NULL, ino);
 }
 
-int itab_lookup_path(struct fs *fs, const char *path, uint64_t *ino)
+int itab_lookup_path(struct fs *fs, const char *path, uint64_t *ino,
+		     const struct fs_path *read)
 {
-	return attach_path(fs, path, true, ino);
+	return attach_path(fs, path, true, read, ino);
 }
 
 int itab_ref(struct fs *fs, uint64_t ino)

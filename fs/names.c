@@ -88,7 +88,7 @@ static int lookup_dot(struct fs *fs, uint64_t ino, struct tree_attr *a)
 			break;
 		rc = tree_find_ino(fs->tree, ino, &path, a);
 		if (rc == 0 && path) {
-			rc = itab_lookup_path(fs, path, &got);
+			rc = itab_lookup_path(fs, path, &got, &p);
 			if (rc == 0 && got != ino) {
 				/* renamed over meanwhile: not ours to count */
 				uint64_t r = itab_forget(fs, got, 1);
@@ -104,8 +104,9 @@ static int lookup_dot(struct fs *fs, uint64_t ino, struct tree_attr *a)
 			rc = itab_lookup(fs, ino, 0, "", a->flags);
 		}
 		fs_leave(fs);
-		/* an ancestor renamed in the same moment: once more */
-	} while (rc == -ENOENT && ++tries < 2);
+		/* an ancestor renamed in the same moment: once more; a file
+		 * rename moved what we read (-EAGAIN): read again */
+	} while ((rc == -ENOENT && ++tries < 2) || rc == -EAGAIN);
 	free(path);
 	fs_path_release(&p);
 	return rc == -ENOENT || rc == -EOPNOTSUPP ? -ESTALE : rc;
@@ -133,7 +134,8 @@ static int lookup_dotdot(struct fs *fs, uint64_t ino, struct tree_attr *a)
 		*slash = '\0';
 	rc = tree_lookup(fs->tree, p.buf, a);
 	if (rc == 0 && a->ino != TREE_ROOT_INO) {
-		rc = itab_lookup_path(fs, p.buf, &got);
+		/* folders only: a folder rename waits for fs->sublock */
+		rc = itab_lookup_path(fs, p.buf, &got, NULL);
 		if (rc == 0 && got != a->ino) {
 			itab_forget(fs, got, 1);
 			rc = -ENOENT;

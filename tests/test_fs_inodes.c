@@ -361,6 +361,47 @@ Test(fs_inodes, a_lookup_does_not_put_back_a_place_a_rename_changed)
 	fs_path_release(&p);
 }
 
+/*
+ * The same for a LOOKUP of "." (a file handle: open_by_handle_at, an NFS
+ * export), which finds the inode's path in the store and then puts every
+ * node of it in the table (itab_lookup_path): it read /f -> f's inode just
+ * before a rename moved the file to /g in the store and the table. Putting
+ * /f back would send the file's requests to a name that is no longer its.
+ */
+Test(fs_inodes, a_lookup_by_number_does_not_put_back_a_place_a_rename_changed)
+{
+	struct fs_path p = {0};
+	struct fs_renaming r;
+	struct tree_attr a;
+	uint64_t got = 0;
+
+	cr_assert_eq(tree_mknode_umask(tu_fs.tree, "/f", S_IFREG | 0644, 0, 0,
+				       0, 0, NULL, &a),
+		     0);
+	itab_lookup(&tu_fs, a.ino, 1, "f", 0);
+	/* the LOOKUP builds its path and reads f's inode at /f... */
+	cr_assert_eq(itab_path(&tu_fs, 1, NULL, false, &p), 0);
+	/* ...then the rename: the table moves (the store is left as the
+	 * LOOKUP read it, so that its walk reads /f again) */
+	fs_rename_start(&tu_fs, &r);
+	itab_move(&tu_fs, a.ino, 1, "g");
+	fs_rename_done(&tu_fs, &r);
+	cr_expect_eq(itab_lookup_path(&tu_fs, "/f", &got, &p), -EAGAIN);
+	cr_expect_str_eq(path_of(a.ino, NULL), "/g");
+	/* read again, after the rename: the store is the truth */
+	cr_assert_eq(tree_rename(tu_fs.tree, "/f", "/g", 0, NULL), 0);
+	cr_assert_eq(itab_path(&tu_fs, 1, NULL, false, &p), 0);
+	cr_expect_eq(itab_lookup_path(&tu_fs, "/g", &got, &p), 0);
+	cr_expect_eq(got, a.ino);
+	cr_expect_str_eq(path_of(a.ino, NULL), "/g");
+	/* counted once: two lookups now, the first one's and this one */
+	cr_expect_eq(itab_forget(&tu_fs, a.ino, 1), 0);
+	cr_expect_str_eq(path_of(a.ino, NULL), "/g");
+	itab_forget(&tu_fs, a.ino, 1);
+	cr_expect_str_eq(path_of(a.ino, NULL), "ENOENT");
+	fs_path_release(&p);
+}
+
 Test(fs_inodes, paths_up_to_the_limit_and_no_further)
 {
 	char name[TREE_NAME_MAX + 1];
