@@ -479,6 +479,10 @@ void fs_inval_name(struct fs *fs, uint64_t parent, const char *name);
  */
 int fs_watch_start(struct fs *fs);
 void fs_watch_stop(struct fs *fs);
+/* The watch's table work for node @ino put at @dir/@name by the writer: it
+ * moves there (a LOOKUP that read it at its old place reads again). */
+void fs_watch_moved(struct fs *fs, uint64_t ino, const char *dir,
+		    const char *name);
 /*
  * (watch.c) A lookup of @name in folder @parent found nothing: returns how
  * long (s) the kernel may cache the miss. fs->timeout, but on a watching

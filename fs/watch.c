@@ -171,6 +171,21 @@ static uint64_t dir_ino(struct fs_watch *w, const char *dir, size_t len)
 	return w->dir_ino;
 }
 
+void fs_watch_moved(struct fs *fs, uint64_t ino, const char *dir,
+		    const char *name)
+{
+	struct fs_renaming r;
+	uint64_t parent;
+
+	/* as a rename here: a LOOKUP that read the node at its old place
+	 * before the writer moved it does not put that place back after
+	 * this (itab_lookup_read), it reads again */
+	fs_rename_start(fs, &r);
+	if (itab_attach_path(fs, dir, &parent) == 0)
+		itab_move(fs, ino, parent, name);
+	fs_rename_done(fs, &r);
+}
+
 static void on_change(void *ctx, const struct tree_change *c)
 {
 	struct fs_watch *w = ctx;
@@ -201,9 +216,8 @@ static void on_change(void *ctx, const struct tree_change *c)
 		return;
 	fuse_lowlevel_notify_inval_inode(fs->se, c->ino, 0, 0);
 	if (parent && itab_knows(fs, c->ino) &&
-	    !itab_has_flag(fs, c->ino, INODE_LINKED) &&
-	    itab_attach_path(fs, w->dir, &parent) == 0)
-		itab_move(fs, c->ino, parent, name);
+	    !itab_has_flag(fs, c->ino, INODE_LINKED))
+		fs_watch_moved(fs, c->ino, w->dir, name);
 }
 
 int fs_watch_start(struct fs *fs)

@@ -402,6 +402,26 @@ Test(fs_inodes, a_lookup_by_number_does_not_put_back_a_place_a_rename_changed)
 	fs_path_release(&p);
 }
 
+/*
+ * A follower (-o ro on etcd): a LOOKUP read f's inode at /f just before the
+ * writer moved it to /g, and the watch moved it in the table. The LOOKUP
+ * must not put /f back: on a follower a request on the file would find no
+ * node there and answer ESTALE (an open file's reads) until the next change.
+ */
+Test(fs_inodes, a_lookup_does_not_undo_what_the_watch_moved)
+{
+	struct fs_path p = {0};
+
+	itab_lookup(&tu_fs, 10, 1, "f", 0);
+	cr_assert_eq(itab_path(&tu_fs, 1, "f", false, &p), 0);
+	/* the LOOKUP reads 10 at /f; the writer moves it; the watch sees it */
+	fs_watch_moved(&tu_fs, 10, "/", "g");
+	cr_expect_str_eq(path_of(10, NULL), "/g");
+	cr_expect_eq(itab_lookup_read(&tu_fs, 10, 1, "f", 0, &p), -EAGAIN);
+	cr_expect_str_eq(path_of(10, NULL), "/g");
+	fs_path_release(&p);
+}
+
 Test(fs_inodes, paths_up_to_the_limit_and_no_further)
 {
 	char name[TREE_NAME_MAX + 1];
