@@ -165,8 +165,8 @@ struct fs {
 struct fs_path {
 	char *buf;  /* malloc'd; reused when rebuilt */
 	size_t cap; /* bytes at buf */
-	const char
-	    *path;    /* buf, or NULL when the inode is addressed by number */
+	/* buf, or NULL when the inode is addressed by number */
+	const char *path;
 	uint64_t gen;  /* fs->ns_gen when built */
 	uint64_t done; /* fs->renames_done when built */
 };
