@@ -126,6 +126,12 @@ int fs_do_open_new(struct fs *fs, const struct fs_who *w, uint64_t ino,
 	if (keep_cache)
 		*keep_cache = !itab_take_flag(fs, ino, INODE_PAGES_STALE) &&
 			      !fs->strictatime;
+	pthread_mutex_lock(&fs->lock);
+	fh->next = fs->fhs;
+	if (fh->next)
+		fh->next->prev = fh;
+	fs->fhs = fh;
+	pthread_mutex_unlock(&fs->lock);
 	*out = fh;
 	fh = NULL;
 out:
@@ -133,10 +139,30 @@ out:
 	return rc;
 }
 
+/* Takes @fh off fs->fhs and frees it. */
+static void fh_free(struct fs *fs, struct fh *fh)
+{
+	pthread_mutex_lock(&fs->lock);
+	if (fh->prev)
+		fh->prev->next = fh->next;
+	else
+		fs->fhs = fh->next;
+	if (fh->next)
+		fh->next->prev = fh->prev;
+	pthread_mutex_unlock(&fs->lock);
+	free(fh);
+}
+
 void fs_do_release(struct fs *fs, uint64_t ino, struct fh *fh)
 {
 	reclaim(fs, itab_close(fs, ino));
-	free(fh);
+	fh_free(fs, fh);
+}
+
+void fs_close_all(struct fs *fs)
+{
+	while (fs->fhs)
+		fh_free(fs, fs->fhs);
 }
 
 void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

@@ -145,6 +145,7 @@ struct fs {
 	bool rq_stop;		/* protected by rq_lock: queue no more */
 	pthread_t rq_thread;
 
+	struct fh *fhs; /* protected by lock: open files (files.c) */
 	struct dircookies *cookies; /* listing offsets (dircookie.h) */
 	/* -o ro on etcd: follows the writer's changes (watch.c) */
 	struct fs_watch *watch;

@@ -94,6 +94,7 @@ static void fs_destroy(void *userdata)
 		free(v);
 	}
 	fs_reclaim_stop(fs);
+	fs_close_all(fs);
 }
 
 static void fs_init_conn(void *userdata, struct fuse_conn_info *conn)

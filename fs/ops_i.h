@@ -23,8 +23,9 @@
  * RELEASE. */
 struct fh {
 	uint64_t ino;
-	bool append;	 /* O_APPEND without writeback cache */
-	bool atime_done; /* atime considered once per open (relatime) */
+	bool append;		/* O_APPEND without writeback cache */
+	bool atime_done;	/* atime considered once per open (relatime) */
+	struct fh *prev, *next; /* fs->fhs, under fs->lock */
 };
 
 /*
@@ -91,6 +92,9 @@ void note_attr(struct fs *fs, const struct tree_attr *a);
 /* Frees orphan @ino (0: nothing to do) soon, in a batch (fs_reclaim(),
  * reclaim.c); a failure is logged. */
 void reclaim(struct fs *fs, uint64_t ino);
+/* At unmount: frees every open file's handle whose RELEASE never came (the
+ * kernel sends it after the last close, so an unmount can overtake it). */
+void fs_close_all(struct fs *fs);
 
 /* ---- attributes (attrs.c) ---------------------------------------------- */
 

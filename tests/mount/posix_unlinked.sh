@@ -93,6 +93,31 @@ check "an open unlinked file: written, nlink 0, new size" \
 check "... and reads back" grep -qx "open-reads True" <<<"$out"
 check "closed: freed while mounted (no orphan, blocks gone)" gone_while_mounted
 
+# a file closed while the daemon cannot read, then unmounted: the kernel's
+# RELEASE (sent after the last close, not waited for) never reaches the
+# daemon, which frees the open file's handle at exit itself (under ASan a
+# leak report otherwise: sanitizer_clean)
+all_stopped() {
+	local t
+	for t in /proc/"$1"/task/*/stat; do
+		[ "$(sed 's/.*) //' "$t" | cut -d' ' -f1)" = T ] || return 1
+	done
+}
+exec 7>"$MNT/late"
+echo late >&7
+pid=$(pfs_pid)
+kill -STOP "$pid"
+for i in $(seq 1 500); do all_stopped "$pid" && break; sleep 0.01; done
+exec 7>&-
+pfs_fusermount_u
+kill -CONT "$pid"
+for i in $(seq 1 200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+check "closed while the daemon was stopped, unmounted: the daemon exits" \
+	bash -c "! kill -0 $pid 2>/dev/null"
+pfs_mount
+check "... and the file it had open reads back" test "$(cat "$MNT/late")" = late
+rm "$MNT/late"
+
 # rm -rf, then unmount at once: the queued orphans are freed before the
 # store closes
 mktree "$MNT/t"
