@@ -234,6 +234,18 @@ void fs_release(struct fs *fs)
 	fs->busy = NULL;
 }
 
+/* Whether a rename finished since @read was built and moved entry @e away
+ * from @name in @parent: then a store read made with @read may be older than
+ * @e's place and must not be put back (itab_lookup_read). A hard-linked
+ * inode keeps its place (it is addressed by number). Caller holds fs->lock. */
+static bool moved_since(struct fs *fs, const struct inode *e, uint64_t parent,
+			const char *name, const struct fs_path *read)
+{
+	return e && read && fs->renames_done != read->done &&
+	       e->ino != TREE_ROOT_INO && !(e->flags & INODE_LINKED) &&
+	       !same_place(e->parent, e->name, parent, name);
+}
+
 /* itab_lookup(), and itab_lookup_read() with @read. */
 static int lookup(struct fs *fs, uint64_t ino, uint64_t parent,
 		  const char *name, uint32_t attr_flags,
@@ -244,9 +256,7 @@ static int lookup(struct fs *fs, uint64_t ino, uint64_t parent,
 
 	pthread_mutex_lock(&fs->lock);
 	e = find(fs, ino);
-	if (e && read && fs->renames_done != read->done &&
-	    ino != TREE_ROOT_INO && !(e->flags & INODE_LINKED) &&
-	    !same_place(e->parent, e->name, parent, name)) {
+	if (moved_since(fs, e, parent, name, read)) {
 		rc = -EAGAIN;
 		goto out;
 	}
@@ -597,9 +607,7 @@ static int attach_path(struct fs *fs, const char *path, bool ref,
 		pthread_mutex_lock(&fs->lock);
 		e = find(fs, a.ino);
 		p = find(fs, cur);
-		if (e && read && fs->renames_done != read->done &&
-		    !(e->flags & INODE_LINKED) &&
-		    !same_place(e->parent, e->name, cur, name)) {
+		if (moved_since(fs, e, cur, name, read)) {
 			/* a file rename moved it after our read (a folder
 			 * rename cannot: it waits for fs->sublock) */
 			rc = -EAGAIN;
