@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# rel_enospc.sh - the store's disk fills up: the store lives on a 64 MiB
+# rel_enospc.sh - the store's disk fills up: the store lives on a 128 MiB
 # tmpfs that a ballast file fills. Writes then fail with ENOSPC, the daemon
 # stays up, nothing already written is damaged (sha256), deleting still
 # works, and once the ballast is removed the same mount takes writes again,
@@ -17,7 +17,7 @@ source "$(dirname "$0")/rel_lib.sh"
 
 SMALL=$T/small
 mkdir "$SMALL"
-mount -t tmpfs -o "size=${REL_ENOSPC_SIZE:-64m}" tmpfs "$SMALL"
+mount -t tmpfs -o "size=${REL_ENOSPC_SIZE:-128m}" tmpfs "$SMALL"
 STORE=$SMALL/store
 rel_mount_fg
 
