@@ -382,11 +382,11 @@ void fs_rename_done(struct fs *fs, struct fs_renaming *r);
  * After a store call on @p failed with *@rc: true if *@rc is -ENOENT and a
  * rename changed paths meanwhile (it first waits for every rename that
  * started before the failure to update the table) and @p was rebuilt (still
- * holding the lock); the caller then retries. Errors of rebuilding give false. On a
- * follower (fs->watch), a request on inode @ino (@name NULL) whose node the
- * writer removed or replaced: true with @p's path NULL if the inode lives on
- * under another name (a hard link: addressed by number from now on), else
- * false with *@rc = -ESTALE.
+ * holding the lock); the caller then retries. Errors of rebuilding give
+ * false. On a follower (fs->watch), a request on inode @ino (@name NULL)
+ * whose node the writer removed or replaced: true with @p's path NULL if
+ * the inode lives on under another name (a hard link: addressed by number
+ * from now on), else false with *@rc = -ESTALE.
  */
 bool fs_retry(struct fs *fs, int *rc, uint64_t ino, const char *name,
 	      struct fs_path *p);

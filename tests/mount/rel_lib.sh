@@ -117,3 +117,13 @@ rel_tree_sum() {
 	(cd "$1" && find . -printf '%y %p %s %m\n' | LC_ALL=C sort &&
 		find . -type f -print0 | LC_ALL=C sort -z | xargs -0r sha256sum)
 }
+
+# tests/helpers/saver.py (rel_replace, rel_revalidate): a writer saving
+# versions of a file while readers open and read it; prints "reads missing
+# partial fdfail saves". saver_clean: the line, read into those variables,
+# says some reads and no failure.
+SAVER=$TESTS_DIR/helpers/saver.py
+saver_clean() {
+	[ "${reads:-0}" -gt 0 ] && [ "${missing:-x}" = 0 ] &&
+		[ "${partial:-x}" = 0 ] && [ "${fdfail:-x}" = 0 ]
+}

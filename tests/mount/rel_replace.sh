@@ -42,12 +42,6 @@ head -n 3 "$T/cat.err" >&2 || true
 # (os.replace), hardlink (the replaced inode is a hard-linked one: attributes
 # in its INODE record), exchange (renameat2(RENAME_EXCHANGE) then unlink of
 # the old version).
-SAVER=$TESTS_DIR/helpers/saver.py
-saver_clean() {
-	[ "${reads:-0}" -gt 0 ] && [ "${missing:-x}" = 0 ] &&
-		[ "${partial:-x}" = 0 ] && [ "${fdfail:-x}" = 0 ]
-}
-
 for mode in plain hardlink exchange; do
 	mkdir "$MNT/$mode"
 	out=$(python3 "$SAVER" "$mode" "$MNT/$mode" "$SAVES" 2>>"$T/saver.err") ||

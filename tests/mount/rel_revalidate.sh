@@ -31,16 +31,9 @@ source "$(dirname "$0")/rel_lib.sh"
 SAVES=${REL_REVALIDATE_SAVES:-10000}
 SECS=${REL_REVALIDATE_SECONDS:-10}
 READERS=${REL_REVALIDATE_READERS:-2}
-SAVER=$TESTS_DIR/helpers/saver.py
 export SAVER_FSYNC=${REL_REVALIDATE_FSYNC:-0} SAVER_CHURN=1
 rel_mount_fg -o "timeout=${REL_REVALIDATE_TIMEOUT:-0.000000001}"
 
-# saver_clean: the last saver.py line read (reads missing partial fdfail)
-# says some reads and no failure.
-saver_clean() {
-	[ "${reads:-0}" -gt 0 ] && [ "${missing:-x}" = 0 ] &&
-		[ "${partial:-x}" = 0 ] && [ "${fdfail:-x}" = 0 ]
-}
 # moved_back: the moved file ended at a/f, whole (version 0), b/f is free.
 moved_back() {
 	[ "$(cat "$MNT/move/a/f")" = "0:x:0" ] &&
