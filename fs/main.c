@@ -572,6 +572,22 @@ static int open_store(const char *dir, bool exists, const struct options *o,
 		     "unmounted) did not close it within %d seconds",
 		     dir, (int)waited_for, CLOSE_WAIT_SECONDS);
 		break;
+	case -ENOSPC: {
+		uint64_t avail, need;
+
+		if (store_room(dir, &avail, &need))
+			fail("store %s: no space left on its file system "
+			     "(%llu KiB free, a read-write mount needs %llu "
+			     "KiB): free some there, or mount it with -o ro",
+			     dir, (unsigned long long)(avail >> 10),
+			     (unsigned long long)(need >> 10));
+		else
+			fail("store %s: no space left on its file system to "
+			     "finish opening it (recovery or upgrade): free "
+			     "some there, or mount it with -o ro",
+			     dir);
+		break;
+	}
 	case -EMEDIUMTYPE:
 		fail("%s is not a pathfs store", dir);
 		break;

@@ -39,6 +39,13 @@ int kv_identity(const char *where, char **out)
 	return *out ? 0 : -ENOMEM;
 }
 
+int kv_room(const char *where, uint64_t *avail, uint64_t *need)
+{
+	*avail = UINT64_MAX;
+	*need = 0;
+	return kv_is_etcd(where) ? 0 : kv_rocksdb_room(where, avail, need);
+}
+
 int kv_holder(const char *where, char *buf, size_t size)
 {
 	return kv_is_etcd(where) ? kv_etcd_holder(where, buf, size) : -ENOENT;

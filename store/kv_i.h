@@ -90,7 +90,9 @@ bool kv_is_etcd(const char *where);
  * the cluster's. The environment
  * variable PATHFS_KV_STRICT=1 turns kv_options.strict on (tests).
  * Errors: -ENOENT (missing and !create), -EBUSY (locked by another process or
- * already open in this one), -EACCES, -EUCLEAN (see single_family), -EINVAL
+ * already open in this one), -EACCES, -EUCLEAN (see single_family), -ENOSPC
+ * (a read-write open of a store on a file system without room for what the
+ * open writes: kv_rocksdb_open.c), -EROFS, -EINVAL
  * (a malformed etcd URL), -EHOSTUNREACH (no etcd member answered), -EIO. On
  * success *out owns it; kv_close() frees.
  */
@@ -99,6 +101,10 @@ int kv_open(struct kv **out, const char *where, const struct kv_options *opt);
 /* Who holds the store at @where open read-write (see store_holder): an etcd
  * store's owner key's value, in @buf. -ENOENT if none, or a directory. */
 int kv_holder(const char *where, char *buf, size_t size);
+
+/* Whether the file system of @where has room for a read-write open: *avail
+ * bytes free, *need wanted (see store_room). Errors: -ENOSPC. */
+int kv_room(const char *where, uint64_t *avail, uint64_t *need);
 
 /* The one spelling of location @where, malloc'd in *out (see
  * store_identity). Errors: -EINVAL (a malformed etcd URL), -ENOMEM. */

@@ -90,12 +90,14 @@
  * atomic batches (see kv_i.h), and kv_rocksdb_open()'s single_family mode
  * reads such a store as it is.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
 
@@ -181,6 +183,57 @@ static int kvr_has_families(const rocksdb_options_t *o, const char *dir)
 	return rc;
 }
 
+/*
+ * What a read-write open of the database in @dir writes before the store's
+ * space reserve (kv_rocksdb.c) guards anything: RocksDB's info LOG (a header
+ * of ~25 KiB), a new MANIFEST and OPTIONS file, a new write-ahead log, and
+ * the tables recovery flushes from the logs the last run left (at most their
+ * size: a table holds each key's last value, compressed, where a log holds
+ * every write). KVR_OPEN_ROOM is the rest, with the few KiB of index, filter
+ * and properties each flushed table adds.
+ */
+#define KVR_OPEN_ROOM (2u << 20)
+static uint64_t kvr_open_need(const char *dir)
+{
+	uint64_t need = KVR_OPEN_ROOM;
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	struct stat st;
+
+	while (d && (e = readdir(d))) {
+		size_t n = strlen(e->d_name);
+
+		if (n > 4 && !strcmp(e->d_name + n - 4, ".log") &&
+		    fstatat(dirfd(d), e->d_name, &st, 0) == 0 &&
+		    S_ISREG(st.st_mode))
+			need += (uint64_t)st.st_size;
+	}
+	if (d)
+		closedir(d);
+	return need;
+}
+
+/*
+ * Whether the file system of @dir has the room kvr_open_need() counts for a
+ * read-write open: RocksDB 7.8 (as Debian builds it, assertions on) does not
+ * fail an open that meets a full disk, it aborts the process (its info log's
+ * writer asserts sync_without_flush_called_ at the write after a failed one),
+ * so kv_rocksdb_open() asks first. A read-only open writes nothing (not even
+ * the info log) and needs no room. Errors: -ENOSPC (*avail < *need).
+ */
+int kv_rocksdb_room(const char *dir, uint64_t *avail, uint64_t *need)
+{
+	struct statvfs vfs;
+
+	*avail = UINT64_MAX;
+	*need = 0;
+	if (statvfs(dir, &vfs) < 0)
+		return 0; /* no answer: RocksDB's open tells */
+	*avail = (uint64_t)vfs.f_bavail * vfs.f_frsize;
+	*need = kvr_open_need(dir);
+	return *avail < *need ? -ENOSPC : 0;
+}
+
 int kv_rocksdb_open(struct kv **out, const char *dir,
 		    const struct kv_options *opt)
 {
@@ -264,6 +317,14 @@ int kv_rocksdb_open(struct kv **out, const char *dir,
 			}
 			goto out;
 		}
+	}
+	if (!opt->read_only) {
+		uint64_t avail, need;
+
+		/* the caller words it (store_room) */
+		rc = kv_rocksdb_room(dir, &avail, &need);
+		if (rc)
+			goto out;
 	}
 	if (opt->read_only)
 		kv->db = rocksdb_open_for_read_only_column_families(

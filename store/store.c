@@ -397,6 +397,11 @@ bool store_remote(const struct store *s)
 	return store_is_remote(s->dir);
 }
 
+int store_room(const char *dir, uint64_t *avail, uint64_t *need)
+{
+	return kv_room(dir, avail, need);
+}
+
 int store_identity(const char *where, char **out)
 {
 	return kv_identity(where, out);

@@ -96,6 +96,24 @@ static int open_error(const char *dir, int rc)
 	case -EMEDIUMTYPE:
 		fprintf(stderr, "pathfsctl: %s is not a pathfs store\n", dir);
 		break;
+	case -ENOSPC: {
+		uint64_t avail, need;
+
+		if (store_room(dir, &avail, &need))
+			fprintf(stderr,
+				"pathfsctl: store %s: no space left on its "
+				"file system (%llu KiB free, opening it for "
+				"writing needs %llu KiB); nothing done\n",
+				dir, (unsigned long long)(avail >> 10),
+				(unsigned long long)(need >> 10));
+		else
+			fprintf(stderr,
+				"pathfsctl: store %s: no space left on its "
+				"file system to finish opening it (recovery "
+				"or upgrade); nothing done\n",
+				dir);
+		break;
+	}
 	case -EPROTONOSUPPORT:
 		fprintf(stderr,
 			"pathfsctl: store %s was written by a newer pathfs "
@@ -109,6 +127,31 @@ static int open_error(const char *dir, int rc)
 			dir, strerror(-rc));
 	}
 	return CTL_FAILED;
+}
+
+/*
+ * A command that only reads still works where the store cannot be opened for
+ * writing: on a full file system (-ENOSPC, @rc) or a read-only one (-EROFS),
+ * it opens the store read-only (which replays nothing: a folder rename a
+ * crash interrupted shows as it was left) and says so in one line. Returns
+ * 0 with *s open, or @rc.
+ */
+static int open_read_only(const char *dir, int rc, int argc, char **argv,
+			  struct store_options *opt, struct store **s)
+{
+	if ((rc != -ENOSPC && rc != -EROFS) || opt->read_only ||
+	    !ctl_reads_only(argc, argv))
+		return rc;
+	opt->read_only = true;
+	if (store_open(s, dir, opt))
+		return rc;
+	fprintf(stderr,
+		"pathfsctl: store %s: %s: opened read-only (unfinished "
+		"journal records not replayed)\n",
+		dir,
+		rc == -ENOSPC ? "no space left on its file system"
+			      : "its file system is read-only");
+	return 0;
 }
 
 /*
@@ -299,6 +342,8 @@ int main(int argc, char **argv)
 	if (!verbose)
 		log_set_level(LOG_CRIT);
 	rc = store_open(&s, dir, &opt);
+	if (rc)
+		rc = open_read_only(dir, rc, argc, argv, &opt, &s);
 	if (!verbose)
 		log_set_level(LOG_WARNING);
 	if (rc)

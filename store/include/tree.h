@@ -109,7 +109,8 @@ struct store_options {
  * -EHOSTUNREACH (no etcd member answered), -EPROTONOSUPPORT (a drive's format version
  * is newer than this program), -EUCLEAN (read-only, and an upgrade was
  * interrupted: open read-write once), -EINVAL (bad @opt->format), -ENOSPC
- * (no room to upgrade), -EACCES, -EIO.
+ * (read-write: no room on its file system to open it, see store_room; or to
+ * upgrade), -EROFS, -EACCES, -EIO.
  * On success *out owns the store; free it with store_close().
  */
 int store_open(struct store **out, const char *dir,
@@ -132,6 +133,16 @@ bool store_remote(const struct store *s);
  * -ENOMEM.
  */
 int store_identity(const char *where, char **out);
+
+/*
+ * Whether the file system of the store at @dir has room for a read-write
+ * open, which writes before the store's space reserve guards anything (a
+ * log, the engine's own files, what recovery flushes): *avail bytes are
+ * free there, *need are wanted (a remote store: UINT64_MAX and 0), for the
+ * refusal's words when store_open() said -ENOSPC. Errors: -ENOSPC (*avail <
+ * *need).
+ */
+int store_room(const char *dir, uint64_t *avail, uint64_t *need);
 
 /* Flushes and closes. Safe on NULL. Handles from store_drive() die with it. */
 void store_close(struct store *s);

@@ -5,7 +5,11 @@
 # by tests/helpers/rel_plant.c), a store whose parent is missing. pathfs and
 # pathfsctl must print one clear line, exit non-zero (pathfsctl: 1), mount
 # nothing, and write nothing (the directory's listing and checksums are
-# unchanged). The one suite for "not a pathfs store".
+# unchanged). The one suite for "not a pathfs store". A store on a full file
+# system too: opening it for writing is refused in one line (RocksDB 7.8
+# aborted both programs there), the commands that only read open it
+# read-only and work, a -o ro mount works, and an open with a few MiB free
+# either works or is refused, never aborts.
 source "$(dirname "$0")/rel_lib.sh"
 
 MNT2=$T/mnt2
@@ -81,5 +85,88 @@ mkdir "$P"
 refused "missing parent of the store" "no such|not exist|missing" \
 	"$P" "$PATHFS" "$P/nope/store" "$MNT2"
 check "the missing parent was not created" [ ! -e "$P/nope" ]
+
+# 5. a full file system: a 32 MiB tmpfs that a ballast file fills
+SMALL=$T/small
+mkdir "$SMALL"
+mount -t tmpfs -o size=32m tmpfs "$SMALL"
+STORE=$SMALL/store
+rel_mount_fg
+mkdir "$MNT/docs"
+echo kept >"$MNT/docs/a.txt"
+head -c 300000 /dev/urandom >"$MNT/b.bin"
+(cd "$MNT" && sha256sum docs/a.txt b.bin) >"$T/full.sums"
+rel_umount_fg
+avail() { df -B1 --output=avail "$SMALL" | tail -n 1; }
+fallocate -l "$(avail)" "$SMALL/ballast"
+check "the file system is full ($(avail) bytes free)" [ "$(avail)" -lt 4096 ]
+refused "full file system (pathfs)" "no space left.*-o ro" \
+	"$STORE" "$PATHFS" "$STORE" "$MNT2"
+check "... exit 1 (not an abort)" [ "$LAST_RC" = 1 ]
+# what the open said it needs, to try just above it below
+need=$(sed -n 's/.*needs \([0-9]*\) KiB.*/\1/p' "$T/err")
+need=${need:-2048}
+refused "full file system (pathfs -f)" "no space left.*-o ro" \
+	"$STORE" "$PATHFS" -f "$STORE" "$MNT2"
+check "... exit 1 (not an abort)" [ "$LAST_RC" = 1 ]
+refused "full file system (pathfsctl mkdrive)" "no space left" \
+	"$STORE" "$PATHFSCTL" -s "$STORE" mkdrive other
+check "... exit 1 (not an abort)" [ "$LAST_RC" = 1 ]
+refused "full file system (pathfsctl rm -r)" "no space left" \
+	"$STORE" "$PATHFSCTL" -s "$STORE" rm -r /docs
+check "... exit 1 (not an abort)" [ "$LAST_RC" = 1 ]
+# reads_ro DESC WANT CMD...: CMD exits 0, prints WANT (grep -F) on stdout
+# and one line on stderr saying it opened the store read-only
+reads_ro() {
+	local what=$1 want=$2 rc=0
+	shift 2
+	timeout 60 "$@" >"$T/out" 2>"$T/err" </dev/null || rc=$?
+	check "$what: exit 0 ($rc)" [ "$rc" = 0 ]
+	check "$what: prints $want" grep -qF -- "$want" "$T/out"
+	check "$what: one line says read-only: $(head -n 1 "$T/err")" \
+		bash -c "[ \$(grep -c . '$T/err') = 1 ] &&
+			grep -q 'opened read-only' '$T/err'"
+}
+reads_ro "full file system (pathfsctl ls)" "a.txt" \
+	"$PATHFSCTL" -s "$STORE" ls /docs
+reads_ro "full file system (pathfsctl du)" "2 files" \
+	"$PATHFSCTL" -s "$STORE" du /
+reads_ro "full file system (pathfsctl fsck)" "0 findings" \
+	"$PATHFSCTL" -s "$STORE" fsck
+reads_ro "full file system (pathfsctl drives)" "main" \
+	"$PATHFSCTL" -s "$STORE" drives
+check "full file system: -o ro mounts" "$PATHFS" -o ro "$STORE" "$MNT"
+check "full file system: -o ro reads every byte" \
+	bash -c "cd '$MNT' && sha256sum --quiet -c '$T/full.sums'"
+pfs_umount
+# Up to a few MiB free, just above what the open said it needs too: the
+# open works (writes may meet ENOSPC) or is refused in one line; nothing
+# aborts (exit 134), in either program.
+for kib in 256 1024 $((need - 64)) $((need + 16)) $((need + 256)) 6144; do
+	rm -f "$SMALL/ballast"
+	fallocate -l "$(($(avail) - kib * 1024))" "$SMALL/ballast"
+	rc=0
+	timeout 60 "$PATHFS" "$STORE" "$MNT" 2>"$T/err" || rc=$?
+	if [ "$rc" = 0 ]; then
+		head -c 200000 /dev/urandom >"$MNT/new$kib" 2>/dev/null || true
+		pfs_umount
+		check "$kib KiB free: mounted and unmounted" true
+	else
+		check "$kib KiB free: refused in one line ($rc): $(cat "$T/err")" \
+			bash -c "[ $rc = 1 ] && [ \$(grep -c . '$T/err') = 1 ] &&
+				grep -qi 'no space left' '$T/err'"
+	fi
+	rc=0
+	timeout 60 "$PATHFSCTL" -s "$STORE" fsck >"$T/out" 2>"$T/err" || rc=$?
+	check "$kib KiB free: fsck clean ($rc): $(head -n 1 "$T/err")" \
+		[ "$rc" = 0 ]
+done
+rm -f "$SMALL/ballast"
+rel_mount_fg
+check "space freed: the store mounts read-write, every byte there" \
+	bash -c "cd '$MNT' && sha256sum --quiet -c '$T/full.sums'"
+check "space freed: it takes writes" bash -c "echo more >'$MNT/more'"
+rel_umount_fg
+check "space freed: fsck clean" pfs_fsck
 
 rel_finish
