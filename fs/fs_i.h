@@ -24,6 +24,40 @@
  * fs->busy_mutex (with busy_cond) is only taken alone, to sleep until a busy
  * branch is released.
  *
+ * One place per request. A request on a node id (GETATTR, OPEN, READ, WRITE,
+ * SETATTR, FSYNC, xattrs, LOOKUP of "." and "..", CREATE in a folder) reads
+ * the store by a path built from the table, and the store checks the record
+ * there carries the inode number (a node not at the path gives -ENOENT,
+ * never another node's data). A change of place must not let that read fall
+ * between the store's old place and the table's new one. Two mechanisms,
+ * one per kind of change:
+ *  - A folder rename and every pathfsctl command on the mounted drive hold
+ *    their branches busy: registered under fs->sublock for write (so every
+ *    request with a path built before has left), requests for paths inside
+ *    wait, and the table is updated under the write lock again. A request
+ *    inside such a branch sees it before or after, never during.
+ *  - A file rename, exchange or unlink runs beside requests (a sequence
+ *    lock, cheaper than taking fs->sublock for write per rename: that would
+ *    stall every request of the drive behind each save). It brackets its
+ *    store commit and its table update with fs_rename_start() and
+ *    fs_rename_done(); fs->ns_gen counts place changes (every such end, and
+ *    any move, orphaning or staling of an entry that had a place). A path
+ *    notes ns_gen when built. A request whose store call answers -ENOENT
+ *    calls fs_retry(): it waits for every change that started before the
+ *    failure to end (table updated), then if ns_gen is still the one its
+ *    path noted, no change overlapped the request and the table and the
+ *    store agreed on the place from build to failure: the miss is the
+ *    node's own. Otherwise it rebuilds the path and tries again, always,
+ *    even to the same path (moved away and back between build and read).
+ *    Each retry is owed to a change that overlapped the request, so a
+ *    request ends unless the node is moved without end.
+ *  - On a follower (-o ro on etcd) the writer is another process: its
+ *    commit is not bracketed here, and the watch moves the table later
+ *    (bracketed as a rename: fs_watch_moved()). A request on a node id that
+ *    misses with nothing in flight here asks the store where the inode is
+ *    now (tree_find_ino(): its reverse index) and retries there; an inode
+ *    with no name left answers -ESTALE, as NFS does.
+ *
  * Limits: paths are rebuilt per request (cost: depth of the node); a busy
  * branch holds off every request for a path inside it until it is released.
  */
@@ -85,6 +119,16 @@ struct fs_renaming {
 	struct fs_renaming *prev, *next;
 };
 
+/* The boundaries between the steps of a request and of a change of place
+ * (see "One place per request"), where a model check's scheduler may stop
+ * a thread (fs->step; tests/test_fs_race.c). */
+enum fs_step {
+	FS_STEP_BUILT,	   /* a request built its path; its store call next */
+	FS_STEP_CALLED,	   /* its store call returned; fs_retry() decides */
+	FS_STEP_STARTED,   /* a rename or unlink started (fs_rename_start) */
+	FS_STEP_COMMITTED, /* its store call returned; table update next */
+};
+
 /* A busy branch: a folder rename or a pathfsctl command in progress. */
 struct busy {
 	char *src;
@@ -108,6 +152,9 @@ struct fs {
 	 * subtree lock, so the request loop lets another thread read meanwhile
 	 * (fs_loop_blocking); NULL when nothing needs telling (unit tests) */
 	void (*blocking)(void);
+	/* called at each enum fs_step boundary by the thread there: a model
+	 * check's scheduler (tests); NULL in the daemon */
+	void (*step)(struct fs *fs, enum fs_step s);
 	/* INIT as the kernel sent it (devio.c), until it is answered */
 	uint64_t init_unique;
 	bool init_killpriv_v2; /* it offers FUSE_HANDLE_KILLPRIV_V2 */
@@ -117,8 +164,11 @@ struct fs {
 	struct inode **buckets; /* protected by lock */
 	size_t nbuckets;	/* protected by lock */
 	size_t count;		/* protected by lock */
-	uint64_t ns_gen;	/* protected by lock: bumped on path changes */
-	uint64_t gained_gen;	/* protected by lock: itab_record_gained() */
+	/* protected by lock: bumped when an entry with a place loses or
+	 * changes it, and at every fs_rename_done(): a path built before
+	 * may be stale (see "One place per request" above) */
+	uint64_t ns_gen;
+	uint64_t gained_gen; /* protected by lock: itab_record_gained() */
 	/* renames between their store call and their table update, oldest
 	 * first: a request that got -ENOENT waits for every one that started
 	 * before it failed (fs_retry), and a LOOKUP does not put back a place
@@ -170,7 +220,13 @@ struct fs_path {
 	const char *path;
 	uint64_t gen;  /* fs->ns_gen when built */
 	uint64_t done; /* fs->renames_done when built */
+	/* fs_retry() on a follower: store lookups by number made */
+	unsigned follows;
 };
+
+/* A follower's request follows the store's place of its node (fs_retry) at
+ * most this many times in a row: each needs the writer to move it again. */
+#define FS_FOLLOW_MAX 16
 
 void fs_path_release(struct fs_path *p);
 
@@ -373,6 +429,12 @@ int fs_enter2(struct fs *fs, uint64_t ino1, const char *name1,
 	      struct fs_path *p2);
 void fs_leave(struct fs *fs);
 
+static inline void fs_step(struct fs *fs, enum fs_step s)
+{
+	if (fs->step)
+		fs->step(fs, s);
+}
+
 /* Brackets a rename's (or an unlink's) store call and table update, with
  * @r on the caller's stack (see fs->renaming). */
 void fs_rename_start(struct fs *fs, struct fs_renaming *r);
@@ -380,13 +442,14 @@ void fs_rename_done(struct fs *fs, struct fs_renaming *r);
 
 /*
  * After a store call on @p failed with *@rc: true if *@rc is -ENOENT and a
- * rename changed paths meanwhile (it first waits for every rename that
- * started before the failure to update the table) and @p was rebuilt (still
- * holding the lock); the caller then retries. Errors of rebuilding give
- * false. On a follower (fs->watch), a request on inode @ino (@name NULL)
- * whose node the writer removed or replaced: true with @p's path NULL if
- * the inode lives on under another name (a hard link: addressed by number
- * from now on), else false with *@rc = -ESTALE.
+ * change of place overlapped the request (it first waits for every one that
+ * started before the failure to update the table); @p was then rebuilt
+ * (still holding the lock) and the caller retries. False: the miss is the
+ * node's own (or *@rc is another error, or the rebuild failed). On a
+ * follower (fs->watch), a request on inode @ino (@name NULL) that missed
+ * with nothing in flight here: true with @p at the place the store's
+ * reverse index gives (path NULL for a hard link: by number from now on),
+ * else false with *@rc = -ESTALE (no name left) or the lookup's error.
  */
 bool fs_retry(struct fs *fs, int *rc, uint64_t ino, const char *name,
 	      struct fs_path *p);

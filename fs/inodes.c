@@ -152,7 +152,9 @@ static int attach(struct fs *fs, struct inode *e, struct inode *parent,
 	if (e->parent == parent->ino && e->name && !strcmp(e->name, name))
 		return 0;
 	dup = strdup(name);
-	parent->nchildren++; /* before detach: keeps parent alive */
+	if (e->name)
+		fs->ns_gen++; /* a path built to its old place is stale */
+	parent->nchildren++;  /* before detach: keeps parent alive */
 	detach(fs, e);
 	if (!dup) {
 		parent->nchildren--;
@@ -161,7 +163,6 @@ static int attach(struct fs *fs, struct inode *e, struct inode *parent,
 	}
 	e->parent = parent->ino;
 	e->name = dup;
-	fs->ns_gen++;
 	return 0;
 }
 
@@ -912,8 +913,10 @@ static int enter(struct fs *fs, uint64_t ino, const char *name, bool need_path,
 			pthread_rwlock_unlock(&fs->sublock);
 			return rc;
 		}
-		if (!busy_hit(fs, p->path))
+		if (!busy_hit(fs, p->path)) {
+			fs_step(fs, FS_STEP_BUILT);
 			return 0;
+		}
 		wait_busy(fs);
 	}
 }
@@ -943,8 +946,10 @@ int fs_enter2(struct fs *fs, uint64_t ino1, const char *name1,
 			pthread_rwlock_unlock(&fs->sublock);
 			return rc;
 		}
-		if (!busy_hit(fs, p1->path) && !busy_hit(fs, p2->path))
+		if (!busy_hit(fs, p1->path) && !busy_hit(fs, p2->path)) {
+			fs_step(fs, FS_STEP_BUILT);
 			return 0;
+		}
 		wait_busy(fs);
 	}
 }
@@ -954,56 +959,90 @@ void fs_leave(struct fs *fs)
 	pthread_rwlock_unlock(&fs->sublock);
 }
 
+/*
+ * A follower's request on inode @ino (@name NULL) failed with nothing here
+ * in flight: the writer moved or removed the node before the watch told the
+ * table. The store's reverse index says where it is now (tree_find_ino);
+ * the retry goes there (the watch moves the table soon). @p gets that path,
+ * or NULL when the inode is addressed by number (a hard link); -ESTALE, as
+ * NFS answers, when it has no name left (an orphan the writer keeps for its
+ * own opens: this mount cannot keep it from being reclaimed at any moment).
+ */
+static int follow_store(struct fs *fs, uint64_t ino, struct fs_path *p)
+{
+	struct tree_attr a;
+	char *path = NULL;
+	size_t len;
+	int rc;
+
+	rc = tree_find_ino(fs->tree, ino, &path, &a);
+	if (rc == 0 && !path) {
+		itab_flags(fs, ino, INODE_LINKED, 0);
+		p->path = NULL;
+		return 0;
+	}
+	if (rc)
+		return rc == -ENOENT ? -ESTALE : rc;
+	len = strlen(path) + 1;
+	if (len > p->cap) {
+		char *nb = realloc(p->buf, len);
+
+		if (!nb) {
+			free(path);
+			return -ENOMEM;
+		}
+		p->buf = nb;
+		p->cap = len;
+	}
+	memcpy(p->buf, path, len);
+	p->path = p->buf;
+	free(path);
+	return 0;
+}
+
 bool fs_retry(struct fs *fs, int *rc, uint64_t ino, const char *name,
 	      struct fs_path *p)
 {
 	struct fs_path np = {0};
-	struct tree_attr a;
 	bool again = false;
 	uint64_t upto;
+	int frc;
 
+	fs_step(fs, FS_STEP_CALLED);
 	if (*rc != -ENOENT)
 		return false;
 	pthread_mutex_lock(&fs->lock);
-	/* a rename may have moved the node in the store but not yet in the
-	 * table: let every one that started before the failure finish (they
-	 * never wait for requests meanwhile). Not only those since @p was
-	 * built: ns_gen also moves for other reasons, and a rename in flight
-	 * has not bumped it yet. */
+	/* every place change that started before the failure ends with its
+	 * table update (they never wait for requests meanwhile) */
 	upto = fs->rename_seq;
 	while (fs->renaming && fs->renaming->seq <= upto)
 		pthread_cond_wait(&fs->renamed, &fs->lock);
+	/* none ended since @p was built: the table and the store agreed on
+	 * the node's place all along, and the miss is the node's own. One
+	 * did: rebuild and retry, even to the same path (moved there and
+	 * back: the miss was in between) */
 	if (fs->ns_gen != p->gen &&
 	    build_path(fs, ino, name, false, &np) == 0) {
-		if (!np.path || !p->path)
-			again = np.path != p->path;
-		else
-			again = strcmp(np.path, p->path) != 0;
-		if (again) {
-			struct fs_path old = *p;
+		struct fs_path old = *p;
 
-			*p = np;
-			np = old;
-		}
+		*p = np;
+		np = old;
+		again = true;
 	}
 	pthread_mutex_unlock(&fs->lock);
 	fs_path_release(&np);
 	if (again || !fs->watch || name)
 		return again;
-	/* A follower (-o ro on etcd), on an inode: the writer removed the
-	 * node this mount knows it by, or replaced it. If the inode still
-	 * has a name elsewhere (a hard link), it is addressed by number from
-	 * now on; otherwise it is gone for this mount (an orphan the writer
-	 * keeps for its own opens too: this mount cannot keep it from being
-	 * reclaimed at any moment), and every request on it answers ESTALE,
-	 * as NFS does, until the kernel forgets it. */
-	if (p->path && tree_getattr(fs->tree, NULL, ino, &a) == 0 && a.nlink) {
-		itab_flags(fs, ino, INODE_LINKED, 0);
-		p->path = NULL;
-		return true;
+	if (!p->path || ++p->follows > FS_FOLLOW_MAX) {
+		*rc = -ESTALE;
+		return false;
 	}
-	*rc = -ESTALE;
-	return false;
+	frc = follow_store(fs, ino, p);
+	if (frc) {
+		*rc = frc;
+		return false;
+	}
+	return true;
 }
 
 static struct busy *busy_new(const char *src, const char *dst)
@@ -1035,6 +1074,7 @@ void fs_rename_start(struct fs *fs, struct fs_renaming *r)
 		fs->renaming = r;
 	fs->renaming_last = r;
 	pthread_mutex_unlock(&fs->lock);
+	fs_step(fs, FS_STEP_STARTED);
 }
 
 void fs_rename_done(struct fs *fs, struct fs_renaming *r)

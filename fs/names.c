@@ -451,8 +451,7 @@ static void lost_name(struct fs *fs, const struct tree_attr *a, uint64_t parent,
  * kernel still knows or has open becomes an orphan: it keeps answering by
  * number until its last FORGET and release (a node id lives until FORGET).
  */
-static int fs_do_remove(struct fs *fs, uint64_t parent, const char *name,
-			bool dir)
+int fs_do_remove(struct fs *fs, uint64_t parent, const char *name, bool dir)
 {
 	uint64_t orphan = 0;
 	struct tree_attr a;
@@ -479,6 +478,7 @@ static int fs_do_remove(struct fs *fs, uint64_t parent, const char *name,
 		/* a full store takes deletes only: a file the kernel knows
 		 * but nobody has open is freed now, not kept as an orphan */
 		rc = tree_unlink(fs->tree, p.path, 0, &orphan);
+	fs_step(fs, FS_STEP_COMMITTED);
 	if (!rc)
 		lost_name(fs, &a, parent, name, orphan);
 	fs_rename_done(fs, &r);
@@ -541,9 +541,9 @@ static int do_rename(struct fs *fs, const struct fuse_ctx *ctx,
 /* rename(2) and renameat2(2); RENAME_WHITEOUT leaves a whiteout (a 0:0
  * character device) owned by @ctx's caller, privileged or not: Linux lets
  * anyone make whiteouts since 5.8 (ext4 does). */
-static int fs_do_rename(struct fs *fs, const struct fuse_ctx *ctx,
-			uint64_t parent, const char *name, uint64_t newparent,
-			const char *newname, unsigned int flags)
+int fs_do_rename(struct fs *fs, const struct fuse_ctx *ctx, uint64_t parent,
+		 const char *name, uint64_t newparent, const char *newname,
+		 unsigned int flags)
 {
 	struct fs_path *p1 = NULL, *p2 = NULL;
 	struct tree_attr sa, da;
@@ -632,6 +632,7 @@ static int fs_do_rename(struct fs *fs, const struct fuse_ctx *ctx,
 	}
 	fs_rename_start(fs, &r);
 	rc = do_rename(fs, ctx, p1, p2, tflags, flags, &orphan);
+	fs_step(fs, FS_STEP_COMMITTED);
 	if (!rc)
 		renamed(fs, &sa, &da, tflags, parent, name, newparent, newname,
 			orphan);

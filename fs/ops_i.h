@@ -130,6 +130,15 @@ int fs_do_mknode(struct fs *fs, const struct fuse_ctx *ctx, uint64_t parent,
 		 const char *name, mode_t mode, uint64_t rdev,
 		 const char *target, struct tree_attr *a);
 
+/* unlink (@dir false) or rmdir (@dir true) of @name in @parent; a node
+ * still in use becomes an orphan. */
+int fs_do_remove(struct fs *fs, uint64_t parent, const char *name, bool dir);
+/* rename(2)/renameat2(2) of @name in @parent to @newname in @newparent,
+ * @flags RENAME_*; a whiteout is owned by @ctx's caller. */
+int fs_do_rename(struct fs *fs, const struct fuse_ctx *ctx, uint64_t parent,
+		 const char *name, uint64_t newparent, const char *newname,
+		 unsigned int flags);
+
 /* ---- files (files.c) --------------------------------------------------- */
 
 /*
