@@ -224,8 +224,9 @@ struct fs_path {
 	unsigned follows;
 };
 
-/* A follower's request follows the store's place of its node (fs_retry) at
- * most this many times in a row: each needs the writer to move it again. */
+/* A follower's request asks the store where its node is (fs_retry) at most
+ * this many times: each miss needs the writer to move it in between (or it
+ * has no name left: -ESTALE). */
 #define FS_FOLLOW_MAX 16
 
 void fs_path_release(struct fs_path *p);

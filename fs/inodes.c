@@ -964,9 +964,10 @@ void fs_leave(struct fs *fs)
  * in flight: the writer moved or removed the node before the watch told the
  * table. The store's reverse index says where it is now (tree_find_ino);
  * the retry goes there (the watch moves the table soon). @p gets that path,
- * or NULL when the inode is addressed by number (a hard link); -ESTALE, as
- * NFS answers, when it has no name left (an orphan the writer keeps for its
- * own opens: this mount cannot keep it from being reclaimed at any moment).
+ * or NULL when the inode is addressed by number (a hard link). Errors:
+ * those of tree_find_ino(): -ENOENT when it has no name left (an orphan the
+ * writer keeps for its own opens: this mount cannot keep it from being
+ * reclaimed at any moment) or the writer moved it between the index's reads.
  */
 static int follow_store(struct fs *fs, uint64_t ino, struct fs_path *p)
 {
@@ -982,7 +983,7 @@ static int follow_store(struct fs *fs, uint64_t ino, struct fs_path *p)
 		return 0;
 	}
 	if (rc)
-		return rc == -ENOENT ? -ESTALE : rc;
+		return rc;
 	len = strlen(path) + 1;
 	if (len > p->cap) {
 		char *nb = realloc(p->buf, len);
@@ -1033,16 +1034,20 @@ bool fs_retry(struct fs *fs, int *rc, uint64_t ino, const char *name,
 	fs_path_release(&np);
 	if (again || !fs->watch || name)
 		return again;
-	if (!p->path || ++p->follows > FS_FOLLOW_MAX) {
+	if (!p->path) {
 		*rc = -ESTALE;
 		return false;
 	}
-	frc = follow_store(fs, ino, p);
+	/* the reverse index misses too while the writer moves the node
+	 * between its reads: ask again, a bounded number of times */
+	do
+		frc = follow_store(fs, ino, p);
+	while (frc == -ENOENT && ++p->follows < FS_FOLLOW_MAX);
 	if (frc) {
-		*rc = frc;
+		*rc = frc == -ENOENT ? -ESTALE : frc;
 		return false;
 	}
-	return true;
+	return ++p->follows <= FS_FOLLOW_MAX;
 }
 
 static struct busy *busy_new(const char *src, const char *dst)

@@ -31,7 +31,10 @@
 # In every mode readers also open DIR/g, a file nobody touches (it always
 # exists), and drop the pages of each file before they read it (the
 # mount's keep_cache would answer from them: every read is a READ).
-# Environment: SAVER_FSYNC=0: saves without fsync (more renames a second);
+# Environment: SAVER_READ_DIR=PATH: the readers use PATH for DIR (the same
+# folder through another mount: a -o ro follower of the writer's etcd
+# drive); they start once the files show there;
+# SAVER_FSYNC=0: saves without fsync (more renames a second);
 # SAVER_CHURN=1: each reader also creates and unlinks a file of its own in
 # DIR every 8th round, changing the daemon's inode table while renames run.
 import ctypes
@@ -43,8 +46,10 @@ import time
 mode, d, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
 nreaders = int(sys.argv[4]) if len(sys.argv) > 4 else 1
 seconds = float(sys.argv[5]) if len(sys.argv) > 5 else None
+rd = os.environ.get("SAVER_READ_DIR") or d  # where the readers look
 f, tmp, lnk, g = d + "/f", d + "/f.tmp", d + "/f.lnk", d + "/g"
 fa, fb = d + "/a/f", d + "/b/f"
+rf, rg, rfa, rfb = rd + "/f", rd + "/g", rd + "/a/f", rd + "/b/f"
 libc = ctypes.CDLL(None, use_errno=True)
 AT_FDCWD, RENAME_EXCHANGE = -100, 2
 MAXSAY = 3
@@ -143,7 +148,7 @@ class Reader:
             os.close(fd)
 
     def run(self, stop, held):
-        churn = "%s/c.%d" % (d, os.getpid())
+        churn = "%s/c.%d" % (d, os.getpid())  # the writer's mount
         rounds = 0
         while not stop[0]:
             rounds += 1
@@ -151,12 +156,12 @@ class Reader:
                 os.close(os.open(churn, os.O_WRONLY | os.O_CREAT, 0o644))
                 os.unlink(churn)
             if mode == "move":
-                self.open_read(fa, False)
-                self.open_read(fb, False)
+                self.open_read(rfa, False)
+                self.open_read(rfb, False)
                 self.use(held, "descriptor held across moves")
             else:
-                self.open_read(f, True)
-            self.open_read(g, True)
+                self.open_read(rf, True)
+            self.open_read(rg, True)
 
 
 def main():
@@ -174,8 +179,15 @@ def main():
     with open(g, "wb") as fh:
         fh.write(body(7))
     stop = mmap.mmap(-1, 1)  # shared with the readers: the writer is done
+    # another mount (a follower) shows the files within its lag
+    until = time.monotonic() + 10
+    while not (os.path.exists(rg) and os.path.exists(rfa if mode == "move"
+                                                      else rf)):
+        if time.monotonic() > until:
+            raise SystemExit("the readers' folder never showed the files")
+        time.sleep(0.02)
     # opened before the writer starts moving it, shared by the readers
-    held = os.open(fa, os.O_RDONLY) if mode == "move" else None
+    held = os.open(rfa, os.O_RDONLY) if mode == "move" else None
     readers = []
     for _ in range(nreaders):
         rfd, wfd = os.pipe()

@@ -108,6 +108,21 @@ pfs_fusermount_u() {
 	}
 }
 
+# pfs_threads PID: where each thread of PID waits (the evidence of a hang):
+# its kernel stack, and its user stack when gdb is installed.
+pfs_threads() {
+	local t
+	for t in /proc/"$1"/task/*; do
+		echo "thread ${t##*/} ($(cat "$t/comm" 2>/dev/null)):" \
+			"$(cat "$t/wchan" 2>/dev/null)"
+		head -n 8 "$t/stack" 2>/dev/null | sed 's/^/    /'
+	done
+	if command -v gdb >/dev/null; then
+		timeout 60 gdb -p "$1" -batch -ex "thread apply all bt 12" \
+			2>/dev/null | grep -E '^(Thread|#)'
+	fi
+}
+
 # pfs_umount: unmounts and waits for the daemon to exit (everything durable).
 pfs_umount() {
 	local i
@@ -116,7 +131,8 @@ pfs_umount() {
 		pgrep -f "pathfs .*$MNT" >/dev/null || return 0
 		sleep 0.05
 	done
-	echo "FAIL: daemon did not exit after unmount" >&2
+	echo "FAIL: daemon did not exit after unmount; its threads:" >&2
+	pgrep -f "pathfs .*$MNT" | while read -r pid; do pfs_threads "$pid"; done >&2
 	exit 1
 }
 

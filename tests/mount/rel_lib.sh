@@ -81,7 +81,8 @@ rel_umount_fg() {
 		sleep 0.05
 	done
 	if kill -0 "$DPID" 2>/dev/null; then
-		echo "FAIL: daemon did not exit after unmount" >&2
+		echo "FAIL: daemon did not exit after unmount; its threads:" >&2
+		pfs_threads "$DPID" >&2
 		kill -9 "$DPID"
 		exit 1
 	fi
