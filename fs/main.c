@@ -608,6 +608,13 @@ static int open_store(const char *dir, bool exists, const struct options *o,
 	return rc;
 }
 
+/* A finding of store_check_private() at mount, repaired: to the log. */
+static void private_note(void *arg, const char *msg)
+{
+	(void)arg;
+	plog(LOG_NOTICE, "%s", msg);
+}
+
 /* Opens drive o->drive, creating it if it is missing (*created). */
 static int open_drive(struct store *s, const struct options *o,
 		      struct tree **out, bool *created)
@@ -797,6 +804,10 @@ static int serve(struct options *o, struct fuse_args *args, const char *dir,
 		goto out;
 	if (!exists)
 		startup_note(log_where, "created store %s", dir);
+	/* a store others could read (a folder made with mkdir, files of an
+	 * older pathfs) is made owner-only, and the log says so */
+	if (!o->ro)
+		store_check_private(s, true, private_note, NULL, NULL);
 	if (made_drive)
 		startup_note(log_where, "created drive %s in %s", o->drive,
 			     dir);
@@ -1042,8 +1053,13 @@ int main(int argc, char *argv[])
 	 * size and mtime. -o writeback turns it on.
 	 */
 	o.writeback = 0;
-	/* the kernel already applied the caller's umask */
-	umask(0);
+	/*
+	 * The store's files are its owner's only (README, Security): RocksDB
+	 * creates them all the daemon's life (tables, logs, from background
+	 * threads) with mode 0644 less the umask. Nodes of the drive are not
+	 * host files: their modes come from the requests.
+	 */
+	umask(077);
 	if (fuse_opt_parse(&args, &o, opt_spec, opt_proc) == -1) {
 		fprintf(stderr, "pathfs: bad options (see pathfs --help)\n");
 		goto out;

@@ -16,6 +16,11 @@
  * and a process that finds the store busy can learn the serving daemon's pid
  * (F_GETLK) and look whether its mount is still there (store_server).
  *
+ * A store's files hold every drive's content, so they are their owner's
+ * only: store_check_private() finds (and makes owner-only) a folder or files
+ * that grant group or others anything; the programs' umask (077) keeps the
+ * files RocksDB makes so.
+ *
  * A remote store (etcd://HOSTS/NAME, kv_etcd.c) has no directory: its marker
  * is the key PATHFS, beside every drive's keys, and it has no lock file and
  * no serving lock: kv_etcd.c's owner key (a lease) refuses a second
@@ -395,6 +400,99 @@ bool store_is_remote(const char *where)
 bool store_remote(const struct store *s)
 {
 	return store_is_remote(s->dir);
+}
+
+/* The mode bits that let group or others at a store's folder or files. */
+#define STORE_OTHERS 077
+
+/*
+ * Reports one finding of store_check_private(): @what (@many things) lets
+ * group or others in (@mode, the first one's), and with @repair whether the
+ * chmod of it worked (@err, an errno, or 0).
+ */
+static void private_report(void (*report)(void *, const char *), void *arg,
+			   const char *what, bool many, mode_t mode,
+			   bool repair, int err)
+{
+	char msg[4600];
+
+	snprintf(msg, sizeof(msg),
+		 "%s: other users may read %s (mode %04o, wants %04o)%s%s",
+		 what, many ? "them" : "it", (unsigned)(mode & 07777),
+		 (unsigned)(mode & 07777 & ~STORE_OTHERS),
+		 !repair ? ""
+		 : err	 ? ": cannot make it owner-only: "
+			 : ": made owner-only",
+		 repair && err ? strerror(err) : "");
+	report(arg, msg);
+}
+
+int store_check_private(struct store *s, bool repair,
+			void (*report)(void *arg, const char *msg), void *arg,
+			size_t *findings)
+{
+	char what[4400], first[256] = "";
+	mode_t first_mode = 0;
+	size_t n = 0, files = 0;
+	int rc = 0, err = 0, dfd;
+	struct dirent *e;
+	struct stat st;
+	DIR *d = NULL;
+
+	if (findings)
+		*findings = 0;
+	if (store_remote(s))
+		return 0;
+	dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 || fstat(dfd, &st) < 0) {
+		rc = -errno;
+		goto out;
+	}
+	if (st.st_mode & STORE_OTHERS) {
+		if (repair && fchmod(dfd, st.st_mode & 07777 & ~STORE_OTHERS))
+			err = errno;
+		snprintf(what, sizeof(what), "store folder %s", s->dir);
+		private_report(report, arg, what, false, st.st_mode, repair,
+			       err);
+		n++;
+	}
+	err = 0;
+	d = fdopendir(dup(dfd));
+	if (!d) {
+		rc = -errno;
+		goto out;
+	}
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+		    fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
+		    S_ISLNK(st.st_mode) || !(st.st_mode & STORE_OTHERS))
+			continue;
+		if (!files++) {
+			snprintf(first, sizeof(first), "%s", e->d_name);
+			first_mode = st.st_mode;
+		}
+		if (repair &&
+		    fchmodat(dfd, e->d_name, st.st_mode & 07777 & ~STORE_OTHERS,
+			     0) &&
+		    !err)
+			err = errno;
+	}
+	if (files) {
+		snprintf(what, sizeof(what), "store %s: %zu file%s (%s%s)",
+			 s->dir, files, files == 1 ? "" : "s", first,
+			 files > 1 ? ", ..." : "");
+		private_report(report, arg, what, files > 1, first_mode, repair,
+			       err);
+		n++;
+	}
+out:
+	if (d)
+		closedir(d);
+	if (dfd >= 0)
+		close(dfd);
+	if (findings)
+		*findings = n;
+	return rc;
 }
 
 int store_room(const char *dir, uint64_t *avail, uint64_t *need)

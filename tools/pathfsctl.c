@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ctl.h"
@@ -209,6 +210,9 @@ int main(int argc, char **argv)
 	bool verbose = false;
 	int i, rc, status;
 
+	/* a store's files are its owner's only: RocksDB creates them with
+	 * mode 0644 less the umask (README, Security) */
+	umask(077);
 	for (i = 1; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
 		const char *a = argv[i];
 

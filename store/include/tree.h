@@ -813,6 +813,21 @@ void tree_journal_list_free(struct tree_journal_entry *e, size_t count);
 int tree_journal_replay(struct tree *t, size_t *replayed);
 
 /*
+ * Checks that no other user can read the store of @s: its folder and every
+ * file and folder in it grant nothing to group or others (RocksDB's files
+ * hold the drives' content, the write-ahead log a file's bytes as written).
+ * Each of the two kinds that does (the store's folder; its files, counted,
+ * one named) is reported once through @report and counted in *findings
+ * (may be NULL); with @repair it is made owner-only (chmod go-rwx) and the
+ * message says so, or why not. A remote store has no files: nothing to
+ * check. Programs that open a store create its files owner-only by their
+ * umask (077). Errors: -errno of reading the folder.
+ */
+int store_check_private(struct store *s, bool repair,
+			void (*report)(void *arg, const char *msg), void *arg,
+			size_t *findings);
+
+/*
  * Checks every invariant of drive @t: values decode; every node's parent exists
  * and is a folder; hard-link counts match; no DATA/XATTR/INODE keys for inodes
  * nothing points to (orphans excepted); content blocks longer than the block

@@ -40,8 +40,8 @@ static int fsck_one(struct ctx *x, struct tree *t, bool first_drive,
 		    size_t *total)
 {
 	struct fsck_ctx f = {x, true};
-	size_t findings = 0;
-	int rc;
+	size_t findings = 0, drive_findings = 0;
+	int rc = 0, rc2;
 
 	if (x->o.json) {
 		fprintf(x->out, "%s{\"drive\": ", first_drive ? "" : ",\n ");
@@ -50,10 +50,17 @@ static int fsck_one(struct ctx *x, struct tree *t, bool first_drive,
 	} else {
 		fprintf(x->out, "drive %s:\n", tree_drive_name(t));
 	}
+	/* the store's own files, once: with the first drive's findings */
+	if (first_drive)
+		rc = store_check_private(x->env->store, x->o.repair,
+					 fsck_report, &f, &findings);
 	/* A live drive must hold still while it is checked. */
 	ctl_hold(x, t, "/", NULL);
-	rc = tree_fsck(t, x->o.repair, fsck_report, &f, &findings);
+	rc2 = tree_fsck(t, x->o.repair, fsck_report, &f, &drive_findings);
 	ctl_release(x, t, "/", NULL);
+	findings += drive_findings;
+	if (!rc)
+		rc = rc2;
 	*total += findings;
 	if (x->o.json)
 		fprintf(x->out, "], \"count\": %zu, \"error\": %s}", findings,
