@@ -537,10 +537,13 @@ static int open_store(const char *dir, bool exists, const struct options *o,
 		      struct store **out)
 {
 	struct store_options so;
+	char why[1024] = "";
 	pid_t waited_for;
 	int rc;
 
 	memset(&so, 0, sizeof(so));
+	so.why = why;
+	so.why_size = sizeof(why);
 	/* a remote store is made at its first read-write open */
 	so.create = (!exists || store_is_remote(dir)) && !o->ro;
 	so.read_only = o->ro;
@@ -601,8 +604,9 @@ static int open_store(const char *dir, bool exists, const struct options *o,
 		     o->ro && !exists ? "does not exist (read-only mount)"
 				      : strerror(-rc));
 		break;
-	default:
-		fail("cannot open store %s: %s", dir, strerror(-rc));
+	default: /* etcd: wrong password, certificate, refused, ... */
+		fail("cannot open store %s: %s", dir,
+		     why[0] ? why : strerror(-rc));
 		break;
 	}
 	return rc;

@@ -13,13 +13,23 @@
  * derived from the events it may have missed. A silent member is found out
  * by TCP keep-alive (idle 5 s, then every 2 s).
  *
+ * With a user (etcd.c), the stream carries the token; a watch etcd cancels
+ * because it no longer knows the token authenticates again before the next
+ * one; one it refuses (permission denied) is logged, once until a watch
+ * stands again, and tried again after the pause as any other. A watch that
+ * stands goes on when its token expires (etcd checks it at the start).
+ *
  * Out of memory (a request, a handle, a message), the stream ends as if
  * its member went away: the thread watches again after its pause, and
  * reset() follows once a watch is confirmed; a change it cannot decode ends
  * the stream the same way. Nothing here aborts on an allocation failure.
  *
  * Limits: etcd_watch_stop() waits up to a second for libcurl to notice (its
- * progress callback runs about once a second while the stream is idle).
+ * progress callback runs about once a second while the stream is idle),
+ * or, when it comes during an authentication, for that to end (at most
+ * ETCD_RETRY_S with no member answering). A password changed under a
+ * mounted store leaves the watch failing, logged at each try (every 0.5 s)
+ * until it is unmounted.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -47,6 +57,9 @@ struct etcd_watch {
 	json_tokener *tok;
 	bool created; /* etcd confirmed it */
 	bool broken;  /* it must end: an error or a cancel came */
+	bool relogin; /* it ended on a token etcd no longer knows */
+	unsigned gen; /* the token's generation */
+	bool refused; /* the last one was refused: said once */
 };
 
 /* The bytes of base64 string @s (malloc'd, *len long), or NULL: not a
@@ -58,33 +71,56 @@ static char *watch_unb64(struct json_object *s, size_t *len)
 	return etcd_unb64(json_object_get_string(s), len);
 }
 
+/*
+ * Whether @reason (an error or a cancel's) is about who the watch is: it
+ * asks for a new token (w->relogin), or says why etcd refused it, once.
+ */
+static bool watch_refused(struct etcd_watch *w, const char *reason)
+{
+	const char *why = NULL;
+	int rc = etcd_errno(w->e, reason, &why);
+
+	if (rc == ETCD_RELOGIN)
+		w->relogin = true;
+	else if (rc == -EACCES && !w->refused)
+		plog(LOG_ERR, "etcd watch: %s: watching again", why);
+	if (rc == -EACCES)
+		w->refused = true;
+	return rc == ETCD_RELOGIN || rc == -EACCES;
+}
+
 /* Hands out the events of one message; marks the stream broken on an error
- * or a cancel (compacted revision). */
+ * or a cancel (compacted revision, or a refused identity). */
 static void watch_message(struct etcd_watch *w, struct json_object *m)
 {
-	struct json_object *res, *evs, *v;
+	struct json_object *res, *evs, *v, *r;
 	size_t i, n;
 
 	if (json_object_object_get_ex(m, "error", &v) ||
 	    !json_object_object_get_ex(m, "result", &res)) {
 		const char *text = json_object_to_json_string(m);
 
-		plog(LOG_WARNING, "etcd watch: %s", text ? text : "?");
+		if (!v || !json_object_object_get_ex(v, "message", &r) ||
+		    !watch_refused(w, json_object_get_string(r)))
+			plog(LOG_WARNING, "etcd watch: %s", text ? text : "?");
 		w->broken = true;
 		return;
 	}
 	if (json_object_object_get_ex(res, "canceled", &v) &&
 	    json_object_get_boolean(v)) {
-		plog(LOG_NOTICE,
-		     "etcd watch: canceled (compacted at %lld): watching "
-		     "again from now",
-		     etcd_int(res, "compact_revision"));
+		if (!json_object_object_get_ex(res, "cancel_reason", &r) ||
+		    !watch_refused(w, json_object_get_string(r)))
+			plog(LOG_NOTICE,
+			     "etcd watch: canceled (compacted at %lld): "
+			     "watching again from now",
+			     etcd_int(res, "compact_revision"));
 		w->broken = true;
 		return;
 	}
 	if (json_object_object_get_ex(res, "created", &v) &&
 	    json_object_get_boolean(v) && !w->created) {
 		w->created = true;
+		w->refused = false;
 		w->reset(w->ctx);
 	}
 	if (!json_object_object_get_ex(res, "events", &evs))
@@ -192,22 +228,25 @@ static void watch_stream(struct etcd_watch *w, CURL *h, unsigned ep,
 {
 	char *body = watch_request(w, rev);
 	struct curl_slist *hdrs = NULL;
-	char url[320];
+	char errbuf[CURL_ERROR_SIZE];
 	CURLcode cc;
+	int rc;
 
-	hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
-	snprintf(url, sizeof(url), "http://%s/v3/watch",
-		 etcd_endpoint(w->e, ep));
 	w->tok = json_tokener_new();
-	w->created = w->broken = false;
-	if (!body || !hdrs || !w->tok) {
+	w->created = w->broken = w->relogin = false;
+	if (!body || !w->tok) {
 		plog(LOG_WARNING, "etcd watch: out of memory: watching again");
 		goto out;
 	}
 	curl_easy_reset(h);
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+	rc = etcd_prepare(w->e, h, ep, "/v3/watch", &hdrs, errbuf, &w->gen);
+	if (rc) {
+		/* etcd.c logged why an authentication failed */
+		if (rc == -ENOMEM)
+			plog(LOG_WARNING,
+			     "etcd watch: out of memory: watching again");
+		goto out;
+	}
 	curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
 	curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, watch_write);
@@ -223,8 +262,11 @@ static void watch_stream(struct etcd_watch *w, CURL *h, unsigned ep,
 	if (!atomic_load(&w->stop) && !w->broken) /* else said already */
 		plog(LOG_NOTICE, "etcd watch on %s ended: %s",
 		     etcd_endpoint(w->e, ep),
-		     cc ? curl_easy_strerror(cc) : "closed by the member");
+		     cc ? (errbuf[0] ? errbuf : curl_easy_strerror(cc))
+			: "closed by the member");
 out:
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
 	if (w->tok)
 		json_tokener_free(w->tok);
 	w->tok = NULL;
@@ -245,7 +287,10 @@ static void *watch_main(void *arg)
 			h = curl_easy_init();
 		if (h)
 			watch_stream(w, h, ep++, rev);
-		else
+		if (h && w->relogin)
+			etcd_login(w->e,
+				   w->gen); /* failed: logged, next time */
+		else if (!h)
 			plog(LOG_WARNING,
 			     "etcd watch: out of memory: watching again");
 		rev = 0; /* whatever was missed, reset() covers it */

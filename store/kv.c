@@ -6,7 +6,7 @@
  * the backend sees it, the same way on every engine.
  *
  * Backends (kv_backend_i.h): kv_rocksdb*.c, the embedded RocksDB store (a
- * directory), and kv_etcd.c, a store on an etcd cluster (etcd://...). Each call costs one indirect call on top of the engine's.
+ * directory), and kv_etcd.c, a store on an etcd cluster (etcd://... or etcd+https://...). Each call costs one indirect call on top of the engine's.
  *
  * Limits: the counts are of operations as added: a key put twice counts
  * twice, though an engine may collapse them.
@@ -21,7 +21,9 @@
 
 bool kv_is_etcd(const char *where)
 {
-	return strncmp(where, "etcd://", 7) == 0;
+	return strncmp(where, "etcd://", 7) == 0 ||
+	       strncmp(where, KV_ETCD_TLS_SCHEME, strlen(KV_ETCD_TLS_SCHEME)) ==
+		   0;
 }
 
 static bool kv_env_strict(void)

@@ -2,15 +2,24 @@
  * kv_etcd.c - the kv backend on an etcd cluster (see kv_i.h,
  * kv_backend_i.h), through the JSON gateway transport of etcd.c.
  *
- * Location: etcd://HOST:PORT[,HOST:PORT...]/NAME[?max-txn-ops=N&
- * max-request-bytes=N&quota-bytes=N&lease-ttl=N]. NAME ([A-Za-z0-9._-], at
- * most 64) is the store's key prefix, so several stores share one cluster:
- * the store's keys live under "NAME/k/", this backend's own under "NAME/m/".
- * The first three numbers are the cluster's --max-txn-ops,
- * --max-request-bytes and --quota-backend-bytes when not etcd's defaults
- * (128, 1.5 MiB, 2 GiB): the limits reported (kv_limits) follow from the
- * first two, statfs's size from the quota. lease-ttl is the writer's lease
- * (kv_etcd_owner.c; default KVE_TTL, 2 to 3600 s).
+ * Location: etcd[+https]://HOST:PORT[,HOST:PORT...]/NAME[?max-txn-ops=N&
+ * max-request-bytes=N&quota-bytes=N&lease-ttl=N&cacert=FILE&cert=FILE&
+ * key=FILE&user=NAME&password-file=FILE]. NAME ([A-Za-z0-9._-], at most 64)
+ * is the store's key prefix, so several stores share one cluster: the
+ * store's keys live under "NAME/k/", this backend's own (owner key, commit
+ * slots) under "NAME/m/", and nothing it reads, writes or watches is outside
+ * "NAME/" (leases are no keys; /v3/maintenance/status needs no role): a role
+ * with readwrite on that prefix is all its user needs. The first three
+ * numbers are the cluster's --max-txn-ops, --max-request-bytes and
+ * --quota-backend-bytes when not etcd's defaults (128, 1.5 MiB, 2 GiB): the
+ * limits reported (kv_limits) follow from the first two, statfs's size from
+ * the quota. lease-ttl is the writer's lease (kv_etcd_owner.c; default
+ * KVE_TTL, 2 to 3600 s). etcd+https, cacert, cert, key and user are
+ * etcdctl's --endpoints=https://..., --cacert, --cert, --key and --user
+ * (etcd.c); the password comes from password-file or $PATHFS_ETCD_PASSWORD,
+ * never from the URL (a ':' in user= or a password= is refused). A value
+ * may spell a byte as %XX ('&' as %26). The open says why it failed in
+ * kv_options.why.
  *
  * Files, one concept each (their overviews say how and why):
  *   kv_etcd.c         open (the location, limits), close, space, the ops
@@ -90,14 +99,150 @@ static void kve_close(struct kv *kv_)
 	free(kv);
 }
 
-/* Parses etcd://EPS/NAME[/][?opts] into its parts (malloc'd). */
-static int kve_parse(const char *url, char **eps, char **name, size_t *txn_ops,
-		     size_t *req_bytes, uint64_t *quota, int *ttl)
+/* A store's location, parsed (kve_parse). */
+struct kve_url {
+	char *eps, *name; /* "h:p,h:p", NAME */
+	size_t txn_ops, req_bytes;
+	uint64_t quota;
+	int ttl;
+	struct etcd_config cfg;
+	char *cacert, *cert, *key, *user, *password_file; /* cfg's, owned */
+};
+
+static void kve_url_free(struct kve_url *u)
 {
-	const char *s = url + strlen("etcd://");
+	free(u->eps);
+	free(u->name);
+	free(u->cacert);
+	free(u->cert);
+	free(u->key);
+	free(u->user);
+	free(u->password_file);
+}
+
+/* The value of one option, up to the next '&', %XX decoded, malloc'd in
+ * *out; *@end past it. Errors: -EINVAL (empty, or a bad %XX), -ENOMEM. */
+static int kve_opt_value(const char *s, const char **end, char **out)
+{
+	size_t n = strcspn(s, "&"), o = 0;
+	char *v = malloc(n + 1);
+	unsigned x;
+
+	*end = s + n;
+	*out = v;
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] != '%') {
+			v[o++] = s[i];
+		} else if (i + 2 < n && isxdigit((unsigned char)s[i + 1]) &&
+			   isxdigit((unsigned char)s[i + 2]) &&
+			   sscanf(s + i + 1, "%2x", &x) == 1 && x) {
+			v[o++] = (char)x;
+			i += 2;
+		} else {
+			return -EINVAL;
+		}
+	}
+	v[o] = '\0';
+	return o ? 0 : -EINVAL;
+}
+
+/* One option KEY=VALUE at @q into @u; *@end past it. Errors: -EINVAL (an
+ * unknown key, a bad value: said in @why), -ENOMEM. */
+static int kve_option(const char *q, const char **end, struct kve_url *u,
+		      char *why, size_t wlen)
+{
+	static const char *const names[] = {"cacert", "cert", "key", "user",
+					    "password-file"};
+	char **dest[] = {&u->cacert, &u->cert, &u->key, &u->user,
+			 &u->password_file};
+	unsigned long long v;
+	char key[32];
+	int used = 0, rc;
+
+	if (sscanf(q, "%31[a-z-]%n", key, &used) != 1 || q[used] != '=') {
+		snprintf(why, wlen, "bad option at \"%.32s\"", q);
+		return -EINVAL;
+	}
+	q += used + 1;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(key, names[i])) {
+			free(*dest[i]);
+			rc = kve_opt_value(q, end, dest[i]);
+			if (rc == -EINVAL)
+				snprintf(why, wlen, "%s= wants a value", key);
+			return rc;
+		}
+	if (!strcmp(key, "password")) {
+		snprintf(why, wlen,
+			 "a password is never taken from the URL (it would "
+			 "show in the process list and the mount table): "
+			 "password-file=FILE, or $" ETCD_PASSWORD_ENV);
+		return -EINVAL;
+	}
+	used = 0;
+	if (sscanf(q, "%llu%n", &v, &used) != 1 || (q[used] && q[used] != '&'))
+		v = 0;
+	*end = q + used;
+	if (!strcmp(key, "max-txn-ops") && v >= 8)
+		u->txn_ops = (size_t)v;
+	else if (!strcmp(key, "max-request-bytes") && v >= (256u << 10))
+		u->req_bytes = (size_t)v;
+	else if (!strcmp(key, "quota-bytes") && v >= (1u << 20))
+		u->quota = v;
+	else if (!strcmp(key, "lease-ttl") && v >= 2 && v <= 3600)
+		u->ttl = (int)v;
+	else {
+		snprintf(why, wlen, "bad option %s", key);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Whether the options of @u go together; else says why in @why. */
+static int kve_url_check(struct kve_url *u, char *why, size_t wlen)
+{
+	if (!u->cfg.https && (u->cacert || u->cert || u->key))
+		snprintf(why, wlen,
+			 "cacert=, cert= and key= are for TLS: "
+			 "etcd+https://...");
+	else if (!u->cert != !u->key)
+		snprintf(why, wlen, "cert= and key= go together");
+	else if (u->password_file && !u->user)
+		snprintf(why, wlen, "password-file= is a user's: user=NAME");
+	else if (u->user && strchr(u->user, ':'))
+		snprintf(why, wlen,
+			 "user=NAME takes no password (it would show in the "
+			 "process list and the mount table): password-file="
+			 "FILE, or $" ETCD_PASSWORD_ENV);
+	else
+		return 0;
+	return -EINVAL;
+}
+
+/*
+ * Parses etcd[+https]://EPS/NAME[/][?opts] into @u (kve_url_free() it, on
+ * an error too). Errors: -EINVAL (said in @why), -ENOMEM.
+ */
+static int kve_parse(const char *url, struct kve_url *u, char *why, size_t wlen)
+{
+	bool https =
+	    !strncmp(url, KV_ETCD_TLS_SCHEME, strlen(KV_ETCD_TLS_SCHEME));
+	const char *s = url + strlen(https ? KV_ETCD_TLS_SCHEME : "etcd://");
 	const char *slash = strchr(s, '/'), *q;
 	size_t nlen;
+	int rc = 0;
 
+	memset(u, 0, sizeof(*u));
+	u->txn_ops = KV_ETCD_TXN_OPS;
+	u->req_bytes = KV_ETCD_REQUEST_BYTES;
+	u->quota = 2ull << 30; /* etcd's default */
+	u->ttl = KVE_TTL;
+	u->cfg.https = https;
+	snprintf(why, wlen,
+		 "not etcd[+https]://HOST:PORT[,...]/NAME[?OPTIONS] (NAME: "
+		 "letters, digits, . _ -)");
 	if (!slash || slash == s)
 		return -EINVAL;
 	q = strchr(slash + 1, '?');
@@ -113,37 +258,50 @@ static int kve_parse(const char *url, char **eps, char **name, size_t *txn_ops,
 		      (c >= 'A' && c <= 'Z')))
 			return -EINVAL;
 	}
-	while (q && *q) {
-		unsigned long long v;
-		char key[32];
-		int used = 0;
-		q++;
-		if (sscanf(q, "%31[a-z-]=%llu%n", key, &v, &used) != 2)
-			return -EINVAL;
-		if (!strcmp(key, "max-txn-ops") && v >= 8)
-			*txn_ops = (size_t)v;
-		else if (!strcmp(key, "max-request-bytes") && v >= (256u << 10))
-			*req_bytes = (size_t)v;
-		else if (!strcmp(key, "quota-bytes") && v >= (1u << 20))
-			*quota = v;
-		else if (!strcmp(key, "lease-ttl") && v >= 2 && v <= 3600)
-			*ttl = (int)v;
-		else
-			return -EINVAL;
-		q += used;
-		if (*q && *q != '&')
-			return -EINVAL;
+	while (!rc && q && *q) {
+		rc = kve_option(q + 1, &q, u, why, wlen);
+		if (!rc && *q && *q != '&') {
+			snprintf(why, wlen, "bad option at \"%.32s\"", q);
+			rc = -EINVAL;
+		}
 	}
-	*eps = strndup(s, (size_t)(slash - s));
-	*name = strndup(slash + 1, nlen);
-	return *eps && *name ? 0 : -ENOMEM;
+	if (!rc)
+		rc = kve_url_check(u, why, wlen);
+	if (rc)
+		return rc;
+	why[0] = '\0';
+	u->cfg.cacert = u->cacert;
+	u->cfg.cert = u->cert;
+	u->cfg.key = u->key;
+	u->cfg.user = u->user;
+	u->cfg.password_file = u->password_file;
+	u->eps = strndup(s, (size_t)(slash - s));
+	u->name = strndup(slash + 1, nlen);
+	return u->eps && u->name ? 0 : -ENOMEM;
+}
+
+/* Says in @why (the open's error line, or "") why @e failed, and for a
+ * permission etcd refused, what the user needs (@name: the store's). */
+static void kve_why(struct etcd *e, const char *name, char *why, size_t wlen)
+{
+	size_t n;
+
+	if (!why || !wlen)
+		return;
+	etcd_why(e, why, wlen);
+	n = strlen(why);
+	if (strstr(why, "permission denied"))
+		snprintf(why + n, wlen - n,
+			 "; the store needs a role with readwrite on key "
+			 "prefix %s/",
+			 name);
 }
 
 int kv_etcd_open(struct kv **out, const char *url, const struct kv_options *opt)
 {
 	struct kve *kv = calloc(1, sizeof(*kv));
-	size_t txn_ops = KV_ETCD_TXN_OPS, req_bytes = KV_ETCD_REQUEST_BYTES;
-	char *eps = NULL, *name = NULL;
+	struct kve_url u;
+	char bad[256];
 	struct json_object *req = NULL, *resp = NULL;
 	int rc;
 
@@ -154,24 +312,22 @@ int kv_etcd_open(struct kv **out, const char *url, const struct kv_options *opt)
 	pthread_mutex_init(&kv->lock, NULL);
 	pthread_cond_init(&kv->slot_free, NULL);
 	pthread_cond_init(&kv->wake, NULL);
-	kv->quota = 2ull << 30; /* etcd's default */
-	kv->ttl = KVE_TTL;
-	rc = kve_parse(url, &eps, &name, &txn_ops, &req_bytes, &kv->quota,
-		       &kv->ttl);
+	rc = kve_parse(url, &u, bad, sizeof(bad));
 	if (rc) {
-		plog(LOG_ERR,
-		     "%s: not etcd://HOST:PORT[,...]/NAME "
-		     "(NAME: letters, digits, . _ -)",
-		     url);
+		plog(LOG_DEBUG, "%s: %s", url, bad);
+		if (opt->why)
+			snprintf(opt->why, opt->why_size, "%s", bad);
 		goto out;
 	}
-	kv->txn_ops = txn_ops;
-	kv->base.limits.batch_ops = txn_ops - 1; /* the commit slot */
-	kv->base.limits.batch_bytes = req_bytes - (64u << 10);
+	kv->quota = u.quota;
+	kv->ttl = u.ttl;
+	kv->txn_ops = u.txn_ops;
+	kv->base.limits.batch_ops = u.txn_ops - 1; /* the commit slot */
+	kv->base.limits.batch_bytes = u.req_bytes - (64u << 10);
 	kv->base.limits.value_bytes = kv->base.limits.batch_bytes;
-	if (asprintf(&kv->pfx, "%s/k/", name) < 0 ||
-	    asprintf(&kv->meta, "%s/m/", name) < 0 ||
-	    asprintf(&kv->owner, "%s/m/owner", name) < 0) {
+	if (asprintf(&kv->pfx, "%s/k/", u.name) < 0 ||
+	    asprintf(&kv->meta, "%s/m/", u.name) < 0 ||
+	    asprintf(&kv->owner, "%s/m/owner", u.name) < 0) {
 		kv->pfx = kv->meta = kv->owner = NULL;
 		rc = -ENOMEM;
 		goto out;
@@ -185,10 +341,11 @@ int kv_etcd_open(struct kv **out, const char *url, const struct kv_options *opt)
 		kv->client = ((uint64_t)ts.tv_sec << 32) ^
 			     (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 20);
 	}
-	rc = etcd_open(&kv->e, eps);
+	rc = etcd_open(&kv->e, u.eps, &u.cfg);
 	if (rc)
 		goto out;
-	/* reachable? (and a clear error now rather than at the first read) */
+	/* reachable, and who we are accepted? (a clear error now rather than
+	 * at the first read) */
 	req = json_object_new_object();
 	rc = kve_add_b64(req, "key", kv->meta, kv->mlen);
 	if (!rc)
@@ -201,10 +358,13 @@ int kv_etcd_open(struct kv **out, const char *url, const struct kv_options *opt)
 	if (!rc && !opt->read_only)
 		rc = kve_own(kv);
 out:
+	if (rc && kv->e)
+		kve_why(kv->e, u.name, opt->why, opt->why_size);
+	else if (kv->e)
+		etcd_opened(kv->e);
 	json_object_put(req);
 	json_object_put(resp);
-	free(eps);
-	free(name);
+	kve_url_free(&u);
 	if (rc) {
 		kve_close(&kv->base);
 		return rc;
@@ -220,16 +380,16 @@ static int str_cmp(const void *a, const void *b)
 
 int kv_etcd_identity(const char *url, char **out)
 {
-	size_t txn_ops, req_bytes, n = 0, len, i;
-	uint64_t quota;
-	int ttl, rc;
-	char *eps = NULL, *name = NULL, **v = NULL, *s, *tok, *id = NULL, *p;
+	size_t n = 0, len, i;
+	struct kve_url u;
+	char bad[256], **v = NULL, *s, *tok, *id = NULL, *p;
+	int rc;
 
 	*out = NULL;
-	rc = kve_parse(url, &eps, &name, &txn_ops, &req_bytes, &quota, &ttl);
+	rc = kve_parse(url, &u, bad, sizeof(bad));
 	if (rc)
 		goto out;
-	for (s = eps; *s; s++) {
+	for (s = u.eps; *s; s++) {
 		*s = (char)tolower((unsigned char)*s);
 		n += *s == ',';
 	}
@@ -239,8 +399,9 @@ int kv_etcd_identity(const char *url, char **out)
 		goto out;
 	}
 	n = 0;
-	len = strlen("etcd://") + strlen(name) + 2;
-	for (tok = strtok_r(eps, ",", &s); tok; tok = strtok_r(NULL, ",", &s)) {
+	len = strlen("etcd://") + strlen(u.name) + 2;
+	for (tok = strtok_r(u.eps, ",", &s); tok;
+	     tok = strtok_r(NULL, ",", &s)) {
 		/* the one host name every resolver gives as the loopback
 		 * (as long as its address: rewritten in place) */
 		if (!strncmp(tok, "localhost", 9) && (!tok[9] || tok[9] == ':'))
@@ -258,35 +419,35 @@ int kv_etcd_identity(const char *url, char **out)
 		rc = -ENOMEM;
 		goto out;
 	}
+	/* the same keys whatever the scheme: one spelling */
 	p += sprintf(p, "etcd://");
 	for (i = 0; i < n; i++)
 		if (!i || strcmp(v[i], v[i - 1]))
 			p += sprintf(p, "%s%s", i ? "," : "", v[i]);
-	sprintf(p, "/%s", name);
+	sprintf(p, "/%s", u.name);
 	*out = id;
 out:
 	free(v);
-	free(eps);
-	free(name);
+	kve_url_free(&u);
 	return rc;
 }
 
 int kv_etcd_holder(const char *url, char *buf, size_t size)
 {
-	size_t txn_ops, req_bytes, vlen = 0;
-	uint64_t quota;
-	int ttl, rc;
-	char *eps = NULL, *name = NULL, *key = NULL, *v = NULL;
+	size_t vlen = 0;
+	struct kve_url u;
+	char bad[256], *key = NULL, *v = NULL;
 	struct etcd *e = NULL;
 	struct json_object *req = NULL, *resp = NULL, *kvs;
+	int rc;
 
-	rc = kve_parse(url, &eps, &name, &txn_ops, &req_bytes, &quota, &ttl);
-	if (!rc && asprintf(&key, "%s/m/owner", name) < 0) {
+	rc = kve_parse(url, &u, bad, sizeof(bad));
+	if (!rc && asprintf(&key, "%s/m/owner", u.name) < 0) {
 		key = NULL;
 		rc = -ENOMEM;
 	}
 	if (!rc)
-		rc = etcd_open(&e, eps);
+		rc = etcd_open(&e, u.eps, &u.cfg);
 	if (!rc) {
 		req = json_object_new_object();
 		rc = kve_add_b64(req, "key", key, strlen(key));
@@ -309,8 +470,7 @@ int kv_etcd_holder(const char *url, char *buf, size_t size)
 	json_object_put(resp);
 	etcd_close(e);
 	free(key);
-	free(eps);
-	free(name);
+	kve_url_free(&u);
 	return rc;
 }
 

@@ -77,9 +77,16 @@ struct kv_options {
 	 * slice (kv_range_keys), counted when added: etcd applies such a
 	 * batch but stalls meanwhile */
 	bool strict;
+	/* when the open fails, a line saying why, if the engine knows more
+	 * than the errno (etcd: wrong password, certificate verification,
+	 * connection refused on HOST:PORT, ...); NULL: not wanted */
+	char *why;
+	size_t why_size;
 };
 
-/* true if @where names a store on etcd: etcd://HOST:PORT[,...]/NAME */
+/* true if @where names a store on etcd: etcd://HOST:PORT[,...]/NAME, or
+ * etcd+https://... (KV_ETCD_TLS_SCHEME) */
+#define KV_ETCD_TLS_SCHEME "etcd+https://"
 bool kv_is_etcd(const char *where);
 
 /*

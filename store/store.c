@@ -552,6 +552,8 @@ int store_open(struct store **out, const char *dir,
 	struct kv_options ko = {0};
 	int rc, format = 0, target;
 
+	if (opt->why && opt->why_size)
+		opt->why[0] = '\0';
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
@@ -589,6 +591,8 @@ int store_open(struct store **out, const char *dir,
 	ko.sync = opt->sync;
 	ko.cache_mb = opt->cache_mb;
 	ko.family = key_family;
+	ko.why = opt->why;
+	ko.why_size = opt->why_size;
 	/* format 1 is read as it is when it cannot or must not be upgraded */
 	ko.single_family = format == 1 && (opt->read_only || opt->format == 1);
 	rc = kv_open(&s->kv, dir, &ko);

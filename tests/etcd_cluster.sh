@@ -8,16 +8,27 @@
 #   etcd_cluster.sh leader DIR  prints the number (1-3) of the leader
 #   etcd_cluster.sh kill DIR N  kill -9 of member N
 #   etcd_cluster.sh restart DIR N   starts member N again (after kill)
+#   etcd_cluster.sh ctl DIR ARGS...  etcdctl ARGS on the members (with the
+#                               client certificate on a TLS cluster)
+#   etcd_cluster.sh pki DIR     makes certificates in DIR with openssl: a CA
+#                               (ca.crt), the members' (server.crt/key: SANs
+#                               127.0.0.1 and localhost), a client's
+#                               (client.crt/key: no CommonName, as etcd's
+#                               gateway wants with auth on) and another CA
+#                               (other-ca.crt), for the TLS tests
 #
 # Ports: six free ones from a random base in 20000-59999, checked with ss, so
 # several clusters (parallel tests) can run at once; a member that dies at
 # start (its port taken meanwhile) starts the cluster again on others (up to
 # 5 times). Environment: ETCD_QUOTA (--quota-backend-bytes, default etcd's
-# 2 GiB), ETCD_EXTRA (more flags).
+# 2 GiB), ETCD_EXTRA (more flags), ETCD_TLS (at start: a pki folder; the
+# members then serve clients over TLS only, wanting a client certificate
+# signed by its CA; peers stay on plain http, on loopback; DIR/tls keeps it
+# for the other commands).
 # Members log to DIR/N.log. Stops only the processes it started.
 set -euo pipefail
 
-cmd=${1:?usage: etcd_cluster.sh start|stop|leader|kill|restart DIR [N]}
+cmd=${1:?usage: etcd_cluster.sh start|stop|leader|kill|restart|ctl|pki DIR [N|ARGS]}
 dir=${2:?DIR}
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
@@ -30,9 +41,18 @@ member_args() { # N: the flags member N was started with
 	for i in 1 2 3; do
 		cluster+="m$i=http://127.0.0.1:$((base + 2 * (i - 1) + 1)),"
 	done
+	local scheme=http tls=()
+	if [ -f "$dir/tls" ]; then
+		local pki
+		pki=$(cat "$dir/tls")
+		scheme=https
+		tls=(--cert-file "$pki/server.crt" --key-file "$pki/server.key"
+			--trusted-ca-file "$pki/ca.crt" --client-cert-auth)
+	fi
 	echo --name "m$n" --data-dir "$dir/m$n" \
-		--listen-client-urls "http://127.0.0.1:$cport" \
-		--advertise-client-urls "http://127.0.0.1:$cport" \
+		--listen-client-urls "$scheme://127.0.0.1:$cport" \
+		--advertise-client-urls "$scheme://127.0.0.1:$cport" \
+		"${tls[@]}" \
 		--listen-peer-urls "http://127.0.0.1:$pport" \
 		--initial-advertise-peer-urls "http://127.0.0.1:$pport" \
 		--initial-cluster "${cluster%,}" \
@@ -48,6 +68,48 @@ endpoints() {
 	echo "127.0.0.1:$base,127.0.0.1:$((base + 2)),127.0.0.1:$((base + 4))"
 }
 
+# ctl ARGS...: etcdctl on endpoints @ARGS' first ("all" or one h:p), with
+# the client certificate on a TLS cluster
+ctl() {
+	local eps=$1 pki
+	shift
+	[ "$eps" = all ] && eps=$(endpoints)
+	if [ -f "$dir/tls" ]; then
+		pki=$(cat "$dir/tls")
+		ETCDCTL_API=3 etcdctl --endpoints "$(sed 's|[^,]*|https://&|g' <<<"$eps")" \
+			--cacert "$pki/ca.crt" --cert "$pki/client.crt" \
+			--key "$pki/client.key" "$@"
+	else
+		ETCDCTL_API=3 etcdctl --endpoints "$eps" "$@"
+	fi
+}
+
+# make_pki DIR: the certificates of the TLS tests (see the header)
+make_pki() {
+	local d=$1 ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
+	mkdir -p "$d"
+	openssl req -x509 "${ec[@]}" -keyout "$d/ca.key" -out "$d/ca.crt" \
+		-days 2 -subj /CN=pathfs-test-ca 2>/dev/null
+	openssl req -x509 "${ec[@]}" -keyout "$d/other-ca.key" \
+		-out "$d/other-ca.crt" -days 2 -subj /CN=pathfs-other-ca 2>/dev/null
+	openssl req "${ec[@]}" -keyout "$d/server.key" -out "$d/server.csr" \
+		-subj /CN=127.0.0.1 2>/dev/null
+	# the gateway dials its own member with this one: clientAuth too
+	printf '%s\n' "subjectAltName=IP:127.0.0.1,DNS:localhost" \
+		"extendedKeyUsage=serverAuth,clientAuth" >"$d/server.ext"
+	openssl x509 -req -in "$d/server.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" \
+		-CAcreateserial -out "$d/server.crt" -days 2 \
+		-extfile "$d/server.ext" 2>/dev/null
+	openssl req "${ec[@]}" -keyout "$d/client.key" -out "$d/client.csr" \
+		-subj /O=pathfs-test 2>/dev/null
+	echo "extendedKeyUsage=clientAuth" >"$d/client.ext"
+	openssl x509 -req -in "$d/client.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" \
+		-CAcreateserial -out "$d/client.crt" -days 2 \
+		-extfile "$d/client.ext" 2>/dev/null
+	chmod 600 "$d"/*.key
+	openssl verify -CAfile "$d/ca.crt" "$d/server.crt" "$d/client.crt" >/dev/null
+}
+
 start_member() { # N
 	local n=$1
 	# shellcheck disable=SC2046
@@ -60,8 +122,7 @@ start_member() { # N
 wait_healthy() {
 	local i n
 	for i in $(seq 1 200); do
-		if ETCDCTL_API=3 etcdctl --endpoints "$(endpoints)" \
-			--command-timeout=2s endpoint health >/dev/null 2>&1; then
+		if ctl all --command-timeout=2s endpoint health >/dev/null 2>&1; then
 			return 0
 		fi
 		for n in "$@"; do
@@ -75,7 +136,17 @@ wait_healthy() {
 }
 
 case $cmd in
+ctl)
+	shift 2
+	ctl all "$@"
+	;;
+pki)
+	make_pki "$dir"
+	;;
 start)
+	if [ -n "${ETCD_TLS:-}" ]; then
+		(cd "$ETCD_TLS" && pwd) >"$dir/tls"
+	fi
 	# a port free when checked may be taken before its member binds it
 	# (another cluster starting, a client's ephemeral port): a member that
 	# dies is found out at once, and the cluster starts again elsewhere
@@ -118,7 +189,7 @@ leader)
 	base=$(cat "$dir/base")
 	for n in 1 2 3; do
 		ep=127.0.0.1:$((base + 2 * (n - 1)))
-		if ETCDCTL_API=3 etcdctl --endpoints "$ep" --command-timeout=2s \
+		if ctl "$ep" --command-timeout=2s \
 			endpoint status -w json 2>/dev/null |
 			python3 -c 'import json,sys; s=json.load(sys.stdin)[0]["Status"]; sys.exit(0 if s["leader"]==s["header"]["member_id"] else 1)'; then
 			echo "$n"
@@ -138,7 +209,7 @@ restart)
 	wait_healthy
 	;;
 *)
-	echo "usage: etcd_cluster.sh start|stop|leader|kill|restart DIR [N]" >&2
+	echo "usage: etcd_cluster.sh start|stop|leader|kill|restart|ctl|pki DIR [N|ARGS]" >&2
 	exit 2
 	;;
 esac

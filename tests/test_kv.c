@@ -6,6 +6,7 @@
  * both). Each test gets a fresh store: a mkdtemp directory, or a fresh key
  * prefix on the cluster.
  */
+#include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -14,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <sys/file.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -565,7 +568,7 @@ static long long compact_all(void)
 
 	cr_assert(cluster_lock_ex, "%s compacts: list it in compacting_tests",
 		  criterion_current_test->name);
-	cr_assert_eq(etcd_open(&e, eps), 0);
+	cr_assert_eq(etcd_open(&e, eps, NULL), 0);
 	req = json_object_new_object();
 	json_object_object_add(req, "key", json_object_new_string("AA=="));
 	cr_assert_eq(etcd_call(e, "/v3/kv/range", req, &resp), 0);
@@ -716,7 +719,7 @@ static void revoke_owner_lease(void)
 	long long lease;
 
 	snprintf(key, sizeof(key), "%s/m/owner", name);
-	cr_assert_eq(etcd_open(&e, eps), 0);
+	cr_assert_eq(etcd_open(&e, eps, NULL), 0);
 	req = json_object_new_object();
 	b = etcd_b64(key, strlen(key));
 	json_object_object_add(req, "key", json_object_new_string(b));
@@ -1000,6 +1003,88 @@ Test(kv, identity_of_a_location)
 	cr_expect_eq(kv_identity("etcd://h1:1//", &id), -EINVAL);
 	cr_expect_eq(kv_identity("etcd:///n", &id), -EINVAL);
 	cr_expect_eq(kv_identity("etcd://,/n", &id), -EINVAL);
+}
+
+/* etcd+https:// names the same keys as etcd://: one identity; the TLS and
+ * user options (etcdctl's --cacert, --cert, --key, --user) are no part of
+ * it, and a value may spell a byte as %XX. */
+Test(kv, identity_of_a_tls_location)
+{
+	expect_identity("etcd+https://H2:2,h1:1/n?cacert=/c%26a.pem&cert=/c"
+			"&key=/k&user=u&password-file=/p&lease-ttl=9",
+			"etcd://h1:1,h2:2/n");
+	expect_identity("etcd+https://h1:1/n?cacert=/etc/ssl/ca.pem",
+			"etcd://h1:1/n");
+	expect_identity("etcd://h1:1/n?user=u", "etcd://h1:1/n");
+}
+
+/* What a location cannot say is refused, before any request: a password
+ * (it would show in the process list and the mount table), TLS files
+ * without TLS, a certificate without its key, a password file without a
+ * user, an empty or unknown option, a bad %XX. */
+Test(kv, tls_location_refusals)
+{
+	static const char *const bad[] = {
+	    "etcd+https://h1:1/n?user=u&password=secret",
+	    "etcd+https://h1:1/n?user=u:secret",
+	    "etcd://h1:1/n?cacert=/ca.pem",
+	    "etcd://h1:1/n?cert=/c&key=/k",
+	    "etcd+https://h1:1/n?cert=/c",
+	    "etcd+https://h1:1/n?key=/k",
+	    "etcd+https://h1:1/n?password-file=/p",
+	    "etcd+https://h1:1/n?cacert=",
+	    "etcd+https://h1:1/n?cacert=/a%2",
+	    "etcd+https://h1:1/n?cacert=/a%00b",
+	    "etcd+https://h1:1/n?insecure=1",
+	    "etcd+https:///n",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *id = NULL;
+
+		cr_expect_eq(kv_identity(bad[i], &id), -EINVAL, "%s", bad[i]);
+		cr_expect_null(id, "%s", bad[i]);
+		free(id);
+	}
+}
+
+/* An open that fails says why in one line (kv_options.why), within
+ * seconds: a member where nothing listens is named with its cause rather
+ * than retried for ETCD_RETRY_S; a user without a password is refused
+ * before any request. */
+Test(kv, etcd_open_says_why)
+{
+	char why[512] = "x", url[128], cause[64];
+	struct kv_options o = {
+	    .read_only = true, .why = why, .why_size = sizeof(why)};
+	struct timespec t0, t1;
+	struct kv *kv = NULL;
+	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+	struct sockaddr_in sa = {.sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(sa);
+
+	/* a port nothing listens on: bound, never listening */
+	cr_assert(fd >= 0);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+	port = ntohs(sa.sin_port);
+	snprintf(url, sizeof(url), "etcd+https://127.0.0.1:%d/n", port);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	cr_expect_eq(kv_open(&kv, url, &o), -EHOSTUNREACH);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	cr_expect_lt(t1.tv_sec - t0.tv_sec, 5);
+	snprintf(cause, sizeof(cause), "127.0.0.1:%d: Connection refused",
+		 port);
+	cr_expect(strstr(why, cause) != NULL, "%s", why);
+	close(fd);
+
+	unsetenv("PATHFS_ETCD_PASSWORD");
+	cr_expect_eq(kv_open(&kv, "etcd+https://127.0.0.1:1/n?user=u", &o),
+		     -EINVAL);
+	cr_expect(strstr(why, "user u has no password") != NULL, "%s", why);
+	cr_expect_eq(kv_open(&kv, "etcd://127.0.0.1:1/n?user=u:pw", &o),
+		     -EINVAL);
+	cr_expect(strstr(why, "takes no password") != NULL, "%s", why);
 }
 
 static void no_change(void *ctx, const char *k, size_t klen, const char *v,

@@ -1,19 +1,37 @@
 #!/usr/bin/env bash
-# with_etcd.sh [--quota BYTES] CMD [ARGS...] - runs CMD with a fresh
+# with_etcd.sh [--quota BYTES] [--tls] CMD [ARGS...] - runs CMD with a fresh
 # 3-member etcd cluster (tests/etcd_cluster.sh) whose endpoints are in
 # $PATHFS_TEST_ETCD, and PATHFS_TEST_KV=etcd; stops the cluster by pid and
 # removes its data after, whatever CMD does. Its exit status is CMD's.
 # --quota starts the members with --quota-backend-bytes BYTES (also passed
 # to CMD as $PATHFS_TEST_ETCD_QUOTA), for the tests of a full cluster.
+# --tls makes certificates (etcd_cluster.sh pki) in the cluster's folder and
+# starts the members serving clients over TLS with client certificates; the
+# certificates' folder is $PATHFS_TEST_ETCD_PKI (ca.crt, client.crt/key,
+# other-ca.crt). The test enables authentication itself.
 set -uo pipefail
-if [ "${1:-}" = --quota ]; then
-	export ETCD_QUOTA=${2:?--quota BYTES}
-	export PATHFS_TEST_ETCD_QUOTA=$ETCD_QUOTA
-	shift 2
-fi
+tls=0
+while [ $# -gt 0 ]; do
+	case $1 in
+	--quota)
+		export ETCD_QUOTA=${2:?--quota BYTES}
+		export PATHFS_TEST_ETCD_QUOTA=$ETCD_QUOTA
+		shift 2
+		;;
+	--tls)
+		tls=1
+		shift
+		;;
+	*) break ;;
+	esac
+done
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 dir=$(mktemp -d /tmp/pathfs-etcd.XXXXXX)
 trap '"$here/etcd_cluster.sh" stop "$dir"; rm -rf "$dir"' EXIT
+if [ $tls = 1 ]; then
+	"$here/etcd_cluster.sh" pki "$dir/pki" || exit 1
+	export ETCD_TLS=$dir/pki PATHFS_TEST_ETCD_PKI=$dir/pki
+fi
 PATHFS_TEST_ETCD=$("$here/etcd_cluster.sh" start "$dir") || exit 1
 export PATHFS_TEST_ETCD PATHFS_TEST_KV=etcd PATHFS_TEST_ETCD_DIR=$dir
 "$@"

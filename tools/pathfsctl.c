@@ -67,7 +67,7 @@ static bool wants_help(int argc, char **argv)
 	return false;
 }
 
-static int open_error(const char *dir, int rc)
+static int open_error(const char *dir, int rc, const char *why)
 {
 	switch (rc) {
 	case -ENOENT:
@@ -121,11 +121,15 @@ static int open_error(const char *dir, int rc)
 			"(format version %d here); nothing done\n",
 			dir, TREE_FORMAT_VERSION);
 		break;
-	default:
-		fprintf(stderr,
-			"pathfsctl: cannot open store %s: %s (-v tells "
-			"more)\n",
-			dir, strerror(-rc));
+	default: /* etcd: wrong password, certificate, refused, ... */
+		if (why[0])
+			fprintf(stderr, "pathfsctl: cannot open store %s: %s\n",
+				dir, why);
+		else
+			fprintf(stderr,
+				"pathfsctl: cannot open store %s: %s (-v tells "
+				"more)\n",
+				dir, strerror(-rc));
 	}
 	return CTL_FAILED;
 }
@@ -205,6 +209,7 @@ int main(int argc, char **argv)
 	const char *drive = getenv("PATHFS_DRIVE");
 	bool drive_given = false;
 	struct store_options opt = {0};
+	char why[1024] = "";
 	struct ctl_env env = {0};
 	struct store *s = NULL;
 	bool verbose = false;
@@ -338,6 +343,8 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[0], "recover"))
 		list_unfinished(dir);
 	opt.create = !strcmp(argv[0], "mkdrive");
+	opt.why = why;
+	opt.why_size = sizeof(why);
 	/* On etcd a writer may hold the store on another machine: a command
 	 * that only reads opens it read-only (no owner key), as -o ro does. */
 	opt.read_only = store_is_remote(dir) && ctl_reads_only(argc, argv);
@@ -351,7 +358,7 @@ int main(int argc, char **argv)
 	if (!verbose)
 		log_set_level(LOG_WARNING);
 	if (rc)
-		return open_error(dir, rc);
+		return open_error(dir, rc, why);
 	env.store = s;
 	fflush(stdout);
 	status = ctl_run(&env, argc, argv);

@@ -90,11 +90,18 @@ struct store_options {
 	 * or open one without upgrading it past that (tests of the upgrade
 	 * build old stores so) */
 	int format;
+	/* when the open fails, a line saying why if more is known than the
+	 * errno (etcd: wrong password, certificate verification failed,
+	 * connection refused on HOST:PORT, TLS wanted, ...), else "";
+	 * NULL: not wanted */
+	char *why;
+	size_t why_size;
 };
 
 /*
  * Opens the store at @dir, a directory, or an etcd cluster when @dir is
- * etcd://HOST:PORT[,HOST:PORT...]/NAME (see store_is_remote; NAME is the
+ * etcd[+https]://HOST:PORT[,HOST:PORT...]/NAME[?OPTIONS] (see
+ * store_is_remote, README's etcd section for the options; NAME is the
  * store's key prefix there, and its marker a key), and, unless read-only,
  * upgrades a store
  * of an older format (see TREE_FORMAT_VERSION; resumable, crash-safe), replays
@@ -106,7 +113,9 @@ struct store_options {
  * Errors: -ENOENT (missing and !create, or its parent is missing), -EBUSY
  * (another process holds the store's lock), -EMEDIUMTYPE (the directory is not
  * empty and is not a pathfs store), -EINVAL (a malformed etcd URL),
- * -EHOSTUNREACH (no etcd member answered), -EPROTONOSUPPORT (a drive's format version
+ * -EHOSTUNREACH (no etcd member answered), -EPROTO (http to an etcd member
+ * that speaks TLS), -EACCES (etcd refused the user, its password or
+ * certificate, or a key), -EPROTONOSUPPORT (a drive's format version
  * is newer than this program), -EUCLEAN (read-only, and an upgrade was
  * interrupted: open read-write once), -EINVAL (bad @opt->format), -ENOSPC
  * (read-write: no room on its file system to open it, see store_room; or to
