@@ -1043,11 +1043,10 @@ bool fs_retry(struct fs *fs, int *rc, uint64_t ino, const char *name,
 	do
 		frc = follow_store(fs, ino, p);
 	while (frc == -ENOENT && ++p->follows < FS_FOLLOW_MAX);
-	if (frc) {
-		*rc = frc == -ENOENT ? -ESTALE : frc;
-		return false;
-	}
-	return ++p->follows <= FS_FOLLOW_MAX;
+	if (!frc && ++p->follows <= FS_FOLLOW_MAX)
+		return true;
+	*rc = frc && frc != -ENOENT ? frc : -ESTALE;
+	return false;
 }
 
 static struct busy *busy_new(const char *src, const char *dst)
