@@ -74,12 +74,15 @@ rel_alive() {
 # fails the test if it hangs or exits non-zero (the unmount as
 # pfs_fusermount_u does it).
 rel_umount_fg() {
-	local i rc=0
+	local i rc=0 t0
 	pfs_fusermount_u
+	t0=$(date +%s%N)
 	for i in $(seq 1 600); do
 		kill -0 "$DPID" 2>/dev/null || break
 		sleep 0.05
 	done
+	echo "# the daemon exited $((($(date +%s%N) - t0) / 1000000)) ms" \
+		"after the unmount"
 	if kill -0 "$DPID" 2>/dev/null; then
 		echo "FAIL: daemon did not exit after unmount; its threads:" >&2
 		pfs_threads "$DPID" >&2
