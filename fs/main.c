@@ -594,6 +594,19 @@ static int open_store(const char *dir, bool exists, const struct options *o,
 	case -EMEDIUMTYPE:
 		fail("%s is not a pathfs store", dir);
 		break;
+	case -EBADMSG: {
+		char what[1024];
+
+		if (store_damage(dir, what, sizeof(what)))
+			snprintf(what, sizeof(what),
+				 "a write-ahead log is damaged");
+		fail("store %s: %s; not mounted, nothing changed ('pathfsctl "
+		     "-s %s recover --truncate-log' keeps what precedes the "
+		     "damage and drops the rest, after copying the logs to "
+		     "%s/lost+found/)",
+		     dir, what, dir, dir);
+		break;
+	}
 	case -EPROTONOSUPPORT:
 		fail("store %s was written by a newer pathfs (format version "
 		     "%d here)",

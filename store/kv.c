@@ -53,6 +53,19 @@ int kv_holder(const char *where, char *buf, size_t size)
 	return kv_is_etcd(where) ? kv_etcd_holder(where, buf, size) : -ENOENT;
 }
 
+int kv_damage(const char *where, char *buf, size_t size)
+{
+	return kv_is_etcd(where) ? -ENOENT
+				 : kv_rocksdb_damage(where, buf, size);
+}
+
+int kv_verify(struct kv *kv, void (*report)(void *ctx, const char *msg),
+	      void *ctx, size_t *found)
+{
+	*found = 0;
+	return kv->ops->verify ? kv->ops->verify(kv, report, ctx, found) : 0;
+}
+
 int kv_open(struct kv **out, const char *where, const struct kv_options *opt)
 {
 	struct kv_options o = *opt;

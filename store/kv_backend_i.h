@@ -63,6 +63,9 @@ struct kv_ops {
 	int (*compact_range)(struct kv *kv, const char *lo, size_t lolen,
 			     const char *hi, size_t hilen);
 	uint64_t (*reserve_bytes)(struct kv *kv);
+	/* optional (NULL: nothing to check): kv_verify() */
+	int (*verify)(struct kv *kv, void (*report)(void *ctx, const char *msg),
+		      void *ctx, size_t *found);
 	/* optional (NULL: -EOPNOTSUPP): kv_watch(), kv_watch_stop() */
 	int (*watch)(void **out, struct kv *kv, const char *lo, size_t lolen,
 		     const char *hi, size_t hilen, long long rev,
@@ -103,6 +106,7 @@ struct kv_batch {
 /* The backends' opens: as kv_open() for their kind of location. */
 int kv_rocksdb_open(struct kv **out, const char *dir,
 		    const struct kv_options *opt);
+int kv_rocksdb_damage(const char *dir, char *buf, size_t size);
 int kv_etcd_open(struct kv **out, const char *url,
 		 const struct kv_options *opt);
 int kv_rocksdb_room(const char *dir, uint64_t *avail, uint64_t *need);

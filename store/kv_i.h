@@ -82,6 +82,15 @@ struct kv_options {
 	 * connection refused on HOST:PORT, ...); NULL: not wanted */
 	char *why;
 	size_t why_size;
+	/*
+	 * RocksDB: a write-ahead log damaged before its end (not a torn tail)
+	 * is repaired by dropping everything from the damage on (RocksDB's
+	 * point-in-time recovery), after a copy of the logs is kept in
+	 * lost+found/ and what is dropped is logged. Without it such a store
+	 * is refused (-EBADMSG), nothing changed: the user chooses
+	 * (pathfsctl recover --truncate-log).
+	 */
+	bool truncate_log;
 };
 
 /* true if @where names a store on etcd: etcd://HOST:PORT[,...]/NAME, or
@@ -100,10 +109,30 @@ bool kv_is_etcd(const char *where);
  * already open in this one), -EACCES, -EUCLEAN (see single_family), -ENOSPC
  * (a read-write open of a store on a file system without room for what the
  * open writes: kv_rocksdb_open.c), -EROFS, -EINVAL
- * (a malformed etcd URL), -EHOSTUNREACH (no etcd member answered), -EIO. On
- * success *out owns it; kv_close() frees.
+ * (a malformed etcd URL), -EHOSTUNREACH (no etcd member answered),
+ * -EBADMSG (a write-ahead log is damaged before its end: see truncate_log
+ * and kv_damage; logged), -EIO. On success *out owns it; kv_close() frees.
  */
 int kv_open(struct kv **out, const char *where, const struct kv_options *opt);
+
+/*
+ * What is damaged at @where when kv_open() said -EBADMSG, in words for the
+ * refusal (which log, at which offset, how many records and writes a
+ * repair would drop), in @buf. -ENOENT if nothing damaged is found (or
+ * @where is on etcd), -errno of reading the logs.
+ */
+int kv_damage(const char *where, char *buf, size_t size);
+
+/*
+ * Reads every key of every family with checksums verified, so that a
+ * damaged table file is found now rather than by the read that hits it:
+ * @report(@ctx, msg) is called once for each family a read error stops
+ * (msg names the file and what is wrong, borrowed for the call), *found
+ * counts them. Costs a read of the whole store. An engine with nothing of
+ * its own to check (etcd) reports nothing. Errors: -ENOMEM.
+ */
+int kv_verify(struct kv *kv, void (*report)(void *ctx, const char *msg),
+	      void *ctx, size_t *found);
 
 /* Who holds the store at @where open read-write (see store_holder): an etcd
  * store's owner key's value, in @buf. -ENOENT if none, or a directory. */

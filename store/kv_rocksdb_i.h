@@ -7,8 +7,11 @@
  *                      reserve, sync, the upgrade of format-1 stores
  *   kv_rocksdb_patch.c patches: kv_batch_patch and the merge operator that
  *                      folds them
+ *   kv_rocksdb_wal.c   reads the write-ahead logs on its own to say what a
+ *                      damaged one would lose, keeps a copy before a repair
  *
- * They are the only files in the project that include rocksdb/c.h.
+ * They are the only files in the project that include rocksdb/c.h (the
+ * WAL reader needs none).
  *
  * Internal to store/ (kv_backend_i.h's kv_rocksdb_open() is the way in).
  */
@@ -94,5 +97,34 @@ void kvr_batch_patch(struct kv_batch *b_, const char *key, size_t klen,
 /* kv_rocksdb_patch.c: a new merge operator "pathfs.patch.1" that folds
  * patches; the options it is set on own it. */
 rocksdb_mergeoperator_t *kvr_patch_operator(void);
+
+/* kv_rocksdb_wal.c: what the first damaged write-ahead log would lose. */
+struct kvr_wal_damage {
+	bool damaged;
+	uint64_t log;	  /* its number: NNNNNN.log */
+	uint64_t offset;  /* of its first damaged record */
+	uint64_t size;	  /* of that log */
+	char why[48];	  /* "checksum mismatch", ... */
+	uint64_t kept;	  /* write batches before the damage in that log */
+	uint64_t records; /* readable write batches after it, later logs too */
+	uint64_t writes;  /* the writes (puts, deletes...) in them */
+	uint64_t later_logs; /* logs after the damaged one (dropped whole) */
+};
+/*
+ * Reads every write-ahead log of @dir (see kv_rocksdb_wal.c) for damage
+ * before its end. Returns 1 (damage: *d says where and what follows), 0 (none:
+ * at most a torn tail), or -errno of reading a log.
+ */
+int kvr_wal_check(const char *dir, struct kvr_wal_damage *d);
+/* The sentence for damage @d: which log, where, what would be dropped. */
+void kvr_wal_describe(const struct kvr_wal_damage *d, char *buf, size_t size);
+/*
+ * Copies the damaged log of @d and every later one into @dir/lost+found/
+ * (made 0700), named NNNNNN.log.<UTC time>, synced, before a repair drops
+ * them; @where gets the folder's path. Errors: -errno (nothing to repair
+ * then: the caller stops).
+ */
+int kvr_wal_keep(const char *dir, const struct kvr_wal_damage *d, char *where,
+		 size_t size);
 
 #endif

@@ -593,6 +593,7 @@ int store_open(struct store **out, const char *dir,
 	ko.family = key_family;
 	ko.why = opt->why;
 	ko.why_size = opt->why_size;
+	ko.truncate_log = opt->truncate_log;
 	/* format 1 is read as it is when it cannot or must not be upgraded */
 	ko.single_family = format == 1 && (opt->read_only || opt->format == 1);
 	rc = kv_open(&s->kv, dir, &ko);
@@ -674,6 +675,17 @@ void store_close(struct store *s)
 	pthread_mutex_destroy(&s->lock);
 	free(s->dir);
 	free(p);
+}
+
+int store_damage(const char *dir, char *buf, size_t size)
+{
+	return kv_damage(dir, buf, size);
+}
+
+int store_verify(struct store *s, void (*report)(void *ctx, const char *msg),
+		 void *ctx, size_t *found)
+{
+	return kv_verify(s->kv, report, ctx, found);
 }
 
 int store_sync(struct store *s)

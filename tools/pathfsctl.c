@@ -67,9 +67,27 @@ static bool wants_help(int argc, char **argv)
 	return false;
 }
 
+/* The sentence for a store refused with -EBADMSG, in @buf. */
+static void damage_words(const char *dir, char *buf, size_t size)
+{
+	if (store_damage(dir, buf, size))
+		snprintf(buf, size, "a write-ahead log is damaged");
+}
+
 static int open_error(const char *dir, int rc, const char *why)
 {
+	char what[1024];
+
 	switch (rc) {
+	case -EBADMSG:
+		damage_words(dir, what, sizeof(what));
+		fprintf(stderr,
+			"pathfsctl: store %s: %s; nothing changed ('pathfsctl "
+			"-s %s recover --truncate-log' keeps what precedes "
+			"the damage and drops the rest, after copying the logs "
+			"to %s/lost+found/)\n",
+			dir, what, dir, dir);
+		break;
 	case -ENOENT:
 		fprintf(stderr,
 			"pathfsctl: no store at %s (mount it once, or create "
@@ -132,6 +150,86 @@ static int open_error(const char *dir, int rc, const char *why)
 				dir, strerror(-rc));
 	}
 	return CTL_FAILED;
+}
+
+/* true if the command line @argv has option @opt before any "--" */
+static bool has_opt(int argc, char **argv, const char *opt)
+{
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], opt))
+			return true;
+	return false;
+}
+
+/*
+ * fsck of a store that does not open for a damaged write-ahead log: that is
+ * its finding (exit 1); --repair points to the repair, which drops data and
+ * so is recover's explicit choice.
+ */
+static int fsck_damaged(const char *dir, int argc, char **argv)
+{
+	char what[1024];
+
+	damage_words(dir, what, sizeof(what));
+	if (has_opt(argc, argv, "--json")) {
+		printf("[{\"store\": \"");
+		for (const char *p = dir; *p; p++)
+			printf(*p == '"' || *p == '\\' ? "\\%c" : "%c", *p);
+		printf("\", \"findings\": [\"%s\"], \"count\": 1, "
+		       "\"error\": true}]\n",
+		       what);
+		return CTL_FAILED;
+	}
+	printf("store %s:\n  %s\n", dir, what);
+	if (has_opt(argc, argv, "--repair"))
+		printf("  not repaired: the repair drops data, so it is "
+		       "yours to choose: 'pathfsctl -s %s recover "
+		       "--truncate-log'\n",
+		       dir);
+	printf("1 finding\n");
+	return CTL_FAILED;
+}
+
+/*
+ * `recover --truncate-log` on an unmounted store: says what is damaged and
+ * what will be dropped, then opens the store with the repair (store.c logs
+ * it, to STORE/pathfs.log here, and keeps a copy of the logs in
+ * STORE/lost+found/). A store with intact logs opens as always.
+ * Returns store_open()'s result, or -errno of reading the logs.
+ */
+static int open_truncating(const char *dir, struct store_options *opt,
+			   struct store **s)
+{
+	char what[1024], *logpath = NULL;
+	int rc = store_damage(dir, what, sizeof(what));
+
+	if (rc == -ENOENT) {
+		printf("the write-ahead logs of %s are intact: nothing to "
+		       "drop\n",
+		       dir);
+		return store_open(s, dir, opt);
+	}
+	if (rc)
+		return rc;
+	printf("%s\ndropping that: a copy of the logs goes to "
+	       "%s/lost+found/, the repair is logged to %s/pathfs.log\n",
+	       what, dir, dir);
+	fflush(stdout);
+	if (asprintf(&logpath, "%s/pathfs.log", dir) < 0 ||
+	    log_to_file(logpath, 0))
+		fprintf(stderr,
+			"pathfsctl: cannot write %s/pathfs.log: the "
+			"repair is logged here\n",
+			dir);
+	free(logpath);
+	log_set_level(LOG_INFO);
+	opt->truncate_log = true;
+	rc = store_open(s, dir, opt);
+	if (!rc)
+		printf("recovered: %s opens with what preceded the damage; the "
+		       "records after it were dropped\n",
+		       dir);
+	return rc;
 }
 
 /*
@@ -352,11 +450,17 @@ int main(int argc, char **argv)
 	 * store's own log lines about it are for -v. */
 	if (!verbose)
 		log_set_level(LOG_CRIT);
-	rc = store_open(&s, dir, &opt);
+	if (!strcmp(argv[0], "recover") &&
+	    has_opt(argc, argv, "--truncate-log"))
+		rc = open_truncating(dir, &opt, &s);
+	else
+		rc = store_open(&s, dir, &opt);
 	if (rc)
 		rc = open_read_only(dir, rc, argc, argv, &opt, &s);
 	if (!verbose)
 		log_set_level(LOG_WARNING);
+	if (rc == -EBADMSG && !strcmp(argv[0], "fsck"))
+		return fsck_damaged(dir, argc, argv);
 	if (rc)
 		return open_error(dir, rc, why);
 	env.store = s;

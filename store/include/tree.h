@@ -96,6 +96,12 @@ struct store_options {
 	 * NULL: not wanted */
 	char *why;
 	size_t why_size;
+	/* a write-ahead log damaged before its end is repaired by dropping
+	 * everything from the damage on, a copy of the logs kept in
+	 * STORE/lost+found/ and the loss logged; without it such a store is
+	 * refused (-EBADMSG). The user's explicit choice only (pathfsctl
+	 * recover --truncate-log), never a default. */
+	bool truncate_log;
 };
 
 /*
@@ -119,7 +125,9 @@ struct store_options {
  * is newer than this program), -EUCLEAN (read-only, and an upgrade was
  * interrupted: open read-write once), -EINVAL (bad @opt->format), -ENOSPC
  * (read-write: no room on its file system to open it, see store_room; or to
- * upgrade), -EROFS, -EACCES, -EIO.
+ * upgrade), -EROFS, -EBADMSG (a write-ahead log is damaged before its end:
+ * nothing was changed; store_damage says what, truncate_log repairs),
+ * -EACCES, -EIO.
  * On success *out owns the store; free it with store_close().
  */
 int store_open(struct store **out, const char *dir,
@@ -184,6 +192,24 @@ int store_server(const char *dir, pid_t *pid);
  * cluster cannot be asked.
  */
 int store_holder(const char *dir, char *buf, size_t size);
+
+/*
+ * When store_open() said -EBADMSG: what is damaged in the store at @dir and
+ * what a repair (truncate_log) would drop, in words (which write-ahead log,
+ * at which offset, how many records and writes after it), in @buf.
+ * -ENOENT if nothing damaged is found, -errno of reading the logs.
+ */
+int store_damage(const char *dir, char *buf, size_t size);
+
+/*
+ * Reads every record of the store with checksums verified (all drives, all
+ * of their content: the cost of reading the whole store), so that a damaged
+ * table file is found before a read hits it: @report(@ctx, msg) is called
+ * for each damage found (msg names the file; borrowed for the call), *found
+ * counts them. Errors: -ENOMEM.
+ */
+int store_verify(struct store *s, void (*report)(void *ctx, const char *msg),
+		 void *ctx, size_t *found);
 
 /* Syncs the write-ahead log: everything committed so far is durable. */
 int store_sync(struct store *s);

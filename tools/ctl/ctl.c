@@ -54,8 +54,10 @@ static const struct cmd cmds[] = {
     {"fsck", ctl_cmd_fsck, O_JSON | O_REPAIR | O_ALL, 0, 0,
      "fsck [--repair] [--all] [--json]",
      "check the drive's invariants; exit 1 on any finding"},
-    {"recover", ctl_cmd_recover, 0, 0, 0, "recover",
-     "replay unfinished journal records (interrupted renames, moves)"},
+    {"recover", ctl_cmd_recover, O_TRUNC, 0, 0, "recover [--truncate-log]",
+     "replay unfinished journal records (interrupted renames, moves); "
+     "with --truncate-log, open a store whose write-ahead log is damaged "
+     "by dropping what follows the damage"},
     {"rm", ctl_cmd_rm, O_R | O_BUDGET | O_JSON, 1, 1,
      "rm -r [--max-items N] [--resume TOKEN] [--json] PATH",
      "delete a branch, descendants first"},
@@ -119,6 +121,14 @@ static void cmd_usage(FILE *f, const struct cmd *c)
 		fputs("  --json         machine-readable output\n", f);
 	if (c->opts & O_RESET)
 		fputs("  --reset        start counting again from zero\n", f);
+	if (c->opts & O_TRUNC)
+		fputs("  --truncate-log a store refused for a damaged "
+		      "write-ahead log: keep what\n"
+		      "                 precedes the damage, drop the rest "
+		      "(told first, logged to\n"
+		      "                 STORE/pathfs.log, the logs copied to "
+		      "STORE/lost+found/)\n",
+		      f);
 	if (c->opts & O_REPAIR)
 		fputs("  --repair       fix what can be fixed safely\n"
 		      "  --all          every drive of the store\n",
@@ -214,6 +224,9 @@ static int parse_opts(struct ctx *x, int argc, char **argv)
 		} else if (!strcmp(name, "--repair") && (allow & O_REPAIR) &&
 			   !eq) {
 			o->repair = true;
+		} else if (!strcmp(name, "--truncate-log") &&
+			   (allow & O_TRUNC) && !eq) {
+			o->truncate_log = true;
 		} else if (!strcmp(name, "--reset") && (allow & O_RESET) &&
 			   !eq) {
 			o->reset = true;

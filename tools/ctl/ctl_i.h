@@ -25,7 +25,7 @@
 #define PROGRESS_REDRAW_NS 100000000LL /* 0.1 s */
 
 struct opts {
-	bool help, json, recursive, repair, all, reset;
+	bool help, json, recursive, repair, all, reset, truncate_log;
 	bool have_max;
 	uint64_t max_items;
 	const char *resume;
@@ -44,6 +44,7 @@ struct opts {
 #define O_DEPTH	 0x20
 #define O_OWNER	 0x40
 #define O_RESET	 0x80
+#define O_TRUNC	 0x100 /* --truncate-log */
 
 struct ctx {
 	struct ctl_env *env;
