@@ -35,7 +35,9 @@
  *    kPointInTimeRecovery, which replays up to the first bad record and
  *    drops everything after it without a word: a log cut short at its end
  *    (the torn tail of a kill -9 or power loss) still replays up to the cut,
- *    while damage before the end fails the open. kv_rocksdb_wal.c then says
+ *    while damage before the end fails the open (a last record that fails
+ *    its checksum with nothing readable after it is a torn tail too, and
+ *    replays with point-in-time recovery and a line). kv_rocksdb_wal.c says
  *    which log, where, and what would be lost, and the open is refused
  *    (-EBADMSG) until the user chooses the loss (kv_options.truncate_log:
  *    the logs are copied to lost+found/, the loss logged, and the store
@@ -114,6 +116,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "kv_rocksdb_i.h"
 #include "log.h"
@@ -123,6 +126,9 @@
 #define KV_WAL_TOLERATE_TAIL   0 /* kTolerateCorruptedTailRecords */
 #define KV_WAL_POINT_IN_TIME   2 /* kPointInTimeRecovery */
 #define KV_CONTENT_COMPRESSION rocksdb_no_compression /* above the last level */
+
+/* The process whose RocksDB thread pools these are: the first to open. */
+static _Atomic pid_t kvr_pool_pid;
 
 /* RocksDB's name for each family; the tree keeps the default column family,
  * where a format-1 store holds every key. */
@@ -303,6 +309,41 @@ static int kvr_open_error(char *err, const char *dir)
 	return -EBADMSG;
 }
 
+/*
+ * true if the open's error @err is a log whose only damage is at its end:
+ * its last records fail their checksums, nothing readable follows (the
+ * garbage a power loss can leave where a write was cut short, beyond the
+ * torn tail RocksDB's mode tolerates by itself). Point-in-time recovery
+ * then loses nothing that reads: the caller opens so, and a line says it.
+ */
+static bool kvr_torn_tail(const char *err, const char *dir)
+{
+	struct kvr_wal_damage d;
+
+	if (!strstr(err, "Corruption") || kvr_wal_check(dir, &d) != 1 ||
+	    d.records || d.later_logs)
+		return false;
+	plog(LOG_NOTICE,
+	     "%s: replaying %06" PRIu64 ".log up to offset %" PRIu64
+	     ", where its last record was cut short (%s; nothing after it "
+	     "reads): a crash during a write",
+	     dir, d.log, d.offset, d.why);
+	return true;
+}
+
+/* rocksdb_open_*: the database of @kv, read-only or not, as kv->opts say */
+static void kvr_db_open(struct kvr *kv, const char *dir, const char **names,
+			const rocksdb_options_t **fopts,
+			rocksdb_column_family_handle_t **hs, char **err)
+{
+	if (kv->base.read_only)
+		kv->db = rocksdb_open_for_read_only_column_families(
+		    kv->opts, dir, kv->nfam, names, fopts, hs, 0, err);
+	else
+		kv->db = rocksdb_open_column_families(kv->opts, dir, kv->nfam,
+						      names, fopts, hs, err);
+}
+
 int kv_rocksdb_open(struct kv **out, const char *dir,
 		    const struct kv_options *opt)
 {
@@ -317,7 +358,9 @@ int kv_rocksdb_open(struct kv **out, const char *dir,
 
 	struct statvfs vfs;
 	uint64_t total = UINT64_MAX, wbs = 32 << 20;
+	pid_t none = 0;
 
+	atomic_compare_exchange_strong(&kvr_pool_pid, &none, getpid());
 	kv = calloc(1, sizeof(*kv));
 	if (!kv)
 		return -ENOMEM;
@@ -404,12 +447,14 @@ int kv_rocksdb_open(struct kv **out, const char *dir,
 		if (rc)
 			goto out;
 	}
-	if (opt->read_only)
-		kv->db = rocksdb_open_for_read_only_column_families(
-		    kv->opts, dir, kv->nfam, names, fopts, hs, 0, &err);
-	else
-		kv->db = rocksdb_open_column_families(kv->opts, dir, kv->nfam,
-						      names, fopts, hs, &err);
+	kvr_db_open(kv, dir, names, fopts, hs, &err);
+	if (err && !opt->truncate_log && kvr_torn_tail(err, dir)) {
+		free(err);
+		err = NULL;
+		rocksdb_options_set_wal_recovery_mode(kv->opts,
+						      KV_WAL_POINT_IN_TIME);
+		kvr_db_open(kv, dir, names, fopts, hs, &err);
+	}
 	if (err) {
 		rc = kvr_open_error(err, dir);
 		goto out;
@@ -441,7 +486,7 @@ out:
  */
 static void kvr_flush_all(struct kvr *kv)
 {
-	rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
+	rocksdb_flushoptions_t *fo;
 	char *err = NULL;
 
 	rocksdb_flush_wal(kv->db, 1, &err);
@@ -449,6 +494,17 @@ static void kvr_flush_all(struct kvr *kv)
 		kvr_error(err, "flush wal at close");
 		err = NULL;
 	}
+	/* RocksDB's background threads do not survive fork(): in a child of
+	 * a process that used RocksDB a flush would wait for a thread that
+	 * is not there (tests fork such children); the log keeps the data */
+	if (getpid() != atomic_load(&kvr_pool_pid)) {
+		plog(LOG_DEBUG,
+		     "%s: forked after RocksDB started: no flush at "
+		     "close",
+		     kv->dir);
+		return;
+	}
+	fo = rocksdb_flushoptions_create();
 	rocksdb_flushoptions_set_wait(fo, 1);
 	for (int f = 0; f < kv->nfam; f++) {
 		rocksdb_flush_cf(kv->db, fo, kv->fam[f].h, &err);

@@ -136,8 +136,8 @@ static void wal_damage(struct wal_scan *w, uint64_t at, const char *why)
 /*
  * Reads the physical records of one block @b of @n bytes at file offset
  * @base; *frag is true inside a fragmented record whose first fragment held
- * *fwrites writes. Returns false when the block is damaged (the rest of it is
- * dropped, as RocksDB's reader drops it).
+ * *fwrites writes. Returns false when the rest of the block cannot be read
+ * (it is dropped, as RocksDB's reader drops it).
  */
 static bool wal_block(struct wal_scan *w, const unsigned char *b, size_t n,
 		      uint64_t base, bool *frag, uint64_t *fwrites)
@@ -162,8 +162,13 @@ static bool wal_block(struct wal_scan *w, const unsigned char *b, size_t n,
 			return false;
 		}
 		if (crc_unmask(le32(h)) != crc32c(h + 6, hs - 6 + len)) {
+			/* the length may still be right: the records after
+			 * it in this block are counted if their checksums
+			 * hold (garbage fails its own) */
 			wal_damage(w, at, "checksum mismatch");
-			return false;
+			*frag = false;
+			pos += hs + len;
+			continue;
 		}
 		if (type > 4 && type <= 8)
 			type -= 4;

@@ -11,8 +11,9 @@
 #    STORE/pathfs.log, and the next mount has exactly the files written
 #    before the damage (a prefix of the write order, contents intact; the
 #    last one may be empty, created before the damage and written after).
-# 2. The same log cut short in its last record (the torn tail of a crash)
-#    still mounts, silently, with everything before that record.
+# 2. The same log cut short in its last record (the torn tail of a crash),
+#    or with its last 16 bytes garbled (a power loss mid-write), still
+#    mounts, with everything before that record and no word of damage.
 # 3. A clean unmount flushes: the logs are empty after it and the data is in
 #    table files; 16 bytes flipped in the middle of a table file are an fsck
 #    finding naming the file (exit 1), mounted and unmounted, and fsck
@@ -28,12 +29,13 @@ store_sums() {
 		xargs -0r sha256sum)
 }
 
-# flip FILE: inverts 16 bytes in the middle of FILE
+# flip FILE [tail]: inverts 16 bytes in the middle of FILE (tail: its last 16)
 flip() {
-	python3 - "$1" <<'EOF'
+	python3 - "$1" "${2:-}" <<'EOF'
 import os, sys
 p = sys.argv[1]
-off = os.path.getsize(p) // 2
+size = os.path.getsize(p)
+off = size - 16 if sys.argv[2] == "tail" else size // 2
 with open(p, "r+b") as f:
     f.seek(off)
     b = f.read(16)
@@ -61,6 +63,7 @@ LOGF=$(biggest "$STORE" '*.log')
 check "after kill -9 the data is only in the log ($LOGF)" \
 	bash -c "[ -s '$STORE/$LOGF' ] && ! ls '$STORE'/*.sst >/dev/null 2>&1"
 cp -a "$STORE" "$T/torn"
+cp -a "$STORE" "$T/garbage"
 flip "$STORE/$LOGF"
 store_sums "$STORE" >"$T/before"
 cp "$STORE/$LOGF" "$T/damaged.log"
@@ -126,6 +129,17 @@ truncate -s $((size - 5)) "$STORE/$LOGF"
 : >"$DLOG"
 rel_mount_fg
 check "a torn tail mounts without a word about damage" \
+	bash -c "! grep -qi 'damaged' '$DLOG'"
+check "... with every file but the last intact" \
+	bash -c "cd '$MNT/d' && head -n $((N - 1)) '$T/sums' | sha256sum --quiet -c -"
+rel_umount_fg
+
+# ---- 2b. garbage in the last record (a power loss mid-write) mounts too -------
+STORE=$T/garbage
+flip "$STORE/$LOGF" tail
+: >"$DLOG"
+rel_mount_fg
+check "a garbled last record mounts, without a word about damage" \
 	bash -c "! grep -qi 'damaged' '$DLOG'"
 check "... with every file but the last intact" \
 	bash -c "cd '$MNT/d' && head -n $((N - 1)) '$T/sums' | sha256sum --quiet -c -"
