@@ -607,6 +607,22 @@ static int open_store(const char *dir, bool exists, const struct options *o,
 		     dir, what, dir, dir);
 		break;
 	}
+	case -EROFS:
+		fail("store %s is on a read-only file system: mount it with "
+		     "-o ro",
+		     dir);
+		break;
+	case -EUCLEAN: {
+		char what[64];
+
+		if (store_missing(dir, what, sizeof(what)))
+			fail("%s is a damaged pathfs store: its file %s is "
+			     "missing",
+			     dir, what);
+		else
+			fail("cannot open store %s: %s", dir, strerror(-rc));
+		break;
+	}
 	case -EPROTONOSUPPORT:
 		fail("store %s was written by a newer pathfs (format version "
 		     "%d here)",
@@ -699,7 +715,9 @@ static void detach_stdio(bool keep_stderr)
  * STORE/pathfs.log (rotated by size) when none does: without one, syslog(3)
  * would drop every line, errors about damaged records included. *where
  * names the place for the mount message ("syslog", "stderr" or the file;
- * static or owned by @o). Errors: -errno, reported.
+ * static or owned by @o). A -o ro mount of a store on a read-only file
+ * system, with no log asked for, logs to syslog(3) all the same, and says
+ * so on stderr. Errors: -errno, reported.
  */
 static int start_log(struct options *o, const char *dir, const char **where)
 {
@@ -740,6 +758,17 @@ static int start_log(struct options *o, const char *dir, const char **where)
 		}
 	}
 	rc = log_to_file(o->log, 0);
+	if (rc == -EROFS && !want && o->ro) {
+		/* a -o ro mount of a store on a read-only file system: no
+		 * log file there, and none asked for elsewhere */
+		fprintf(stderr,
+			"pathfs: %s is read-only: logging to syslog, which no "
+			"daemon reads here (-o log=FILE keeps the lines)\n",
+			o->log);
+		log_to_syslog("pathfs");
+		*where = "syslog";
+		return 0;
+	}
 	if (rc) {
 		fail("log file %s: %s", o->log, strerror(-rc));
 		return rc;

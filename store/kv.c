@@ -48,6 +48,11 @@ int kv_room(const char *where, uint64_t *avail, uint64_t *need)
 	return kv_is_etcd(where) ? 0 : kv_rocksdb_room(where, avail, need);
 }
 
+int kv_missing(const char *where, char *what, size_t size)
+{
+	return kv_is_etcd(where) ? 0 : kv_rocksdb_missing(where, what, size);
+}
+
 int kv_holder(const char *where, char *buf, size_t size)
 {
 	return kv_is_etcd(where) ? kv_etcd_holder(where, buf, size) : -ENOENT;

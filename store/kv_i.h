@@ -108,7 +108,8 @@ bool kv_is_etcd(const char *where);
  * Errors: -ENOENT (missing and !create), -EBUSY (locked by another process or
  * already open in this one), -EACCES, -EUCLEAN (see single_family), -ENOSPC
  * (a read-write open of a store on a file system without room for what the
- * open writes: kv_rocksdb_open.c), -EROFS, -EINVAL
+ * open writes: kv_rocksdb_open.c), -EROFS, -EUCLEAN (also: a file the
+ * database is opened by is missing, see kv_missing), -EINVAL
  * (a malformed etcd URL), -EHOSTUNREACH (no etcd member answered),
  * -EBADMSG (a write-ahead log is damaged before its end: see truncate_log
  * and kv_damage; logged), -EIO. On success *out owns it; kv_close() frees.
@@ -141,6 +142,10 @@ int kv_holder(const char *where, char *buf, size_t size);
 /* Whether the file system of @where has room for a read-write open: *avail
  * bytes free, *need wanted (see store_room). Errors: -ENOSPC. */
 int kv_room(const char *where, uint64_t *avail, uint64_t *need);
+
+/* Whether the database at @where lost a file it is opened by (see
+ * store_missing). Errors: -EUCLEAN (its name in @what). */
+int kv_missing(const char *where, char *what, size_t size);
 
 /* The one spelling of location @where, malloc'd in *out (see
  * store_identity). Errors: -EINVAL (a malformed etcd URL), -ENOMEM. */

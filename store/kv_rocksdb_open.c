@@ -107,10 +107,12 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -344,6 +346,67 @@ static void kvr_db_open(struct kvr *kv, const char *dir, const char **names,
 						      names, fopts, hs, err);
 }
 
+/* Whether @name is one of the files a RocksDB database holds once made
+ * (not CURRENT, which says which MANIFEST is the live one). */
+static bool kvr_db_file(const char *name)
+{
+	size_t n = strlen(name);
+
+	return !strncmp(name, "MANIFEST-", 9) ||
+	       !strncmp(name, "OPTIONS-", 8) || !strcmp(name, "IDENTITY") ||
+	       (n > 4 && !strcmp(name + n - 4, ".sst")) ||
+	       (n > 4 && !strcmp(name + n - 4, ".log") &&
+		strspn(name, "0123456789") == n - 4);
+}
+
+/*
+ * Whether the database in @dir lost a file RocksDB opens it by: CURRENT
+ * names the MANIFEST that lists every table and log. Without either,
+ * RocksDB sees no database at all ("does not exist"), and an open that may
+ * create one makes a new empty database over the old tables, deleting them
+ * as obsolete. A directory with none of a database's files has none yet.
+ * Returns -EUCLEAN with the missing file's name in @what, or 0.
+ */
+int kv_rocksdb_missing(const char *dir, char *what, size_t size)
+{
+	char path[4200], manifest[64] = "";
+	bool made = false;
+	struct dirent *e;
+	ssize_t n = -1;
+	DIR *d;
+	int fd, rc = 0;
+
+	snprintf(path, sizeof(path), "%s/CURRENT", dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, manifest, sizeof(manifest) - 1);
+		close(fd);
+	}
+	if (n > 0) {
+		manifest[n] = '\0';
+		manifest[strcspn(manifest, "\n")] = '\0';
+		snprintf(path, sizeof(path), "%s/%s", dir, manifest);
+		if (!strncmp(manifest, "MANIFEST-", 9) && access(path, F_OK) &&
+		    errno == ENOENT) {
+			snprintf(what, size, "%s", manifest);
+			rc = -EUCLEAN;
+		}
+		return rc;
+	}
+	if (fd >= 0)
+		return 0; /* an empty CURRENT: RocksDB's open tells */
+	d = opendir(dir);
+	while (d && !made && (e = readdir(d)))
+		made = kvr_db_file(e->d_name);
+	if (d)
+		closedir(d);
+	if (made) {
+		snprintf(what, size, "CURRENT");
+		rc = -EUCLEAN;
+	}
+	return rc;
+}
+
 int kv_rocksdb_open(struct kv **out, const char *dir,
 		    const struct kv_options *opt)
 {
@@ -433,6 +496,14 @@ int kv_rocksdb_open(struct kv **out, const char *dir,
 			}
 			goto out;
 		}
+	}
+	{
+		char what[64];
+
+		/* the caller words it (store_missing) */
+		rc = kv_rocksdb_missing(dir, what, sizeof(what));
+		if (rc)
+			goto out;
 	}
 	if (!opt->read_only) {
 		uint64_t avail, need;

@@ -495,6 +495,11 @@ out:
 	return rc;
 }
 
+int store_missing(const char *dir, char *what, size_t size)
+{
+	return kv_missing(dir, what, size);
+}
+
 int store_room(const char *dir, uint64_t *avail, uint64_t *need)
 {
 	return kv_room(dir, avail, need);

@@ -115,6 +115,17 @@ static int open_error(const char *dir, int rc, const char *why)
 	case -EMEDIUMTYPE:
 		fprintf(stderr, "pathfsctl: %s is not a pathfs store\n", dir);
 		break;
+	case -EUCLEAN: {
+		char what[64];
+
+		if (store_missing(dir, what, sizeof(what)) == 0)
+			goto other;
+		fprintf(stderr,
+			"pathfsctl: %s is a damaged pathfs store: its file %s "
+			"is missing; nothing done\n",
+			dir, what);
+		break;
+	}
 	case -ENOSPC: {
 		uint64_t avail, need;
 
@@ -140,6 +151,7 @@ static int open_error(const char *dir, int rc, const char *why)
 			dir, TREE_FORMAT_VERSION);
 		break;
 	default: /* etcd: wrong password, certificate, refused, ... */
+	other:
 		if (why[0])
 			fprintf(stderr, "pathfsctl: cannot open store %s: %s\n",
 				dir, why);
@@ -413,6 +425,17 @@ int main(int argc, char **argv)
 	rc = control_call(dir, drive, argc, argv);
 	if (rc >= 0)
 		return rc;
+	/* the socket's own mode is not what refused us when its folder
+	 * does (a store is its owner's only), mounted or not */
+	if (rc == -EACCES && !store_is_remote(dir) && access(dir, X_OK) < 0 &&
+	    errno == EACCES) {
+		fprintf(stderr,
+			"pathfsctl: store %s: permission denied (a store is "
+			"its owner's only: run pathfsctl as its owner or "
+			"root)\n",
+			dir);
+		return CTL_FAILED;
+	}
 	if (rc == -EACCES) {
 		fprintf(stderr,
 			"pathfsctl: %s is mounted and its control socket "

@@ -123,7 +123,8 @@ struct store_options {
  * that speaks TLS), -EACCES (etcd refused the user, its password or
  * certificate, or a key), -EPROTONOSUPPORT (a drive's format version
  * is newer than this program), -EUCLEAN (read-only, and an upgrade was
- * interrupted: open read-write once), -EINVAL (bad @opt->format), -ENOSPC
+ * interrupted: open read-write once; or a file its database is opened by is
+ * missing: store_missing), -EINVAL (bad @opt->format), -ENOSPC
  * (read-write: no room on its file system to open it, see store_room; or to
  * upgrade), -EROFS, -EBADMSG (a write-ahead log is damaged before its end:
  * nothing was changed; store_damage says what, truncate_log repairs),
@@ -160,6 +161,15 @@ int store_identity(const char *where, char **out);
  * *need).
  */
 int store_room(const char *dir, uint64_t *avail, uint64_t *need);
+
+/*
+ * Whether the store at @dir lost a file its database is opened by (RocksDB's
+ * CURRENT, or the MANIFEST it names), for the refusal's words when
+ * store_open() said -EUCLEAN: such a store is damaged, not absent, and is
+ * never made again over its tables. Errors: -EUCLEAN (the file's name in
+ * @what).
+ */
+int store_missing(const char *dir, char *what, size_t size);
 
 /* Flushes and closes. Safe on NULL. Handles from store_drive() die with it. */
 void store_close(struct store *s);

@@ -2,7 +2,8 @@
 # ctl_args.sh - hostile pathfsctl arguments (issue 7), the one suite for
 # them: bad drive ids, paths without a leading '/', empty paths, empty, '.'
 # and '..' names, over-long names and paths, unknown commands and options,
-# bad counts, operations on '/' or into their own branch, and resume tokens
+# bad counts (--max-items 0 too, which removed the whole branch), operations
+# on '/' or into their own branch, and resume tokens
 # that are empty, truncated, altered (at the end or in the middle), for
 # another operation, other paths or another drive: the store's MAC'd token
 # refuses them all. Each is refused with a message and exit 2 (usage);
@@ -98,6 +99,10 @@ bad_args() {
 	refused "--max-items not a number" rm -r --max-items many /r
 	refused "--max-items negative" rm -r --max-items -5 /r
 	refused "--max-items without a value" rm -r /r --max-items
+	# 0 would read as "nothing", and was "no limit": the whole branch
+	refused "--max-items 0 (rm -r)" rm -r --max-items 0 /r
+	refused "--max-items=0 (cp -r)" cp -r --max-items=0 /data /c0
+	refused "--max-items 00 (mv)" mv --max-items 00 /r /r0
 	refused "garbage resume token" rm -r --resume garbage /r
 	refused "truncated token" rm -r --resume "${TOKRM%???}" /r
 	refused "token cut in half" rm -r --resume "${TOKRM:0:$((${#TOKRM} / 2))}" /r

@@ -9,7 +9,10 @@
 # system too: opening it for writing is refused in one line (RocksDB 7.8
 # aborted both programs there), the commands that only read open it
 # read-only and work, a -o ro mount works, and an open with a few MiB free
-# either works or is refused, never aborts.
+# either works or is refused, never aborts. A store whose CURRENT (or its
+# MANIFEST) is gone is named damaged, naming the file; one on a read-only
+# file system mounts -o ro and pathfsctl's read commands open it; another
+# user's pathfsctl is told permission denied.
 source "$(dirname "$0")/rel_lib.sh"
 
 MNT2=$T/mnt2
@@ -168,5 +171,74 @@ check "space freed: the store mounts read-write, every byte there" \
 check "space freed: it takes writes" bash -c "echo more >'$MNT/more'"
 rel_umount_fg
 check "space freed: fsck clean" pfs_fsck
+
+# 6. a damaged store: RocksDB's CURRENT (or the MANIFEST it names) gone is
+# named, never "not a pathfs store", and no open makes a new database over
+# the old tables (mkdrive may create one)
+STORE=$T/damaged
+rel_mount_fg
+echo data >"$MNT/f"
+rel_umount_fg
+cp "$STORE/CURRENT" "$T/CURRENT.aside"
+rm "$STORE/CURRENT"
+refused "CURRENT missing (pathfs)" "damaged pathfs store: its file CURRENT is missing" \
+	"$STORE" "$PATHFS" "$STORE" "$MNT2"
+refused "CURRENT missing (pathfsctl ls)" "damaged pathfs store: its file CURRENT is missing" \
+	"$STORE" "$PATHFSCTL" -s "$STORE" ls /
+refused "CURRENT missing (pathfsctl mkdrive)" "damaged pathfs store: its file CURRENT is missing" \
+	"$STORE" "$PATHFSCTL" -s "$STORE" mkdrive other
+check "... exit 1" [ "$LAST_RC" = 1 ]
+cp "$T/CURRENT.aside" "$STORE/CURRENT"
+manifest=$(head -n 1 "$STORE/CURRENT")
+mv "$STORE/$manifest" "$T/manifest.aside"
+refused "$manifest missing (pathfs -o ro)" "damaged pathfs store: its file $manifest is missing" \
+	"$STORE" "$PATHFS" -o ro "$STORE" "$MNT2"
+refused "$manifest missing (pathfsctl fsck)" "damaged pathfs store: its file $manifest is missing" \
+	"$STORE" "$PATHFSCTL" -s "$STORE" fsck
+mv "$T/manifest.aside" "$STORE/$manifest"
+rel_mount_fg
+check "put back, the store serves its file" grep -qx data "$MNT/f"
+rel_umount_fg
+
+# 7. another user's pathfsctl on a store in a folder it cannot enter ($T is
+# 0700): permission denied, mounted or not (not "the control socket
+# refuses you", which says it is mounted)
+STORE=$T/private
+NOBODY=(setpriv --reuid=nobody --regid=nogroup --clear-groups --)
+rel_mount_fg
+echo data >"$MNT/f"
+rel_umount_fg
+refused "another user, unmounted (pathfsctl ls)" "^pathfsctl: store .*: permission denied" \
+	"$STORE" "${NOBODY[@]}" "$PATHFSCTL" -s "$STORE" ls /
+check "... exit 1" [ "$LAST_RC" = 1 ]
+rel_mount_fg
+refused "another user, mounted (pathfsctl ls)" "^pathfsctl: store .*: permission denied" \
+	"$STORE" "${NOBODY[@]}" "$PATHFSCTL" -s "$STORE" ls /
+rel_umount_fg
+
+# 8. a store on a read-only file system (a tmpfs remounted ro): -o ro mounts
+# it (no log file there: syslog, said on stderr), read commands open it
+# read-only, a read-write mount is refused naming the cause
+RO=$T/rofs
+mkdir "$RO"
+mount -t tmpfs -o size=64m tmpfs "$RO"
+STORE=$RO/store
+rel_mount_fg
+echo data >"$MNT/f"
+rel_umount_fg
+mount -o remount,ro "$RO"
+refused "read-only file system (pathfs)" "read-only file system: mount it with -o ro" \
+	"$STORE" "$PATHFS" "$STORE" "$MNT2"
+rc=0
+"$PATHFS" -o ro "$STORE" "$MNT" 2>"$T/err" || rc=$?
+check "read-only file system: -o ro mounts ($rc): $(cat "$T/err")" [ "$rc" = 0 ]
+check "... and reads" grep -qx data "$MNT/f"
+reads_ro "read-only file system, mounted -o ro (pathfsctl ls)" " f" \
+	"$PATHFSCTL" -s "$STORE" ls /
+pfs_umount
+reads_ro "read-only file system (pathfsctl ls)" " f" \
+	"$PATHFSCTL" -s "$STORE" ls /
+reads_ro "read-only file system (pathfsctl fsck)" "0 findings" \
+	"$PATHFSCTL" -s "$STORE" fsck
 
 rel_finish

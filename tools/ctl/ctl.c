@@ -249,6 +249,16 @@ static int parse_opts(struct ctx *x, int argc, char **argv)
 					    "--max-items '%s': not a "
 					    "count",
 					    val);
+				/* 0 reads as "nothing" but the budget
+				 * means "no limit": a computed 0 would do
+				 * the whole branch */
+				if (!o->max_items)
+					return ctl_usage_error(
+					    x,
+					    "--max-items %s: give 1 or "
+					    "more (without it, there is "
+					    "no limit)",
+					    val);
 				o->have_max = true;
 			} else {
 				o->resume = val;
