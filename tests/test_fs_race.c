@@ -218,6 +218,27 @@ static void writer_moves_away_and_back(void)
 	writer_moves(b, a, "/a");
 }
 
+/*
+ * pathfsctl mv of the node's folder, run by the daemon on its mounted
+ * drive: the command holds the branches busy (fs_ctl_begin), moves them in
+ * the store (the journaled rename), and fixes the table (fs_ctl_end). The
+ * command's own steps are boundaries too. Away to c and back.
+ */
+static void ctl_moves(const char *from, const char *to)
+{
+	fs_ctl_begin(&tu_fs, tu_tree, from, to);
+	fs_step(&tu_fs, FS_STEP_STARTED);
+	expect_ok(tree_rename(tu_tree, from, to, 0, NULL), "pathfsctl mv");
+	fs_step(&tu_fs, FS_STEP_COMMITTED);
+	fs_ctl_end(&tu_fs, tu_tree, from, to);
+}
+
+static void ctl_moves_folder_away_and_back(void)
+{
+	ctl_moves("/a", "/c");
+	ctl_moves("/c", "/a");
+}
+
 /* A request on @node; 0 or its error. */
 typedef int (*request_fn)(void);
 
@@ -511,6 +532,13 @@ Test(fs_race, requests_never_miss_a_node_unlinked_while_held)
 {
 	fixture();
 	cr_expect_gt(check_all(unlink_it, put_fresh_node, ALL(requests)), 0);
+}
+
+Test(fs_race, requests_never_miss_a_node_whose_folder_pathfsctl_moves)
+{
+	fixture();
+	cr_expect_gt(
+	    check_all(ctl_moves_folder_away_and_back, NULL, ALL(requests)), 0);
 }
 
 /* A follower's requests while the writer moves the node away and back;
