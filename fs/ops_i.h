@@ -199,19 +199,22 @@ int fs_do_lseek(struct fs *fs, uint64_t ino, off_t off, int whence,
 /* ---- extended attributes (xattrs.c) ---------------------------------- */
 
 /* Sets xattr @name of @ino to @value (@size bytes, setxattr(2) @flags), or
- * removes it when @value is NULL. Errors: -EOPNOTSUPP (ACLs, SELinux),
+ * removes it when @value is NULL. Errors: -EOPNOTSUPP (SELinux, a namespace
+ * ext4 has not: system.* but the ACLs, no known prefix), -EINVAL (nothing
+ * after the prefix),
  * -EROFS, those of tree_setxattr() and tree_removexattr(). */
 int fs_do_setxattr(struct fs *fs, uint64_t ino, const char *name,
 		   const char *value, size_t size, int flags);
 /* The value of xattr @name of @ino (*val malloc'd, the caller's, also on
  * error) for a buffer of @size bytes (0: the size only). Errors:
- * -EOPNOTSUPP, -ERANGE (does not fit), those of tree_getxattr(). */
+ * -EOPNOTSUPP, -EINVAL (as fs_do_setxattr()), -ERANGE (does not fit), those of tree_getxattr(). */
 int fs_do_getxattr(struct fs *fs, uint64_t ino, const char *name, size_t size,
 		   void **val, size_t *len);
-/* The names of @ino's xattrs, as fs_do_getxattr() gives a value. Errors:
- * -ERANGE, those of tree_listxattr(). */
-int fs_do_listxattr(struct fs *fs, uint64_t ino, size_t size, char **list,
-		    size_t *len);
+/* The names of @ino's xattrs, as fs_do_getxattr() gives a value; trusted.*
+ * ones only if @trusted (the caller has CAP_SYS_ADMIN). Errors: -ERANGE,
+ * those of tree_listxattr(). */
+int fs_do_listxattr(struct fs *fs, uint64_t ino, bool trusted, size_t size,
+		    char **list, size_t *len);
 
 /* ---- O_TMPFILE (tmpfile.c) -------------------------------------------- */
 

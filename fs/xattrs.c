@@ -15,8 +15,14 @@
  * to a file, of a file this daemon created and set none on since
  * (INODE_NO_CAPS): a create and write on etcd saves a round trip.
  *
+ * Namespaces as ext4 (namespace_check()): user., trusted., security. and the
+ * POSIX ACLs; trusted.* names are listed only to a caller with
+ * CAP_SYS_ADMIN (the kernel checks it for getting and setting them).
+ *
  * Limits: no SELinux labels (EOPNOTSUPP, see unsupported_xattr()); sizes as
- * the store allows (tree.h).
+ * the store allows (tree.h); a LISTXATTR reads its caller's /proc status for
+ * its capabilities (a caller whose process is gone counts as root or not by
+ * its uid).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -43,6 +49,29 @@ static bool unsupported_xattr(const char *name)
 	return !strcmp(name, "security.selinux");
 }
 
+/*
+ * The namespaces ext4 keeps (fs/xattr.c's handlers): user., trusted. and
+ * security. with a name after the prefix (an empty one is -EINVAL), and of
+ * system. the POSIX ACLs only. Anything else is -EOPNOTSUPP, as ext4
+ * answers it (system.foo, foo.x).
+ */
+static int namespace_check(const char *name)
+{
+	static const char *const prefixes[] = {"user.", "trusted.",
+					       "security."};
+	size_t i, n;
+
+	if (!strcmp(name, "system.posix_acl_access") ||
+	    !strcmp(name, "system.posix_acl_default"))
+		return 0;
+	for (i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+		n = strlen(prefixes[i]);
+		if (!strncmp(name, prefixes[i], n))
+			return name[n] ? 0 : -EINVAL;
+	}
+	return -EOPNOTSUPP;
+}
+
 /* File capabilities (setcap(8)), which a write drops: the kernel asks for
  * them before the first write to a file. */
 static bool is_caps(const char *name)
@@ -64,6 +93,9 @@ int fs_do_setxattr(struct fs *fs, uint64_t ino, const char *name,
 
 	if (unsupported_xattr(name))
 		return -EOPNOTSUPP;
+	rc = namespace_check(name);
+	if (rc)
+		return rc;
 	if (fs->ro)
 		return -EROFS;
 	rc = fs_enter(fs, ino, NULL, &p);
@@ -126,6 +158,9 @@ int fs_do_getxattr(struct fs *fs, uint64_t ino, const char *name, size_t size,
 	*len = 0;
 	if (unsupported_xattr(name))
 		return -EOPNOTSUPP;
+	rc = namespace_check(name);
+	if (rc)
+		return rc;
 	if (!fs->ro && is_acl(name) && itab_has_flag(fs, ino, INODE_NO_ACL))
 		return -ENODATA; /* its record says it has none */
 	if (is_caps(name) && itab_has_flag(fs, ino, INODE_NO_CAPS))
@@ -136,17 +171,64 @@ int fs_do_getxattr(struct fs *fs, uint64_t ino, const char *name, size_t size,
 	return rc;
 }
 
-int fs_do_listxattr(struct fs *fs, uint64_t ino, size_t size, char **list,
-		    size_t *len)
+/* Drops the trusted.* names from the list of @len bytes at @list (names
+ * each ended by a NUL); returns the length left. */
+static size_t drop_trusted(char *list, size_t len)
+{
+	size_t in = 0, out = 0, n;
+
+	while (in < len) {
+		n = strnlen(list + in, len - in) + 1;
+		if (strncmp(list + in, "trusted.", 8)) {
+			memmove(list + out, list + in, n);
+			out += n;
+		}
+		in += n;
+	}
+	return out;
+}
+
+int fs_do_listxattr(struct fs *fs, uint64_t ino, bool trusted, size_t size,
+		    char **list, size_t *len)
 {
 	int rc;
 
 	*list = NULL;
 	*len = 0;
 	rc = tree_listxattr(fs->tree, ino, list, len);
+	if (!rc && !trusted && *len)
+		*len = drop_trusted(*list, *len);
 	if (!rc)
 		rc = fits(*len, size);
 	return rc;
+}
+
+/*
+ * Whether the caller of @req may see trusted.* names: it has CAP_SYS_ADMIN
+ * (ext4's trusted_xattr_list()), read from its /proc status; root when its
+ * process cannot be read (gone, or in another PID namespace: pid 0).
+ */
+static bool may_see_trusted(fuse_req_t req)
+{
+	const struct fuse_ctx *c = fuse_req_ctx(req);
+	unsigned long long caps;
+	char path[64], line[256];
+	bool found = false, admin = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)c->pid);
+	f = c->pid > 0 ? fopen(path, "re") : NULL;
+	if (!f)
+		return c->uid == 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "CapEff: %llx", &caps) == 1) {
+			found = true;
+			admin = caps & (1ULL << 21); /* CAP_SYS_ADMIN */
+			break;
+		}
+	}
+	fclose(f);
+	return found ? admin : c->uid == 0;
 }
 
 /* Replies with @val (@len bytes, fitting) to a request for @size bytes (0:
@@ -176,7 +258,8 @@ void fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
 	char *list;
 	size_t len;
-	int rc = fs_do_listxattr(req_fs(req), ino, size, &list, &len);
+	int rc = fs_do_listxattr(req_fs(req), ino, may_see_trusted(req), size,
+				 &list, &len);
 
 	reply_xattr(req, rc, list, len, size);
 	free(list);
