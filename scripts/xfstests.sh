@@ -157,13 +157,14 @@ fi
 echo "xfstests $(git -C "$XFSTESTS" rev-parse HEAD 2>/dev/null || echo '?')" \
 	"on $fstyp: ./check $*" | tee "$out/check.log"
 cd "$XFSTESTS"
-# the check runs in its own mount namespace: its mounts are not seen by
-# the rest of the machine, so another check's `df` (xfstests runs it with
-# no argument, a statfs of every mount) or a test suite never holds them
-# when a test unmounts ("target is busy"); its last mounts are unmounted
-# in there, before the namespace (and its daemons) go
+# the check runs in its own mount namespace (tests/helpers/own_ns.sh): its
+# mounts are not seen by the rest of the machine, so another check's `df`
+# (xfstests runs it with no argument, a statfs of every mount) or a test
+# suite never holds them when a test unmounts ("target is busy"), and it
+# holds no copy of theirs; its last mounts are unmounted in there, before
+# the namespace (and its daemons) go
 rc=0
-W=$work HOST_OPTIONS=$cfg unshare --mount --propagation private \
+W=$work HOST_OPTIONS=$cfg "$here/tests/helpers/own_ns.sh" \
 	bash -c './check "$@"; rc=$?; umount "$W/test" "$W/scratch" 2>/dev/null; exit $rc' \
 	check "$@" 2>&1 | tee -a "$out/check.log" || rc=$?
 exit "$rc"

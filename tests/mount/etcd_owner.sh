@@ -80,7 +80,7 @@ for url in "etcd://$(tr , '\n' <<<"$PATHFS_TEST_ETCD" | tac | paste -sd,)/ow$$" 
 	echo "via $url" >"$MNT2/via"
 	check "... which writes, the first mount reads it" \
 		[ "$(cat "$MNT/via" 2>/dev/null)" = "via $url" ]
-	pfs_busy_retry fusermount3 -u "$MNT2"
+	pfs_unmount fusermount3 -u "$MNT2"
 done
 rm -f "$MNT/via"
 out=$("$PATHFS" -o drive=other "$STORE" "$MNT2" 2>&1) && rc=0 || rc=$?

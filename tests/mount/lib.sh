@@ -4,7 +4,20 @@
 # ($MNT), mounts and unmounts pathfs, and cleans up on exit even when the test
 # fails. The programs' paths come from meson's environment ($PATHFS,
 # $PATHFSCTL); run by hand, they default to ../../build.
+#
+# Each test runs in a mount namespace of its own (helpers/own_ns.sh; as
+# root, as the mount tests run): its mounts are seen by its own processes
+# only. Anyone else's look at every mount (a df with no argument, as an
+# xfstests check runs it; another suite's fuser) is a statfs or stat there,
+# on FUSE a round trip to the daemon that holds the mount as long (for ever
+# if that daemon is stopped): an unmount of the test's in that moment was
+# refused as busy. Only the test's own processes can hold its mounts now,
+# and pfs_unmount waits for those.
 set -euo pipefail
+if [ -z "${PFS_OWN_NS:-}" ] && [ "$(id -u)" = 0 ]; then
+	exec "$(dirname "${BASH_SOURCE[0]}")/../helpers/own_ns.sh" \
+		"$BASH" "$0" "$@"
+fi
 
 : "${PATHFS:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build/fs/pathfs}"
 : "${PATHFSCTL:=$(dirname "$PATHFS")/../tools/pathfsctl}"
@@ -40,22 +53,33 @@ pfs_mount() {
 	exit 1
 }
 
-# pfs_busy_evidence DIR: says on stderr who holds the mount on DIR: every
-# process whose cwd, root or an open file is below DIR, the requests its FUSE
-# connection has in flight and the processes waiting in FUSE (a stat in
-# flight holds the mount until its daemon answers), fuser's view, the mounts
-# at or below DIR and the mount namespaces that see DIR. Reads /proc in a few
-# processes, the quick looks first (fuser with a time limit: a stopped daemon
-# hangs it).
+# pfs_holders DIR: the processes of this test (its mount namespace) whose
+# cwd, root, an open file or a mapped file is DIR or below it, one
+# "pid/what -> path: command" line each; nothing when none.
+pfs_holders() {
+	local dir=$1 ns l p
+	ns=$(readlink /proc/self/ns/mnt)
+	find /proc/[0-9]*/cwd /proc/[0-9]*/root /proc/[0-9]*/fd \
+		/proc/[0-9]*/map_files -maxdepth 1 \
+		\( -lname "$dir" -o -lname "$dir/*" \) -printf '%p %l\n' \
+		2>/dev/null | while read -r l p; do
+		l=${l#/proc/}
+		[ "$(readlink "/proc/${l%%/*}/ns/mnt" 2>/dev/null)" = "$ns" ] ||
+			continue
+		echo "$l -> $p: $(tr '\0' ' ' <"/proc/${l%%/*}/cmdline" 2>/dev/null)"
+	done || true
+}
+
+# pfs_busy_evidence DIR: says on stderr who holds the mount on DIR: the
+# test's processes with their cwd, root or a file below it (pfs_holders),
+# the requests its FUSE connection has in flight and the processes waiting
+# in FUSE (a stat in flight holds the mount until its daemon answers),
+# fuser's view (with a time limit: a stopped daemon hangs it) and the mounts
+# at or below DIR.
 pfs_busy_evidence() {
 	local dir=$1 dev
 	echo "--- who holds $dir ($(date +%T.%N)):" >&2
-	find /proc/[0-9]*/cwd /proc/[0-9]*/root /proc/[0-9]*/fd -maxdepth 1 \
-		\( -lname "$dir" -o -lname "$dir/*" \) -printf '%p -> %l\n' \
-		2>/dev/null | while read -r l _; do
-		l=${l#/proc/}
-		echo "  $l: $(tr '\0' ' ' <"/proc/${l%%/*}/cmdline" 2>/dev/null)"
-	done >&2 || true
+	pfs_holders "$dir" | sed 's/^/  /' >&2
 	dev=$(awk -v d="$dir" '$5 == d {print $3}' /proc/self/mountinfo | tail -n1)
 	echo "  requests waiting on its connection ($dev):" \
 		"$(cat "/sys/fs/fuse/connections/${dev#*:}/waiting" 2>/dev/null)" >&2
@@ -63,46 +87,38 @@ pfs_busy_evidence() {
 	ps -eo pid,ppid,stat,wchan:24,args |
 		awk 'NR == 1 || $4 ~ /fuse|request_wait/' >&2 || true
 	timeout 5 fuser -vm "$dir" 2>&1 | grep -v '^Cannot stat' >&2 || true
-	echo "  mounts at or below it; mount namespaces that see it:" >&2
+	echo "  mounts at or below it:" >&2
 	awk -v d="$dir" '$5 == d || index($5, d "/") == 1' /proc/self/mountinfo >&2
-	grep -lsF " $dir " /proc/[0-9]*/mountinfo | sed 's|mountinfo$|ns/mnt|' |
-		xargs -r readlink | sort | uniq -c >&2 || true
 }
 
-# pfs_busy_retry CMD... DIR: runs CMD DIR (an unmount) again while it fails as
-# busy, for 3 s: another process (df, a walk of the mounts or of /tmp) may
-# pass through a mount for a moment, and on FUSE its stat there is a round
-# trip to the daemon. Returns CMD's status; its stderr is left in
-# $T/umount.err and shown when it fails. Who held DIR at the first busy
-# try (pfs_busy_evidence) is said on stderr, also when a later try worked,
-# and who holds it at the end when none did.
-pfs_busy_retry() {
-	local i rc
-	rm -f "$T/busy.first"
-	for i in $(seq 1 10); do
-		rc=0
-		"$@" 2>"$T/umount.err" || rc=$?
-		[ "$rc" -ne 0 ] && grep -q 'busy' "$T/umount.err" || break
-		[ -e "$T/busy.first" ] || pfs_busy_evidence "${!#}" 2>"$T/busy.first"
-		sleep 0.3
+# pfs_unmount CMD... DIR: unmounts DIR with CMD (fusermount3 -u, umount)
+# once the test's own processes have let go of it: while one of them has
+# its cwd, root or a file below DIR (a reader the test started, a subshell
+# that went there), waits for it to end, up to 30 s; then runs CMD once.
+# Nobody else sees the mount (the test's mount namespace), so CMD is refused
+# as busy only if a process of the test still works in DIR, or the daemon
+# holds it: then who holds it is said (pfs_busy_evidence). Returns CMD's
+# status; its stderr is shown when it fails.
+pfs_unmount() {
+	local dir=${!#} i rc=0
+	for i in $(seq 1 600); do
+		[ -z "$(pfs_holders "$dir")" ] && break
+		[ "$i" = 1 ] && { echo "note: waiting for the test's processes in $dir:" && pfs_holders "$dir"; } >&2
+		sleep 0.05
 	done
-	if [ -e "$T/busy.first" ]; then
-		echo "note: ${!#} was busy; try $i of the unmount ended $rc;" \
-			"who held it at the first busy try:" >&2
-		cat "$T/busy.first" >&2
-	fi
+	"$@" 2>"$T/umount.err" || rc=$?
 	[ "$rc" -eq 0 ] && return 0
 	cat "$T/umount.err" >&2
 	if grep -q 'busy' "$T/umount.err"; then
-		pfs_busy_evidence "${!#}"
+		pfs_busy_evidence "$dir"
 	fi
 	return "$rc"
 }
 
-# pfs_fusermount_u: unmounts $MNT (pfs_busy_retry); fails the test if it
+# pfs_fusermount_u: unmounts $MNT (pfs_unmount); fails the test if it
 # cannot, saying who holds it.
 pfs_fusermount_u() {
-	pfs_busy_retry timeout 30 fusermount3 -u "$MNT" || {
+	pfs_unmount timeout 30 fusermount3 -u "$MNT" || {
 		echo "FAIL: fusermount3 -u failed" >&2
 		exit 1
 	}

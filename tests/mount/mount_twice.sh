@@ -35,16 +35,6 @@ has_flags() {
 	shift
 	for f; do [[ "$all" == *",$f,"* ]] || return 1; done
 }
-# unmount_wait DIR: unmounts DIR (as pfs_fusermount_u does for $MNT)
-unmount_wait() {
-	local i
-	for i in $(seq 1 10); do
-		fusermount3 -u "$1" 2>"$T/umount.err" && return 0
-		sleep 0.3
-	done
-	cat "$T/umount.err" >&2
-	return 1
-}
 # gone PATTERN: waits until no daemon matches PATTERN (the store closed)
 gone() {
 	local i
@@ -110,7 +100,7 @@ echo more >>"$MNT/B/g"
 check "the first mount writes meanwhile, the ro mount reads it" \
 	[ "$(tail -n 1 "$M3/B/g")" = more ]
 check "... and the second rw mount still writes" touch "$M2/B/w2"
-check "unmount the ro mount" unmount_wait "$M3"
+check "unmount the ro mount" pfs_unmount fusermount3 -u "$M3"
 check "... the daemon serves on" [ "$(daemons "$T/store")" = 1 ]
 
 # ---- refused: not what the daemon serves -------------------------------------
@@ -127,13 +117,13 @@ refused "a non-root second mount" "$M3" "in use|permission" \
 chown root "$M3"
 
 # ---- unmount order: the second mount goes first -----------------------------
-check "unmount the second mount" unmount_wait "$M2"
+check "unmount the second mount" pfs_unmount fusermount3 -u "$M2"
 check "... the daemon serves on" [ "$(daemons "$T/store")" = 1 ]
 check "... the first mount works" bash -c "echo after >'$MNT/B/after' && [ \"\$(cat '$MNT/B/after')\" = after ]"
 
 # ---- unmount order: the first mount goes first -------------------------------
 check "mount it twice again" "$PATHFS" "$STORE" "$M2"
-pfs_busy_retry fusermount3 -u "$MNT"
+pfs_unmount fusermount3 -u "$MNT"
 sleep 0.3
 check "unmount the first mount: the daemon serves on" \
 	[ "$(daemons "$T/store")" = 1 ]
@@ -144,8 +134,8 @@ check "a third mount while the first mountpoint is gone (binds the second)" \
 	"$PATHFS" -o ro "$STORE" "$M3"
 check "... same connection" [ "$(conn_dev "$M3")" = "$(conn_dev "$M2")" ]
 check "... reads" cmp "$M3/late.d/late" <(seq 1 20000)
-check "unmount the third" unmount_wait "$M3"
-check "unmount the last mount" unmount_wait "$M2"
+check "unmount the third" pfs_unmount fusermount3 -u "$M3"
+check "unmount the last mount" pfs_unmount fusermount3 -u "$M2"
 check "... the daemon exits" gone "$T/store"
 pfs_mount
 check "nothing lost: remounted, the late write is there" \
@@ -164,14 +154,14 @@ check "mount.fuse3 STORE MNT2 -t pathfs, as for fuse.pathfs in fstab (exit $rc: 
 	[ "$rc" -eq 0 ]
 check "... same connection" [ "$(conn_dev "$M2")" = "$(conn_dev "$MNT")" ]
 check "... reads" [ "$(cat "$M2/B/after" 2>/dev/null)" = after ]
-check "umount(8) it" pfs_busy_retry umount "$M2"
+check "umount(8) it" pfs_unmount umount "$M2"
 rc=0
 mount -t fuse "$PATHFS#$STORE" "$M2" -o ro,noexec,drive=main 2>"$T/err" || rc=$?
 check "mount -t fuse 'pathfs#STORE' -o ro,noexec (exit $rc: $(head -n 1 "$T/err"))" \
 	[ "$rc" -eq 0 ]
 check "... ro and noexec" has_flags "$M2" ro noexec
 expect_errno EROFS "... refuses writes" touch "$M2/x"
-check "umount(8) it" pfs_busy_retry umount "$M2"
+check "umount(8) it" pfs_unmount umount "$M2"
 check "the daemon serves on" [ "$(daemons "$T/store")" = 1 ]
 
 # a connection made read-only since (mount -o remount,ro of the first) takes
@@ -181,7 +171,7 @@ check "remount the first mount read-only" \
 refused "rw asked of a connection remounted read-only" "$M2" "read-only" \
 	"$PATHFS" "$STORE" "$M2"
 check "-o ro asked of it: mounted" "$PATHFS" -o ro "$STORE" "$M2"
-check "unmount it" unmount_wait "$M2"
+check "unmount it" pfs_unmount fusermount3 -u "$M2"
 check "remount the first read-write" "$PATHFS" -o remount,rw "$STORE" "$MNT"
 check "... it writes" touch "$MNT/rw-again"
 pfs_umount
@@ -192,7 +182,7 @@ refused "rw asked of a read-only daemon" "$M2" "read-only" \
 	"$PATHFS" "$STORE" "$M2"
 check "-o ro asked of it: mounted" "$PATHFS" -o ro "$STORE" "$M2"
 check "... same connection" [ "$(conn_dev "$M2")" = "$(conn_dev "$MNT")" ]
-check "unmount it" unmount_wait "$M2"
+check "unmount it" pfs_unmount fusermount3 -u "$M2"
 pfs_umount
 
 # ---- a signal ends every mount of the daemon ---------------------------------
@@ -233,7 +223,7 @@ signal_ends_all() {
 	seq 2 30000 >"$M2/$sig.2"
 	mkdir "$M4/$sig.d" && echo bound >"$M4/$sig.d/f"
 	if [ "$first" != yes ]; then
-		check "$sig: unmount the first mountpoint" unmount_wait "$MNT"
+		check "$sig: unmount the first mountpoint" pfs_unmount fusermount3 -u "$MNT"
 	fi
 	(cd "$M2" && exec sleep 60) &
 	busy=$!
@@ -269,7 +259,7 @@ for i in $(seq 1 10); do
 	pid=$(pfs_pid)
 	dev=$(stat -c '%Hd:%Ld' "$MNT")
 	kill -STOP "$pid"
-	fusermount3 -u "$MNT"
+	pfs_unmount fusermount3 -u "$MNT"
 	for j in $(seq 1 20); do
 		mkdir -p "$T/fill$j"
 		mount -t tmpfs fill "$T/fill$j"
@@ -286,7 +276,7 @@ for i in $(seq 1 10); do
 	kill -CONT "$pid"
 	check "a daemon unmounted while stopped exits once let go" dies "$pid"
 	[ "$reused" = yes ] && break
-	unmount_wait "$M5"
+	pfs_unmount fusermount3 -u "$M5"
 	gone "$T/store5"
 done
 echo "# tries: $i"
@@ -294,7 +284,7 @@ check "the next mount took the device number ($dev) of the unmounted one" \
 	[ "$reused" = yes ]
 check "... and stays mounted when the old daemon exits" mountpoint -q "$M5"
 check "... and serves" bash -c "echo x >'$M5/x' && [ \"\$(cat '$M5/x')\" = x ]"
-unmount_wait "$M5"
+pfs_unmount fusermount3 -u "$M5"
 gone "$T/store5"
 check "fsck is clean" pfs_fsck
 sanitizer_clean

@@ -308,7 +308,7 @@ check "... the files are as they were" \
 check "... and take O_APPEND writes once allowed" \
 	bash -c "printf d >>'$MNT/sm' && chattr -i '$M2/si' &&
 		printf X 1<>'$MNT/si'"
-check "the second mount goes" pfs_busy_retry timeout 30 fusermount3 -u "$M2"
+check "the second mount goes" pfs_unmount timeout 30 fusermount3 -u "$M2"
 printf 'abc' >"$MNT/h1" && ln "$MNT/h1" "$MNT/h2" && printf 'd' >>"$MNT/h2"
 chattr +a "$MNT/h1"
 expect_errno EPERM "+a through one name of a hard link: no rewrite through the other" \

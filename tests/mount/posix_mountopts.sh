@@ -19,7 +19,7 @@ fstab_mount() {
 	mount -t fuse "$PATHFS#$STORE" "$MNT" -o "$1" 2>"$T/mount.err"
 }
 unmount() {
-	pfs_busy_retry umount "$MNT"
+	pfs_unmount umount "$MNT"
 	local i
 	for i in $(seq 1 200); do
 		pgrep -f "pathfs .*$MNT" >/dev/null || return 0

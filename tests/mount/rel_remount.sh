@@ -36,7 +36,7 @@ for i in $(seq 1 "$ROUNDS"); do
 	mkdir "$MNT/d$i"
 	for j in $(seq 1 20); do echo "$i.$j" >"$MNT/d$i/s$j"; done
 	(cd "$MNT" && sha256sum "big$i") >>"$T/sums"
-	if pfs_busy_retry fusermount3 -u "$MNT" &&
+	if pfs_unmount fusermount3 -u "$MNT" &&
 		"$PATHFS" "$STORE" "$MNT" 2>"$T/err"; then
 		ok=$((ok + 1))
 	else
@@ -60,19 +60,35 @@ mkdir "$T/mnt2"
 refused_at_once "a second mount of a mounted store (another drive) is refused at once" \
 	"$PATHFS" -o drive=other "$STORE" "$T/mnt2"
 
-# a daemon slow to close: stopped right after the unmount. A stat of its
-# mount by anyone else (df of every mount, as xfstests' check runs it) now
-# waits for the stopped daemon and holds the mount as long: then the
-# unmount is lazy (gone from the table; the daemon ends when the stat does)
+# a daemon slow to close: stopped right before the unmount. Meanwhile a
+# process that is not the test's (in the mount namespace of the one that
+# started the test) takes a statfs of the mountpoint, as a df of every
+# mount (an xfstests check) does of each: on a mount it sees, that waits for
+# the stopped daemon. The test's own processes are done with the mount, so
+# its plain unmount must not be refused as busy (the mount is the test's
+# own: lib.sh)
 pid=$(pfs_pid)
 kill -STOP "$pid"
-pfs_busy_retry fusermount3 -u "$MNT" || fusermount3 -u -z "$MNT"
+nsenter --mount="/proc/$PPID/ns/mnt" stat -f "$MNT" >/dev/null 2>&1 &
+df_pid=$!
+for i in $(seq 1 200); do # until its statfs is done or waits in FUSE
+	kill -0 "$df_pid" 2>/dev/null || break
+	grep -q request_wait "/proc/$df_pid/wchan" 2>/dev/null && break
+	sleep 0.05
+done
+rc=0
+pfs_unmount fusermount3 -u "$MNT" || rc=$?
+check "another process's statfs of it waiting, the stopped daemon's mount unmounts at once" \
+	[ "$rc" -eq 0 ]
+mountpoint -q "$MNT" && fusermount3 -u -z "$MNT"
 "$PATHFS" "$STORE" "$MNT" 2>"$T/slow" &
 waiter=$!
 sleep 2.5
 check "the new mount waits for the stopped daemon" kill -0 "$waiter"
 check "and says so on stderr" grep -q "waiting for the daemon.*pid $pid" "$T/slow"
 kill -CONT "$pid"
+kill "$df_pid" 2>/dev/null || true
+wait "$df_pid" || true
 rc=0
 wait "$waiter" || rc=$?
 cat "$T/slow"
