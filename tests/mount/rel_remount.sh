@@ -83,7 +83,12 @@ check "another process's statfs of it waiting, the stopped daemon's mount unmoun
 mountpoint -q "$MNT" && fusermount3 -u -z "$MNT"
 "$PATHFS" "$STORE" "$MNT" 2>"$T/slow" &
 waiter=$!
-sleep 2.5
+# it says so after a second of waiting (a loaded machine starts it late)
+for i in $(seq 1 600); do
+	grep -q "waiting for the daemon" "$T/slow" && break
+	kill -0 "$waiter" 2>/dev/null || break
+	sleep 0.05
+done
 check "the new mount waits for the stopped daemon" kill -0 "$waiter"
 check "and says so on stderr" grep -q "waiting for the daemon.*pid $pid" "$T/slow"
 kill -CONT "$pid"
