@@ -1,5 +1,5 @@
 /*
- * keys_i.h - the key layout of a drive (see ../shared/DESIGN.md, "Keyspace").
+ * keys_i.h - the key layout of a drive (see doc/DESIGN.md, "Keys").
  * Every key of store/ is built here (keys.c); nothing else spells one.
  *
  *   DRIVE#<d>|META                         drive record
