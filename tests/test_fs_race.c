@@ -383,9 +383,6 @@ static void *ren_thread(void *arg)
 	return NULL;
 }
 
-/* How many boundaries the renamer passes in @change, counted by one run. */
-static int count_steps(change_fn change);
-
 /* One run: the renamer takes @at1 steps, the request one (to its path
  * built), the renamer @at2 - @at1 more, the request one more (its store
  * call made), then both run free. */
@@ -425,6 +422,7 @@ static void count(struct fs *fs, enum fs_step s)
 	nsteps++;
 }
 
+/* How many boundaries the renamer passes in @change, counted by one run. */
 static int count_steps(change_fn change)
 {
 	nsteps = 0;
