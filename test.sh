@@ -5,21 +5,67 @@
 # run). Needs root for the mount tests.
 #   ./test.sh            both builds
 #   ./test.sh --quick    plain build only
+# Each build directory is set up, or reconfigured if it exists (demo.sh's
+# build/ has no -Dwerror), with the options above, checked in its meson-info.
 set -euo pipefail
 cd "$(dirname "$0")"
 scripts/deps.sh
 
 builds=(build)
 [ "${1:-}" = "--quick" ] || builds+=(build-asan)
+
+# The options build $1 must have, as meson -D arguments.
+opts_of() {
+	echo -Dwerror=true
+	if [ "$1" = build-asan ]; then
+		echo -Db_sanitize=address,undefined -Db_lundef=false
+	else
+		echo -Db_sanitize=none
+	fi
+}
+
+# Fails unless build $1's meson-info shows every option of opts_of.
+opts_check() {
+	local b=$1 o name want got
+	for o in $(opts_of "$b"); do
+		name=${o#-D}
+		want=${name#*=}
+		name=${name%%=*}
+		got=$(python3 - "$b/meson-info/intro-buildoptions.json" \
+			"$name" <<'PY'
+import json, sys
+for o in json.load(open(sys.argv[1])):
+	if o["name"] == sys.argv[2]:
+		v = o["value"]
+		print(",".join(v) if isinstance(v, list) else
+		      str(v).lower() if isinstance(v, bool) else v)
+PY
+)
+		if [ "$got" != "$want" ]; then
+			echo "test.sh: $b has $name=$got, wants $want" >&2
+			return 1
+		fi
+	done
+}
+
+# Sets build $1 up with its options, or reconfigures it, and builds it.
+build() {
+	local b=$1
+	if [ -f "$b/meson-private/coredata.dat" ]; then
+		# shellcheck disable=SC2046
+		meson setup --reconfigure "$b" $(opts_of "$b") >/dev/null
+	else
+		# shellcheck disable=SC2046
+		meson setup "$b" $(opts_of "$b") >/dev/null
+	fi
+	opts_check "$b"
+	ninja -C "$b"
+}
+
 pass=0
 fail=0
 for b in "${builds[@]}"; do
-	if [ ! -d "$b" ]; then
-		opts=(-Dwerror=true)
-		[ "$b" = build-asan ] && opts+=(-Db_sanitize=address,undefined -Db_lundef=false)
-		meson setup "$b" "${opts[@]}" >/dev/null
-	fi
-	ninja -C "$b"
+	build "$b"
 	log="$b/meson-logs/testlog.txt"
 	set +e
 	if [ "$b" = build-asan ]; then
