@@ -550,9 +550,9 @@ void drop_caches(const struct bench_opts *o)
 	static bool warned;
 	int fd;
 
-	sync();
 	if (o->no_drop)
 		return;
+	sync();
 	fd = open("/proc/sys/vm/drop_caches", O_WRONLY | O_CLOEXEC);
 	if (fd < 0 || write(fd, "3\n", 2) != 2) {
 		if (!warned)

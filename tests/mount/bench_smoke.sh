@@ -9,7 +9,11 @@
 . "$(dirname "$0")/lib.sh"
 
 : "${PATHFS_BENCH:=$(dirname "$PATHFS")/../tools/pathfs-bench}"
-B=("$PATHFS_BENCH" --tmp "$T" --pathfs "$PATHFS" --pathfsctl "$PATHFSCTL")
+# --no-drop-caches: cold runs are cold in the daemons only (a fresh daemon);
+# dropping the kernel's caches would sync and drop every file system on the
+# machine, the other suites running beside this one included.
+B=("$PATHFS_BENCH" --tmp "$T" --pathfs "$PATHFS" --pathfsctl "$PATHFSCTL"
+	--no-drop-caches)
 
 # csv_get FILE BENCH TARGET METRIC UNIT: prints the value of one row.
 csv_get() {

@@ -140,8 +140,8 @@ check "  same inode and content, nlink 6" test "$(cat "$MNT/h/z")" = linked -a \
 ln -s the-target "$MNT/h/s"
 for i in $(seq 1 12); do ln -P "$MNT/h/s" "$MNT/h/s$i"; done
 rm "$MNT/h/s" "$MNT/h"/s{5..12}
-sync
-echo 1 >/proc/sys/vm/drop_caches
+sync -f "$MNT"
+echo 2 >/proc/sys/vm/drop_caches
 check "readlink from the oldest remaining name of a 13-link symlink" \
 	test "$(readlink "$MNT/h/s1")" = the-target
 

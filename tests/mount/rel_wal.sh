@@ -57,7 +57,7 @@ for i in $(seq -f %03g 1 $N); do
 		>"$MNT/d/f$i"
 done
 (cd "$MNT/d" && sha256sum f*) >"$T/sums"
-sync
+sync -f "$MNT"
 rel_kill9
 LOGF=$(biggest "$STORE" '*.log')
 check "after kill -9 the data is only in the log ($LOGF)" \
