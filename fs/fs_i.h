@@ -70,6 +70,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "devio.h"
 #include "tree.h"
 
 #define FS_STRIPES 64
@@ -155,10 +156,6 @@ struct fs {
 	/* called at each enum fs_step boundary by the thread there: a model
 	 * check's scheduler (tests); NULL in the daemon */
 	void (*step)(struct fs *fs, enum fs_step s);
-	/* INIT as the kernel sent it (devio.c), until it is answered */
-	uint64_t init_unique;
-	bool init_killpriv_v2; /* it offers FUSE_HANDLE_KILLPRIV_V2 */
-	bool killpriv_v2;      /* negotiated (see devio.c) */
 
 	pthread_mutex_t lock;
 	struct inode **buckets; /* protected by lock */
@@ -492,14 +489,6 @@ int fs_loop(struct fuse_session *se, struct fs *fs, unsigned max_threads,
 void fs_loop_blocking(void);
 
 /* ---- /dev/fuse I/O (devio.c) ------------------------------------------ */
-
-/*
- * Makes @se (mounted; userdata the struct fs) read and write /dev/fuse
- * through the daemon's hooks, which negotiate FUSE_HANDLE_KILLPRIV_V2 in
- * INIT (see devio.c). Call before the session loop. Returns 0 or -errno
- * (-ENOMEM); on failure the session goes on without the hooks.
- */
-int fs_devio_install(struct fuse_session *se);
 
 /* ---- operations (ops.c; the rest in ops_i.h) --------------------------- */
 

@@ -829,7 +829,7 @@ static int serve(struct options *o, struct fuse_args *args, const char *dir,
 	int rc;
 
 	/* first: every thread made later must block SIGUSR1 (stats.h) */
-	rc = stats_signal_start();
+	rc = stats_signal_start(NULL);
 	if (rc)
 		plog(LOG_WARNING, "no statistics on SIGUSR1: %s",
 		     strerror(-rc));

@@ -101,39 +101,7 @@ static void fs_init_conn(void *userdata, struct fuse_conn_info *conn)
 {
 	struct fs *fs = userdata;
 
-	if (conn->capable & FUSE_CAP_READDIRPLUS)
-		conn->want |= FUSE_CAP_READDIRPLUS;
-	/* always plus: one scan gives names and attributes alike */
-	conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
-	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
-		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
-	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
-		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
-	/* lsattr/chattr of a folder (ioctl.c) */
-	if (conn->capable & FUSE_CAP_IOCTL_DIR)
-		conn->want |= FUSE_CAP_IOCTL_DIR;
-	/* file handles (open_by_handle_at, NFS export): the kernel asks for
-	 * nodes it no longer caches by LOOKUP of "." and ".." (lookup_dot) */
-	if (conn->capable & FUSE_CAP_EXPORT_SUPPORT)
-		conn->want |= FUSE_CAP_EXPORT_SUPPORT;
-	/* not the first version (the daemon would have to drop
-	 * security.capability on every write); HANDLE_KILLPRIV_V2, which
-	 * libfuse 3.14 does not know, is negotiated by devio.c */
-	conn->want &= ~FUSE_CAP_HANDLE_KILLPRIV;
-	/* POSIX ACLs: the kernel enforces and caches them, the store keeps
-	 * them (xattrs.c); with DONT_MASK the umask comes with the request,
-	 * for the store to apply unless a default ACL does (names.c) */
-	if ((conn->capable & FUSE_CAP_POSIX_ACL) &&
-	    (conn->capable & FUSE_CAP_DONT_MASK))
-		conn->want |= FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK;
-	if (fs->writeback && (conn->capable & FUSE_CAP_WRITEBACK_CACHE))
-		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
-	else
-		conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
-	/* fewer, larger requests: 1 MiB is 16 content blocks */
-	conn->max_write = 1024 * 1024;
-	conn->max_readahead = 1024 * 1024;
-	conn->time_gran = 1;
+	fs_conn_want(conn, fs->writeback);
 }
 
 const struct fuse_lowlevel_ops fs_ops = {

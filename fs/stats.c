@@ -20,7 +20,9 @@
  * SIGUSR1: a thread of its own waits for the signal with sigwait() (it is
  * blocked in every other thread, which inherit the mask of the thread that
  * called stats_signal_start() before they were made) and logs the table one
- * line at a time; nothing runs in a signal handler.
+ * line at a time (pathfs), or calls the function it was given
+ * (pathfs-floor writes its counts to a file); nothing runs in a signal
+ * handler.
  *
  * Limits: one table per process (the daemon serves one mount); counts wrap
  * at 2^64.
@@ -373,7 +375,8 @@ void stats_ctl(FILE *out, bool json, bool reset)
 
 static pthread_t sig_thread;
 static bool sig_started;
-static int sig_stop; /* atomic: set before the last SIGUSR1 is sent */
+static void (*sig_fn)(void); /* set before the thread starts */
+static int sig_stop;	     /* atomic: set before the last SIGUSR1 is sent */
 
 static void *sig_main(void *arg)
 {
@@ -390,6 +393,10 @@ static void *sig_main(void *arg)
 		if (sigwait(&set, &sig) ||
 		    __atomic_load_n(&sig_stop, __ATOMIC_SEQ_CST))
 			break;
+		if (sig_fn) {
+			sig_fn();
+			continue;
+		}
 		buf = NULL;
 		f = open_memstream(&buf, &len);
 		if (!f)
@@ -404,11 +411,12 @@ static void *sig_main(void *arg)
 	return NULL;
 }
 
-int stats_signal_start(void)
+int stats_signal_start(void (*fn)(void))
 {
 	sigset_t set;
 	int rc;
 
+	sig_fn = fn;
 	sigemptyset(&set);
 	sigaddset(&set, SIGUSR1);
 	rc = pthread_sigmask(SIG_BLOCK, &set, NULL);

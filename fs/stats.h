@@ -11,7 +11,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "fs_i.h"
+#define FUSE_USE_VERSION 314
+#include <fuse_lowlevel.h>
 
 /*
  * Fills @out with @in, each operation wrapped so that it is counted and
@@ -35,12 +36,13 @@ void stats_reset(void);
 void stats_ctl(FILE *out, bool json, bool reset);
 
 /*
- * Starts the thread that logs the statistics on SIGUSR1, and blocks SIGUSR1
- * in the calling thread: call it before any other thread is made (they
- * inherit the mask, so the signal always reaches the logging thread).
- * Errors: -errno of pthread_sigmask / pthread_create.
+ * Starts the thread that, on each SIGUSR1, calls @fn, or logs the
+ * statistics when @fn is NULL, and blocks SIGUSR1 in the calling thread:
+ * call it before any other thread is made (they inherit the mask, so the
+ * signal always reaches that thread). Errors: -errno of pthread_sigmask /
+ * pthread_create.
  */
-int stats_signal_start(void);
+int stats_signal_start(void (*fn)(void));
 /* Stops that thread. Safe if it never started. */
 void stats_signal_stop(void);
 
