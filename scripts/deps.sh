@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(fuse3 libfuse3-dev librocksdb-dev libcriterion-dev meson ninja-build
       pkg-config gcc libc6-dev rsync attr acl git gnuplot-nox util-linux
-      coreutils findutils tar xxd procps psmisc python3 sqlite3
+      coreutils findutils tar xxd procps psmisc python3 sqlite3 e2fsprogs
       etcd-server etcd-client libcurl4-openssl-dev libjson-c-dev)
 missing=()
 for p in "${pkgs[@]}"; do

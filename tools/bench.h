@@ -28,14 +28,14 @@ struct bench_opts {
 	size_t size;		/* --size: bytes per file */
 	const char *tmp;	/* --tmp: where temp dirs go ($TMPDIR, /tmp) */
 	const char *host;	/* --host: host folder to compare with */
-	bool vs_pt;		/* --vs-passthrough */
 	const char *targets;	/* --targets: comma list, NULL = all */
-	const char *tmpfs;	/* --tmpfs: tmpfs folder ("none": skip) */
+	const char *tmpfs;	/* --tmpfs: content's tmpfs folder */
 	const char *copy_src;	/* --copy-src: folder for cp -a, rsync -a */
 	const char *tar_src;	/* --tar-src: folder archived for tar x */
 	const char *workloads;	/* --workloads: comma list, NULL = all */
 	const char *pathfs;	/* --pathfs: daemon binary */
 	const char *pathfsctl;	/* --pathfsctl: admin tool binary */
+	const char *floor;	/* --floor: pathfs-floor binary */
 	uint64_t write_mb;	/* --write-mb: sequential write/read size */
 	uint64_t churn;		/* --churn: create/stat/unlink count */
 	uint64_t big_mb;	/* --big-mb: content: the full drive's file */
@@ -144,7 +144,9 @@ int run_cmd(char *const argv[], double *secs, uint64_t *lines, char *out,
 int run_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* sync(2), then drops the page, dentry and inode caches (needs root; when
- * that fails, or with --no-drop-caches, only syncs). */
+ * that fails, only syncs). Nothing with --no-drop-caches: both wait for
+ * every file system of the machine (a stuck FUSE unmount anywhere stops
+ * them). */
 void drop_caches(const struct bench_opts *o);
 
 /* A FUSE daemon we started in the foreground and must stop. */
@@ -186,10 +188,6 @@ char *find_prog(const char *given, const char *name);
 
 /* Makes a fresh temp dir "<o->tmp>/pathfs-bench.XXXXXX" into @buf. */
 int make_tmpdir(const struct bench_opts *o, char *buf, size_t len);
-
-/* Raises RLIMIT_NOFILE as far as allowed (passthrough_ll holds one fd per
- * inode); returns the new soft limit. */
-uint64_t raise_nofile(void);
 
 /* ---- benchmarks --------------------------------------------------------- */
 

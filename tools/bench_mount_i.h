@@ -6,8 +6,9 @@
  *   bench_mount_work.c   the workloads this process runs itself (creating
  *                        and stat'ing the tree, churn, sequential write and
  *                        read) and the copies checked by their entry count
- *   bench_mount_target.c the targets: setup, mount, remount cold, teardown,
- *                        and building libfuse's passthrough_ll
+ *   bench_mount_target.c the targets: a fresh ext4 image or tmpfs, the
+ *                        FUSE mounts, remount cold, teardown, and the
+ *                        requests the FUSE daemons counted
  *   bench_mount_report.c the table of medians and ratios
  *
  * What is measured and the limits: bench_mount.c's overview.
@@ -21,7 +22,7 @@
 
 #include "bench.h"
 
-enum { T_PATHFS, T_HOST, T_TMPFS, T_PT, NT };
+enum { T_PATHFS, T_EXT4, T_TMPFS, T_FLOOR, NT };
 /* Target names, as --targets and the CSV spell them. */
 extern const char *const tname[NT];
 
@@ -59,23 +60,37 @@ struct target {
 	bool fuse;
 	char base[4096];  /* where the workloads run */
 	char store[4096]; /* pathfs: the store */
-	char src[4096];	  /* passthrough: its source folder */
 	char mnt[4096];	  /* FUSE targets: mount point */
 	char log[4096];	  /* daemon log */
+	char stats[4096]; /* floor: its -o stats= file */
+	char made[4096];  /* the ext4 image or tmpfs we mounted, "" if none */
 	struct fsmount m;
+};
+
+/* Requests a FUSE daemon answered, by opcode (its own counts). */
+#define MAX_OPS 40
+struct reqs {
+	unsigned n;
+	char name[MAX_OPS][16];
+	uint64_t count[MAX_OPS];
 };
 
 struct mctx {
 	const struct bench_opts *o;
 	struct shape sh;
-	char dir[2048];	     /* our temp dir */
-	char hostdir[3072];  /* the host folder: ours or in --host */
-	char tmpfsdir[3072]; /* ours in --tmpfs, "" if none */
-	char archive[2100];  /* tar of --tar-src, in dir */
+	char dir[2048];	    /* our temp dir */
+	char hostdir[3072]; /* --host: our folder in it, "" if none */
+	char image[2100];   /* the ext4 image, in dir */
+	char refmnt[2100];  /* where the image or the tmpfs is mounted */
+	uint64_t ref_mb;    /* image and tmpfs size, MiB */
+	uint64_t ref_inodes;
+	char archive[2100];		    /* tar of --tar-src, in dir */
 	uint64_t tar_entries, copy_entries; /* below the top folder */
 	double tar_mb, copy_mb;
-	char *pathfs, *pathfsctl, *pt;
-	double *t; /* [w][target][run] seconds, NaN = failed or not run */
+	char *pathfs, *pathfsctl, *floor;
+	double *t;    /* [w][target][run] seconds, NaN = failed or not run */
+	double *reqs; /* [target][run] requests per created file, or NaN */
+	struct reqs ops[NT]; /* the last run's requests of the tree's create */
 	int failures;
 	char *buf;  /* write buffer (1 MiB pattern) */
 	char *rbuf; /* read buffer */
@@ -88,7 +103,7 @@ struct mctx {
 double *slot(struct mctx *c, int w, int k, unsigned r);
 /* bench_mount.c: reports workload @w on target @k as failed (@why). */
 void failed(struct mctx *c, int w, int k, const char *why);
-/* Whether target @k runs (--vs-passthrough, --targets). */
+/* Whether target @k runs (--targets). */
 bool wanted(const struct bench_opts *o, int k);
 
 /* ---- bench_mount_work.c ---------------------------------------------------- */
@@ -133,24 +148,29 @@ int prepare_real(struct mctx *c);
 
 /* ---- bench_mount_target.c -------------------------------------------------- */
 
-/* Makes target @kind ready for run @run (fresh store or folder, mounted if
- * FUSE) in @tg. Errors: -errno of mkdir, those of fs_mount(). */
+/* Sizes the ext4 image and the tmpfs for the workloads (c->ref_mb,
+ * c->ref_inodes) and makes --host's folder. Errors: -errno of mkdtemp. */
+int targets_prepare(struct mctx *c);
+/* Makes target @kind ready for run @run in @tg: pathfs with a fresh store on
+ * a freshly made ext4 (or in --host), the floor mounted, a freshly made ext4
+ * image (or a fresh folder in --host), a fresh tmpfs. Errors: -errno of
+ * mkdir, -ECHILD (mkfs.ext4 or mount failed), those of fs_mount(). */
 int target_setup(struct mctx *c, struct target *tg, int kind, unsigned run);
 /* Unmounts target @tg and removes what target_setup() made. */
 void target_teardown(struct mctx *c, struct target *tg);
-/* Remounts a FUSE target (a fresh daemon) and drops the kernel's caches. */
+/* Remounts pathfs (a fresh daemon: the floor's tree lives as long as its
+ * mount) and drops the kernel's caches. */
 int make_cold(struct mctx *c, struct target *tg, int w);
-/* Compiles libfuse's example passthrough_ll into our temp dir (c->pt).
- * Errors: -ENOENT (no example or no compiler), -ENOMEM. */
-int build_passthrough(struct mctx *c);
 /*
- * passthrough_ll keeps an O_PATH fd open for every inode the kernel knows:
- * the whole tree plus the cp -a copy at the peak, and every churn file. Past
- * RLIMIT_NOFILE it fails with EMFILE, which would be measured as a failure of
- * the workload. Raising the limit needs CAP_SYS_RESOURCE above the hard
- * limit; when the workload does not fit, say so and refuse.
+ * The requests FUSE target @tg's daemon has answered, by opcode (pathfsctl
+ * stats --json of pathfs, the floor's stats file after SIGUSR1): all so
+ * far, or with @before (an earlier answer) those since then, once every
+ * OPEN, CREATE and OPENDIR since has had its RELEASE (the kernel sends it
+ * after close(2) returns; up to 5 s). Errors: -ENOENT (no answer), -ECHILD
+ * (pathfsctl failed), -ETIMEDOUT, -errno of kill.
  */
-int check_nofile(struct mctx *c);
+int target_requests(struct mctx *c, struct target *tg,
+		    const struct reqs *before, struct reqs *out);
 
 /* ---- bench_mount_report.c -------------------------------------------------- */
 

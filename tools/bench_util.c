@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -812,28 +811,4 @@ int make_tmpdir(const struct bench_opts *o, char *buf, size_t len)
 	if (!mkdtemp(buf))
 		return -errno;
 	return 0;
-}
-
-uint64_t raise_nofile(void)
-{
-	struct rlimit rl;
-	unsigned long want = 1048576;
-	FILE *f;
-
-	f = fopen("/proc/sys/fs/nr_open", "re");
-	if (f) {
-		if (fscanf(f, "%lu", &want) != 1)
-			want = 1048576;
-		fclose(f);
-	}
-	if (getrlimit(RLIMIT_NOFILE, &rl))
-		return 0;
-	rl.rlim_cur = rl.rlim_max = want;
-	if (setrlimit(RLIMIT_NOFILE, &rl)) {
-		getrlimit(RLIMIT_NOFILE, &rl);
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
-	getrlimit(RLIMIT_NOFILE, &rl);
-	return rl.rlim_cur;
 }

@@ -1,10 +1,11 @@
 /*
  * pathfs-bench - measures pathfs: subtree reads in-process, the standard tools
- * through the mount next to a host directory (and libfuse's passthrough_ll),
- * and the cost of renaming a folder against its size.
+ * through the mount next to a fresh ext4, a fresh tmpfs and a FUSE daemon
+ * doing no storage work (pathfs-floor), and the cost of renaming a folder
+ * against its size.
  *
  *   pathfs-bench subtree [--files N --fanout F --depth D --size B --runs R]
- *   pathfs-bench mount   [--host DIR] [--vs-passthrough] [--files N] ...
+ *   pathfs-bench mount   [--host DIR] [--targets LIST] [--files N] ...
  *   pathfs-bench rename  [--sizes 1000,10000,100000,1000000] ...
  *   pathfs-bench content [--big-mb M] [--content-files N] [--pwrites N]
  *                        [--sqlite-rows N] [--host DIR] [--tmpfs DIR]
@@ -13,7 +14,8 @@
  *   pathfs-bench all     (subtree, mount, rename in turn)
  *
  * Every variant runs --runs times (default 3), the targets in alternation
- * (pathfs, host, pathfs, host, ...), and the medians are reported: a table on
+ * (pathfs, ext4, tmpfs, floor, pathfs, ...), and the medians are reported: a
+ * table on
  * stdout, progress on stderr, --csv FILE (benchmark,target,metric,value,unit,
  * one row per median) and --plot FILE.png (the ratios, drawn by gnuplot).
  *
@@ -56,21 +58,19 @@ static void usage(FILE *f)
 	    "  --depth D           folder levels (3); files in the last\n"
 	    "  --size BYTES        bytes per file (100)\n"
 	    "\n"
-	    "mount:\n"
-	    "  --host DIR          host folder to compare with (a fresh\n"
-	    "                      folder in --tmp), e.g. on a tmpfs\n"
-	    "  --vs-passthrough    also libfuse's passthrough_ll over the "
-	    "host\n"
+	    "mount (pathfs against a fresh ext4 image, a fresh tmpfs and\n"
+	    "pathfs-floor, each made for each run):\n"
+	    "  --host DIR          the ext4 column (and pathfs's store) in\n"
+	    "                      a fresh folder in DIR, not an image\n"
 	    "  --write-mb M        sequential write/read size (1024)\n"
 	    "  --churn N           create/stat/unlink count (20000)\n"
 	    "  --pathfs PATH       daemon binary (next to this one)\n"
 	    "  --pathfsctl PATH    admin tool binary (next to this one)\n"
+	    "  --floor PATH        pathfs-floor binary (next to this one)\n"
 	    "  --no-drop-caches    do not sync and drop the kernel's caches\n"
 	    "                      for cold runs\n"
-	    "  --targets LIST      run only these of pathfs,host,tmpfs,\n"
-	    "                      passthrough\n"
-	    "  --tmpfs DIR         tmpfs folder to compare with (/dev/shm;\n"
-	    "                      none: no tmpfs column)\n"
+	    "  --targets LIST      run only these of pathfs,ext4,tmpfs,\n"
+	    "                      floor\n"
 	    "  --copy-src DIR      real folder for cp -a and rsync -a\n"
 	    "                      (/usr/share/doc)\n"
 	    "  --tar-src DIR       real folder archived for tar x\n"
@@ -85,6 +85,9 @@ static void usage(FILE *f)
 	    "with fsync)\n"
 	    "  --sqlite-rows N     sqlite3 rows, 1000 a transaction "
 	    "(200000)\n"
+	    "  --host DIR          host folder to compare with (a fresh\n"
+	    "                      folder in --tmp; rename too)\n"
+	    "  --tmpfs DIR         tmpfs folder to compare with (/dev/shm)\n"
 	    "\n"
 	    "backends (the mount's workloads on RocksDB and on etcd;\n"
 	    "all is without it):\n"
@@ -154,7 +157,7 @@ enum {
 	OPT_SIZE,
 	OPT_TMP,
 	OPT_HOST,
-	OPT_PT,
+	OPT_FLOOR,
 	OPT_PATHFS,
 	OPT_PATHFSCTL,
 	OPT_WRITE_MB,
@@ -185,7 +188,7 @@ static const struct option longopts[] = {
     {"size", required_argument, NULL, OPT_SIZE},
     {"tmp", required_argument, NULL, OPT_TMP},
     {"host", required_argument, NULL, OPT_HOST},
-    {"vs-passthrough", no_argument, NULL, OPT_PT},
+    {"floor", required_argument, NULL, OPT_FLOOR},
     {"pathfs", required_argument, NULL, OPT_PATHFS},
     {"pathfsctl", required_argument, NULL, OPT_PATHFSCTL},
     {"write-mb", required_argument, NULL, OPT_WRITE_MB},
@@ -344,8 +347,8 @@ int main(int argc, char **argv)
 		case OPT_HOST:
 			o.host = optarg;
 			break;
-		case OPT_PT:
-			o.vs_pt = true;
+		case OPT_FLOOR:
+			o.floor = optarg;
 			break;
 		case OPT_PATHFS:
 			o.pathfs = optarg;

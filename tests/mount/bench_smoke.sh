@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # bench_smoke.sh - runs every pathfs-bench benchmark at a tiny size, so CI
-# proves the bench works end to end: it mounts pathfs (and libfuse's
-# passthrough_ll when its example source is installed), every workload passes
-# its own checks (entry counts, content read back, tree gone after rm), and
-# the CSV and plot hold what the tree's shape implies.
+# proves the bench works end to end: `mount` makes each of its references
+# itself (a fresh ext4 loop image, a tmpfs, pathfs-floor; a folder with
+# --host) and mounts pathfs, every workload passes its own checks (entry
+# counts, content read back, tree gone after rm), the requests per created
+# file are counted for pathfs and the floor, nothing stays mounted, and the
+# CSV and plot hold what the tree's shape implies.
 #
 # Not a performance test: nothing here depends on timing.
 . "$(dirname "$0")/lib.sh"
@@ -53,51 +55,66 @@ check "subtree: a scan is a bounded number of kv round trips" awk -v v="$(csv_ge
 check "subtree: depth 2 branch measured" positive \
 	"$(csv_get "$T/sub.csv" subtree walk depth2_entries_per_s entries/s)"
 
-# --- mount: pathfs vs host (vs passthrough_ll), tiny --------------------------
-pt=()
-if [ -e /usr/share/doc/libfuse3-dev/examples/passthrough_ll.c ] ||
-	[ -e /usr/share/doc/libfuse3-dev/examples/passthrough_ll.c.gz ]; then
-	pt=(--vs-passthrough)
-else
-	echo "# passthrough_ll source not installed: pathfs and host only"
-fi
+# --- mount: pathfs vs a fresh ext4, tmpfs and the floor, tiny ---------------
+# mount_run ARGS...: pathfs-bench mount, its table in $T/mnt.out
+mount_run() { "${B[@]}" mount "$@" >"$T/mnt.out"; }
 # tar x, cp -a and rsync -a of small real folders of the source tree
-check "mount runs" "${B[@]}" mount --files 200 --fanout 2 --depth 2 --size 50 \
-	--write-mb 4 --churn 300 --runs 1 "${pt[@]}" --csv "$T/mnt.csv" \
+check "mount runs" mount_run --files 200 --fanout 2 --depth 2 --size 50 \
+	--write-mb 4 --churn 300 --runs 1 --csv "$T/mnt.csv" \
 	--copy-src "$TESTS_DIR/helpers" --tar-src "$TESTS_DIR/mount" \
 	--plot "$T/mnt.png"
 check "mount csv: no failed medians" no_nan "$T/mnt.csv" mount
+check "mount: the ext4 column is an image made for the run" \
+	grep -q '^ext4: a [0-9]* MiB image formatted for each run' "$T/mnt.out"
 for m in create_tree find_cold find_warm du_s ls_lR ls_lR_cold stat_all mv_folder \
 	cp_a_folder rm_rf_tree create_stat_unlink tar_x cp_a_real rsync_a_real \
 	write_fsync read_cold; do
-	check "mount: pathfs $m measured" positive \
-		"$(csv_get "$T/mnt.csv" mount pathfs $m s)"
-	check "mount: host $m measured" positive \
-		"$(csv_get "$T/mnt.csv" mount host $m s)"
-	check "mount: tmpfs $m measured" positive \
-		"$(csv_get "$T/mnt.csv" mount tmpfs $m s)"
-	check "mount: pathfs/tmpfs ratio of $m" positive \
-		"$(csv_get "$T/mnt.csv" mount ratio_vs_tmpfs $m x)"
-	if [ ${#pt[@]} -gt 0 ]; then
-		check "mount: passthrough $m measured" positive \
-			"$(csv_get "$T/mnt.csv" mount passthrough $m s)"
-	fi
+	for t in pathfs ext4 tmpfs floor; do
+		check "mount: $t $m measured" positive \
+			"$(csv_get "$T/mnt.csv" mount $t $m s)"
+	done
+	for t in ext4 tmpfs floor; do
+		check "mount: pathfs/$t ratio of $m" positive \
+			"$(csv_get "$T/mnt.csv" mount ratio_vs_$t $m x)"
+	done
 done
 check "mount: pathfsctl du measured" positive \
 	"$(csv_get "$T/mnt.csv" mount pathfs pathfsctl_du s)"
 check "mount: pathfsctl rm -r measured" positive \
 	"$(csv_get "$T/mnt.csv" mount pathfs pathfsctl_rm_r s)"
+# creating a file is a LOOKUP, CREATE, GETXATTR, WRITE, RELEASE and the
+# folder's GETATTR: about 6 requests, one of them a CREATE
+for t in pathfs floor; do
+	check "mount: $t's requests per created file counted (5 to 8)" awk \
+		-v v="$(csv_get "$T/mnt.csv" mount $t create_requests_per_file \
+			req/file)" 'BEGIN {exit !(v >= 5 && v <= 8)}'
+	check "mount: $t got one CREATE per created file" test \
+		"$(csv_get "$T/mnt.csv" mount $t create_CREATE_per_file req/file)" = 1
+done
+check "mount: the table gives the requests per file" \
+	grep -Eq '^  floor +[0-9.]+: .*CREATE 1.00' "$T/mnt.out"
 check "mount: plot drawn" test -s "$T/mnt.png"
-# only the workloads asked for (the tree is always made)
-check "mount --workloads runs" "${B[@]}" mount --files 50 --fanout 2 --depth 1 \
-	--runs 1 --targets pathfs,host --workloads rm_rf_tree --csv "$T/only.csv"
+# only the workloads asked for (the tree is always made), the ext4 column
+# in a folder named by --host
+mkdir "$T/host"
+check "mount --workloads --host runs" "${B[@]}" mount --files 50 --fanout 2 \
+	--depth 1 --runs 1 --targets pathfs,ext4 --host "$T/host" \
+	--workloads rm_rf_tree --csv "$T/only.csv"
 check "mount --workloads: the tree and rm -rf measured" positive \
-	"$(csv_get "$T/only.csv" mount pathfs rm_rf_tree s)"
+	"$(csv_get "$T/only.csv" mount ext4 rm_rf_tree s)"
 check "mount --workloads: nothing else measured" test \
 	"$(awk -F, '$1 == "mount" && $2 == "pathfs" && $5 == "s"' "$T/only.csv" |
 		cut -d, -f3 | sort | tr '\n' ' ')" = "create_tree rm_rf_tree "
+check "mount --host: its folder left empty" test -z "$(ls -A "$T/host")"
 check "mount: nothing left mounted" bash -c \
 	"! awk -v t='$T' 'index(\$2, t) == 1' /proc/mounts | grep -q ."
+usage_fails() {
+	local rc=0
+	"$@" >/dev/null 2>&1 || rc=$?
+	[ "$rc" -eq 2 ]
+}
+check "mount: --vs-passthrough is gone (a usage error)" usage_fails \
+	"${B[@]}" mount --vs-passthrough
 
 # --- rename: two sizes, pathfs mv next to host mv ------------------------------
 check "rename runs" "${B[@]}" rename --sizes 100,1500 --runs 2 \
@@ -110,11 +127,6 @@ check "rename: mv through the mount" positive \
 check "rename: host mv" positive "$(csv_get "$T/ren.csv" rename host n1500 s)"
 
 # --- usage errors --------------------------------------------------------------
-usage_fails() {
-	local rc=0
-	"$@" >/dev/null 2>&1 || rc=$?
-	[ "$rc" -eq 2 ]
-}
 check "unknown benchmark is a usage error" usage_fails "$PATHFS_BENCH" nosuch
 check "bad number is a usage error" usage_fails "$PATHFS_BENCH" subtree \
 	--files many
