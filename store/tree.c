@@ -104,18 +104,12 @@ static int resolve(struct tree *t, const char *path, struct node *n,
  * (inode numbers are never reused, so a match is the same folder). Files are
  * mostly created and removed many to a folder, so one entry per thread
  * catches most; no lock, nothing to invalidate.
- *
- * The node this thread last looked up (tree_lookup()) is a second such
- * guess: a caller looks a name up before removing it (fs/names.c takes
- * the inode's open stripe first), so the removal reads that node once.
  */
-struct hint {
+static __thread struct {
 	const struct tree *t;
-	uint64_t hash; /* of the node's path */
+	uint64_t hash; /* of the folder's path */
 	uint64_t ino;
-};
-
-static __thread struct hint dir_hint, node_hint;
+} dir_hint;
 
 static uint64_t path_hash(const char *p)
 {
@@ -126,35 +120,18 @@ static uint64_t path_hash(const char *p)
 	return h;
 }
 
-static uint64_t hint_get(const struct hint *h, const struct tree *t,
-			 const char *path)
-{
-	if (h->t == t && h->hash == path_hash(path))
-		return h->ino;
-	return 0;
-}
-
-static void hint_set(struct hint *h, const struct tree *t, const char *path,
-		     uint64_t ino)
-{
-	h->t = t;
-	h->hash = path_hash(path);
-	h->ino = ino;
-}
-
 uint64_t tree_dir_hint_get(const struct tree *t, const char *dir)
 {
-	return hint_get(&dir_hint, t, dir);
+	if (dir_hint.t == t && dir_hint.hash == path_hash(dir))
+		return dir_hint.ino;
+	return 0;
 }
 
 void tree_dir_hint_set(const struct tree *t, const char *dir, uint64_t ino)
 {
-	hint_set(&dir_hint, t, dir, ino);
-}
-
-uint64_t tree_node_hint_get(const struct tree *t, const char *path)
-{
-	return hint_get(&node_hint, t, path);
+	dir_hint.t = t;
+	dir_hint.hash = path_hash(dir);
+	dir_hint.ino = ino;
 }
 
 int tree_lock_nodes(struct tree *t, const char *p1, struct node *n1,
@@ -418,10 +395,8 @@ int tree_lookup(struct tree *t, const char *path, struct tree_attr *out)
 	if (rc)
 		return rc;
 	rc = resolve(t, path, &n, false);
-	if (rc == 0) {
+	if (rc == 0)
 		*out = n.a;
-		hint_set(&node_hint, t, path, n.a.ino);
-	}
 	node_release(&n);
 	return rc;
 }

@@ -45,9 +45,6 @@ int tree_load_key(struct tree *t, const struct sbuf *key, struct node *n,
  * folder @dir of @t; set after the folder was read under its stripe. */
 uint64_t tree_dir_hint_get(const struct tree *t, const char *dir);
 void tree_dir_hint_set(const struct tree *t, const char *dir, uint64_t ino);
-/* The same guess for the node at @path, set by this thread's last
- * tree_lookup() of it; 0 if none. */
-uint64_t tree_node_hint_get(const struct tree *t, const char *path);
 
 /*
  * Reads the nodes at @p1 and @p2 (@p2 may be NULL; they differ) into @n1/@n2

@@ -56,8 +56,8 @@ static int remove_node(struct tree *t, const char *path, bool dir,
 	pthread_mutex_lock(&t->ns_lock);
 	ns = true;
 	/* both nodes are rewritten: read them under their stripes */
-	rc = tree_lock_nodes(t, path, &n, true, tree_node_hint_get(t, path),
-			     parent, &pn, tree_dir_hint_get(t, parent));
+	rc = tree_lock_nodes(t, path, &n, true, 0, parent, &pn,
+			     tree_dir_hint_get(t, parent));
 	if (rc)
 		goto out;
 	st = true;

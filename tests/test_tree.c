@@ -282,40 +282,6 @@ Test(tree, parent_updates_follow_a_folder_replaced_under_its_name,
 	fsck_clean();
 }
 
-/*
- * A lookup leaves its node's inode as this thread's guess for the unlink
- * that usually follows (tree.c): when the name was replaced in between, the
- * guess is wrong and the unlink must still remove the node now there, and
- * a guess from another drive's same path must not be taken either.
- */
-Test(tree, unlink_after_the_name_was_replaced_since_its_lookup,
-     .init = tu_setup, .fini = tu_teardown)
-{
-	struct tree *t2;
-	struct tree_attr a, g, b;
-
-	cr_assert_eq(mk("/f", S_IFREG | 0644), 0);
-	cr_assert_eq(mk("/g", S_IFREG | 0600), 0);
-	cr_assert_eq(tree_lookup(T, "/f", &a), 0);
-	g = st("/g");
-	cr_assert_eq(tree_rename(T, "/g", "/f", 0, NULL), 0);
-	cr_assert_eq(tree_unlink(T, "/f", 0, NULL), 0);
-	cr_expect_eq(tree_lookup(T, "/f", &b), -ENOENT);
-	cr_expect_eq(tree_lookup(T, "/g", &b), -ENOENT);
-	cr_assert_eq(mk("/f", S_IFREG | 0644), 0);
-	cr_assert_eq(store_drive_create(tu_store, "other", 0, 0), 0);
-	cr_assert_eq(store_drive(tu_store, "other", &t2), 0);
-	cr_assert_eq(tree_mknode(t2, "/f", S_IFREG | 0640, 0, 0, 0, NULL, &b),
-		     0);
-	cr_assert_eq(tree_lookup(t2, "/f", &b), 0);
-	cr_assert_eq(tree_unlink(T, "/f", 0, NULL), 0);
-	cr_expect_eq(tree_lookup(T, "/f", &a), -ENOENT);
-	cr_expect_eq(tree_lookup(t2, "/f", &a), 0);
-	cr_expect_eq(a.ino, b.ino);
-	cr_expect_neq(a.ino, g.ino);
-	fsck_clean();
-}
-
 struct chmod_worker {
 	int rounds;
 	mode_t last;
