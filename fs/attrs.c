@@ -269,10 +269,11 @@ void touch_atime(struct fs *fs, uint64_t ino)
 	int64_t now;
 	int rc;
 
-	/* on etcd a read and maybe a commit (a quorum's fsync) of a few ms:
-	 * the caller's next request (a listing's next READDIRPLUS, the next
-	 * READ) need not wait for them; on RocksDB they take microseconds,
-	 * less than waking another thread */
+	/* called before a READ's reply (so that a stat right after sees the
+	 * access) and after a READDIR's: on etcd a read and maybe a commit (a
+	 * quorum's fsync) of a few ms, which the reader waits for (once per
+	 * open with relatime) while another thread serves the rest; on
+	 * RocksDB they take microseconds, less than waking another thread */
 	if (fs->blocking && store_remote(fs->store))
 		fs->blocking();
 	rc = fs_do_getattr(fs, ino, &a);

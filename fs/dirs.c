@@ -174,8 +174,10 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 	else
 		fuse_reply_buf(req, buf, used);
 	free(buf);
-	/* after the reply, as for reads: a listing from the start is an
-	 * access (the kernel answers the listings it keeps itself) */
+	/* after the reply (unlike a read's): a listing from the start is an
+	 * access (the kernel answers the listings it keeps itself), but the
+	 * kernel holds the folder's lock during READDIR, and touch_atime may
+	 * wait for a branch command whose invalidation needs that lock */
 	if (!rc && off == 0 && !fs->ro && !fs->noatime && !fs->nodiratime)
 		touch_atime(fs, ino);
 }

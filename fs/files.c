@@ -295,14 +295,16 @@ void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fh->atime_done = true;
 		atime = !fs->ro && !fs->noatime;
 	}
+	/* before the reply: a stat(2) right after the read(2) must see the
+	 * access (after it, the stat could win the race and cache the old
+	 * atime: posix_mountopts' strictatime check failed so under load) */
+	if (atime)
+		touch_atime(fs, ino);
 	if (rc)
 		reply_err(req, rc);
 	else
 		fuse_reply_buf(req, buf, n);
 	free(buf);
-	/* after the reply: the reader does not wait for it */
-	if (atime)
-		touch_atime(fs, ino);
 }
 
 int fs_do_write(struct fs *fs, const struct fs_who *w, uint64_t ino,
