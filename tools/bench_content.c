@@ -14,6 +14,10 @@
  *    transactions of 1,000, with the rollback journal and with WAL, then
  *    PRAGMA integrity_check must answer ok; wall time per target.
  *
+ * The stores and the host folder are on an ext4 image the bench formats
+ * afresh (ext4_image_mount), or the host folder is --host (the stores then
+ * in the temp dir).
+ *
  * Limits: the big file is written once (its time is reported, not repeated);
  * sqlite runs once per target and mode unless --runs asks for more; the
  * machine's load is the caller's to note.
@@ -196,6 +200,7 @@ int bench_content(const struct bench_opts *o)
 {
 	char base[4096], empty[4200], full[4200], s1[4300], s2[4300];
 	char log1[4300], log2[4300], hostd[4300], sql[2][4300];
+	char ref[4300], image[4300];
 	const char *dirs[NT];
 	struct fsmount m1 = {0}, m2 = {0};
 	char *pathfs = find_prog(o->pathfs, "pathfs");
@@ -210,7 +215,7 @@ int bench_content(const struct bench_opts *o)
 	char b1[32], b2[32], b3[32], b4[32];
 	int rc;
 
-	base[0] = '\0';
+	base[0] = ref[0] = '\0';
 	if (!pathfs || !ce || !cf) {
 		rc = -ENOENT;
 		goto out;
@@ -220,10 +225,26 @@ int bench_content(const struct bench_opts *o)
 	rc = make_tmpdir(o, base, sizeof(base));
 	if (rc)
 		goto out;
+	if (!o->host) {
+		/* the stores and the host folder on a fresh ext4 */
+		snprintf(ref, sizeof(ref), "%s/ext4", base);
+		snprintf(image, sizeof(image), "%s/ext4.img", base);
+		if (mkdir(ref, 0755)) {
+			rc = -errno;
+			ref[0] = '\0';
+			goto out;
+		}
+		rc = ext4_image_mount(image, ref, 2 * (big + 3 * FILE_MB) + 2048,
+				      2 * n + 65536);
+		if (rc) {
+			ref[0] = '\0';
+			goto out;
+		}
+	}
 	snprintf(empty, sizeof(empty), "%s/empty", base);
 	snprintf(full, sizeof(full), "%s/full", base);
-	snprintf(s1, sizeof(s1), "%s/store-empty", base);
-	snprintf(s2, sizeof(s2), "%s/store-full", base);
+	snprintf(s1, sizeof(s1), "%s/store-empty", ref[0] ? ref : base);
+	snprintf(s2, sizeof(s2), "%s/store-full", ref[0] ? ref : base);
 	snprintf(log1, sizeof(log1), "%s/empty.log", base);
 	snprintf(log2, sizeof(log2), "%s/full.log", base);
 	mkdir(empty, 0755);
@@ -265,7 +286,7 @@ int bench_content(const struct bench_opts *o)
 	if (o->host)
 		snprintf(hostd, sizeof(hostd), "%s", o->host);
 	else
-		snprintf(hostd, sizeof(hostd), "%s/host", base);
+		snprintf(hostd, sizeof(hostd), "%s/host", ref);
 	mkdir(hostd, 0755);
 	dirs[T_HOST] = hostd;
 	dirs[T_TMPFS] =
@@ -356,6 +377,8 @@ int bench_content(const struct bench_opts *o)
 out:
 	fs_umount(&m1);
 	fs_umount(&m2);
+	if (ref[0] && ref_umount(ref))
+		rc = rc ? rc : -EIO;
 	if (!o->keep && base[0])
 		run_sh("rm -rf '%s'", base);
 	free(pathfs);

@@ -25,29 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "bench_mount_i.h"
-
-/* What a signal must unmount (bench_at_signal): the image or tmpfs. */
-static char sig_refmnt[2100];
-
-static void umount_ref_at_signal(void)
-{
-	int st;
-	pid_t p;
-
-	if (!sig_refmnt[0])
-		return;
-	p = fork();
-	if (p == 0) {
-		execlp("umount", "umount", "-l", sig_refmnt, (char *)NULL);
-		_exit(127);
-	}
-	if (p > 0)
-		waitpid(p, &st, 0);
-}
 
 /* The bytes a file of @size takes on ext4 (4 KiB blocks). */
 static uint64_t on_disk(uint64_t size)
@@ -80,8 +60,6 @@ int targets_prepare(struct mctx *c)
 	snprintf(c->image, sizeof(c->image), "%s/ext4.img", c->dir);
 	if (mkdir(c->refmnt, 0755))
 		return -errno;
-	snprintf(sig_refmnt, sizeof(sig_refmnt), "%s", c->refmnt);
-	bench_at_signal(umount_ref_at_signal);
 	if (!o->host)
 		return 0;
 	snprintf(c->hostdir, sizeof(c->hostdir), "%s/pathfs-bench.XXXXXX",
@@ -98,19 +76,12 @@ int targets_prepare(struct mctx *c)
 /* Formats the image afresh and mounts it on c->refmnt (tg->made). */
 static int fresh_ext4(struct mctx *c, struct target *tg)
 {
-	if (run_sh("rm -f '%s' && truncate -s %lluM '%s' && mkfs.ext4 -q -F "
-		   "-N %llu -E lazy_itable_init=0,lazy_journal_init=0 '%s' "
-		   ">/dev/null && mount -o loop '%s' '%s'",
-		   c->image, (unsigned long long)c->ref_mb, c->image,
-		   (unsigned long long)c->ref_inodes, c->image, c->image,
-		   c->refmnt)) {
-		progress("cannot make and mount a %llu MiB ext4 image at %s "
-			 "(mkfs.ext4 of e2fsprogs, loop devices, root)",
-			 (unsigned long long)c->ref_mb, c->image);
-		return -ECHILD;
-	}
-	snprintf(tg->made, sizeof(tg->made), "%s", c->refmnt);
-	return 0;
+	int rc = ext4_image_mount(c->image, c->refmnt, c->ref_mb,
+				  c->ref_inodes);
+
+	if (!rc)
+		snprintf(tg->made, sizeof(tg->made), "%s", c->refmnt);
+	return rc;
 }
 
 /* Mounts a fresh tmpfs on c->refmnt (tg->made). */
@@ -121,6 +92,7 @@ static int fresh_tmpfs(struct mctx *c, struct target *tg)
 		progress("cannot mount a tmpfs on %s", c->refmnt);
 		return -ECHILD;
 	}
+	ref_mounted(c->refmnt);
 	snprintf(tg->made, sizeof(tg->made), "%s", c->refmnt);
 	return 0;
 }
@@ -203,11 +175,8 @@ void target_teardown(struct mctx *c, struct target *tg)
 		c->failures++;
 	}
 	if (tg->made[0]) {
-		if (run_sh("umount '%s'", tg->made)) {
-			progress("cannot unmount %s", tg->made);
+		if (ref_umount(tg->made))
 			c->failures++;
-			run_sh("umount -l '%s'", tg->made);
-		}
 		unlink(c->image);
 	} else if (tg->kind == T_PATHFS) {
 		run_sh("rm -rf '%s'", tg->store);

@@ -13,6 +13,10 @@
  *    host folder (built with mkdir/open, for N up to --host-max; the host's mv
  *    is one directory-entry change whatever N is).
  *
+ * The store and the host's branches are on an ext4 image the bench formats
+ * afresh (ext4_image_mount), or in --host (a fresh folder in it; the store
+ * then in the temp dir).
+ *
  * Limits: the store is built in-process, so the mount sees a store that was
  * never walked through the kernel (no cached dentries under the branch); the
  * 1M-entry branch takes a while to build (about 1M tree_mknode calls).
@@ -129,6 +133,37 @@ static int inproc(const struct bench_opts *o, struct tree *t, uint64_t n,
 	return 0;
 }
 
+/* The fresh ext4's size: the store's branches at about 1 KiB an entry
+ * (their keys, the write-ahead log, compactions' new tables before the old
+ * ones go), the host's empty files and folders, and room to spare; the
+ * image is sparse. */
+static uint64_t image_mb(const struct bench_opts *o)
+{
+	struct shape sh;
+	uint64_t kib = 0;
+
+	for (size_t i = 0; i < o->nsizes; i++) {
+		shape_for(&sh, o->sizes[i]);
+		kib += shape_entries(&sh, 0);
+	}
+	return 1024 + kib * 2 / 1024;
+}
+
+/* Its inodes: the host's branches and the store's files. */
+static uint64_t image_inodes(const struct bench_opts *o)
+{
+	struct shape sh;
+	uint64_t n = 65536;
+
+	for (size_t i = 0; i < o->nsizes; i++) {
+		if (o->sizes[i] > o->host_max)
+			continue;
+		shape_for(&sh, o->sizes[i]);
+		n += shape_entries(&sh, 0);
+	}
+	return n;
+}
+
 int bench_rename(const struct bench_opts *o)
 {
 	struct store_options sopt = {.create = true};
@@ -136,6 +171,7 @@ int bench_rename(const struct bench_opts *o)
 	struct tree *t = NULL;
 	struct fsmount m = {0};
 	char dir[4096], sdir[4200], mnt[4200], host[4200], log[4200];
+	char ref[4200], image[4200];
 	char p[4400], q[4400], metric[64], s1[32], s2[32], s3[32], s4[32],
 	    s5[32];
 	double *ip = NULL, *mv = NULL, *hmv = NULL, build_s;
@@ -146,6 +182,7 @@ int bench_rename(const struct bench_opts *o)
 	unsigned r;
 	int rc, failures = 0;
 
+	ref[0] = host[0] = '\0';
 	rc = make_tmpdir(o, dir, sizeof(dir));
 	if (rc) {
 		progress("cannot make a temp dir in %s", o->tmp);
@@ -161,10 +198,25 @@ int bench_rename(const struct bench_opts *o)
 	}
 	for (i = 0; i < o->nsizes; i++)
 		ip[i] = mv[i] = hmv[i] = NAN;
-	snprintf(sdir, sizeof(sdir), "%s/store", dir);
 	snprintf(mnt, sizeof(mnt), "%s/mnt", dir);
-	snprintf(host, sizeof(host), "%s/host", o->host ? o->host : dir);
 	snprintf(log, sizeof(log), "%s/pathfs.log", dir);
+	if (!o->host) {
+		/* the store and the host's branches on a fresh ext4 */
+		snprintf(ref, sizeof(ref), "%s/ext4", dir);
+		snprintf(image, sizeof(image), "%s/ext4.img", dir);
+		if (mkdir(ref, 0755)) {
+			rc = -errno;
+			ref[0] = '\0';
+			goto out;
+		}
+		rc = ext4_image_mount(image, ref, image_mb(o),
+				      image_inodes(o));
+		if (rc) {
+			ref[0] = '\0';
+			goto out;
+		}
+	}
+	snprintf(sdir, sizeof(sdir), "%s/store", o->host ? dir : ref);
 	if (o->host) {
 		snprintf(host, sizeof(host), "%s/pathfs-bench.XXXXXX", o->host);
 		if (!mkdtemp(host)) {
@@ -172,9 +224,12 @@ int bench_rename(const struct bench_opts *o)
 			host[0] = '\0';
 			goto out;
 		}
-	} else if (mkdir(host, 0755)) {
-		rc = -errno;
-		goto out;
+	} else {
+		snprintf(host, sizeof(host), "%s/host", ref);
+		if (mkdir(host, 0755)) {
+			rc = -errno;
+			goto out;
+		}
 	}
 	if (mkdir(mnt, 0755)) {
 		rc = -errno;
@@ -340,6 +395,8 @@ out:
 	if (m.pid)
 		fs_umount(&m);
 	store_close(s);
+	if (ref[0] && ref_umount(ref))
+		rc = rc ? rc : -EIO;
 	if (!o->keep) {
 		run_sh("rm -rf '%s'", dir);
 		if (o->host && host[0])

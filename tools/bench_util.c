@@ -622,9 +622,61 @@ static void track(struct fsmount *m, bool on)
 /* What else a signal must stop (bench_at_signal), after the mounts. */
 static void (*volatile at_signal)(void);
 
+/* The file system the bench mounted itself (ref_mounted), "" if none. */
+static char ref_mnt[4096];
+
 void bench_at_signal(void (*fn)(void))
 {
 	at_signal = fn;
+}
+
+void ref_mounted(const char *mnt)
+{
+	snprintf(ref_mnt, sizeof(ref_mnt), "%s", mnt);
+}
+
+int ref_umount(const char *mnt)
+{
+	if (!strcmp(ref_mnt, mnt))
+		ref_mnt[0] = '\0';
+	if (!run_sh("umount '%s'", mnt))
+		return 0;
+	progress("cannot unmount %s; unmounting it lazily", mnt);
+	run_sh("umount -l '%s'", mnt);
+	return -ECHILD;
+}
+
+int ext4_image_mount(const char *image, const char *mnt, uint64_t mb,
+		     uint64_t inodes)
+{
+	if (run_sh("rm -f '%s' && truncate -s %lluM '%s' && mkfs.ext4 -q -F "
+		   "-N %llu -E lazy_itable_init=0,lazy_journal_init=0 '%s' "
+		   ">/dev/null && mount -o loop '%s' '%s'",
+		   image, (unsigned long long)mb, image,
+		   (unsigned long long)inodes, image, image, mnt)) {
+		progress("cannot make and mount a %llu MiB ext4 image at %s "
+			 "(mkfs.ext4 of e2fsprogs, loop devices, root)",
+			 (unsigned long long)mb, image);
+		return -ECHILD;
+	}
+	ref_mounted(mnt);
+	progress("a fresh %llu MiB ext4 image mounted on %s",
+		 (unsigned long long)mb, mnt);
+	return 0;
+}
+
+/* Runs @prog @flag @mnt and waits for it, in a signal handler. */
+static void lazy_umount(const char *prog, const char *flag, const char *mnt)
+{
+	int st;
+	pid_t p = fork();
+
+	if (p == 0) {
+		execlp(prog, prog, flag, mnt, (char *)NULL);
+		_exit(127);
+	}
+	if (p > 0)
+		waitpid(p, &st, 0);
 }
 
 /* On SIGINT/SIGTERM: lazily unmount what we mounted, stop those daemons
@@ -634,24 +686,18 @@ static void on_signal(int sig)
 {
 	static const char msg[] = "\npathfs-bench: interrupted; unmounted "
 				  "its mounts, temp dirs left behind\n";
-	int i, st;
+	int i;
 
 	for (i = 0; i < MAX_ACTIVE; i++) {
 		struct fsmount *m = active[i];
-		pid_t p;
 
 		if (!m || !m->pid)
 			continue;
-		p = fork();
-		if (p == 0) {
-			execlp("fusermount3", "fusermount3", "-u", "-z", m->mnt,
-			       (char *)NULL);
-			_exit(127);
-		}
-		if (p > 0)
-			waitpid(p, &st, 0);
+		lazy_umount("fusermount3", "-uz", m->mnt);
 		kill(m->pid, SIGTERM);
 	}
+	if (ref_mnt[0])
+		lazy_umount("umount", "-l", ref_mnt);
 	if (at_signal)
 		at_signal();
 	if (write(2, msg, sizeof(msg) - 1) < 0)

@@ -117,14 +117,33 @@ check "mount: --vs-passthrough is gone (a usage error)" usage_fails \
 	"${B[@]}" mount --vs-passthrough
 
 # --- rename: two sizes, pathfs mv next to host mv ------------------------------
-check "rename runs" "${B[@]}" rename --sizes 100,1500 --runs 2 \
-	--csv "$T/ren.csv"
+# the host's mv and the store on an ext4 image made for the run
+ren_run() { "${B[@]}" rename "$@" 2>"$T/ren.err"; }
+check "rename runs" ren_run --sizes 100,1500 --runs 2 --csv "$T/ren.csv"
+check "rename: the host is a fresh ext4 image" \
+	grep -q 'a fresh [0-9]* MiB ext4 image mounted on .*/ext4$' "$T/ren.err"
 check "rename csv: no failed medians" no_nan "$T/ren.csv" rename
 check "rename: in-process rewrite rate" positive \
 	"$(csv_get "$T/ren.csv" rename inproc n1500 entries/s)"
 check "rename: mv through the mount" positive \
 	"$(csv_get "$T/ren.csv" rename pathfs n1500 s)"
 check "rename: host mv" positive "$(csv_get "$T/ren.csv" rename host n1500 s)"
+
+# --- content: churn, pwrite and sqlite, pathfs next to ext4 and tmpfs ----------
+con_run() { "${B[@]}" content "$@" 2>"$T/con.err"; }
+check "content runs" con_run --big-mb 2 --content-files 20 --pwrites 20 \
+	--sqlite-rows 2000 --runs 1 --csv "$T/con.csv"
+check "content csv: no failed medians" no_nan "$T/con.csv" content
+check "content: the host is a fresh ext4 image" \
+	grep -q 'a fresh [0-9]* MiB ext4 image mounted on .*/ext4$' "$T/con.err"
+for t in pathfs host tmpfs; do
+	check "content: $t pwrite measured" positive \
+		"$(csv_get "$T/con.csv" content $t pwrite4k us)"
+	check "content: $t sqlite measured" positive \
+		"$(csv_get "$T/con.csv" content $t sqlite_wal_s s)"
+done
+check "rename, content: nothing left mounted" bash -c \
+	"! awk -v t='$T' 'index(\$2, t) == 1' /proc/mounts | grep -q ."
 
 # --- usage errors --------------------------------------------------------------
 check "unknown benchmark is a usage error" usage_fails "$PATHFS_BENCH" nosuch
