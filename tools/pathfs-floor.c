@@ -41,6 +41,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -902,6 +904,7 @@ static int serve(struct floor *fl, struct fuse_args *args,
 {
 	struct fuse_lowlevel_ops ops;
 	struct fuse_session *se;
+	sigset_t usr1;
 	int rc = 1;
 
 	stats_wrap(&ops, &floor_ops);
@@ -911,6 +914,13 @@ static int serve(struct floor *fl, struct fuse_args *args,
 	fl->se = se;
 	if (fuse_set_signal_handlers(se))
 		goto out;
+	/* SIGUSR1 blocked before the mount shows, so that one sent as soon as
+	 * it does waits for the thread below instead of ending the daemon (its
+	 * default action: pathfs-bench asks for the counts right after the
+	 * mount, and under load that came first) */
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &usr1, NULL);
 	if (fuse_session_mount(se, co->mountpoint))
 		goto out_handlers;
 	if (fs_devio_install(se))
