@@ -133,7 +133,7 @@ static int check_listing(char **names, size_t n, int nstable, const char *who)
 {
 	char name[64];
 	size_t i;
-	int j, bad = 0;
+	int j, bad = 0, missing = 0, first = 0, last = 0;
 
 	qsort(names, n, sizeof(*names), cmp_str);
 	for (i = 1; i < n; i++)
@@ -144,12 +144,25 @@ static int check_listing(char **names, size_t n, int nstable, const char *who)
 		char *key = name;
 
 		stable_name(name, sizeof(name), j);
-		if (!bsearch(&key, names, n, sizeof(*names), cmp_str) &&
-		    bad++ < 5)
+		if (bsearch(&key, names, n, sizeof(*names), cmp_str))
+			continue;
+		if (!missing++)
+			first = j;
+		last = j;
+		if (bad++ < 5)
 			fprintf(stderr,
 				"%s: FAIL stable '%s' missing (%zu "
 				"names listed)\n",
 				who, name, n);
+	}
+	if (missing) {
+		/* a run from one name to the last is a listing that ended
+		 * early; scattered ones, entries skipped */
+		stable_name(name, sizeof(name), first);
+		fprintf(stderr, "%s: %d of %d stable names missing, from '%s'",
+			who, missing, nstable, name);
+		stable_name(name, sizeof(name), last);
+		fprintf(stderr, " to '%s'\n", name);
 	}
 	return bad ? 1 : 0;
 }
@@ -166,6 +179,8 @@ static int reader(const char *dir, int nstable, uint64_t seed, double end)
 		/* vary the buffer so resume points fall everywhere */
 		size_t bsz = 200 + rel_below(&seed, 4000);
 		size_t n = 0, i;
+		unsigned long calls = 0;
+		const char *last_read = NULL;
 		int fd = open(dir, O_RDONLY | O_DIRECTORY);
 
 		if (fd < 0) {
@@ -176,6 +191,7 @@ static int reader(const char *dir, int nstable, uint64_t seed, double end)
 			long r = syscall(SYS_getdents64, fd, buf, bsz);
 			long off;
 
+			calls++;
 			if (r < 0) {
 				fprintf(stderr, "reader: FAIL getdents64: %s\n",
 					strerror(errno));
@@ -201,8 +217,14 @@ static int reader(const char *dir, int nstable, uint64_t seed, double end)
 			}
 		}
 		close(fd);
-		if (!rc)
-			rc = check_listing(names, n, nstable, "reader");
+		if (!rc && n)
+			last_read = names[n - 1];
+		if (!rc && (rc = check_listing(names, n, nstable, "reader")))
+			fprintf(stderr,
+				"reader: the failed listing: %zu names in %lu "
+				"getdents64 calls of %zu bytes, the last read "
+				"'%s'\n",
+				n, calls, bsz, last_read ? last_read : "");
 		for (i = 0; i < n; i++)
 			free(names[i]);
 		listings++;
