@@ -4,7 +4,7 @@
  *
  *   kvkeys [-l] STORE PREFIX
  *
- * It goes through store/kv.c only (never RocksDB itself) and opens the
+ * It goes through store/kv/kv.c only (never RocksDB itself) and opens the
  * database read-only WITHOUT store_open(), so unlike pathfsctl it does not
  * replay journal records or reclaim orphans first: it shows the store exactly
  * as a crash left it. That is what the crash tests need to prove a crash

@@ -5,7 +5,7 @@
 # works, and once the ballast is removed the same mount takes writes again,
 # without a remount. After a remount everything written is intact.
 #
-# What "full" guarantees (store/kv.c): a write that needs space is refused
+# What "full" guarantees (store/kv/kv.c): a write that needs space is refused
 # while the file system has less free than the store's reserve plus what the
 # write puts. Space the store frees by itself (a flushed memtable of content
 # that compresses to nothing gives its log file back, a compaction drops what

@@ -379,10 +379,14 @@ static bool kvr_reclaim(struct kvr *kv)
 	return done;
 }
 
-static int kvr_batch_commit(struct kv *kv_, struct kv_batch *b_, bool sync)
+/*
+ * Writes @b, against the space reserve: the engine's half of a commit, which
+ * sets no limits of its own. The store's batches come through kv.c, which
+ * checked the seam's limits (kvr_batch_commit); the upgrade's do not (they
+ * are this file's own, sized by kvr_upgrade).
+ */
+static int kvr_write(struct kvr *kv, struct kvr_batch *b, bool sync)
 {
-	struct kvr *kv = (struct kvr *)kv_;
-	struct kvr_batch *b = (struct kvr_batch *)b_;
 	char *err = NULL;
 
 	if (kv->base.read_only)
@@ -419,6 +423,11 @@ static int kvr_batch_commit(struct kv *kv_, struct kv_batch *b_, bool sync)
 	return 0;
 }
 
+static int kvr_batch_commit(struct kv *kv_, struct kv_batch *b_, bool sync)
+{
+	return kvr_write((struct kvr *)kv_, (struct kvr_batch *)b_, sync);
+}
+
 static void kvr_batch_free(struct kv_batch *b_)
 {
 	struct kvr_batch *b = (struct kvr_batch *)b_;
@@ -453,7 +462,7 @@ static int kvr_upgrade(struct kv *kv_, size_t max_keys,
 	rocksdb_readoptions_set_fill_cache(ro, 0);
 	rocksdb_readoptions_set_readahead_size(ro, 2 << 20);
 	it = rocksdb_create_iterator_cf(kv->db, ro, tree);
-	b = (struct kvr_batch *)kv_batch_new(&kv->base);
+	b = (struct kvr_batch *)kvr_batch_new(&kv->base);
 	for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it);
 	     rocksdb_iter_next(it)) {
 		size_t klen, vlen;
@@ -472,12 +481,13 @@ static int kvr_upgrade(struct kv *kv_, size_t max_keys,
 		b->base.deletes++;
 		if (++pending < max_keys && b->base.bytes < (4 << 20))
 			continue;
-		rc = kvr_batch_commit(&kv->base, &b->base, false);
+		rc = kvr_write(kv, b, false);
 		if (rc)
 			goto out;
 		n += pending;
 		pending = 0;
-		kv_batch_clear(&b->base);
+		kvr_batch_clear(&b->base);
+		b->base.bytes = b->base.put_bytes = b->base.deletes = 0;
 		if (hook)
 			hook(ctx, n);
 	}
@@ -487,7 +497,7 @@ static int kvr_upgrade(struct kv *kv_, size_t max_keys,
 		goto out;
 	}
 	if (pending) {
-		rc = kvr_batch_commit(&kv->base, &b->base, false);
+		rc = kvr_write(kv, b, false);
 		if (rc)
 			goto out;
 		n += pending;
@@ -505,7 +515,7 @@ static int kvr_upgrade(struct kv *kv_, size_t max_keys,
 	if (n)
 		rocksdb_compact_range_cf(kv->db, tree, NULL, 0, NULL, 0);
 out:
-	kv_batch_free(&b->base);
+	kvr_batch_free(&b->base);
 	if (it)
 		rocksdb_iter_destroy(it);
 	rocksdb_readoptions_destroy(ro);

@@ -131,11 +131,11 @@ static void kve_check_deleted(struct kve *kv, struct json_object *resp)
 		if (json_object_object_get_ex(json_object_array_get_idx(rs, i),
 					      "response_delete_range", &dr))
 			n += etcd_int(dr, "deleted");
-	if (n > (long long)kv_range_keys(&kv->base))
+	if (n > (long long)kv_limits_range_keys(&kv->base.limits))
 		plog(LOG_WARNING,
 		     "etcd: store %.*s: a commit deleted %lld keys, more than "
 		     "a slice of %zu",
-		     KVE_NAME(kv), n, kv_range_keys(&kv->base));
+		     KVE_NAME(kv), n, kv_limits_range_keys(&kv->base.limits));
 }
 
 /*

@@ -1,5 +1,5 @@
 /*
- * kv_rocksdb_i.h - what the three files of the RocksDB backend share:
+ * kv_rocksdb_i.h - what the four files of the RocksDB backend share:
  *
  *   kv_rocksdb_open.c  the options of both families (why each is chosen),
  *                      opening and closing the database
@@ -13,7 +13,7 @@
  * They are the only files in the project that include rocksdb/c.h (the
  * WAL reader needs none).
  *
- * Internal to store/ (kv_backend_i.h's kv_rocksdb_open() is the way in).
+ * Internal to store/kv/ (kv_backend_i.h's kv_rocksdb_open() is the way in).
  */
 #ifndef PATHFS_KV_ROCKSDB_I_H
 #define PATHFS_KV_ROCKSDB_I_H

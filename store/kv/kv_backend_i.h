@@ -10,10 +10,15 @@
  * RocksDB, the only files that include rocksdb/c.h) and kv_etcd.c (an etcd
  * cluster over its v3 JSON gateway).
  *
- * Internal to store/.
+ * A backend calls nothing of kv.c: the dispatch calls the backends, never
+ * the other way round (what both need is here, as kv_limits_range_keys()).
+ *
+ * Internal to store/kv/.
  */
 #ifndef PATHFS_KV_BACKEND_I_H
 #define PATHFS_KV_BACKEND_I_H
+
+#include <stdint.h>
 
 #include "kv_i.h"
 
@@ -102,6 +107,14 @@ struct kv_batch {
 	/* strict: keys its range deletes covered when added */
 	size_t range_keys;
 };
+
+/* kv_range_keys() from the limits @l, for a backend, which calls nothing
+ * of kv.c: the dispatch calls the backends, never the other way round. */
+static inline size_t kv_limits_range_keys(const struct kv_limits *l)
+{
+	return l->batch_ops == SIZE_MAX ? SIZE_MAX
+					: l->batch_ops * KV_RANGE_SLICE_OPS;
+}
 
 /* The backends' opens: as kv_open() for their kind of location. */
 int kv_rocksdb_open(struct kv **out, const char *dir,

@@ -22,7 +22,7 @@
  * So a request may be applied more than once: only send requests that are
  * safe to repeat (reads, and txns made idempotent by a compare; kv_etcd.c).
  *
- * Internal to store/.
+ * Internal to store/kv/.
  */
 #ifndef PATHFS_ETCD_I_H
 #define PATHFS_ETCD_I_H

@@ -169,9 +169,7 @@ void kv_counts(const struct kv *kv, struct kv_counts *out)
 
 size_t kv_range_keys(const struct kv *kv)
 {
-	size_t ops = kv->limits.batch_ops;
-
-	return ops == SIZE_MAX ? SIZE_MAX : ops * KV_RANGE_SLICE_OPS;
+	return kv_limits_range_keys(&kv->limits);
 }
 
 /* This thread's pin (kv_pin): the store pinned, and its revision (0: none

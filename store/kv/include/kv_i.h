@@ -24,7 +24,9 @@
  * iterator reads one family, its lower bound's (the tree family when the
  * bound names none). A batch spans families and still commits atomically.
  *
- * Internal to store/.
+ * The one header the kv library (store/kv/) exports, and to store/ only:
+ * fs/ and tools/ cannot include it, and nothing above the seam can include
+ * an engine's headers (store/kv/meson.build).
  */
 #ifndef PATHFS_KV_I_H
 #define PATHFS_KV_I_H
