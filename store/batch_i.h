@@ -108,7 +108,7 @@ struct whiteout {
 	gid_t gid;
 };
 
-/* tree_rename.c: adds to @b the whiteout @w at @path (a put of its node,
+/* tree_make.c: adds to @b the whiteout @w at @path (a put of its node,
  * where the batch would delete the renamed node's key) and its PARENT
  * record; the parent folder's times and nlink are the caller's. Reads the
  * parent for its number and set-group-ID bit. Errors: -ENOENT, -ENOTDIR,

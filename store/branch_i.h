@@ -11,7 +11,7 @@
  *
  * Budget: @max_items counts nodes removed or copied in one call (0 = no
  * limit). Batches are bounded by store_options.rename_batch / rename_bytes
- * (branch_batch_limit(), branch_bytes_limit()). The crash hook of journal.c
+ * (branch_batch_limit(), branch_bytes_limit()). The crash hook (crash_hook.c)
  * (PATHFS_CRASH_AFTER_BATCHES) counts the batches of each call.
  *
  * Nodes that change while an operation runs are the caller's to keep away
@@ -22,8 +22,8 @@
 #ifndef PATHFS_BRANCH_I_H
 #define PATHFS_BRANCH_I_H
 
+#include "crash_hook_i.h"
 #include "drive_i.h"
-#include "journal_i.h"
 
 /* ---- results and tokens (token.c) ---------------------------------------- */
 
@@ -117,7 +117,7 @@ bool keep_orphan(const struct open_check *oc, unsigned flags, uint64_t ino);
  * 0 then). Returns any other error.
  */
 int rm_counted(int rc, struct tree_op_result *r, uint64_t *used,
-	       struct journal_hook *h);
+	       struct crash_hook *h);
 
 /*
  * Deletes the branch at folder @path in one batch when it can (rm_batch.c):
@@ -126,7 +126,7 @@ int rm_counted(int rc, struct tree_op_result *r, uint64_t *used,
  * Errors: -EIO, -ENOSPC (nothing of the final batch written).
  */
 int rm_batch(struct tree *t, const char *path, uint64_t budget, uint64_t *used,
-	     unsigned flags, struct tree_op_result *r, struct journal_hook *h,
+	     unsigned flags, struct tree_op_result *r, struct crash_hook *h,
 	     bool *done);
 
 /*
@@ -139,7 +139,7 @@ int rm_batch(struct tree *t, const char *path, uint64_t budget, uint64_t *used,
 int rm_branch(struct tree *t, const char *path, const struct node *nd,
 	      struct sbuf *cursor, bool *started, uint64_t budget,
 	      uint64_t *used, unsigned flags, struct tree_op_result *r,
-	      struct journal_hook *h, bool *done);
+	      struct crash_hook *h, bool *done);
 
 /* ---- cp -r (clone.c) ----------------------------------------------------- */
 
@@ -157,6 +157,6 @@ int branch_args(struct tree *t, const char *src, struct tree *dt,
  */
 int clone_op(struct tree *t, const char *src, struct tree *dt, const char *dst,
 	     uint64_t budget, uint64_t *used, struct token *k, bool resuming,
-	     struct journal_hook *h, struct tree_op_result *r, bool *done);
+	     struct crash_hook *h, struct tree_op_result *r, bool *done);
 
 #endif

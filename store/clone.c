@@ -8,7 +8,7 @@
  * inode is cloned once and its other links inside the branch become links of
  * the clone (a map old ino -> new ino kept in the destination's temporary
  * area XTMP#<seq>/<ino>). The progress is a clone record JOURNAL#<seq> in the
- * destination drive (journal.c), updated in the same batch as each chunk of
+ * destination drive (journal_rec.c), updated in the same batch as each chunk of
  * copies: the relative path of the last node copied, plus the block cursor of
  * a file too big for one batch. The token names the record; the record has
  * the exact position even when the token is older than a crash. Replay at
@@ -42,7 +42,7 @@ struct clone {
 	struct tree *t, *dt; /* source and destination drives */
 	const char *src, *dst;
 	struct journal_rec rec; /* JOURNAL#seq of dt */
-	struct journal_hook *h;
+	struct crash_hook *h;
 	struct tree_op_result *r;
 	struct kv_batch *b;
 	size_t n, bytes;     /* pending in b */
@@ -115,7 +115,7 @@ static int clone_commit(struct clone *c)
 	kv_batch_clear(c->b);
 	c->n = c->bytes = 0;
 	if (rc == 0)
-		journal_hook_batch(c->h);
+		crash_hook_batch(c->h);
 	return rc;
 }
 
@@ -258,6 +258,15 @@ static void map_key(struct clone *c, struct sbuf *k, uint64_t x)
 	key_xtmp_map(k, c->dt->name, c->rec.seq, x);
 }
 
+/* The clone record says node @rel is done, and no file is in progress. */
+static void clone_done(struct clone *c, const char *rel)
+{
+	c->rec.ino = c->rec.blk = c->rec.aux = 0;
+	c->rec.phase = 1;
+	sbuf_reset(&c->rec.cursor);
+	sbuf_adds(&c->rec.cursor, rel);
+}
+
 /* The second or later link of a cloned hard-linked inode @y: its own batch
  * (the INODE record is read fresh). */
 static int clone_link(struct clone *c, const char *dpath, const char *rel,
@@ -281,10 +290,7 @@ static int clone_link(struct clone *c, const char *dpath, const char *rel,
 		node_encode_stub(&v, y, mode);
 		clone_add(c, k.buf, k.len, v.buf, v.len);
 		/* done with this node in the same batch: nlink + 1 once */
-		c->rec.ino = c->rec.blk = c->rec.aux = 0;
-		c->rec.phase = 1;
-		sbuf_reset(&c->rec.cursor);
-		sbuf_adds(&c->rec.cursor, rel);
+		clone_done(c, rel);
 		rc = clone_commit(c);
 	}
 	tree_unlock_inodes(c->dt, y, 0, 0, 0);
@@ -294,40 +300,143 @@ static int clone_link(struct clone *c, const char *dpath, const char *rel,
 	return rc;
 }
 
+/* The node at @spath as the walk read it, or read now. Errors: -ENOENT,
+ * -EIO (does not decode), as tree_get_node. */
+static int clone_source(struct clone *c, const char *spath, struct node *n)
+{
+	if (!c->w->have)
+		return tree_get_node(c->t, spath, n, true);
+	if (c->w->bad)
+		return -EIO;
+	n->a = c->w->n.a;
+	n->target = c->w->n.target ? strdup(c->w->n.target) : NULL;
+	return 0;
+}
+
+/* Node @path is not copied, reported in r as @why: true if that stops the
+ * clone (mv: strict), before the node; else the clone goes on past it. */
+static bool clone_refused(struct clone *c, const char *path, const char *why)
+{
+	op_fail(c->r, path, "%s", why);
+	if (c->strict)
+		c->stop = true;
+	return c->strict;
+}
+
+/* The clone of hard-linked source inode @x this clone made already (its
+ * map value) in *y. Errors: -ENOENT (none yet), as kv_get. */
+static int map_get(struct clone *c, uint64_t x, uint64_t *y)
+{
+	struct sbuf k = {0};
+	char *val = NULL;
+	size_t vlen;
+	int rc;
+
+	map_key(c, &k, x);
+	rc = kv_get(c->dt->store->kv, k.buf, k.len, &val, &vlen);
+	if (rc == 0 && vlen == 8)
+		*y = le64((const uint8_t *)val);
+	else if (rc == 0)
+		rc = -ENOENT;
+	free(val);
+	sbuf_release(&k);
+	return rc;
+}
+
+/*
+ * Adds the clone @a (its new number in a->ino, symlink @target) of source
+ * inode @x at @dpath: a hard-linked inode's first link as its INODE
+ * record, its map value and a stub; any other node as the node and its
+ * PARENT record (and a folder is remembered for its children).
+ */
+static void clone_put(struct clone *c, const char *dpath, struct tree_attr *a,
+		      const char *target, bool linked, uint64_t x)
+{
+	struct sbuf k = {0}, v = {0};
+	uint64_t y = a->ino;
+
+	if (linked) {
+		uint8_t le[8];
+
+		a->nlink = 1;
+		key_inode(&k, c->dt->name, y);
+		node_encode(&v, a, target);
+		clone_add(c, k.buf, k.len, v.buf, v.len);
+		sbuf_reset(&v);
+		node_encode_stub(&v, y, a->mode);
+		for (int i = 0; i < 8; i++)
+			le[i] = (uint8_t)(y >> (8 * i));
+		sbuf_reset(&k);
+		map_key(c, &k, x);
+		clone_add(c, k.buf, k.len, (const char *)le, 8);
+		sbuf_reset(&k);
+		key_node(&k, c->dt->name, dpath);
+		clone_add(c, k.buf, k.len, v.buf, v.len);
+	} else {
+		uint64_t pino = clone_parent_ino(c, dpath);
+
+		tree_batch_put_node(c->dt, c->b, dpath, a, target);
+		if (pino)
+			parent_batch_put(c->dt, c->b, y, pino, dpath);
+		if (S_ISDIR(a->mode))
+			clone_push_dir(c, dpath, y);
+		c->n += pino ? 2 : 1; /* the node and its PARENT record */
+		c->bytes += strlen(dpath) + 64;
+	}
+	sbuf_release(&k);
+	sbuf_release(&v);
+}
+
+/* The clone's root (of type @mode) was added: the destination's parent
+ * learns of it in the same batch, under the locks a namespace change
+ * takes, and the batch is committed. Errors: as tree_get_node,
+ * tree_batch_dir_touch, tree_commit. */
+static int clone_root(struct clone *c, mode_t mode)
+{
+	size_t pl = path_parent_len(c->dst);
+	char *parent = pl ? strndup(c->dst, pl) : strdup("/");
+	struct node pn = {0};
+	int rc;
+
+	pthread_mutex_lock(&c->dt->ns_lock);
+	rc = tree_get_node(c->dt, parent, &pn, false);
+	if (rc == 0) {
+		tree_lock_inodes(c->dt, pn.a.ino, 0, 0, 0);
+		rc = tree_batch_dir_touch(c->dt, c->b, parent,
+					  S_ISDIR(mode) ? 1 : 0, tree_now_ns());
+		clone_done(c, "");
+		if (rc == 0)
+			rc = clone_commit(c);
+		tree_unlock_inodes(c->dt, pn.a.ino, 0, 0, 0);
+	}
+	pthread_mutex_unlock(&c->dt->ns_lock);
+	node_release(&pn);
+	free(parent);
+	return rc;
+}
+
 /* Copies the node at @spath to @dpath (rel = @rel), adding to the pending
  * batch. Returns 0 (counted in r), or a negative errno that stops the op. */
 static int clone_node(struct clone *c, const char *spath, const char *dpath,
 		      const char *rel)
 {
 	struct node n = {0}, in = {0}, dn = {0};
-	struct sbuf k = {0}, v = {0};
 	struct tree_attr a;
 	uint64_t x, y;
 	bool linked = false, root = !*rel;
 	int rc;
 
-	if (c->w->have) { /* read by the walk */
-		rc = c->w->bad ? -EIO : 0;
-		if (rc == 0) {
-			n.a = c->w->n.a;
-			n.target =
-			    c->w->n.target ? strdup(c->w->n.target) : NULL;
-		}
-	} else {
-		rc = tree_get_node(c->t, spath, &n, true);
-	}
+	rc = clone_source(c, spath, &n);
 	if (rc == -ENOENT) {
 		c->r->skipped++;
 		rc = 0;
 		goto advance;
 	}
 	if (rc == -EIO) {
-		op_fail(c->r, spath, "value does not decode; not copied");
 		rc = 0;
-		if (c->strict) {
-			c->stop = true;
+		if (clone_refused(c, spath,
+				  "value does not decode; not copied"))
 			goto out;
-		}
 		goto advance;
 	}
 	if (rc)
@@ -336,44 +445,36 @@ static int clone_node(struct clone *c, const char *spath, const char *dpath,
 	 * (later ones follow from the walk) */
 	if (!root && c->rec.ino == 0 && !c->checked &&
 	    tree_get_node(c->dt, dpath, &dn, false) == 0) {
-		op_fail(c->r, dpath, "destination exists; not copied");
-		if (c->strict) {
-			c->stop = true;
+		if (clone_refused(c, dpath, "destination exists; not copied"))
 			goto out;
-		}
 		goto advance;
 	}
 	x = n.a.ino;
 	linked = n.a.flags & TREE_F_LINKED;
 	if (linked) {
-		char *val = NULL;
-		size_t vlen;
-
-		map_key(c, &k, x);
-		rc = kv_get(c->dt->store->kv, k.buf, k.len, &val, &vlen);
-		if (rc == 0 && vlen == 8) {
-			y = le64((const uint8_t *)val);
-			free(val);
+		rc = map_get(c, x, &y);
+		if (rc == 0) { /* a later link of an inode cloned already */
 			rc = clone_link(c, dpath, rel, y, n.a.mode);
 			if (rc)
 				goto out;
 			c->r->processed++;
 			goto advance;
 		}
-		free(val);
-		if (rc && rc != -ENOENT)
+		if (rc != -ENOENT)
 			goto out;
 		/* the first link: clone the inode from its INODE record */
 		rc = tree_get_inode(c->t, x, &in);
 		if (rc == -ENOENT || rc == -EIO) {
-			op_fail(c->r, spath,
-				"its hard-link record is %s; not copied",
-				rc == -EIO ? "bad" : "missing");
+			bool stop = clone_refused(
+			    c, spath,
+			    rc == -EIO
+				? "its hard-link record is bad; not copied"
+				: "its hard-link record is missing; not "
+				  "copied");
+
 			rc = 0;
-			if (c->strict) {
-				c->stop = true;
+			if (stop)
 				goto out;
-			}
 			linked = false; /* nothing to make visible */
 			goto advance;
 		}
@@ -404,68 +505,14 @@ static int clone_node(struct clone *c, const char *spath, const char *dpath,
 	if (rc)
 		goto out;
 	a.ino = y;
-	if (linked) {
-		uint8_t le[8];
-
-		a.nlink = 1;
-		sbuf_reset(&k);
-		key_inode(&k, c->dt->name, y);
-		node_encode(&v, &a, in.target);
-		clone_add(c, k.buf, k.len, v.buf, v.len);
-		sbuf_reset(&v);
-		node_encode_stub(&v, y, a.mode);
-		for (int i = 0; i < 8; i++)
-			le[i] = (uint8_t)(y >> (8 * i));
-		sbuf_reset(&k);
-		map_key(c, &k, x);
-		clone_add(c, k.buf, k.len, (const char *)le, 8);
-		sbuf_reset(&k);
-		key_node(&k, c->dt->name, dpath);
-		clone_add(c, k.buf, k.len, v.buf, v.len);
-	} else {
-		uint64_t pino = clone_parent_ino(c, dpath);
-
-		tree_batch_put_node(c->dt, c->b, dpath, &a, n.target);
-		if (pino)
-			parent_batch_put(c->dt, c->b, y, pino, dpath);
-		if (S_ISDIR(a.mode))
-			clone_push_dir(c, dpath, y);
-		c->n += pino ? 2 : 1; /* the node and its PARENT record */
-		c->bytes += strlen(dpath) + 64;
-	}
+	clone_put(c, dpath, &a, linked ? in.target : n.target, linked, x);
 	c->r->processed++;
 	if (root) {
-		/* the clone's root: the destination parent learns of it in
-		 * the same batch, under the locks a namespace change takes */
-		size_t pl = path_parent_len(c->dst);
-		char *parent = pl ? strndup(c->dst, pl) : strdup("/");
-		struct node pn = {0};
-
-		pthread_mutex_lock(&c->dt->ns_lock);
-		rc = tree_get_node(c->dt, parent, &pn, false);
-		if (rc == 0) {
-			tree_lock_inodes(c->dt, pn.a.ino, 0, 0, 0);
-			rc = tree_batch_dir_touch(c->dt, c->b, parent,
-						  S_ISDIR(a.mode) ? 1 : 0,
-						  tree_now_ns());
-			c->rec.ino = c->rec.blk = c->rec.aux = 0;
-			c->rec.phase = 1;
-			sbuf_reset(&c->rec.cursor);
-			sbuf_nul(&c->rec.cursor);
-			if (rc == 0)
-				rc = clone_commit(c);
-			tree_unlock_inodes(c->dt, pn.a.ino, 0, 0, 0);
-		}
-		pthread_mutex_unlock(&c->dt->ns_lock);
-		node_release(&pn);
-		free(parent);
+		rc = clone_root(c, a.mode);
 		goto out;
 	}
 advance:
-	c->rec.ino = c->rec.blk = c->rec.aux = 0;
-	c->rec.phase = 1;
-	sbuf_reset(&c->rec.cursor);
-	sbuf_adds(&c->rec.cursor, rel);
+	clone_done(c, rel);
 	if (linked && c->n) /* make the map key visible to later links */
 		rc = clone_commit(c);
 	else
@@ -474,8 +521,6 @@ out:
 	node_release(&n);
 	node_release(&in);
 	node_release(&dn);
-	sbuf_release(&k);
-	sbuf_release(&v);
 	return rc;
 }
 
@@ -497,7 +542,7 @@ static int count_upto(struct kv *kv, const struct sbuf *lo,
 }
 
 int clone_finish(struct tree *dt, struct journal_rec *rec, struct kv_batch *b,
-		 struct journal_hook *h)
+		 struct crash_hook *h)
 {
 	size_t max = kv_range_keys(dt->store->kv), n = 0;
 	struct sbuf lo = {0}, hi = {0}, k = {0};
@@ -514,7 +559,7 @@ int clone_finish(struct tree *dt, struct journal_rec *rec, struct kv_batch *b,
 		rc = tree_commit(dt, b);
 		kv_batch_clear(b);
 		if (rc == 0)
-			journal_hook_batch(h);
+			crash_hook_batch(h);
 	}
 	if (rc == 0 && n > max)
 		rc = tree_drop_slices(dt, b, lo.buf, lo.len, hi.buf, hi.len, h,
@@ -528,7 +573,7 @@ int clone_finish(struct tree *dt, struct journal_rec *rec, struct kv_batch *b,
 		rc = tree_commit(dt, b);
 	kv_batch_clear(b);
 	if (rc == 0)
-		journal_hook_batch(h);
+		crash_hook_batch(h);
 	sbuf_release(&lo);
 	sbuf_release(&hi);
 	sbuf_release(&k);
@@ -622,7 +667,7 @@ out:
 
 int clone_op(struct tree *t, const char *src, struct tree *dt, const char *dst,
 	     uint64_t budget, uint64_t *used, struct token *k, bool resuming,
-	     struct journal_hook *h, struct tree_op_result *r, bool *done)
+	     struct crash_hook *h, struct tree_op_result *r, bool *done)
 {
 	struct clone c = {.t = t,
 			  .dt = dt,
@@ -697,7 +742,7 @@ int clone_op(struct tree *t, const char *src, struct tree *dt, const char *dst,
 		kv_batch_free(b);
 		if (rc)
 			goto out;
-		journal_hook_batch(h);
+		crash_hook_batch(h);
 		k->seq = c.rec.seq;
 	}
 	rc = clone_run(&c, budget, used, done);
@@ -732,13 +777,13 @@ int tree_cp_r(struct tree *t, const char *src, struct tree *dt, const char *dst,
 	      uint64_t max_items, const char *resume, struct tree_op_result *r)
 {
 	struct token k = {0};
-	struct journal_hook h;
+	struct crash_hook h;
 	uint64_t used = 0;
 	bool done = false;
 	int rc;
 
 	memset(r, 0, sizeof(*r));
-	journal_hook_init(&h);
+	crash_hook_init(&h);
 	rc = branch_args(t, src, dt, dst);
 	if (rc)
 		goto out;

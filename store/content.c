@@ -93,9 +93,9 @@
 
 #include "batch_i.h"
 #include "content_i.h"
+#include "crash_hook_i.h"
 #include "drive_i.h"
 #include "flags_i.h"
-#include "journal_i.h"
 #include "log.h"
 
 /* Point deletes up to this many keys (and a quarter of a batch's operations,
@@ -335,7 +335,7 @@ out:
 }
 
 int tree_shrink_in_slices(struct tree *t, struct attr_ref *r, uint64_t new_size,
-			  struct journal_hook *h)
+			  struct crash_hook *h)
 {
 	struct tree_attr *a = &r->n.a, prev;
 	uint64_t bs = t->block_size, max = tree_drop_slice(t), total;
@@ -378,7 +378,7 @@ int tree_shrink_in_slices(struct tree *t, struct attr_ref *r, uint64_t new_size,
 			break;
 		}
 		total = from;
-		journal_hook_batch(h);
+		crash_hook_batch(h);
 	}
 	kv_batch_free(b);
 	free(cuts);
@@ -873,31 +873,142 @@ out:
 	return rc;
 }
 
+/* The modes tree_fallocate() takes: allocation (with KEEP_SIZE or not),
+ * ZERO_RANGE (with KEEP_SIZE or not), PUNCH_HOLE with KEEP_SIZE. */
+static bool falloc_mode_ok(unsigned mode)
+{
+	if (mode & ~(TREE_FALLOC_KEEP_SIZE | TREE_FALLOC_PUNCH_HOLE |
+		     TREE_FALLOC_ZERO_RANGE))
+		return false;
+	return !(mode & TREE_FALLOC_PUNCH_HOLE) ||
+	       (mode & (TREE_FALLOC_ZERO_RANGE | TREE_FALLOC_KEEP_SIZE)) ==
+		   TREE_FALLOC_KEEP_SIZE;
+}
+
+/* Whether there is room for every block of [first, lastp1) of inode @ino
+ * not stored yet (only blocks below @limit can be): all of it must fit, or
+ * nothing is done. Errors: -ENOSPC, as tree_count_blocks, tree_statfs. */
+static int falloc_room(struct tree *t, uint64_t ino, uint64_t first,
+		       uint64_t lastp1, uint64_t limit)
+{
+	struct statvfs vfs;
+	uint64_t n, missing;
+	int rc;
+
+	rc = tree_count_blocks(t, ino, first, lastp1 < limit ? lastp1 : limit,
+			       &n);
+	if (rc)
+		return rc;
+	missing = lastp1 - first - n;
+	rc = tree_statfs(t, &vfs);
+	if (rc)
+		return rc;
+	if (missing > (uint64_t)vfs.f_bavail * vfs.f_frsize / t->block_size)
+		return -ENOSPC;
+	return 0;
+}
+
+/* One tree_fallocate() on inode @ino: what each of its batches needs. */
+struct falloc {
+	struct tree *t;
+	struct tree_attr *a; /* the inode's, its block count kept up */
+	uint64_t ino;
+	unsigned mode;
+	uint64_t off, stop; /* the bytes [off, stop) */
+	uint64_t old;	    /* the size before the call */
+	uint64_t limit;	    /* no block at or past it exists */
+	size_t plen;	    /* the drive prefix's length */
+};
+
+/* Adds to @b what tree_fallocate() does to blocks [cb, ce): the stored ones
+ * are read in one scan, each block goes to falloc_block(). Errors: -EIO (a
+ * key or block that does not decode), -ENOMEM, as kv_iter_open. */
+static int falloc_chunk(struct falloc *f, struct kv_batch *b, uint64_t cb,
+			uint64_t ce)
+{
+	struct tree *t = f->t;
+	uint64_t bs = t->block_size, nextblk = UINT64_MAX;
+	struct sbuf lo = {0}, hi = {0};
+	struct kv_iter *it = NULL;
+	int rc = 0;
+
+	if (cb < f->limit) {
+		block_range(t, &lo, &hi, f->ino, cb,
+			    ce < f->limit ? ce : f->limit);
+		rc = kv_iter_open(&it, t->store->kv, lo.buf, lo.len, hi.buf,
+				  hi.len);
+		if (rc)
+			goto out;
+	}
+	for (uint64_t blk = cb; blk < ce; blk++) {
+		uint64_t bstart = blk * bs;
+		size_t from = f->off > bstart ? (size_t)(f->off - bstart) : 0;
+		size_t to =
+		    f->stop - bstart < bs ? (size_t)(f->stop - bstart) : bs;
+		bool whole = from == 0 && (to == bs || bstart + to >= f->old);
+		const char *val = NULL;
+		size_t vlen = 0;
+		bool exists;
+
+		if (it && nextblk == UINT64_MAX && kv_iter_valid(it)) {
+			size_t klen;
+			const char *key = kv_iter_key(it, &klen);
+			uint64_t kino;
+
+			if (key_data_decode(key, klen, f->plen, &kino,
+					    &nextblk)) {
+				rc = -EIO;
+				goto out;
+			}
+		}
+		exists = blk == nextblk;
+		if (exists) {
+			val = kv_iter_value(it, &vlen);
+			if (vlen > bs) {
+				plog(LOG_ERR,
+				     "corrupt content block of inode %llu",
+				     (unsigned long long)f->ino);
+				rc = -EIO;
+				goto out;
+			}
+		}
+		rc = falloc_block(t, b, f->a, f->mode, blk, from, to, whole,
+				  exists, val, vlen);
+		if (rc)
+			goto out;
+		if (exists) {
+			kv_iter_next(it);
+			nextblk = UINT64_MAX;
+		}
+	}
+	if (it)
+		rc = kv_iter_status(it);
+out:
+	kv_iter_free(it);
+	sbuf_release(&lo);
+	sbuf_release(&hi);
+	return rc;
+}
+
 int tree_fallocate(struct tree *t, const char *path, uint64_t ino,
 		   unsigned mode, uint64_t off, uint64_t len,
 		   struct tree_attr *out)
 {
 	struct attr_ref r = {0};
-	struct sbuf lo = {0}, hi = {0};
+	struct sbuf pre = {0};
 	struct kv_batch *b = NULL;
-	struct kv_iter *it = NULL;
 	struct tree_attr *a = &r.n.a;
-	uint64_t bs = t->block_size, old, end, newsize, stop, first, lastp1;
-	uint64_t limit, n, nextblk;
+	struct falloc f = {.t = t, .a = a, .mode = mode, .off = off};
+	uint64_t bs = t->block_size, end, newsize, first, lastp1;
 	/* a block is at most one operation: half a batch's worth a chunk */
 	uint64_t chunk = tree_batch_max_ops(t) / 2 < FALLOC_CHUNK
 			     ? tree_batch_max_ops(t) / 2
 			     : FALLOC_CHUNK;
-	size_t plen;
 	bool st = false;
 	int64_t now;
 	int rc;
 
-	if ((mode & ~(TREE_FALLOC_KEEP_SIZE | TREE_FALLOC_PUNCH_HOLE |
-		      TREE_FALLOC_ZERO_RANGE)) ||
-	    ((mode & TREE_FALLOC_PUNCH_HOLE) &&
-	     (mode & (TREE_FALLOC_ZERO_RANGE | TREE_FALLOC_KEEP_SIZE)) !=
-		 TREE_FALLOC_KEEP_SIZE))
+	if (!falloc_mode_ok(mode))
 		return -EOPNOTSUPP;
 	if (len == 0)
 		return -EINVAL;
@@ -913,112 +1024,44 @@ int tree_fallocate(struct tree *t, const char *path, uint64_t ino,
 	rc = blocks_known(t, a);
 	if (rc)
 		goto out;
-	old = a->size;
+	f.ino = ino;
+	f.old = a->size;
 	end = off + len;
-	newsize = (mode & TREE_FALLOC_KEEP_SIZE) || end <= old ? old : end;
+	newsize = (mode & TREE_FALLOC_KEEP_SIZE) || end <= f.old ? f.old : end;
 	/* a punch stops at the end of file (as ext4's); allocation with
 	 * KEEP_SIZE reaches past it */
-	stop = (mode & TREE_FALLOC_PUNCH_HOLE) && end > newsize ? newsize : end;
-	if (off >= stop)
+	f.stop =
+	    (mode & TREE_FALLOC_PUNCH_HOLE) && end > newsize ? newsize : end;
+	if (off >= f.stop)
 		goto done; /* a punch past the end of file */
 	first = off / bs;
-	lastp1 = (stop + bs - 1) / bs;
+	lastp1 = (f.stop + bs - 1) / bs;
 	/* no block at or past limit exists, unless some lie past the end */
-	limit = a->flags & TREE_F_PREALLOC ? UINT64_MAX : (old + bs - 1) / bs;
+	f.limit =
+	    a->flags & TREE_F_PREALLOC ? UINT64_MAX : (f.old + bs - 1) / bs;
 	if (lastp1 > (newsize + bs - 1) / bs)
 		a->flags |= TREE_F_PREALLOC; /* stored with the first batch */
 	if (!(mode & TREE_FALLOC_PUNCH_HOLE)) {
-		/* every block of the range not stored yet is allocated: there
-		 * must be room for all of it, or nothing is done */
-		struct statvfs vfs;
-		uint64_t missing;
-
-		rc = tree_count_blocks(t, ino, first,
-				       lastp1 < limit ? lastp1 : limit, &n);
+		/* every block of the range not stored yet is allocated */
+		rc = falloc_room(t, ino, first, lastp1, f.limit);
 		if (rc)
 			goto out;
-		missing = lastp1 - first - n;
-		rc = tree_statfs(t, &vfs);
-		if (rc)
-			goto out;
-		if (missing > (uint64_t)vfs.f_bavail * vfs.f_frsize / bs) {
-			rc = -ENOSPC;
-			goto out;
-		}
 	}
-	key_drive_prefix(&lo, t->name);
-	plen = lo.len;
+	key_drive_prefix(&pre, t->name);
+	f.plen = pre.len;
 	now = tree_now_ns();
 	for (uint64_t cb = first, ce; cb < lastp1; cb = ce) {
 		ce = lastp1 - cb > chunk ? cb + chunk : lastp1;
 		b = kv_batch_new(t->store->kv);
-		nextblk = UINT64_MAX;
-		if (cb < limit) {
-			sbuf_reset(&lo);
-			sbuf_reset(&hi);
-			block_range(t, &lo, &hi, ino, cb,
-				    ce < limit ? ce : limit);
-			rc = kv_iter_open(&it, t->store->kv, lo.buf, lo.len,
-					  hi.buf, hi.len);
-			if (rc)
-				goto out;
-		}
-		for (uint64_t blk = cb; blk < ce; blk++) {
-			uint64_t bstart = blk * bs;
-			size_t from = off > bstart ? (size_t)(off - bstart) : 0;
-			size_t to =
-			    stop - bstart < bs ? (size_t)(stop - bstart) : bs;
-			bool whole =
-			    from == 0 && (to == bs || bstart + to >= old);
-			const char *val = NULL;
-			size_t vlen = 0;
-			bool exists;
-
-			if (it && nextblk == UINT64_MAX && kv_iter_valid(it)) {
-				size_t klen;
-				const char *key = kv_iter_key(it, &klen);
-				uint64_t kino;
-
-				if (key_data_decode(key, klen, plen, &kino,
-						    &nextblk)) {
-					rc = -EIO;
-					goto out;
-				}
-			}
-			exists = blk == nextblk;
-			if (exists) {
-				val = kv_iter_value(it, &vlen);
-				if (vlen > bs) {
-					plog(LOG_ERR,
-					     "corrupt content block of inode "
-					     "%llu",
-					     (unsigned long long)ino);
-					rc = -EIO;
-					goto out;
-				}
-			}
-			rc = falloc_block(t, b, a, mode, blk, from, to, whole,
-					  exists, val, vlen);
-			if (rc)
-				goto out;
-			if (exists) {
-				kv_iter_next(it);
-				nextblk = UINT64_MAX;
-			}
-		}
-		if (it) {
-			rc = kv_iter_status(it);
-			kv_iter_free(it);
-			it = NULL;
-			if (rc)
-				goto out;
-		}
+		rc = falloc_chunk(&f, b, cb, ce);
+		if (rc)
+			goto out;
 		/* every block of this batch lies below the size it stores,
 		 * or the flag it stores says some lie past it */
-		if (newsize > old) {
+		if (newsize > f.old) {
 			a->size = ce * bs < newsize ? ce * bs : newsize;
-			if (a->size < old)
-				a->size = old;
+			if (a->size < f.old)
+				a->size = f.old;
 			a->mtime_ns = now;
 		}
 		if (mode & (TREE_FALLOC_PUNCH_HOLE | TREE_FALLOC_ZERO_RANGE))
@@ -1040,10 +1083,8 @@ done:
 out:
 	if (st)
 		tree_unlock_inodes(t, ino, 0, 0, 0);
-	kv_iter_free(it);
 	kv_batch_free(b);
 	attr_ref_release(&r);
-	sbuf_release(&lo);
-	sbuf_release(&hi);
+	sbuf_release(&pre);
 	return rc;
 }

@@ -70,7 +70,7 @@ int tree_batch_truncate(struct tree *t, struct kv_batch *b, struct tree_attr *a,
  *    that size intact, and readers meanwhile see it shrink.
  */
 struct attr_ref;
-struct journal_hook;
+struct crash_hook;
 
 /* content.c: the most DATA keys one batch drops (half of kv_range_keys(),
  * so that a file's drop shares its batch); UINT64_MAX: no bound. */
@@ -92,7 +92,7 @@ bool tree_content_fits(const struct tree *t, const struct tree_attr *a);
  * commit's (the slices committed stay).
  */
 int tree_shrink_in_slices(struct tree *t, struct attr_ref *r, uint64_t new_size,
-			  struct journal_hook *h);
+			  struct crash_hook *h);
 
 /* content.c: *n = the DATA keys of @ino in blocks [from, to) (@to
  * UINT64_MAX: all). Errors: -EIO. */

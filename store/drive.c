@@ -33,8 +33,8 @@
 #include <time.h>
 
 #include "codec_i.h"
+#include "crash_hook_i.h"
 #include "drive_i.h"
-#include "journal_i.h"
 #include "log.h"
 
 void tree_free(struct tree *t)
@@ -237,7 +237,7 @@ static int drive_has_keys(struct store *s, const char *name)
 }
 
 static int drive_drop_keys(struct store *s, const char *name,
-			   struct journal_hook *h);
+			   struct crash_hook *h);
 
 int store_drive_create(struct store *s, const char *name, uid_t uid, gid_t gid)
 {
@@ -309,7 +309,7 @@ out:
  * the commits'.
  */
 static int drive_drop_keys(struct store *s, const char *name,
-			   struct journal_hook *h)
+			   struct crash_hook *h)
 {
 	size_t max = kv_range_keys(s->kv);
 	struct sbuf lo = {0}, hi = {0};
@@ -351,8 +351,8 @@ static int drive_drop_keys(struct store *s, const char *name,
 						      more ? cut.len : hi.len);
 				rc = kv_batch_commit(s->kv, b, true);
 				if (!rc) {
-					journal_hook_commit();
-					journal_hook_batch(h);
+					crash_hook_commit();
+					crash_hook_batch(h);
 				}
 			}
 			if (more) {
@@ -380,7 +380,7 @@ static int drive_drop_keys(struct store *s, const char *name,
 
 int store_drive_delete(struct store *s, const char *name)
 {
-	struct journal_hook h;
+	struct crash_hook h;
 	struct sbuf key = {0};
 	struct kv_batch *b = NULL;
 	struct tree **pt;
@@ -389,7 +389,7 @@ int store_drive_delete(struct store *s, const char *name)
 	rc = store_drive_name_check(name);
 	if (rc)
 		return rc;
-	journal_hook_init(&h);
+	crash_hook_init(&h);
 	pthread_mutex_lock(&s->lock);
 	rc = drive_meta_exists(s, name);
 	if (rc)
@@ -404,7 +404,7 @@ int store_drive_delete(struct store *s, const char *name)
 	rc = kv_batch_commit(s->kv, b, true);
 	if (rc)
 		goto out;
-	journal_hook_batch(&h);
+	crash_hook_batch(&h);
 	/* handles may still be referenced: park them until store_close */
 	for (pt = &s->drives; *pt; pt = &(*pt)->next) {
 		if (strcmp((*pt)->name, name) == 0) {
@@ -447,6 +447,13 @@ int store_drive_finish_deletes(struct store *s, size_t *count)
 }
 
 /* ---- drive helpers shared by the store files ----------------------------- */
+
+int64_t tree_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 const char *tree_drive_name(const struct tree *t)
 {
@@ -547,7 +554,7 @@ int tree_commit(struct tree *t, struct kv_batch *b)
 	int rc = kv_batch_commit(t->store->kv, b, false);
 
 	if (rc == 0)
-		journal_hook_commit();
+		crash_hook_commit();
 	return rc;
 }
 

@@ -52,7 +52,7 @@ struct tree {
 	/* token.c: serialises the creation of the drive's token secret */
 	pthread_mutex_t secret_lock;
 
-	/* journal.c: the records a thread of this process is running */
+	/* journal_rec.c: the records a thread of this process is running */
 	pthread_mutex_t run_lock;
 	uint64_t *running;	     /* protected by run_lock: their seqs */
 	size_t nrunning, caprunning; /* protected by run_lock */

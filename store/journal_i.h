@@ -1,7 +1,8 @@
 /*
- * journal_i.h - the journal (journal.c): the rename of a non-empty folder,
- * the records of unfinished subtree operations (shared with clone.c and
- * fsck.c) and the crash hooks the tests use.
+ * journal_i.h - the journal: the rename of a non-empty folder (journal.c),
+ * the records of unfinished subtree operations and the commits of their
+ * batches (journal_rec.c; shared with clone.c and fsck), and their replay
+ * (journal_replay.c).
  *
  * Internal to store/. fs/ and tools/ use tree.h only.
  */
@@ -12,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "crash_hook_i.h"
 #include "drive_i.h"
 
 /* journal.c: rewrites a non-empty folder; called by tree_rename() with the
@@ -26,21 +28,25 @@ int journal_rename_dir(struct tree *t, const char *src, const char *dst,
 		       unsigned flags, const struct whiteout *wo,
 		       uint64_t *orphan);
 
+/* journal_rec.c: commits @b (then empties it for reuse) and counts it for
+ * the batch hook @h (may be NULL); the ENOSPC hook refuses it unsent.
+ * Errors: as tree_commit. */
+int journal_commit(struct tree *t, struct kv_batch *b, struct crash_hook *h);
+
 /*
- * Drops the keys of [lo, hi) in slices of kv_range_keys() keys, one commit
- * each (counted as batches of @h, may be NULL), until at most that many are
- * left for the caller's batch, which drops the rest atomically with its
- * other changes; nothing on an engine that keeps one range delete
- * (RocksDB). The first slice goes in @b, which may hold other deletes to go
- * with it; @b is left empty after a slice, else as it came. *sliced (may be
- * NULL) is set true before the first slice is sent. Each slice must leave
- * the store consistent: the caller's to ensure. Errors: as kv_iter_open,
- * tree_commit.
+ * journal_rec.c: drops the keys of [lo, hi) in slices of kv_range_keys()
+ * keys, one commit each (counted as batches of @h, may be NULL), until at
+ * most that many are left for the caller's batch, which drops the rest
+ * atomically with its other changes; nothing on an engine that keeps one
+ * range delete (RocksDB). The first slice goes in @b, which may hold other
+ * deletes to go with it; @b is left empty after a slice, else as it came.
+ * *sliced (may be NULL) is set true before the first slice is sent. Each
+ * slice must leave the store consistent: the caller's to ensure. Errors: as
+ * kv_iter_open, tree_commit.
  */
-struct journal_hook;
 int tree_drop_slices(struct tree *t, struct kv_batch *b, const char *lo,
 		     size_t lolen, const char *hi, size_t hilen,
-		     struct journal_hook *h, bool *sliced);
+		     struct crash_hook *h, bool *sliced);
 
 /* ---- journal records ---------------------------------------------------
  * JOURNAL#<seq> values: version byte 1, then varints op, flags, phase, then
@@ -78,6 +84,7 @@ struct journal_rec {
 				 * whiteout's ino, uid, gid */
 	bool dropping; /* in memory: drop_slices() began (no undo now) */
 };
+/* journal_rec.c: the records. */
 void journal_rec_release(struct journal_rec *r);
 /* Errors: -EIO (does not decode). */
 int journal_rec_decode(const char *buf, size_t len, struct journal_rec *r);
@@ -86,6 +93,34 @@ void journal_rec_put(struct tree *t, struct kv_batch *b,
 		     const struct journal_rec *r);
 /* Reads JOURNAL#<seq>. Errors: -ENOENT, -EIO. */
 int journal_rec_get(struct tree *t, uint64_t seq, struct journal_rec *r);
+/* The sequence numbers of every record of @t, in order, in a malloc'd
+ * array (caller frees). Errors: as kv_iter_open. */
+int journal_seqs(struct tree *t, uint64_t **seqs, size_t *count);
+/*
+ * Marks record @seq of @t as being run by this thread; false if another
+ * already runs it. A record is run by one thread at a time:
+ * tree_journal_replay() (pathfsctl recover on a mounted store) skips the
+ * records a rename of this process is still running, or it would apply
+ * their final batch twice. journal_unclaim() when done.
+ */
+bool journal_claim(struct tree *t, uint64_t seq);
+void journal_unclaim(struct tree *t, uint64_t seq);
+/* journal.c: runs record @rec (a rename or exchange) from its phase and
+ * cursor to the end; the copies run without ns_lock, the final batch holds
+ * it. @ns_held: the caller holds ns_lock on entry and wants it held on
+ * return. Commits count as batches of @h (may be NULL). Errors: as
+ * tree_commit, kv_iter_open. */
+int journal_run(struct tree *t, struct journal_rec *rec, struct crash_hook *h,
+		bool ns_held);
+/* journal.c: undoes a rename record that failed before its final batch, or
+ * goes on undoing one (journal_undoing()). Caller holds ns_lock. Errors: as
+ * tree_commit. */
+int journal_rollback(struct tree *t, struct journal_rec *rec,
+		     struct crash_hook *h);
+/* journal.c: 1 if rename record @rec is being undone (its go-ahead key is
+ * gone), 0 if not. Errors: as kv_get. */
+int journal_undoing(struct tree *t, const struct journal_rec *rec);
+
 /*
  * clone.c: the end of clone record @rec of drive @dt (everything copied):
  * drops its map XTMP#<seq>/ and the record, with the pending changes in @b,
@@ -95,20 +130,6 @@ int journal_rec_get(struct tree *t, uint64_t seq, struct journal_rec *r);
  * tree_commit.
  */
 int clone_finish(struct tree *dt, struct journal_rec *rec, struct kv_batch *b,
-		 struct journal_hook *h);
-
-/* The crash hook (PATHFS_CRASH_AFTER_BATCHES, see journal.c): init reads the
- * environment; call batch() right after each committed batch. The failure
- * hook (PATHFS_ENOSPC_AT_BATCH, journal.c's batches only) is read with it. */
-struct journal_hook {
-	long limit; /* -1: off */
-	long done;  /* batches committed so far */
-	long fail;  /* -1: off; else the batch refused with -ENOSPC, once */
-};
-void journal_hook_init(struct journal_hook *h);
-void journal_hook_batch(struct journal_hook *h);
-/* The process-wide crash hook (PATHFS_CRASH_AFTER_COMMITS, see journal.c):
- * tree_commit() calls it right after each successful commit. */
-void journal_hook_commit(void);
+		 struct crash_hook *h);
 
 #endif

@@ -1,6 +1,7 @@
 /*
  * keys.c - building and decoding the keys of a drive (layout in keys_i.h),
- * checking paths, and the small growable buffer every builder appends to.
+ * checking paths and drive names, and the small growable buffer every
+ * builder appends to.
  *
  * The one rule everything rests on: a node key is the parent path, "//", then
  * the name, so the children of P are the run PATH#P// and the whole branch
@@ -72,7 +73,26 @@ void sbuf_release(struct sbuf *b)
 	b->len = b->cap = 0;
 }
 
-/* ---- paths --------------------------------------------------------------- */
+/* ---- paths and drive names ----------------------------------------------- */
+
+int store_drive_name_check(const char *name)
+{
+	size_t n;
+
+	if (!name)
+		return -EINVAL;
+	n = strlen(name);
+	if (n < 1 || n > TREE_DRIVE_MAX)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+		      c == '-'))
+			return -EINVAL;
+	}
+	return 0;
+}
 
 int tree_path_check(const char *path)
 {

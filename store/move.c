@@ -11,14 +11,14 @@
 #include <string.h>
 
 #include "branch_i.h"
+#include "crash_hook_i.h"
 #include "drive_i.h"
-#include "journal_i.h"
 
 int tree_mv(struct tree *t, const char *src, struct tree *dt, const char *dst,
 	    uint64_t max_items, const char *resume, struct tree_op_result *r)
 {
 	struct token k = {0};
-	struct journal_hook h;
+	struct crash_hook h;
 	struct sbuf cur = {0};
 	struct node nd = {0};
 	uint64_t used = 0, seq;
@@ -27,7 +27,7 @@ int tree_mv(struct tree *t, const char *src, struct tree *dt, const char *dst,
 	int rc;
 
 	memset(r, 0, sizeof(*r));
-	journal_hook_init(&h);
+	crash_hook_init(&h);
 	if (t == dt) {
 		if (resume) {
 			rc = -EINVAL; /* a rename never stops early */

@@ -36,8 +36,8 @@
 #include <string.h>
 
 #include "codec_i.h"
+#include "crash_hook_i.h"
 #include "drive_i.h"
-#include "journal_i.h"
 #include "log.h"
 #include "parent_i.h"
 
@@ -197,13 +197,13 @@ int parent_index_build(struct tree *t, uint64_t *count)
 	struct sbuf lo = {0}, hi = {0}, path = {0}, last = {0};
 	struct node_iter ni = {0};
 	struct kv_batch *b = kv_batch_new(t->store->kv);
-	struct journal_hook h;
+	struct crash_hook h;
 	uint64_t last_ino = 0;
 	size_t n = 0;
 	int rc;
 
 	*count = 0;
-	journal_hook_init(&h);
+	crash_hook_init(&h);
 	/* from scratch: whatever an interrupted run (or anything else) left */
 	key_kind_range(&lo, &hi, t->name, KEY_PARENT);
 	kv_batch_delete_range(b, lo.buf, lo.len, hi.buf, hi.len);
@@ -243,7 +243,7 @@ int parent_index_build(struct tree *t, uint64_t *count)
 			kv_batch_clear(b);
 			if (rc)
 				goto out;
-			journal_hook_batch(&h);
+			crash_hook_batch(&h);
 			n = 0;
 		}
 	}

@@ -26,9 +26,9 @@
 
 #include "branch_i.h"
 #include "content_i.h"
+#include "crash_hook_i.h"
 #include "drive_i.h"
 #include "flags_i.h"
-#include "journal_i.h"
 #include "parent_i.h"
 
 /* ---- the open check ----------------------------------------------------- */
@@ -64,7 +64,7 @@ bool keep_orphan(const struct open_check *oc, unsigned flags, uint64_t ino)
 
 /* Commits the pending removals of rm -r under ns_lock. */
 static int rm_flush(struct tree *t, struct kv_batch *b, size_t *n,
-		    struct journal_hook *h)
+		    struct crash_hook *h)
 {
 	int rc;
 
@@ -75,17 +75,17 @@ static int rm_flush(struct tree *t, struct kv_batch *b, size_t *n,
 	kv_batch_clear(b);
 	*n = 0;
 	if (rc == 0)
-		journal_hook_batch(h);
+		crash_hook_batch(h);
 	return rc;
 }
 
 int rm_counted(int rc, struct tree_op_result *r, uint64_t *used,
-	       struct journal_hook *h)
+	       struct crash_hook *h)
 {
 	if (rc == 0) {
 		r->processed++;
 		(*used)++;
-		journal_hook_batch(h);
+		crash_hook_batch(h);
 	} else if (rc == -ENOENT) {
 		r->skipped++;
 		rc = 0;
@@ -137,7 +137,7 @@ static void rm_plain(struct tree *t, struct kv_batch *b, const char *path,
 static int rm_run(struct tree *t, const char *path, struct sbuf *cursor,
 		  bool *started, uint64_t budget, uint64_t *used,
 		  unsigned flags, struct tree_op_result *r,
-		  struct journal_hook *h, bool *done)
+		  struct crash_hook *h, bool *done)
 {
 	struct open_check oc = open_check_of(t);
 	struct flags_dir_cache fc = {0};
@@ -236,7 +236,7 @@ static int rm_run(struct tree *t, const char *path, struct sbuf *cursor,
 				goto out_node;
 			r->processed++;
 			(*used)++;
-			journal_hook_batch(h);
+			crash_hook_batch(h);
 		} else {
 			if (!n) {
 				pthread_mutex_lock(&t->ns_lock);
@@ -290,7 +290,7 @@ out:
 int rm_branch(struct tree *t, const char *path, const struct node *nd,
 	      struct sbuf *cursor, bool *started, uint64_t budget,
 	      uint64_t *used, unsigned flags, struct tree_op_result *r,
-	      struct journal_hook *h, bool *done)
+	      struct crash_hook *h, bool *done)
 {
 	struct flags_dir_cache fc = {0};
 	bool kept = false;
@@ -316,14 +316,14 @@ int tree_rm_r(struct tree *t, const char *path, uint64_t max_items,
 	      const char *resume, unsigned flags, struct tree_op_result *r)
 {
 	struct token k = {0};
-	struct journal_hook h;
+	struct crash_hook h;
 	struct node nd = {0};
 	uint64_t used = 0;
 	bool done = false, started;
 	int rc;
 
 	memset(r, 0, sizeof(*r));
-	journal_hook_init(&h);
+	crash_hook_init(&h);
 	rc = path_check(path);
 	if (rc)
 		goto out;

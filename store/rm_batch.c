@@ -49,8 +49,8 @@
 #include "batch_i.h"
 #include "branch_i.h"
 #include "content_i.h"
+#include "crash_hook_i.h"
 #include "drive_i.h"
-#include "journal_i.h"
 #include "parent_i.h"
 
 #define RM_BATCH_MIN 64
@@ -309,7 +309,7 @@ out:
  */
 static int rm_specials(struct tree *t, const struct rm_scan *s, size_t count,
 		       struct tree_op_result *r, uint64_t *used,
-		       struct journal_hook *h)
+		       struct crash_hook *h)
 {
 	const char *p = s->special.buf;
 
@@ -365,7 +365,7 @@ static size_t rm_content_ops(const struct tree *t, const struct rm_ent *ents,
  */
 static int rm_slice(struct tree *t, const char *path, struct rm_scan *s,
 		    struct tree_op_result *r, uint64_t *used,
-		    struct journal_hook *h)
+		    struct crash_hook *h)
 {
 	struct rm_scan part = *s;
 	struct kv_batch *b = NULL;
@@ -407,7 +407,7 @@ static int rm_slice(struct tree *t, const char *path, struct rm_scan *s,
 		rc = tree_commit(t, b);
 	pthread_mutex_unlock(&t->ns_lock);
 	if (rc == 0) {
-		journal_hook_batch(h);
+		crash_hook_batch(h);
 		r->processed += part.n;
 		*used += part.n;
 	}
@@ -427,7 +427,7 @@ out:
  */
 static int rm_subdir(struct tree *t, struct rm_scan *s, unsigned flags,
 		     struct tree_op_result *r, uint64_t *used,
-		     struct journal_hook *h)
+		     struct crash_hook *h)
 {
 	struct sbuf cursor = {0};
 	struct node nd = {0};
@@ -449,7 +449,7 @@ static int rm_subdir(struct tree *t, struct rm_scan *s, unsigned flags,
 }
 
 int rm_batch(struct tree *t, const char *path, uint64_t budget, uint64_t *used,
-	     unsigned flags, struct tree_op_result *r, struct journal_hook *h,
+	     unsigned flags, struct tree_op_result *r, struct crash_hook *h,
 	     bool *done)
 {
 	struct open_check oc = open_check_of(t);
@@ -537,7 +537,7 @@ again:
 	}
 	if (rc)
 		goto out;
-	journal_hook_batch(h);
+	crash_hook_batch(h);
 	r->processed += s.n + 1;
 	*used += s.n + 1;
 	*done = true;

@@ -41,11 +41,10 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "crash_hook_i.h"
 #include "drive_i.h"
-#include "journal_i.h"
 #include "log.h"
 #include "parent_i.h"
 
@@ -58,32 +57,6 @@ struct store_priv {
 	struct store pub;
 	int marker_fd;
 };
-
-int64_t tree_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-int store_drive_name_check(const char *name)
-{
-	size_t n;
-
-	if (!name)
-		return -EINVAL;
-	n = strlen(name);
-	if (n < 1 || n > TREE_DRIVE_MAX)
-		return -EINVAL;
-	for (size_t i = 0; i < n; i++) {
-		char c = name[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		      (c >= '0' && c <= '9') || c == '_' || c == '.' ||
-		      c == '-'))
-			return -EINVAL;
-	}
-	return 0;
-}
 
 /* 1 if @dir holds nothing, 0 if it holds something, -errno. */
 static int dir_is_empty(const char *dir)
@@ -194,7 +167,7 @@ static int marker_set_format(int fd, int format)
 static void upgrade_hook(void *ctx, uint64_t moved)
 {
 	(void)moved;
-	journal_hook_batch(ctx);
+	crash_hook_batch(ctx);
 }
 
 /*
@@ -210,11 +183,11 @@ static void upgrade_hook(void *ctx, uint64_t moved)
  */
 static int store_upgrade(struct store *s, int fd, int from, int to)
 {
-	struct journal_hook h;
+	struct crash_hook h;
 	uint64_t moved = 0;
 	int rc = 0;
 
-	journal_hook_init(&h);
+	crash_hook_init(&h);
 	plog(LOG_NOTICE, "store %s: upgrading from format %d to %d", s->dir,
 	     from, to);
 	if (from == 1)

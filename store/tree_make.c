@@ -1,7 +1,9 @@
 /*
  * tree_make.c - creating nodes: tree_mknode() (files, folders, symlinks,
  * devices, FIFOs, sockets), tree_mktmp() (an O_TMPFILE file: an orphan from
- * birth) and hard links (tree_link*()).
+ * birth), hard links (tree_link*()) and the whiteout a RENAME_WHITEOUT
+ * leaves (tree_batch_whiteout(): tree_rename.c's one batch, or journal.c's
+ * final one).
  *
  * A new node is one batch: its key, its PARENT record, the parent
  * folder's mtime/ctime/nlink, and the ACLs it inherits from a folder with a
@@ -79,6 +81,34 @@ void tree_inherit_group(const struct tree_attr *dir, struct tree_attr *a)
 	a->gid = dir->gid;
 	if (S_ISDIR(a->mode))
 		a->mode |= S_ISGID;
+}
+
+int tree_batch_whiteout(struct tree *t, struct kv_batch *b, const char *path,
+			const struct whiteout *w, int64_t now)
+{
+	char *pp = parent_of(path);
+	struct node pn = {0};
+	struct tree_attr a = {0};
+	int rc;
+
+	rc = tree_get_node(t, pp, &pn, false);
+	if (rc == 0 && !S_ISDIR(pn.a.mode))
+		rc = -ENOTDIR;
+	if (rc)
+		goto out;
+	a.ino = w->ino;
+	a.mode = S_IFCHR; /* the kernel's WHITEOUT_MODE, WHITEOUT_DEV 0 */
+	a.uid = w->uid;
+	a.gid = w->gid;
+	tree_inherit_group(&pn.a, &a);
+	a.nlink = 1;
+	a.atime_ns = a.mtime_ns = a.ctime_ns = now;
+	tree_batch_put_node(t, b, path, &a, NULL);
+	parent_batch_put(t, b, a.ino, pn.a.ino, path);
+out:
+	node_release(&pn);
+	free(pp);
+	return rc;
 }
 
 int tree_mknode(struct tree *t, const char *path, mode_t mode, uid_t uid,

@@ -24,9 +24,9 @@
 
 #include "batch_i.h"
 #include "content_i.h"
+#include "crash_hook_i.h"
 #include "drive_i.h"
 #include "flags_i.h"
-#include "journal_i.h"
 #include "log.h"
 #include "tree_i.h"
 
@@ -154,7 +154,7 @@ int tree_rmdir_flags(struct tree *t, const char *path, unsigned flags,
  * Caller holds @ino's stripe.
  * Errors: -ENOENT (not an orphan), -EIO, and a slice's commit's. */
 static int reclaim_add(struct tree *t, struct kv_batch *b, uint64_t ino,
-		       struct journal_hook *h, uint64_t *blocks)
+		       struct crash_hook *h, uint64_t *blocks)
 {
 	struct attr_ref r = {0};
 	struct sbuf k = {0};
@@ -196,10 +196,10 @@ out:
 int tree_reclaim(struct tree *t, uint64_t ino)
 {
 	struct kv_batch *b = NULL;
-	struct journal_hook h;
+	struct crash_hook h;
 	int rc;
 
-	journal_hook_init(&h);
+	crash_hook_init(&h);
 	tree_lock_inodes(t, ino, 0, 0, 0);
 	b = kv_batch_new(t->store->kv);
 	rc = reclaim_add(t, b, ino, &h, NULL);

@@ -28,34 +28,6 @@
 #include "parent_i.h"
 #include "tree_i.h"
 
-int tree_batch_whiteout(struct tree *t, struct kv_batch *b, const char *path,
-			const struct whiteout *w, int64_t now)
-{
-	char *pp = parent_of(path);
-	struct node pn = {0};
-	struct tree_attr a = {0};
-	int rc;
-
-	rc = tree_get_node(t, pp, &pn, false);
-	if (rc == 0 && !S_ISDIR(pn.a.mode))
-		rc = -ENOTDIR;
-	if (rc)
-		goto out;
-	a.ino = w->ino;
-	a.mode = S_IFCHR; /* the kernel's WHITEOUT_MODE, WHITEOUT_DEV 0 */
-	a.uid = w->uid;
-	a.gid = w->gid;
-	tree_inherit_group(&pn.a, &a);
-	a.nlink = 1;
-	a.atime_ns = a.mtime_ns = a.ctime_ns = now;
-	tree_batch_put_node(t, b, path, &a, NULL);
-	parent_batch_put(t, b, a.ino, pn.a.ino, path);
-out:
-	node_release(&pn);
-	free(pp);
-	return rc;
-}
-
 /* The one-batch rename of nodes that are not non-empty folders; ns_lock held,
  * every check done. @sn/@dn are the nodes at @src/@dst (@dn NULL if none);
  * @wo (not NULL) the whiteout to leave at @src. A replaced file too big for
