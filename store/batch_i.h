@@ -56,6 +56,13 @@ int tree_attr_lock(struct tree *t, const char *path, uint64_t *ino,
 /* Adds to @b the put of r->n (encoded) at r->key. */
 void tree_attr_store(struct tree *t, struct kv_batch *b,
 		     const struct attr_ref *r);
+/*
+ * The end of an attribute read-modify-write (tree_attr_lock()): adds r->n
+ * to @b, commits @b and, if the inode asks for it (chattr +S), syncs the
+ * store (flags_sync). Errors: as tree_commit, flags_sync.
+ */
+int tree_attr_commit(struct tree *t, struct kv_batch *b,
+		     const struct attr_ref *r);
 
 /* Adds to @b the put of node @a (with symlink @target or NULL) at @path. */
 void tree_batch_put_node(struct tree *t, struct kv_batch *b, const char *path,

@@ -82,9 +82,8 @@ static uint64_t clone_parent_ino(struct clone *c, const char *dpath)
 	if (c->ndirs && strlen(c->dirs[c->ndirs - 1].path) == (pl ? pl : 1))
 		return c->dirs[c->ndirs - 1].ino;
 	/* copied by an earlier call, or the clone's root: committed */
-	parent = pl ? strndup(dpath, pl) : strdup("/");
-	if (parent && tree_get_node(c->dt, parent, &pn, false) == 0 &&
-	    S_ISDIR(pn.a.mode))
+	parent = path_parent(dpath);
+	if (tree_get_node(c->dt, parent, &pn, false) == 0 && S_ISDIR(pn.a.mode))
 		ino = pn.a.ino;
 	node_release(&pn);
 	free(parent);
@@ -393,8 +392,7 @@ static void clone_put(struct clone *c, const char *dpath, struct tree_attr *a,
  * tree_batch_dir_touch, tree_commit. */
 static int clone_root(struct clone *c, mode_t mode)
 {
-	size_t pl = path_parent_len(c->dst);
-	char *parent = pl ? strndup(c->dst, pl) : strdup("/");
+	char *parent = path_parent(c->dst);
 	struct node pn = {0};
 	int rc;
 
@@ -717,8 +715,7 @@ int clone_op(struct tree *t, const char *src, struct tree *dt, const char *dst,
 		if (rc != -ENOENT)
 			goto out;
 		{
-			size_t pl = path_parent_len(dst);
-			char *parent = pl ? strndup(dst, pl) : strdup("/");
+			char *parent = path_parent(dst);
 
 			rc = tree_get_node(dt, parent, &n, false);
 			free(parent);

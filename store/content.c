@@ -733,10 +733,7 @@ int tree_write(struct tree *t, const char *path, uint64_t ino, uint64_t off,
 		a->size = end;
 	a->mtime_ns = now;
 	a->ctime_ns = now;
-	tree_attr_store(t, b, &r);
-	rc = tree_commit(t, b);
-	if (rc == 0)
-		rc = flags_sync(t, a->flags);
+	rc = tree_attr_commit(t, b, &r);
 	if (rc)
 		goto out;
 done:

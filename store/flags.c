@@ -182,10 +182,7 @@ int tree_setflags(struct tree *t, const char *path, uint64_t ino,
 	a->flags = (a->flags & ~(uint32_t)TREE_F_USER) | flags;
 	a->ctime_ns = tree_now_ns();
 	b = kv_batch_new(t->store->kv);
-	tree_attr_store(t, b, &r);
-	rc = tree_commit(t, b);
-	if (rc == 0)
-		rc = flags_sync(t, a->flags);
+	rc = tree_attr_commit(t, b, &r);
 	if (rc == 0 && out)
 		*out = *a;
 out:

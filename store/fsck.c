@@ -152,27 +152,6 @@ void fsck_finding(struct fsck *f, const char *fmt, ...)
 		f->report(f->ctx, line);
 }
 
-/* @p (length @n) with bytes outside printable ASCII as \xNN, malloc'd, so a
- * finding stays one line whatever a name holds. */
-char *fsck_esc(const char *p, size_t n)
-{
-	struct sbuf o = {0};
-
-	sbuf_nul(&o);
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)p[i];
-		char hex[8];
-
-		if (c < 0x20 || c > 0x7e || c == '\\') {
-			snprintf(hex, sizeof(hex), "\\x%02x", c);
-			sbuf_adds(&o, hex);
-		} else {
-			sbuf_addc(&o, (char)c);
-		}
-	}
-	return o.buf;
-}
-
 /* Commits a one-off repair batch under ns_lock. */
 int fsck_repair_commit(struct fsck *f, struct kv_batch *b)
 {

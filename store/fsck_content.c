@@ -58,7 +58,7 @@ static void check_block(struct fsck *f, const char *key, size_t klen,
 	struct bad_block d = {0};
 
 	if (key_data_decode(key, klen, f->plen, &ino, &blk)) {
-		char *ek = fsck_esc(key, klen);
+		char *ek = tree_escape(key, klen, 0);
 		fsck_finding(f, "%s: malformed key", ek);
 		free(ek);
 		return;
@@ -133,7 +133,7 @@ static int scan_kind(struct fsck *f, enum key_kind kind,
 		uint64_t ino;
 
 		if (key_ino_decode(key, klen, f->plen, kind, &ino)) {
-			char *ek = fsck_esc(key, klen);
+			char *ek = tree_escape(key, klen, 0);
 			fsck_finding(f, "%s: malformed key", ek);
 			free(ek);
 			continue;
@@ -541,7 +541,8 @@ static int report_blocks(struct fsck *f)
 		return rc;
 	for (size_t i = 0; i < f->nbad; i++) {
 		struct bad_block *d = &f->bad[i];
-		char *ep = d->path ? fsck_esc(d->path, strlen(d->path)) : NULL;
+		char *ep =
+		    d->path ? tree_escape(d->path, strlen(d->path), 0) : NULL;
 		char what[160], fix[80] = "";
 		bool repair = f->repair && !f->skip_refs && d->kind != BLK_LONG;
 

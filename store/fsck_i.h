@@ -85,9 +85,6 @@ struct fsck {
 /* Reports one finding (one line) and counts it. */
 void fsck_finding(struct fsck *f, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* @p (length @n) with bytes outside printable ASCII as \xNN, malloc'd, so a
- * finding stays one line whatever a name holds. */
-char *fsck_esc(const char *p, size_t n);
 /* Commits a one-off repair batch (the caller holds ns_lock). */
 int fsck_repair_commit(struct fsck *f, struct kv_batch *b);
 

@@ -72,8 +72,7 @@ void fsck_fix_nlink(struct fsck *f, const char *path, uint64_t ino,
 static void check_parent(struct fsck *f, const char *path, struct sbuf *last,
 			 int *last_rc, uint64_t *last_ino)
 {
-	size_t pl = path_parent_len(path);
-	char *parent = pl ? strndup(path, pl) : strdup("/");
+	char *parent = path_parent(path);
 	char *ep, *epar;
 
 	if (!(last->len == strlen(parent) && last->buf &&
@@ -90,8 +89,8 @@ static void check_parent(struct fsck *f, const char *path, struct sbuf *last,
 		*last_rc = rc;
 	}
 	if (*last_rc) {
-		ep = fsck_esc(path, strlen(path));
-		epar = fsck_esc(parent, strlen(parent));
+		ep = tree_escape(path, strlen(path), 0);
+		epar = tree_escape(parent, strlen(parent), 0);
 		fsck_finding(f, "%s: parent %s %s", ep, epar,
 			     *last_rc == -ENOTDIR  ? "is not a folder"
 			     : *last_rc == -ENOENT ? "is missing"
@@ -115,9 +114,9 @@ static void check_parent_record(struct fsck *f, const char *path, uint64_t ino,
 
 	if (rc == 0 && rp == pino && !strcmp(name.buf, path_name(path)))
 		goto out;
-	ep = fsck_esc(path, strlen(path));
+	ep = tree_escape(path, strlen(path), 0);
 	if (rc == 0) {
-		char *en = fsck_esc(name.buf, name.len);
+		char *en = tree_escape(name.buf, name.len, 0);
 
 		fsck_finding(f, "%s: PARENT#%016llx names %llu/%s%s", ep,
 			     (unsigned long long)ino, (unsigned long long)rp,
@@ -168,7 +167,7 @@ int fsck_check_nodes(struct fsck *f)
 		rc = 0;
 		sbuf_reset(&path);
 		if (node_iter_path(&it, &path) || path_check(path.buf)) {
-			ep = fsck_esc(it.key, it.klen);
+			ep = tree_escape(it.key, it.klen, 0);
 			fsck_finding(f, "%s: malformed node key", ep);
 			free(ep);
 			continue;
@@ -178,7 +177,7 @@ int fsck_check_nodes(struct fsck *f)
 			root = true;
 		else if (!busy)
 			check_parent(f, path.buf, &last, &last_rc, &last_ino);
-		ep = fsck_esc(path.buf, path.len);
+		ep = tree_escape(path.buf, path.len, 0);
 		if (node_iter_node(&it, &n, false)) {
 			fsck_finding(f, "%s: value does not decode (%zu bytes)",
 				     ep, it.vlen);

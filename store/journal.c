@@ -82,14 +82,6 @@
 
 /* ---- the rewrite -------------------------------------------------------- */
 
-/* Parent folder of a checked non-root path, malloc'd. */
-static char *parent_of(const char *path)
-{
-	size_t n = path_parent_len(path);
-
-	return n ? strndup(path, n) : strdup("/");
-}
-
 /*
  * Copies every key of [lo, hi) after the record's cursor to the same suffix
  * after @to, in chunks, each chunk committed with the record's new cursor.
@@ -235,7 +227,7 @@ static int finish_rename(struct tree *t, struct journal_rec *rec,
 			 struct crash_hook *h)
 {
 	const char *src = rec->src.buf, *dst = rec->dst.buf;
-	char *ps = parent_of(src), *pd = parent_of(dst);
+	char *ps = path_parent(src), *pd = path_parent(dst);
 	uint64_t ino_s = node_ino(t, ps), ino_d = node_ino(t, pd);
 	struct kv_batch *b = kv_batch_new(t->store->kv);
 	struct sbuf k = {0}, lo = {0}, hi = {0};
@@ -298,7 +290,7 @@ static int finish_exchange(struct tree *t, struct journal_rec *rec,
 			   struct crash_hook *h)
 {
 	const char *pa = rec->src.buf, *pb = rec->dst.buf;
-	char *qa = parent_of(pa), *qb = parent_of(pb);
+	char *qa = path_parent(pa), *qb = path_parent(pb);
 	uint64_t ino_qa = node_ino(t, qa), ino_qb = node_ino(t, qb);
 	uint64_t ino_a = node_ino(t, pa), ino_b = node_ino(t, pb);
 	struct kv_batch *b = kv_batch_new(t->store->kv);
@@ -507,7 +499,7 @@ int journal_rename_dir(struct tree *t, const char *src, const char *dst,
 		if (rc == 0) {
 			int64_t now = tree_now_ns();
 
-			pd = parent_of(dst);
+			pd = path_parent(dst);
 			ino_pd = node_ino(t, pd);
 			ino_dn = dn.a.ino;
 			tree_lock_inodes(t, ino_pd, ino_dn, 0, 0);

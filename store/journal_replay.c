@@ -41,25 +41,6 @@ static const char *op_name(uint32_t op)
 	return "?";
 }
 
-/* @s with bytes outside printable ASCII as \xNN, malloc'd. */
-static char *printable(const struct sbuf *s)
-{
-	struct sbuf o = {0};
-
-	sbuf_nul(&o);
-	for (size_t i = 0; i < s->len; i++) {
-		unsigned char c = (unsigned char)s->buf[i];
-		char hex[8];
-
-		if (c < 0x20 || c > 0x7e || c == '\\') {
-			snprintf(hex, sizeof(hex), "\\x%02x", c);
-			sbuf_adds(&o, hex);
-		} else {
-			sbuf_addc(&o, (char)c);
-		}
-	}
-	return o.buf;
-}
 int tree_journal_list(struct tree *t, struct tree_journal_entry **out,
 		      size_t *count)
 {
@@ -92,9 +73,10 @@ int tree_journal_list(struct tree *t, struct tree_journal_entry **out,
 			}
 			sbuf_add(&src, rec.src.buf, rec.src.len);
 			e[m].op = strdup(op_name(rec.op));
-			e[m].src = printable(&src);
-			e[m].dst = printable(&rec.dst);
-			e[m].cursor = printable(&rec.cursor);
+			e[m].src = tree_escape(src.buf, src.len, 0);
+			e[m].dst = tree_escape(rec.dst.buf, rec.dst.len, 0);
+			e[m].cursor =
+			    tree_escape(rec.cursor.buf, rec.cursor.len, 0);
 			sbuf_release(&src);
 		} else {
 			e[m].op = strdup("undecodable");
@@ -168,7 +150,7 @@ int tree_journal_replay(struct tree *t, size_t *replayed)
 			journal_rec_release(&rec);
 			continue;
 		}
-		cur = printable(&rec.cursor);
+		cur = tree_escape(rec.cursor.buf, rec.cursor.len, 0);
 		if (rec.op == JOP_CLONE && rec.phase == CLONE_PHASE_DROP) {
 			/* everything copied: only its map is left to drop */
 			struct kv_batch *b = kv_batch_new(t->store->kv);

@@ -123,6 +123,38 @@ int tree_path_check(const char *path)
 	return 0;
 }
 
+char *tree_escape(const char *p, size_t n, unsigned flags)
+{
+	bool name = flags & TREE_ESC_NAME;
+	struct sbuf o = {0};
+
+	sbuf_nul(&o);
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)p[i];
+		char hex[8];
+
+		if (name && c == '\\') {
+			sbuf_adds(&o, "\\\\");
+		} else if (c < 0x20 || c == 0x7f || c == '\\' ||
+			   (!name && c > 0x7e)) {
+			snprintf(hex, sizeof(hex), "\\x%02x", c);
+			sbuf_adds(&o, hex);
+		} else {
+			sbuf_addc(&o, (char)c);
+		}
+	}
+	return o.buf;
+}
+
+char *path_parent(const char *path)
+{
+	size_t n = path_parent_len(path);
+	struct sbuf b = {0};
+
+	sbuf_add(&b, path, n ? n : 1);
+	return b.buf;
+}
+
 size_t path_parent_len(const char *path)
 {
 	const char *slash = strrchr(path, '/');

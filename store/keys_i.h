@@ -65,6 +65,10 @@ static inline bool path_is_within(const char *path, const char *dir)
  * and the name after it. */
 size_t path_parent_len(const char *path);
 const char *path_name(const char *path);
+/* The parent of checked non-root @path, malloc'd (caller frees; out of
+ * memory aborts): paths may be TREE_PATH_MAX long, too much for a stack
+ * buffer. */
+char *path_parent(const char *path);
 
 /* The kinds of key of a drive: what follows "DRIVE#<d>|" (table above). */
 enum key_kind {

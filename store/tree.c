@@ -227,6 +227,18 @@ void tree_attr_store(struct tree *t, struct kv_batch *b,
 	sbuf_release(&v);
 }
 
+int tree_attr_commit(struct tree *t, struct kv_batch *b,
+		     const struct attr_ref *r)
+{
+	int rc;
+
+	tree_attr_store(t, b, r);
+	rc = tree_commit(t, b);
+	if (rc == 0)
+		rc = flags_sync(t, r->n.a.flags);
+	return rc;
+}
+
 void tree_batch_put_node(struct tree *t, struct kv_batch *b, const char *path,
 			 const struct tree_attr *a, const char *target)
 {
@@ -560,10 +572,7 @@ int tree_setattr(struct tree *t, const char *path, uint64_t ino,
 	if (mask & TREE_SET_MTIME)
 		a->mtime_ns = in->mtime_ns;
 	a->ctime_ns = (mask & TREE_SET_CTIME) ? in->ctime_ns : now;
-	tree_attr_store(t, b, &r);
-	rc = tree_commit(t, b);
-	if (rc == 0)
-		rc = flags_sync(t, a->flags);
+	rc = tree_attr_commit(t, b, &r);
 	if (rc)
 		goto out;
 done:

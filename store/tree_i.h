@@ -16,17 +16,6 @@
 
 #include "drive_i.h"
 
-/* The parent of checked non-root @path, malloc'd (caller frees): paths may
- * be TREE_PATH_MAX long, too much for a stack buffer. */
-static inline char *parent_of(const char *path)
-{
-	size_t n = path_parent_len(path);
-	struct sbuf b = {0};
-
-	sbuf_add(&b, path, n ? n : 1);
-	return b.buf;
-}
-
 static inline bool is_root(const char *path)
 {
 	return path[0] == '/' && path[1] == '\0';

@@ -86,7 +86,7 @@ void tree_inherit_group(const struct tree_attr *dir, struct tree_attr *a)
 int tree_batch_whiteout(struct tree *t, struct kv_batch *b, const char *path,
 			const struct whiteout *w, int64_t now)
 {
-	char *pp = parent_of(path);
+	char *pp = path_parent(path);
 	struct node pn = {0};
 	struct tree_attr a = {0};
 	int rc;
@@ -141,7 +141,7 @@ int tree_mknode_umask(struct tree *t, const char *path, mode_t mode,
 	rc = check_new_node(mode, target, &type);
 	if (rc)
 		goto out;
-	parent = parent_of(path);
+	parent = path_parent(path);
 	pthread_mutex_lock(&t->ns_lock);
 	ns = true;
 	/* the parent is read once, under its stripe (it is rewritten) */
@@ -283,7 +283,7 @@ static int link_common(struct tree *t, const char *oldpath, uint64_t ino,
 		rc = -EEXIST;
 		goto out;
 	}
-	parent = parent_of(newpath);
+	parent = path_parent(newpath);
 	pthread_mutex_lock(&t->ns_lock);
 	ns = true;
 	if (oldpath) {

@@ -52,7 +52,7 @@ static int remove_node(struct tree *t, const char *path, bool dir,
 		rc = dir ? -EBUSY : -EISDIR;
 		goto out;
 	}
-	parent = parent_of(path);
+	parent = path_parent(path);
 	pthread_mutex_lock(&t->ns_lock);
 	ns = true;
 	/* both nodes are rewritten: read them under their stripes */

@@ -48,8 +48,8 @@ static int rename_simple(struct tree *t, const char *src, const char *dst,
 	int64_t now;
 	int rc;
 
-	sp = parent_of(src);
-	dp = parent_of(dst);
+	sp = path_parent(src);
+	dp = path_parent(dst);
 	rc = tree_get_node(t, sp, &spn, false);
 	if (rc == 0)
 		rc = tree_get_node(t, dp, &dpn, false);
@@ -167,7 +167,7 @@ static int rename_flags(struct tree *t, const char *src, const struct node *sn,
 			const char *dp, const struct node *dpn,
 			const struct node *dn, uint32_t *dirs)
 {
-	char *sp = parent_of(src);
+	char *sp = path_parent(src);
 	struct node spn = {0};
 	uint32_t sf = 0, df = 0;
 	bool same = strcmp(sp, dp) == 0;
@@ -220,7 +220,7 @@ static int rename_any(struct tree *t, const char *src, const char *dst,
 		rc = -EBUSY;
 		goto out;
 	}
-	dp = parent_of(dst);
+	dp = path_parent(dst);
 	pthread_mutex_lock(&t->ns_lock);
 	ns = true;
 	rc = tree_get_node(t, src, &sn, false);

@@ -118,10 +118,7 @@ static int xattr_change(struct tree *t, const char *path, uint64_t ino,
 	else if (exists)
 		kv_batch_delete(b, k.buf, k.len);
 	r.n.a.ctime_ns = tree_now_ns();
-	tree_attr_store(t, b, &r);
-	rc = tree_commit(t, b);
-	if (rc == 0)
-		rc = flags_sync(t, r.n.a.flags);
+	rc = tree_attr_commit(t, b, &r);
 out:
 	if (st)
 		tree_unlock_inodes(t, ino, 0, 0, 0);

@@ -8,6 +8,7 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "keys_i.h"
@@ -336,4 +337,21 @@ Test(keys, every_kind_in_its_own_range)
 	sbuf_release(&lo);
 	sbuf_release(&hi);
 	sbuf_release(&x);
+}
+
+/* tree_escape(): a name stays one line whatever it holds; a report is
+ * ASCII, a listing keeps UTF-8 readable; a NUL inside is escaped too. */
+Test(keys, escape_keeps_a_name_on_one_line)
+{
+	const char in[] = "a\nb\\c\x7f\xc3\xa9\0d";
+	char *report = tree_escape(in, sizeof(in) - 1, 0);
+	char *name = tree_escape(in, sizeof(in) - 1, TREE_ESC_NAME);
+
+	cr_expect_str_eq(report, "a\\x0ab\\x5cc\\x7f\\xc3\\xa9\\x00d");
+	cr_expect_str_eq(name, "a\\x0ab\\\\c\\x7f\xc3\xa9\\x00d");
+	free(report);
+	free(name);
+	report = tree_escape("", 0, 0);
+	cr_expect_str_eq(report, "");
+	free(report);
 }

@@ -259,6 +259,17 @@ int tree_path_check(const char *path);
 bool tree_path_is_within(const char *path, const char *dir);
 
 /*
+ * The @n bytes at @p (a name, a path, a key) as text on one line, in a
+ * malloc'd string (caller frees; out of memory aborts): every byte outside
+ * printable ASCII, and "\", as \xNN, so a report is plain ASCII whatever
+ * it quotes (fsck, tree_journal_list()); with TREE_ESC_NAME only bytes
+ * below 0x20 and 0x7f as \xNN and "\" as "\\", other bytes as they are
+ * (a name for a terminal, UTF-8 kept: pathfsctl's listings).
+ */
+#define TREE_ESC_NAME 0x1
+char *tree_escape(const char *p, size_t n, unsigned flags);
+
+/*
  * Creates drive @name with its META record and its root folder "/" (inode 1,
  * mode 0755 | S_IFDIR, owned by @uid/@gid). Errors: -EINVAL, -EEXIST.
  */

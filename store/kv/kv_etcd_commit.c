@@ -152,7 +152,7 @@ static int kve_txn(struct kve *kv, struct kve_batch *b, const char *slot_key,
 		   size_t slot_klen, long long slot_rev, const char *id,
 		   long long *rev)
 {
-	struct json_object *req = json_object_new_object(), *resp = NULL;
+	struct json_object *resp = NULL;
 	struct json_object *succ = json_object_new_array();
 	struct json_object *cmps = json_object_new_array();
 	struct json_object *fail = json_object_new_array();
@@ -164,7 +164,7 @@ static int kve_txn(struct kve *kv, struct kve_batch *b, const char *slot_key,
 	*rev = -1;
 	/* the request whole or not at all: a txn missing its compares must
 	 * never go */
-	rc = req ? kve_txn_ops(kv, b, succ) : -ENOMEM;
+	rc = kve_txn_ops(kv, b, succ);
 	if (!rc && slot_key) {
 		struct json_object *r = json_object_new_object();
 
@@ -187,18 +187,7 @@ static int kve_txn(struct kve *kv, struct kve_batch *b, const char *slot_key,
 		if (!rc)
 			rc = kve_add_range(fail, kv->owner, kv->olen);
 	}
-	if (!rc)
-		rc = kve_attach(req, "compare", &cmps);
-	if (!rc)
-		rc = kve_attach(req, "success", &succ);
-	if (!rc)
-		rc = kve_attach(req, "failure", &fail);
-	if (!rc)
-		rc = etcd_call(kv->e, "/v3/kv/txn", req, &resp);
-	json_object_put(req);
-	json_object_put(cmps);
-	json_object_put(succ);
-	json_object_put(fail);
+	rc = kve_send_txn(kv, rc, cmps, succ, fail, &resp);
 	if (rc)
 		return rc;
 	if (kve_succeeded(resp, rev)) {

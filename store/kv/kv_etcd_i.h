@@ -116,6 +116,15 @@ int kve_add_cmp(struct json_object *arr, const char *target, const char *k,
 		size_t klen, long long rev);
 struct json_object *kve_failure_kv(struct json_object *resp, size_t i);
 bool kve_succeeded(struct json_object *resp, long long *rev);
+/*
+ * Sends the txn of compares @cmps and branches @succ and @fail (arrays,
+ * taken: put also on an error) to /v3/kv/txn; *resp gets the answer (the
+ * caller puts it). @built is what building them returned: unless 0, nothing
+ * is sent and @built is returned. Errors: @built, -ENOMEM, as etcd_call.
+ */
+int kve_send_txn(struct kve *kv, int built, struct json_object *cmps,
+		 struct json_object *succ, struct json_object *fail,
+		 struct json_object **resp);
 
 /* kv_etcd_owner.c: the owner key and its lease keeper */
 int kve_own(struct kve *kv);

@@ -4,10 +4,10 @@
  *
  * The gateway writes bytes as base64 and int64 as strings (etcd.c decodes
  * both). A store key becomes the etcd key NAME/k/<key>; the backend's own
- * keys (owner, commit slots) live under NAME/m/. Nothing here does I/O.
- * Out of memory: each builder says so (NULL or -ENOMEM), and its caller
- * sends nothing (a request missing a piece, a compare say, must never
- * go).
+ * keys (owner, commit slots) live under NAME/m/. Nothing here does I/O
+ * but kve_send_txn(), which sends the txn the others built. Out of memory:
+ * each builder says so (NULL or -ENOMEM), and its caller sends nothing (a
+ * request missing a piece, a compare say, must never go).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -169,4 +169,28 @@ bool kve_succeeded(struct json_object *resp, long long *rev)
 	if (json_object_object_get_ex(resp, "header", &h))
 		*rev = etcd_int(h, "revision");
 	return true;
+}
+
+int kve_send_txn(struct kve *kv, int built, struct json_object *cmps,
+		 struct json_object *succ, struct json_object *fail,
+		 struct json_object **resp)
+{
+	struct json_object *req = json_object_new_object();
+	int rc = built;
+
+	if (!rc && !req)
+		rc = -ENOMEM;
+	if (!rc)
+		rc = kve_attach(req, "compare", &cmps);
+	if (!rc)
+		rc = kve_attach(req, "success", &succ);
+	if (!rc)
+		rc = kve_attach(req, "failure", &fail);
+	if (!rc)
+		rc = etcd_call(kv->e, "/v3/kv/txn", req, resp);
+	json_object_put(req);
+	json_object_put(cmps);
+	json_object_put(succ);
+	json_object_put(fail);
+	return rc;
 }

@@ -156,13 +156,11 @@ int kve_own(struct kve *kv)
 		kv->holder = NULL;
 		return -ENOMEM;
 	}
-	req = json_object_new_object();
 	cmps = json_object_new_array();
 	succ = json_object_new_array();
 	fail = json_object_new_array();
 	r = json_object_new_object();
-	rc =
-	    req ? kve_add_cmp(cmps, "CREATE", kv->owner, kv->olen, 0) : -ENOMEM;
+	rc = kve_add_cmp(cmps, "CREATE", kv->owner, kv->olen, 0);
 	if (!rc)
 		rc = kve_add_b64(r, "key", kv->owner, kv->olen);
 	if (!rc)
@@ -175,18 +173,7 @@ int kve_own(struct kve *kv)
 	}
 	if (!rc)
 		rc = kve_add_range(fail, kv->owner, kv->olen);
-	if (!rc)
-		rc = kve_attach(req, "compare", &cmps);
-	if (!rc)
-		rc = kve_attach(req, "success", &succ);
-	if (!rc)
-		rc = kve_attach(req, "failure", &fail);
-	if (!rc)
-		rc = etcd_call(kv->e, "/v3/kv/txn", req, &resp);
-	json_object_put(req);
-	json_object_put(cmps);
-	json_object_put(succ);
-	json_object_put(fail);
+	rc = kve_send_txn(kv, rc, cmps, succ, fail, &resp);
 	json_object_put(r);
 	if (rc)
 		return rc;

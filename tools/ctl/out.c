@@ -25,19 +25,14 @@ int64_t ctl_now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-/* Prints @s for a human: control bytes and backslash escaped. */
+/* Prints @s for a human: control bytes and backslash escaped
+ * (tree_escape()). */
 void ctl_put_name(FILE *f, const char *s)
 {
-	const unsigned char *p = (const unsigned char *)s;
+	char *e = tree_escape(s, strlen(s), TREE_ESC_NAME);
 
-	for (; *p; p++) {
-		if (*p < 0x20 || *p == 0x7f)
-			fprintf(f, "\\x%02x", *p);
-		else if (*p == '\\')
-			fputs("\\\\", f);
-		else
-			fputc(*p, f);
-	}
+	fputs(e, f);
+	free(e);
 }
 
 /* Length of the valid UTF-8 sequence at @p (0 if invalid). */
