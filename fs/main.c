@@ -620,7 +620,8 @@ static int open_store(const char *dir, bool exists, const struct options *o,
 			     "missing",
 			     dir, what);
 		else
-			fail("cannot open store %s: %s", dir, strerror(-rc));
+			fail("cannot open store %s: %s", dir,
+			     store_strerror(rc));
 		break;
 	}
 	case -EPROTONOSUPPORT:
@@ -635,7 +636,7 @@ static int open_store(const char *dir, bool exists, const struct options *o,
 		break;
 	default: /* etcd: wrong password, certificate, refused, ... */
 		fail("cannot open store %s: %s", dir,
-		     why[0] ? why : strerror(-rc));
+		     why[0] ? why : store_strerror(rc));
 		break;
 	}
 	return rc;
@@ -664,7 +665,7 @@ static int open_drive(struct store *s, const struct options *o,
 	}
 	if (rc)
 		fail("drive %s of %s: %s", o->drive, store_dir(s),
-		     rc == -ENOENT ? "no such drive" : strerror(-rc));
+		     rc == -ENOENT ? "no such drive" : store_strerror(rc));
 	return rc;
 }
 

@@ -22,8 +22,7 @@
  *
  * Limits: a loaded drive stays loaded until store_close(), also once deleted
  * (handles to it may still be in use). On etcd, the slices of a drive's
- * deletion read its keys once (values too: the seam has no keys-only
- * scan).
+ * deletion read its keys once (keys only: kv_iter_open_keys()).
  */
 #include <errno.h>
 #include <stdio.h>

@@ -365,6 +365,27 @@ static void store_fit_limits(struct store *s)
 		s->opt.rename_bytes = l->batch_bytes / 2;
 }
 
+const char *store_strerror(int err)
+{
+	switch (err) {
+	case -EMEDIUMTYPE:
+		return "not a pathfs store";
+	case -EPROTONOSUPPORT:
+		return "written by a newer pathfs";
+	case -EUCLEAN:
+		return "damaged (a file of its database is missing), or its "
+		       "upgrade was interrupted (open it read-write once)";
+	case -EBADMSG:
+		return "a write-ahead log is damaged before its end";
+	case -EHOSTUNREACH:
+		return "no etcd member answered";
+	case -EPROTO:
+		return "an etcd member answered in another protocol (http to "
+		       "a member that speaks TLS)";
+	}
+	return strerror(-err);
+}
+
 bool store_is_remote(const char *where)
 {
 	return kv_is_etcd(where);

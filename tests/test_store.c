@@ -128,8 +128,24 @@ Test(store, refuses_a_foreign_directory, .init = tu_setup, .fini = tu_teardown)
 	cr_assert_eq(store_open(&s, dir, &o), -EMEDIUMTYPE);
 	after = listing(dir);
 	cr_assert_str_eq(before, after, "a refused open wrote something");
+	/* in the store's words, not the C library's ("Wrong medium type") */
+	cr_expect_str_eq(store_strerror(-EMEDIUMTYPE), "not a pathfs store");
 	free(before);
 	free(after);
+}
+
+/* The errors that mean more than their errno are worded as the store
+ * means them (tree.h's table); any other is strerror's. */
+Test(store, strerror_words_what_the_store_means)
+{
+	cr_expect(strstr(store_strerror(-EUCLEAN), "read-write once"), "%s",
+		  store_strerror(-EUCLEAN));
+	cr_expect(strstr(store_strerror(-EPROTONOSUPPORT), "newer pathfs"));
+	cr_expect(strstr(store_strerror(-EBADMSG), "write-ahead log"));
+	cr_expect(strstr(store_strerror(-EHOSTUNREACH), "etcd"));
+	cr_expect(strstr(store_strerror(-EPROTO), "etcd"));
+	cr_expect_str_eq(store_strerror(-ENOENT), strerror(ENOENT));
+	cr_expect_str_eq(store_strerror(-ENOSPC), strerror(ENOSPC));
 }
 
 Test(store, refuses_a_newer_format, .init = tu_setup, .fini = tu_teardown)

@@ -159,7 +159,7 @@ static int open_error(const char *dir, int rc, const char *why)
 			fprintf(stderr,
 				"pathfsctl: cannot open store %s: %s (-v tells "
 				"more)\n",
-				dir, strerror(-rc));
+				dir, store_strerror(rc));
 	}
 	return CTL_FAILED;
 }

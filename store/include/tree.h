@@ -1,6 +1,8 @@
 /*
  * tree.h - the public API of store/: drives of files and folders kept in one
- * embedded RocksDB store, one key per node, keyed by full path.
+ * ordered key-value store (an embedded RocksDB database, or an etcd
+ * cluster: the engines behind store/kv/), one key per node, keyed by full
+ * path.
  *
  * This is store/'s API: fs/ and tools/ see only the headers of store/include/
  * (this one, log.h and siphash.h), so they never build a key or call the kv
@@ -8,8 +10,8 @@
  *
  * Conventions, for every function here unless its comment says otherwise:
  *  - returns 0 on success or a negative errno;
- *  - -EIO means a record did not decode or RocksDB reported corruption or an
- *    I/O error; the message is logged (log.h) naming the key;
+ *  - -EIO means a record did not decode or the engine reported corruption
+ *    or an I/O error; the message is logged (log.h) naming the key;
  *  - -ENOSPC means the store's disk is full; nothing was written;
  *  - -EROFS means the store was opened read-only;
  *  - paths are absolute byte strings: "/" or "/" followed by names separated
@@ -19,6 +21,9 @@
  *    -EINVAL, an over-long name, path or target -ENAMETOOLONG (reads of a
  *    path past TREE_PATH_MAX say so too; the daemon answers a lookup of one
  *    with ENOENT, since nothing can be there);
+ *  - a few errors mean more than their errno says (what the store was
+ *    refused for); store_strerror() gives their words, and its table
+ *    below lists them;
  *  - strings passed in are only borrowed for the duration of the call;
  *  - out-structures that own memory are released with their _release call.
  *
@@ -133,6 +138,30 @@ struct store_options {
  */
 int store_open(struct store **out, const char *dir,
 	       const struct store_options *opt);
+
+/*
+ * The errors a store is refused with that mean more than their errno (the
+ * C library's words for them would mislead: "Structure needs cleaning"),
+ * as store_strerror() words them:
+ *
+ *   -EMEDIUMTYPE      not a pathfs store (a folder holding something else,
+ *                     or a marker without its database)
+ *   -EPROTONOSUPPORT  written by a newer pathfs (the store's or a drive's
+ *                     format is newer than this program's)
+ *   -EUCLEAN          damaged (a file its database is opened by is missing:
+ *                     store_missing), or its upgrade was interrupted and a
+ *                     read-only open cannot go on with it (open it
+ *                     read-write once)
+ *   -EBADMSG          a write-ahead log is damaged before its end
+ *                     (store_damage; pathfsctl recover --truncate-log)
+ *   -EHOSTUNREACH     no member of the etcd cluster answered
+ *   -EPROTO           an etcd member answered in another protocol (http to
+ *                     a member that speaks TLS)
+ *
+ * store_strerror() returns the words for @err (a negative errno), borrowed:
+ * the store's for the errors above, strerror(-@err)'s for any other.
+ */
+const char *store_strerror(int err);
 
 /* true if @where names a store on an etcd cluster (etcd://...), not a
  * directory: no lock file, no control socket, nothing on the local disk. */
@@ -772,7 +801,7 @@ int tree_scan_next(struct tree_scan *sc, const char **path,
 		   struct tree_attr *attr);
 void tree_scan_free(struct tree_scan *sc);
 
-/* ---- Whole-branch operations (cascade.c) ------------------------------- */
+/* ---- Whole-branch operations (rm.c, rm_batch.c, clone.c, move.c) ------- */
 
 /* What a budgeted branch operation did. */
 struct tree_op_result {

@@ -2,7 +2,8 @@
  * etcd_i.h - the transport to an etcd cluster: JSON requests to its v3 gRPC
  * gateway (/v3/kv/range, /v3/kv/txn, /v3/lease/...) over HTTP or HTTPS
  * (libcurl, json-c), and watches (/v3/watch). Only etcd.c and etcd_watch.c
- * talk HTTP; only kv_etcd.c uses them.
+ * talk HTTP; only the etcd backend (kv_etcd*.c) uses them, and the kv suite
+ * (tests/test_kv.c), which talks to its cluster directly.
  *
  * Security (struct etcd_config): https members are verified against a CA
  * (the system's, or cacert), with a client certificate when the cluster
