@@ -202,7 +202,7 @@ void fs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
 	struct fs *fs = req_fs(req);
 
-	reclaim(fs, itab_forget(fs, ino, nlookup));
+	fs_reclaim(fs, itab_forget(fs, ino, nlookup));
 	fuse_reply_none(req);
 }
 
@@ -213,8 +213,8 @@ void fs_forget_multi(fuse_req_t req, size_t count,
 	size_t i;
 
 	for (i = 0; i < count; i++)
-		reclaim(fs,
-			itab_forget(fs, forgets[i].ino, forgets[i].nlookup));
+		fs_reclaim(fs,
+			   itab_forget(fs, forgets[i].ino, forgets[i].nlookup));
 	fuse_reply_none(req);
 }
 
@@ -436,7 +436,7 @@ static void lost_name(struct fs *fs, const struct tree_attr *a, uint64_t parent,
 		      const char *name, uint64_t orphan)
 {
 	if (orphan) {
-		reclaim(fs, itab_orphaned(fs, orphan));
+		fs_reclaim(fs, itab_orphaned(fs, orphan));
 	} else if ((a->flags & TREE_F_LINKED) && a->nlink > 1 &&
 		   !S_ISDIR(a->mode)) {
 		itab_flags(fs, a->ino, INODE_LINKED, 0);

@@ -13,6 +13,7 @@
 #ifndef PATHFS_OPS_I_H
 #define PATHFS_OPS_I_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -32,7 +33,7 @@ struct fh {
  * Who asks: the caller's ids, and its request for its supplementary groups
  * (asked only when a rule needs them; NULL in unit tests: then only @gid is
  * the caller's group); the umask of a create (the kernel leaves it to the
- * daemon: FUSE_DONT_MASK, ops.c).
+ * daemon: FUSE_DONT_MASK, devio.c).
  */
 struct fs_who {
 	uid_t uid;
@@ -82,21 +83,11 @@ static inline pthread_mutex_t *open_stripe(struct fs *fs, uint64_t ino)
 	return &fs->open_stripe[ino % FS_STRIPES];
 }
 
-/* ---- shared helpers (ops.c) -------------------------------------------- */
+/* ---- attributes (attrs.c) ---------------------------------------------- */
 
 /* The entry of node @a as the kernel gets it (timeouts, generation). */
 void fill_entry(struct fs *fs, const struct tree_attr *a,
 		struct fuse_entry_param *e);
-/* Tells the table what the store said about @a (hard-linked or not). */
-void note_attr(struct fs *fs, const struct tree_attr *a);
-/* Frees orphan @ino (0: nothing to do) soon, in a batch (fs_reclaim(),
- * reclaim.c); a failure is logged. */
-void reclaim(struct fs *fs, uint64_t ino);
-/* At unmount: frees every open file's handle whose RELEASE never came (the
- * kernel sends it after the last close, so an unmount can overtake it). */
-void fs_close_all(struct fs *fs);
-
-/* ---- attributes (attrs.c) ---------------------------------------------- */
 
 /* Attributes of @ino. Errors: those of fs_enter() and tree_getattr(). */
 int fs_do_getattr(struct fs *fs, uint64_t ino, struct tree_attr *a);
@@ -183,6 +174,9 @@ int fs_do_write(struct fs *fs, const struct fs_who *w, uint64_t ino,
 		bool direct, struct tree_attr *out);
 /* FSYNC (of a file or folder): syncs the store's write-ahead log. */
 int fs_do_fsync(struct fs *fs);
+/* At unmount: frees every open file's handle whose RELEASE never came (the
+ * kernel sends it after the last close, so an unmount can overtake it). */
+void fs_close_all(struct fs *fs);
 /*
  * FALLOCATE with @mode (KEEP_SIZE, PUNCH_HOLE, ZERO_RANGE) of @len bytes
  * at @off of @ino for @w, a change of content. Errors: -EOPNOTSUPP (other
@@ -236,6 +230,7 @@ void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		struct fuse_file_info *fi);
 void fs_readlink(fuse_req_t req, fuse_ino_t ino);
+void fs_statfs(fuse_req_t req, fuse_ino_t ino);
 void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	      dev_t rdev);
 void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode);
