@@ -1,11 +1,12 @@
 /*
- * ctl_i.h - what the files of the ctl library (tools/ctl/) share: a
- * command's context, the command table's entry, the output, argument and
- * progress helpers, and each command's entry point (ctl_cmd_<name>, run by
- * ctl_run() with its options parsed).
+ * ctl_i.h - what the files of the ctl library (ctl/) share: a command's
+ * context, the command table's entry, the output, argument and progress
+ * helpers, and each command's entry point (ctl_cmd_<name>, run by ctl_run()
+ * with its options parsed).
  *
- * Internal to tools/ctl/. The daemon and pathfsctl use ctl.h (the engine)
- * and proto.h (the control socket).
+ * Internal to ctl/ (the build shows it to no one else). The daemon and
+ * pathfsctl use include/ctl.h (the engine) and include/proto.h (the control
+ * socket).
  */
 #ifndef PATHFS_CTL_I_H
 #define PATHFS_CTL_I_H
@@ -16,12 +17,9 @@
 
 #include "ctl.h"
 
-#define PROGRESS_SLICE 2000
-#define CTL_STR_(v)    #v
-#define CTL_STR(v)     CTL_STR_(v)
-/* An rm -r of up to this many nodes goes in one batch (store/rm_batch.c's
- * RM_BATCH_MAX + 1): the progress bar does not slice it. */
-#define RM_ONE_BATCH_MAX   (1u << 20)
+#define PROGRESS_SLICE	   2000
+#define CTL_STR_(v)	   #v
+#define CTL_STR(v)	   CTL_STR_(v)
 #define PROGRESS_REDRAW_NS 100000000LL /* 0.1 s */
 
 struct opts {
