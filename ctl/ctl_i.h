@@ -92,6 +92,9 @@ int ctl_usage_error(struct ctx *x, const char *fmt, const char *arg);
 /* Checks and normalises @in into @buf (TREE_PATH_MAX + 1 bytes).
  * Returns 0 or CTL_USAGE (message printed). */
 int ctl_check_path(struct ctx *x, const char *in, char *buf);
+/* Checks drive id @name by the store's rule (store_drive_name_check()).
+ * Returns 0 or CTL_USAGE (message printed). */
+int ctl_check_drive(struct ctx *x, const char *name);
 /* Opens drive @name. Returns 0, CTL_USAGE or CTL_FAILED (message printed). */
 int ctl_open_drive(struct ctx *x, const char *name, struct tree **t);
 /* "/path" on the default drive or "DRIVE:/path" to a drive and a
