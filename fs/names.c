@@ -234,7 +234,7 @@ static int place_check(struct fs *fs, uint64_t ino, const struct fs_path *p)
 	return rc == -ENOTDIR ? -ENOENT : rc;
 }
 
-static int fs_do_readlink(struct fs *fs, uint64_t ino, char **target)
+int fs_do_readlink(struct fs *fs, uint64_t ino, char **target)
 {
 	struct fs_path p = {0};
 	int rc;
@@ -357,8 +357,8 @@ void fs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 	reply_made(req, rc, &a);
 }
 
-static int fs_do_link(struct fs *fs, uint64_t ino, uint64_t newparent,
-		      const char *newname, struct tree_attr *a)
+int fs_do_link(struct fs *fs, uint64_t ino, uint64_t newparent,
+	       const char *newname, struct tree_attr *a)
 {
 	struct fs_path *p1 = NULL, *p2 = NULL;
 	int rc;

@@ -9,9 +9,12 @@
  * read, write, fallocate, lseek), tmpfile.c (O_TMPFILE, past libfuse),
  * dirs.c (listings), xattrs.c, ioctl.c (the inode flags of chattr/lsattr,
  * which the store enforces), ctl_hooks.c (pathfsctl on the mounted drive).
- * Each operation is split in two, as in libfuse's passthrough_ll:
- * fs_do_<op>() does the work on a struct fs and returns 0 or -errno;
- * fs_<op>() only unpacks the request and replies. Every path-based request
+ * Each operation with work of its own is split in two, as in libfuse's
+ * passthrough_ll: fs_do_<op>() does the work on a struct fs and returns 0
+ * or -errno, callable with no request (ops_i.h); fs_<op>() only unpacks
+ * the request and replies (FSYNCDIR shares FSYNC's fs_do_fsync()). The
+ * others have no half to split off: FORGET is itab_forget(), OPENDIR
+ * answers at once, STATFS is one store call. Every path-based request
  * runs inside fs_enter()/fs_leave() (subtree_lock.c): it waits while its
  * path is inside a branch a folder rename is rewriting, and it rebuilds its
  * path and retries once a concurrent rename has moved its node (the store
