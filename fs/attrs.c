@@ -1,6 +1,7 @@
 /*
  * attrs.c - attributes: GETATTR, SETATTR (chmod, chown, truncate, utimes),
- * the access time a read or listing sets (relatime, strictatime), and the
+ * the entry of a node as the kernel caches it (fill_entry()), STATFS, the
+ * access time a read or listing sets (relatime, strictatime), and the
  * set-user-ID/set-group-ID bits a change of content clears.
  *
  * A change of content (write, truncate, open(O_TRUNC), fallocate) by an
@@ -28,6 +29,26 @@
 #define NS_PER_S       1000000000LL
 #define ATIME_STALE_NS (24 * 3600 * NS_PER_S)
 
+void fill_entry(struct fs *fs, const struct tree_attr *a,
+		struct fuse_entry_param *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->ino = a->ino;
+	/* file handles carry it; the kernel wants 0 for the root */
+	e->generation = a->ino == TREE_ROOT_INO ? 0 : tree_generation(fs->tree);
+	tree_attr_to_stat(fs->tree, a, &e->attr);
+	e->attr.st_ino = a->ino;
+	e->attr_timeout = fs->timeout;
+	e->entry_timeout = fs->timeout;
+}
+
+/* Tells the table what the store said about @a (hard-linked or not). */
+static void note_attr(struct fs *fs, const struct tree_attr *a)
+{
+	if (a->flags & TREE_F_LINKED)
+		itab_flags(fs, a->ino, INODE_LINKED, 0);
+}
+
 int fs_do_getattr(struct fs *fs, uint64_t ino, struct tree_attr *a)
 {
 	struct fs_path p = {0};
@@ -45,6 +66,19 @@ int fs_do_getattr(struct fs *fs, uint64_t ino, struct tree_attr *a)
 out:
 	fs_path_release(&p);
 	return rc;
+}
+
+void fs_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct statvfs st;
+	int rc;
+
+	memset(&st, 0, sizeof(st));
+	rc = tree_statfs(req_fs(req)->tree, &st);
+	if (rc)
+		reply_err(req, rc);
+	else
+		fuse_reply_statfs(req, &st);
 }
 
 /* The reply of GETATTR and SETATTR: error @rc, or inode @ino's attributes

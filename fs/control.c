@@ -2,7 +2,7 @@
  * control.c - the server half of the daemon's control socket: pathfsctl runs
  * its commands on a mounted store through it (only one process may open a
  * RocksDB store). The protocol, and its client half, are in the ctl library
- * (tools/ctl/proto.h).
+ * (ctl/include/proto.h).
  *
  * The server accepts on <store>/pathfs.sock (mode 0600) in a thread of its own
  * and runs each connection in a detached worker thread (at most

@@ -1,7 +1,8 @@
 /*
  * control.h - the server half of the daemon's control socket, through which
- * pathfsctl runs its commands on a mounted store (the engine: tools/ctl/ctl.h;
- * the protocol and the client half: tools/ctl/proto.h).
+ * pathfsctl runs its commands on a mounted store (the engine:
+ * ctl/include/ctl.h; the protocol and the client half:
+ * ctl/include/proto.h).
  *
  * The socket is <store dir>/pathfs.sock, mode 0600. Each connection's peer
  * credentials are checked (SO_PEERCRED): only root and the user who mounted

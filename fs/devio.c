@@ -19,7 +19,7 @@
  * attributes clears the mark) or a security.* xattr is set through the
  * mount. The first write of each inode still asks. In return the daemon
  * promises to clear set-user-ID and set-group-ID itself: on a write, a
- * truncate, an open(O_TRUNC) and a fallocate (ops.c does that for every
+ * truncate, an open(O_TRUNC) and a fallocate (attrs.c does that for every
  * caller but root, by ext4's rule, with or without this flag: see
  * privs_to_clear()), and on a chown (the kernel sends FATTR_KILL_SUIDGID
  * with the new owner instead of the cleared mode: fs_setattr()). The kernel

@@ -68,9 +68,9 @@ static int resume_after(struct fs *fs, uint64_t ino, const char *path,
 	return rc < 0 ? rc : 0;
 }
 
-static int fs_do_readdir(struct fs *fs, fuse_req_t req, uint64_t ino,
-			 size_t size, off_t off, bool plus, char *buf,
-			 size_t *used)
+int fs_do_readdir(struct fs *fs, uint64_t ino, size_t size, off_t off,
+		  bool plus, fs_dirent_pack *pack, void *ctx, char *buf,
+		  size_t *used)
 {
 	const char *name;
 	char *after = NULL;
@@ -97,12 +97,7 @@ static int fs_do_readdir(struct fs *fs, fuse_req_t req, uint64_t ino,
 		memset(&e, 0, sizeof(e));
 		e.attr.st_ino = cur == 0 ? ino : TREE_ROOT_INO;
 		e.attr.st_mode = S_IFDIR;
-		if (plus)
-			n = fuse_add_direntry_plus(req, buf + pos, size - pos,
-						   dot, &e, cur + 1);
-		else
-			n = fuse_add_direntry(req, buf + pos, size - pos, dot,
-					      &e.attr, cur + 1);
+		n = pack(ctx, buf + pos, size - pos, dot, &e, cur + 1);
 		if (n > size - pos)
 			goto out;
 		pos += n;
@@ -124,12 +119,7 @@ static int fs_do_readdir(struct fs *fs, fuse_req_t req, uint64_t ino,
 		if (!a.ino)
 			e.ino = 0; /* bad record: lookup gives EIO */
 		cookie = dircookie_of(fs->cookies, name, namelen);
-		if (plus)
-			n = fuse_add_direntry_plus(req, buf + pos, size - pos,
-						   name, &e, (off_t)cookie);
-		else
-			n = fuse_add_direntry(req, buf + pos, size - pos, name,
-					      &e.attr, (off_t)cookie);
+		n = pack(ctx, buf + pos, size - pos, name, &e, (off_t)cookie);
 		if (n > size - pos)
 			break;
 		/* readdirplus entries count as lookups in the kernel */
@@ -155,6 +145,21 @@ out_free:
 	return rc;
 }
 
+/* fs_do_readdir()'s packer of a READDIR (@ctx: the request). */
+static size_t pack_dirent(void *ctx, char *buf, size_t room, const char *name,
+			  const struct fuse_entry_param *e, off_t next)
+{
+	return fuse_add_direntry(ctx, buf, room, name, &e->attr, next);
+}
+
+/* ... and of a READDIRPLUS. */
+static size_t pack_dirent_plus(void *ctx, char *buf, size_t room,
+			       const char *name,
+			       const struct fuse_entry_param *e, off_t next)
+{
+	return fuse_add_direntry_plus(ctx, buf, room, name, e, next);
+}
+
 static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 			   off_t off, struct fuse_file_info *fi, bool plus)
 {
@@ -168,7 +173,9 @@ static void readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 		reply_err(req, -ENOMEM);
 		return;
 	}
-	rc = fs_do_readdir(fs, req, ino, size, off, plus, buf, &used);
+	rc = fs_do_readdir(fs, ino, size, off, plus,
+			   plus ? pack_dirent_plus : pack_dirent, req, buf,
+			   &used);
 	if (rc)
 		reply_err(req, rc);
 	else

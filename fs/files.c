@@ -115,7 +115,7 @@ int fs_do_open_new(struct fs *fs, const struct fs_who *w, uint64_t ino,
 		}
 		fs_path_release(&p);
 		if (rc) {
-			reclaim(fs, itab_close(fs, ino));
+			fs_reclaim(fs, itab_close(fs, ino));
 			goto out;
 		}
 		/* a truncate by open(O_TRUNC): a change of content too */
@@ -155,7 +155,7 @@ static void fh_free(struct fs *fs, struct fh *fh)
 
 void fs_do_release(struct fs *fs, uint64_t ino, struct fh *fh)
 {
-	reclaim(fs, itab_close(fs, ino));
+	fs_reclaim(fs, itab_close(fs, ino));
 	fh_free(fs, fh);
 }
 
@@ -203,20 +203,20 @@ int fs_do_create(struct fs *fs, const struct fs_who *w, uint64_t parent,
 		if (!rc && !e->ino)
 			rc = -ENOENT;
 		if (!rc && S_ISDIR(e->attr.st_mode)) {
-			reclaim(fs, itab_forget(fs, e->ino, 1));
+			fs_reclaim(fs, itab_forget(fs, e->ino, 1));
 			rc = -EISDIR;
 		}
 		if (!rc) {
 			rc = fs_do_open(fs, w, e->ino, flags, fh, NULL);
 			if (rc)
-				reclaim(fs, itab_forget(fs, e->ino, 1));
+				fs_reclaim(fs, itab_forget(fs, e->ino, 1));
 		}
 		if (rc || !(flags & O_TRUNC))
 			return rc;
 		rc = fs_do_getattr(fs, e->ino, &a);
 		if (rc) {
 			fs_do_release(fs, e->ino, *fh);
-			reclaim(fs, itab_forget(fs, e->ino, 1));
+			fs_reclaim(fs, itab_forget(fs, e->ino, 1));
 			*fh = NULL;
 			return rc;
 		}
@@ -227,7 +227,7 @@ int fs_do_create(struct fs *fs, const struct fs_who *w, uint64_t parent,
 			itab_flag_unless_gained(fs, a.ino, INODE_NO_CAPS, gen);
 		rc = fs_do_open_new(fs, w, a.ino, flags & ~O_TRUNC, fh, NULL);
 		if (rc)
-			reclaim(fs, itab_forget(fs, a.ino, 1));
+			fs_reclaim(fs, itab_forget(fs, a.ino, 1));
 	}
 	if (!rc)
 		fill_entry(fs, &a, e);
@@ -251,7 +251,7 @@ void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	fi->keep_cache = 1;
 	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
 		fs_do_release(fs, e.ino, fh);
-		reclaim(fs, itab_forget(fs, e.ino, 1));
+		fs_reclaim(fs, itab_forget(fs, e.ino, 1));
 	}
 }
 

@@ -228,7 +228,7 @@ struct fs_path {
 
 void fs_path_release(struct fs_path *p);
 
-/* ---- lifecycle (inodes.c) ---------------------------------------------- */
+/* ---- lifecycle (lifecycle.c) ------------------------------------------- */
 
 /*
  * Initialises @fs on drive @t of store @s: the table holds only the root.
@@ -236,8 +236,19 @@ void fs_path_release(struct fs_path *p);
  */
 int fs_init(struct fs *fs, struct store *s, struct tree *t);
 void fs_release(struct fs *fs);
+/* The FUSE session's start (INIT: what the daemon asks of the kernel,
+ * fs_conn_want()) and end (DESTROY, at unmount: the orphans the kernel
+ * still knew are reclaimed, the files it never released closed); their
+ * @userdata is the struct fs. */
+void fs_init_conn(void *userdata, struct fuse_conn_info *conn);
+void fs_destroy(void *userdata);
 
-/* ---- inode table (inodes.c); each takes fs->lock itself --------------- */
+/* ---- inode table (inode_table.c); each takes fs->lock itself ---------- */
+
+/* Sets up the table of fs_init() (the root only) and frees it (fs_release).
+ * Errors: -ENOMEM. */
+int itab_init(struct fs *fs);
+void itab_release(struct fs *fs);
 
 /*
  * Records one more kernel lookup of @ino, reached as @name in folder
@@ -388,6 +399,9 @@ int itab_ref(struct fs *fs, uint64_t ino);
  */
 int itab_path(struct fs *fs, uint64_t ino, const char *name, bool need_path,
 	      struct fs_path *p);
+/* As itab_path(), for a caller that holds fs->lock (fs_retry()). */
+int itab_path_locked(struct fs *fs, uint64_t ino, const char *name,
+		     bool need_path, struct fs_path *p);
 
 /* ---- reclaiming orphans (reclaim.c) ------------------------------------ */
 
@@ -410,7 +424,7 @@ void fs_reclaim(struct fs *fs, uint64_t ino);
  */
 void fs_reclaim_stop(struct fs *fs);
 
-/* ---- subtree lock (inodes.c) ------------------------------------------- */
+/* ---- subtree lock, request entry and retry (subtree_lock.c) ------------ */
 
 /*
  * Takes the subtree lock for read and builds the path of @ino (plus @name)
@@ -473,6 +487,8 @@ int fs_busy_begin_paths(struct fs *fs, const char *src, const char *dst,
  */
 void fs_busy_lock(struct fs *fs);
 void fs_busy_end(struct fs *fs, struct busy *b);
+/* Frees what is left of the busy list (fs_release). */
+void fs_busy_release(struct fs *fs);
 
 /* ---- request loop (loop.c) --------------------------------------------- */
 

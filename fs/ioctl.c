@@ -9,7 +9,7 @@
  * releases it; the value is 4 bytes for the flags (an unsigned int, though
  * the command is numbered for a long) and a struct fsxattr for the
  * xflags, and the answer must be exactly the size asked. Folders get an
- * IOCTL only with FUSE_CAP_IOCTL_DIR (ops.c asks for it).
+ * IOCTL only with FUSE_CAP_IOCTL_DIR (devio.c asks for it).
  *
  * Flags are stored as the store's TREE_F_* user flags (tree.h), which the
  * store enforces; setting them is tree_setflags(). The VFS checks before

@@ -810,106 +810,129 @@ static bool conn_alive(struct fuse_session *se)
 	return p.fd >= 0 && poll(&p, 1, 0) >= 0 && !(p.revents & POLLERR);
 }
 
-/* Opens, mounts, serves, unmounts, closes. Runs in the serving process. */
-static int serve(struct options *o, struct fuse_args *args, const char *dir,
-		 bool exists, const char *mnt)
-{
-	struct store *s = NULL;
-	struct tree *t = NULL;
-	struct fuse_session *se = NULL;
-	struct fuse_lowlevel_ops ops;
-	struct control *ctl = NULL;
-	struct ctl_env env;
-	const char *log_where = NULL;
+/* What serve() brings up, in this order, and serve_end() takes down. */
+struct served {
+	struct store *s;
+	struct tree *t;
 	struct fs fs;
-	bool mounted = false, handlers = false, inited = false, made_drive;
-	bool conn_known = false;
-	unsigned conn_maj = 0, conn_min = 0;
-	struct second_mounts others = {NULL, NULL, 0};
-	int rc2;
+	bool inited;	       /* fs_init() done */
+	const char *log_where; /* start_log()'s *where */
+	struct fuse_lowlevel_ops ops;
+	struct fuse_session *se;
+	bool handlers, mounted;
+	/* the connection's device (conn_known: read from the mount table),
+	 * for a second mount's answer and for the end's unmounts */
+	bool conn_known;
+	unsigned conn_maj, conn_min;
+	struct control *ctl;
+};
+
+/* Opens the store and the drive, sets up the daemon's state (sv->fs) by
+ * the options and starts the log. Errors: -errno, reported (fail). */
+static int open_fs(struct served *sv, struct options *o, const char *dir,
+		   bool exists)
+{
+	bool made_drive;
 	int rc;
 
-	/* first: every thread made later must block SIGUSR1 (stats.h) */
-	rc = stats_signal_start(NULL);
+	rc = open_store(dir, exists, o, &sv->s);
 	if (rc)
-		plog(LOG_WARNING, "no statistics on SIGUSR1: %s",
-		     strerror(-rc));
-	rc = open_store(dir, exists, o, &s);
+		return rc;
+	rc = open_drive(sv->s, o, &sv->t, &made_drive);
 	if (rc)
-		goto out;
-	rc = open_drive(s, o, &t, &made_drive);
-	if (rc)
-		goto out;
-	rc = fs_init(&fs, s, t);
+		return rc;
+	rc = fs_init(&sv->fs, sv->s, sv->t);
 	if (rc) {
 		fail("out of memory");
-		goto out;
+		return rc;
 	}
-	inited = true;
-	rc = start_log(o, dir, &log_where);
+	sv->inited = true;
+	rc = start_log(o, dir, &sv->log_where);
 	if (rc)
-		goto out;
+		return rc;
 	if (!exists)
-		startup_note(log_where, "created store %s", dir);
+		startup_note(sv->log_where, "created store %s", dir);
 	/* a store others could read (a folder made with mkdir, files of an
 	 * older pathfs) is made owner-only, and the log says so */
 	if (!o->ro)
-		store_check_private(s, true, private_note, NULL, NULL);
+		store_check_private(sv->s, true, private_note, NULL, NULL);
 	if (made_drive)
-		startup_note(log_where, "created drive %s in %s", o->drive,
+		startup_note(sv->log_where, "created drive %s in %s", o->drive,
 			     dir);
 	/* branch deletes (pathfsctl rm -r, mv) keep only open files as orphans */
-	tree_set_open_check(t, itab_is_open, &fs);
-	fs.ro = o->ro;
+	tree_set_open_check(sv->t, itab_is_open, &sv->fs);
+	sv->fs.ro = o->ro;
 	/* -o sync: every write durable when it returns, not when flushed */
-	fs.writeback = o->writeback && !o->sync;
-	fs.noatime = o->noatime;
-	fs.strictatime = o->strictatime;
-	fs.nodiratime = o->nodiratime;
-	fs.debug = o->debug;
-	fs.single = o->single;
+	sv->fs.writeback = o->writeback && !o->sync;
+	sv->fs.noatime = o->noatime;
+	sv->fs.strictatime = o->strictatime;
+	sv->fs.nodiratime = o->nodiratime;
+	sv->fs.debug = o->debug;
+	sv->fs.single = o->single;
 	if (o->timeout > 0)
-		fs.timeout = o->timeout;
+		sv->fs.timeout = o->timeout;
+	return 0;
+}
+
+/* Starts the FUSE session and mounts it on @mnt. Errors: -EINVAL, -EIO,
+ * reported (fail). */
+static int mount_session(struct served *sv, struct fuse_args *args,
+			 const char *mnt)
+{
+	int rc;
+
 	/* every request counted and timed (pathfsctl stats, SIGUSR1) */
-	stats_wrap(&ops, &fs_ops);
-	se = fuse_session_new(args, &ops, sizeof(ops), &fs);
-	if (!se) {
+	stats_wrap(&sv->ops, &fs_ops);
+	sv->se = fuse_session_new(args, &sv->ops, sizeof(sv->ops), &sv->fs);
+	if (!sv->se) {
 		fail("cannot start a FUSE session (bad option?)");
-		rc = -EINVAL;
-		goto out;
+		return -EINVAL;
 	}
-	if (fuse_set_signal_handlers(se)) {
+	if (fuse_set_signal_handlers(sv->se)) {
 		fail("cannot set signal handlers");
-		rc = -EIO;
-		goto out;
+		return -EIO;
 	}
-	handlers = true;
-	if (fuse_session_mount(se, mnt)) {
+	sv->handlers = true;
+	if (fuse_session_mount(sv->se, mnt)) {
 		fail("cannot mount on %s", mnt);
-		rc = -EIO;
-		goto out;
+		return -EIO;
 	}
-	mounted = true;
-	fs.se = se;
+	sv->mounted = true;
+	sv->fs.se = sv->se;
 	/* the connection's device, for a second mount and for the end */
-	rc = fs_second_conn(mnt, &conn_maj, &conn_min);
+	rc = fs_second_conn(mnt, &sv->conn_maj, &sv->conn_min);
 	if (rc)
 		plog(LOG_WARNING,
 		     "%s: the mount is not in the mount table (a second mount "
 		     "of the store will be refused as in use)",
 		     strerror(-rc));
 	else
-		conn_known = true;
+		sv->conn_known = true;
 	/* INIT flags libfuse 3.14 does not know (HANDLE_KILLPRIV_V2) */
-	rc = fs_devio_install(se);
+	rc = fs_devio_install(sv->se);
 	if (rc)
 		plog(LOG_WARNING,
 		     "/dev/fuse hooks: %s (writes ask for "
 		     "security.capability each time)",
 		     strerror(-rc));
+	return 0;
+}
+
+/*
+ * What runs beside the mounted session: the watch of the writer's changes
+ * (a -o ro mount of a store on etcd), the serving lock, the control socket
+ * and its answer to a second mount. Each failure is logged; the mount
+ * serves without it.
+ */
+static void start_beside(struct served *sv, const struct options *o,
+			 const char *dir)
+{
+	struct ctl_env env;
+	int rc;
+
 	/* a -o ro mount of a store on etcd follows the writer (watch.c) */
 	if (o->ro && store_is_remote(dir)) {
-		rc = fs_watch_start(&fs);
+		rc = fs_watch_start(&sv->fs);
 		if (rc)
 			plog(LOG_WARNING,
 			     "cannot watch the writer's changes: %s (this "
@@ -918,7 +941,7 @@ static int serve(struct options *o, struct fuse_args *args, const char *dir,
 	}
 	/* from here until store_close(), a new mount that finds the store
 	 * busy and this mount gone waits for us instead of failing */
-	rc = store_serve(s);
+	rc = store_serve(sv->s);
 	if (rc)
 		plog(LOG_WARNING,
 		     "serving lock of %s: %s (a remount right after the "
@@ -926,103 +949,146 @@ static int serve(struct options *o, struct fuse_args *args, const char *dir,
 		     dir, strerror(-rc));
 
 	memset(&env, 0, sizeof(env));
-	env.store = s;
+	env.store = sv->s;
 	env.default_drive = o->drive;
 	env.mounted_drive = o->drive;
 	env.begin = fs_ctl_begin;
 	env.end = fs_ctl_end;
-	env.ctx = &fs;
+	env.ctx = &sv->fs;
 	env.stats = stats_ctl;
 	/* a -o ro mount of a store on etcd serves no socket: pathfsctl
 	 * reaches the writer, or opens the store itself (fs/control.c) */
 	rc = store_is_remote(dir) && o->ro
 		 ? 0
-		 : control_start(&ctl, &env, getuid());
+		 : control_start(&sv->ctl, &env, getuid());
 	if (rc) {
 		plog(LOG_WARNING,
 		     "control socket: %s (pathfsctl cannot reach "
 		     "this mount)",
 		     strerror(-rc));
-		ctl = NULL;
+		sv->ctl = NULL;
 	}
 	/* what a second mount of the store asks (second.c) */
-	if (ctl && conn_known) {
-		char *info = fs_second_info(conn_maj, conn_min, o->drive, o->ro,
-					    o->allow_other);
+	if (sv->ctl && sv->conn_known) {
+		char *info = fs_second_info(sv->conn_maj, sv->conn_min,
+					    o->drive, o->ro, o->allow_other);
 
-		if (!info || control_set_mount(ctl, info))
+		if (!info || control_set_mount(sv->ctl, info))
 			plog(LOG_WARNING,
 			     "%s: no answer for a second mount of the store "
 			     "(it will be refused as in use)",
 			     strerror(errno));
 		free(info);
 	}
+}
 
-	/* mounted: tell the log and a user at a terminal where the log goes,
-	 * tell the parent, then leave the terminal */
-	startup_note(log_where, "mounted drive %s of %s on %s (log: %s)",
-		     o->drive, dir, mnt, log_where);
-	if (status_fd >= 0) {
-		if (write(status_fd, "0", 1) != 1)
-			rc = 0;
-		close(status_fd);
-		status_fd = -1;
-		if (chdir("/"))
-			rc = 0;
-		detach_stdio(!strcmp(log_where, "stderr"));
+/* Mounted: tells the log and a user at a terminal where the log goes,
+ * tells the parent, then leaves the terminal. */
+static void tell_mounted(const struct served *sv, const struct options *o,
+			 const char *dir, const char *mnt)
+{
+	startup_note(sv->log_where, "mounted drive %s of %s on %s (log: %s)",
+		     o->drive, dir, mnt, sv->log_where);
+	if (status_fd < 0)
+		return;
+	if (write(status_fd, "0", 1) != 1) {
+		/* the parent is gone: nobody to tell */
 	}
+	close(status_fd);
+	status_fd = -1;
+	if (chdir("/")) {
+		/* harmless: the paths the daemon keeps are absolute
+		 * (absolute_log) */
+	}
+	detach_stdio(!strcmp(sv->log_where, "stderr"));
+}
 
-	if (o->single) {
-		rc = fuse_session_loop(se);
-	} else {
-		/* one reader at a time, more threads for slow requests */
-		fs.blocking = fs_loop_blocking;
-		rc = fs_loop(se, &fs, 16, 8);
-	}
-	if (rc)
-		plog(LOG_ERR, "session loop ended: %s",
-		     strerror(rc < 0 ? -rc : rc));
-	rc = 0;
-out:
-	control_stop(ctl);
-	if (inited)
-		fs_watch_stop(&fs);
+/*
+ * Takes down what serve() brought up, in reverse: the control socket, the
+ * watch, every mount of the connection, the session, then syncs and closes
+ * the store and frees the daemon's state.
+ */
+static void serve_end(struct served *sv, const struct options *o,
+		      const char *mnt)
+{
+	struct second_mounts others = {NULL, NULL, 0};
+	int rc;
+
+	control_stop(sv->ctl);
+	if (sv->inited)
+		fs_watch_stop(&sv->fs);
 	/* a signal ends every mount of the connection, not only the first.
 	 * Its device number is ours only until the kernel ends the
 	 * connection (the unmount of its last mount did: then it may be
 	 * another mount's already), which it does before it frees the
 	 * number: alive after the mount table was read, every mount of that
 	 * number in it was ours. */
-	if (mounted && conn_known) {
-		rc2 = fs_second_mounts(conn_maj, conn_min, mnt, &others);
-		if (rc2)
+	if (sv->mounted && sv->conn_known) {
+		rc = fs_second_mounts(sv->conn_maj, sv->conn_min, mnt, &others);
+		if (rc)
 			plog(LOG_WARNING,
 			     "cannot read the mount table: %s (other mounts "
 			     "of the store stay, answering ENOTCONN)",
-			     strerror(-rc2));
-		if (!conn_alive(se))
+			     strerror(-rc));
+		if (!conn_alive(sv->se))
 			fs_second_mounts_free(&others);
 	}
-	if (mounted)
-		fuse_session_unmount(se);
+	if (sv->mounted)
+		fuse_session_unmount(sv->se);
 	fs_second_detach(&others);
-	if (handlers)
-		fuse_remove_signal_handlers(se);
-	if (se)
-		fuse_session_destroy(se);
-	if (s) {
-		int src = o->ro ? 0 : store_sync(s);
-
-		if (src)
-			plog(LOG_ERR, "sync at unmount: %s", strerror(-src));
-		if (t)
-			tree_set_open_check(t, NULL, NULL);
-		store_close(s);
+	if (sv->handlers)
+		fuse_remove_signal_handlers(sv->se);
+	if (sv->se)
+		fuse_session_destroy(sv->se);
+	if (sv->s) {
+		rc = o->ro ? 0 : store_sync(sv->s);
+		if (rc)
+			plog(LOG_ERR, "sync at unmount: %s", strerror(-rc));
+		if (sv->t)
+			tree_set_open_check(sv->t, NULL, NULL);
+		store_close(sv->s);
 	}
-	if (inited)
-		fs_release(&fs);
-	if (mounted)
+	if (sv->inited)
+		fs_release(&sv->fs);
+	if (sv->mounted)
 		plog(LOG_INFO, "unmounted %s", mnt);
+}
+
+/* Opens, mounts, serves, unmounts, closes. Runs in the serving process.
+ * Returns 0 once it served (however the session loop ended), else the
+ * startup's error, reported. */
+static int serve(struct options *o, struct fuse_args *args, const char *dir,
+		 bool exists, const char *mnt)
+{
+	struct served sv;
+	int rc;
+
+	memset(&sv, 0, sizeof(sv));
+	/* first: every thread made later must block SIGUSR1 (stats.h) */
+	rc = stats_signal_start(NULL);
+	if (rc)
+		plog(LOG_WARNING, "no statistics on SIGUSR1: %s",
+		     strerror(-rc));
+	rc = open_fs(&sv, o, dir, exists);
+	if (!rc)
+		rc = mount_session(&sv, args, mnt);
+	if (!rc) {
+		start_beside(&sv, o, dir);
+		tell_mounted(&sv, o, dir, mnt);
+		if (o->single) {
+			rc = fuse_session_loop(sv.se);
+		} else {
+			/* one reader at a time, more threads for slow
+			 * requests */
+			sv.fs.blocking = fs_loop_blocking;
+			rc = fs_loop(sv.se, &sv.fs, 16, 8);
+		}
+		if (rc)
+			plog(LOG_ERR, "session loop ended: %s",
+			     strerror(rc < 0 ? -rc : rc));
+		rc = 0;
+	}
+	serve_end(&sv, o, mnt);
 	stats_signal_stop();
 	return rc;
 }

@@ -202,7 +202,7 @@ void fs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
 	struct fs *fs = req_fs(req);
 
-	reclaim(fs, itab_forget(fs, ino, nlookup));
+	fs_reclaim(fs, itab_forget(fs, ino, nlookup));
 	fuse_reply_none(req);
 }
 
@@ -213,8 +213,8 @@ void fs_forget_multi(fuse_req_t req, size_t count,
 	size_t i;
 
 	for (i = 0; i < count; i++)
-		reclaim(fs,
-			itab_forget(fs, forgets[i].ino, forgets[i].nlookup));
+		fs_reclaim(fs,
+			   itab_forget(fs, forgets[i].ino, forgets[i].nlookup));
 	fuse_reply_none(req);
 }
 
@@ -234,7 +234,7 @@ static int place_check(struct fs *fs, uint64_t ino, const struct fs_path *p)
 	return rc == -ENOTDIR ? -ENOENT : rc;
 }
 
-static int fs_do_readlink(struct fs *fs, uint64_t ino, char **target)
+int fs_do_readlink(struct fs *fs, uint64_t ino, char **target)
 {
 	struct fs_path p = {0};
 	int rc;
@@ -357,8 +357,8 @@ void fs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 	reply_made(req, rc, &a);
 }
 
-static int fs_do_link(struct fs *fs, uint64_t ino, uint64_t newparent,
-		      const char *newname, struct tree_attr *a)
+int fs_do_link(struct fs *fs, uint64_t ino, uint64_t newparent,
+	       const char *newname, struct tree_attr *a)
 {
 	struct fs_path *p1 = NULL, *p2 = NULL;
 	int rc;
@@ -436,7 +436,7 @@ static void lost_name(struct fs *fs, const struct tree_attr *a, uint64_t parent,
 		      const char *name, uint64_t orphan)
 {
 	if (orphan) {
-		reclaim(fs, itab_orphaned(fs, orphan));
+		fs_reclaim(fs, itab_orphaned(fs, orphan));
 	} else if ((a->flags & TREE_F_LINKED) && a->nlink > 1 &&
 		   !S_ISDIR(a->mode)) {
 		itab_flags(fs, a->ino, INODE_LINKED, 0);

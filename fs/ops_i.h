@@ -4,15 +4,18 @@
  * handle, the reply helpers, the fs_do_<op>() halves one file calls in
  * another, and the request handlers the table in ops.c lists.
  *
- * Every fs_do_*() does an operation's work, returns 0 or -errno and never
- * replies, so a unit test calls it on a struct fs with no mount
- * (tests/test_fs_ops.c); every fs_<op>() handler unpacks the request and
- * replies exactly once, an error through reply_err() or reply_status()
- * (the one place an error code is clamped to an errno).
+ * Every fs_do_*() does an operation's work, returns 0 or -errno, never
+ * replies and takes no request, so a unit test calls it on a struct fs with
+ * no mount (tests/test_fs_ops.c; fs_do_readdir() packs its entries with the
+ * packer it is given, the test's own there); every fs_<op>() handler
+ * unpacks the request and replies exactly once, an error through
+ * reply_err() or reply_status() (the one place an error code is clamped to
+ * an errno).
  */
 #ifndef PATHFS_OPS_I_H
 #define PATHFS_OPS_I_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -32,7 +35,7 @@ struct fh {
  * Who asks: the caller's ids, and its request for its supplementary groups
  * (asked only when a rule needs them; NULL in unit tests: then only @gid is
  * the caller's group); the umask of a create (the kernel leaves it to the
- * daemon: FUSE_DONT_MASK, ops.c).
+ * daemon: FUSE_DONT_MASK, devio.c).
  */
 struct fs_who {
 	uid_t uid;
@@ -82,21 +85,11 @@ static inline pthread_mutex_t *open_stripe(struct fs *fs, uint64_t ino)
 	return &fs->open_stripe[ino % FS_STRIPES];
 }
 
-/* ---- shared helpers (ops.c) -------------------------------------------- */
+/* ---- attributes (attrs.c) ---------------------------------------------- */
 
 /* The entry of node @a as the kernel gets it (timeouts, generation). */
 void fill_entry(struct fs *fs, const struct tree_attr *a,
 		struct fuse_entry_param *e);
-/* Tells the table what the store said about @a (hard-linked or not). */
-void note_attr(struct fs *fs, const struct tree_attr *a);
-/* Frees orphan @ino (0: nothing to do) soon, in a batch (fs_reclaim(),
- * reclaim.c); a failure is logged. */
-void reclaim(struct fs *fs, uint64_t ino);
-/* At unmount: frees every open file's handle whose RELEASE never came (the
- * kernel sends it after the last close, so an unmount can overtake it). */
-void fs_close_all(struct fs *fs);
-
-/* ---- attributes (attrs.c) ---------------------------------------------- */
 
 /* Attributes of @ino. Errors: those of fs_enter() and tree_getattr(). */
 int fs_do_getattr(struct fs *fs, uint64_t ino, struct tree_attr *a);
@@ -125,11 +118,20 @@ void touch_atime(struct fs *fs, uint64_t ino);
  * entry), not an error. Counts one lookup on success. */
 int fs_do_lookup(struct fs *fs, uint64_t parent, const char *name,
 		 struct fuse_entry_param *e);
+/* The target of symlink @ino into *target (malloc'd, the caller's).
+ * Errors: those of fs_enter() and tree_readlink(). */
+int fs_do_readlink(struct fs *fs, uint64_t ino, char **target);
 /* Creates @name in @parent (any node type); counts one lookup. */
 int fs_do_mknode(struct fs *fs, const struct fuse_ctx *ctx, uint64_t parent,
 		 const char *name, mode_t mode, uint64_t rdev,
 		 const char *target, struct tree_attr *a);
 
+/* A hard link @newname in @newparent to @ino (an O_TMPFILE file's first
+ * name: no longer an orphan); *a its attributes; counts one lookup.
+ * Errors: -EROFS, -ENAMETOOLONG, -ENOMEM, those of fs_enter() and
+ * tree_link(). */
+int fs_do_link(struct fs *fs, uint64_t ino, uint64_t newparent,
+	       const char *newname, struct tree_attr *a);
 /* unlink (@dir false) or rmdir (@dir true) of @name in @parent; a node
  * still in use becomes an orphan. */
 int fs_do_remove(struct fs *fs, uint64_t parent, const char *name, bool dir);
@@ -183,6 +185,9 @@ int fs_do_write(struct fs *fs, const struct fs_who *w, uint64_t ino,
 		bool direct, struct tree_attr *out);
 /* FSYNC (of a file or folder): syncs the store's write-ahead log. */
 int fs_do_fsync(struct fs *fs);
+/* At unmount: frees every open file's handle whose RELEASE never came (the
+ * kernel sends it after the last close, so an unmount can overtake it). */
+void fs_close_all(struct fs *fs);
 /*
  * FALLOCATE with @mode (KEEP_SIZE, PUNCH_HOLE, ZERO_RANGE) of @len bytes
  * at @off of @ino for @w, a change of content. Errors: -EOPNOTSUPP (other
@@ -195,6 +200,32 @@ int fs_do_fallocate(struct fs *fs, const struct fs_who *w, uint64_t ino,
  * fs_do_getattr() and tree_seek(). */
 int fs_do_lseek(struct fs *fs, uint64_t ino, off_t off, int whence,
 		uint64_t *res);
+
+/* ---- listings (dirs.c) ------------------------------------------------- */
+
+/*
+ * Packs one entry of a listing into @buf of @room bytes as
+ * fuse_add_direntry() (READDIR: @e's attributes) or fuse_add_direntry_plus()
+ * (READDIRPLUS: all of @e) does, @next the offset that resumes after it:
+ * returns the bytes the entry takes, written only if that is at most @room.
+ * @ctx is fs_do_readdir()'s (the daemon's: the request).
+ */
+typedef size_t fs_dirent_pack(void *ctx, char *buf, size_t room,
+			      const char *name,
+			      const struct fuse_entry_param *e, off_t next);
+/*
+ * Lists folder @ino from offset @off (0, or one a listing gave) into @buf of
+ * @size bytes with @pack (and @ctx), as many entries as fit: "." and ".."
+ * (offsets 1 and 2, no attributes), then the children in key order, each
+ * with its name's cookie as the next offset; *used is the bytes packed.
+ * @plus: every child packed counts one lookup (READDIRPLUS). An error after
+ * the first entry ends the listing there (it comes back at the next call).
+ * Errors: -ENOTDIR (an inode addressed by number), -ENOMEM, those of
+ * fs_enter(), tree_dir_open() and tree_dir_next().
+ */
+int fs_do_readdir(struct fs *fs, uint64_t ino, size_t size, off_t off,
+		  bool plus, fs_dirent_pack *pack, void *ctx, char *buf,
+		  size_t *used);
 
 /* ---- extended attributes (xattrs.c) ---------------------------------- */
 
@@ -236,6 +267,7 @@ void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		struct fuse_file_info *fi);
 void fs_readlink(fuse_req_t req, fuse_ino_t ino);
+void fs_statfs(fuse_req_t req, fuse_ino_t ino);
 void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	      dev_t rdev);
 void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode);

@@ -2,7 +2,7 @@
  * reclaim.c - frees the daemon's orphans in the background, many to a commit.
  *
  * An orphan (an inode whose last name went while the kernel still knew it or
- * had it open, see inodes.c) is due for reclaim at its last FORGET or
+ * had it open, see inode_table.c) is due for reclaim at its last FORGET or
  * release. rm -rf makes one per file: the kernel holds a lookup on every
  * entry it unlinks, so each UNLINK leaves an orphan that the FORGET right
  * after it frees. Freed in the FORGET, that was a commit of its own per file

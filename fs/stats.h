@@ -2,7 +2,7 @@
  * stats.h - per-request statistics of the pathfs daemon: how many requests of
  * each FUSE opcode it answered and how long each took (a log2 histogram).
  *
- * `pathfsctl stats` prints them from a mounted store (tools/ctl/ctl.c, through
+ * `pathfsctl stats` prints them from a mounted store (ctl/ctl.c, through
  * the control socket); SIGUSR1 writes them to the daemon's log.
  */
 #ifndef PATHFS_STATS_H

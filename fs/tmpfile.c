@@ -54,7 +54,7 @@ int fs_do_tmpfile(struct fs *fs, const struct fs_who *w, uint64_t parent,
 		goto out;
 	rc = fs_do_open_new(fs, w, a->ino, flags & ~O_TRUNC, fh, NULL);
 	if (rc)
-		reclaim(fs, itab_forget(fs, a->ino, 1));
+		fs_reclaim(fs, itab_forget(fs, a->ino, 1));
 out:
 	fs_path_release(&p);
 	return rc;
@@ -148,7 +148,7 @@ bool fs_raw_request(struct fs *fs, struct fuse_session *se, const void *buf,
 		plog(LOG_DEBUG, "tmpfile reply not delivered: %s",
 		     n < 0 ? strerror(errno) : "short write");
 		fs_do_release(fs, a.ino, fh);
-		reclaim(fs, itab_forget(fs, a.ino, 1));
+		fs_reclaim(fs, itab_forget(fs, a.ino, 1));
 	}
 	return true;
 }

@@ -4,7 +4,7 @@
  *
  * POSIX ACLs (system.posix_acl_access and _default) are xattrs the store
  * checks and keeps in step with the mode (store/acl.c); the kernel enforces
- * them and caches them (FUSE_POSIX_ACL, ops.c). Setting an access ACL by a
+ * them and caches them (FUSE_POSIX_ACL, devio.c). Setting an access ACL by a
  * caller neither in the file's group nor root clears set-group-ID, as ext4
  * does: the daemon decides that (libfuse 3.14 passes no
  * FUSE_SETXATTR_ACL_KILL_SGID, so the kernel sends none). ls -l asks every

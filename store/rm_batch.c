@@ -448,6 +448,11 @@ static int rm_subdir(struct tree *t, struct rm_scan *s, unsigned flags,
 	return rc == -ENOENT || rc == -EIO ? 1 : rc;
 }
 
+uint64_t tree_rm_batch_max(void)
+{
+	return RM_BATCH_MAX;
+}
+
 int rm_batch(struct tree *t, const char *path, uint64_t budget, uint64_t *used,
 	     unsigned flags, struct tree_op_result *r, struct crash_hook *h,
 	     bool *done)

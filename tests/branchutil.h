@@ -1,9 +1,9 @@
 /*
  * branchutil.h - helpers shared by the unit tests of whole-branch work
- * (test_journal.c, test_cascade.c): building branches with every kind of node
- * and awkward names, snapshots of a branch to compare before and after, key
- * counts, and fsck/journal assertions. All act on the fresh store of
- * testutil.h.
+ * (test_journal.c, test_cascade.c, ...): building branches with every kind of
+ * node and awkward names, snapshots of a branch to compare before and after,
+ * key counts, and fsck, journal and reverse index (test_parent.c,
+ * test_upgrade.c) assertions. All act on the fresh store of testutil.h.
  */
 #ifndef PATHFS_BRANCHUTIL_H
 #define PATHFS_BRANCHUTIL_H
@@ -24,6 +24,9 @@ void print_finding(void *ctx, const char *msg);
 void assert_fsck_clean(struct tree *t);
 void assert_no_journal(struct tree *t);
 void assert_gone(struct tree *t, const char *path);
+/* Every node below @dir (at least one) is found by its inode number at its
+ * path (tree_find_ino; a hard link by number alone). */
+void assert_found_by_number(struct tree *t, const char *dir);
 void mkfile_n(struct tree *t, const char *path, size_t len, int seed);
 size_t build(struct tree *t, const char *root, int n);
 void make_neighbours(struct tree *t);

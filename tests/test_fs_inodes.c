@@ -1,6 +1,6 @@
 /*
- * test_fs_inodes.c - the daemon's inode table and subtree lock (fs/inodes.c),
- * without a mount: paths rebuilt from the table, renames touching one entry,
+ * test_fs_inodes.c - the daemon's inode table and subtree lock
+ * (fs/inode_table.c, fs/subtree_lock.c), without a mount: paths rebuilt from the table, renames touching one entry,
  * lookup counts and forget, stale and hard-linked inodes, orphans reclaimed
  * at the last close, and requests waiting on a busy branch while requests
  * elsewhere go on. Built from fs/meson.build (it links the daemon's code).

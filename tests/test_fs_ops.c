@@ -8,14 +8,17 @@
  * content (write, truncate, fallocate) by root, the group's member, others;
  * SEEK_DATA/SEEK_HOLE answers; xattr sizes and refusals; O_TMPFILE in a
  * set-group-ID folder; the page-cache promise after a direct write; who
- * may set inode flags (chattr) and what they refuse of opens and times. Built
- * from fs/meson.build (it links the daemon's code).
+ * may set inode flags (chattr) and what they refuse of opens and times; a
+ * listing resumed after a name removed meanwhile, and the lookups
+ * READDIRPLUS counts. Built from fs/meson.build (it links the daemon's
+ * code).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <linux/fs.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -515,4 +518,107 @@ Test(fs_ops, a_capability_set_while_created_is_not_hidden)
 	itab_flag_unless_gained(&tu_fs, f, INODE_NO_CAPS,
 				itab_gained_gen(&tu_fs));
 	cr_expect(itab_has_flag(&tu_fs, f, INODE_NO_CAPS));
+}
+
+/* fs_do_readdir()'s packer here: records of {next offset, inode, name}. */
+static size_t pack_record(void *ctx, char *buf, size_t room, const char *name,
+			  const struct fuse_entry_param *e, off_t next)
+{
+	uint64_t ino = e->ino ? e->ino : (uint64_t)e->attr.st_ino;
+	size_t len = sizeof(next) + sizeof(ino) + strlen(name) + 1;
+
+	(void)ctx;
+	if (len <= room) {
+		memcpy(buf, &next, sizeof(next));
+		memcpy(buf + sizeof(next), &ino, sizeof(ino));
+		memcpy(buf + sizeof(next) + sizeof(ino), name,
+		       strlen(name) + 1);
+	}
+	return len;
+}
+
+/* The record at @buf: its name, and its next offset in *next. */
+static const char *record_at(const char *buf, off_t *next, size_t *len)
+{
+	const char *name = buf + sizeof(*next) + sizeof(uint64_t);
+
+	memcpy(next, buf, sizeof(*next));
+	*len = sizeof(*next) + sizeof(uint64_t) + strlen(name) + 1;
+	return name;
+}
+
+/* A listing read a few entries at a time resumes after the last name it
+ * gave, even when that name is removed in between: every other name comes
+ * exactly once, "." and ".." first. Names that sort around '/' (' ', '-'
+ * and '.' before it, '0' after it) sit beside each other. */
+Test(fs_ops, readdir_resumes_after_the_last_name_it_gave)
+{
+	static const char *const names[] = {
+	    "a", "docs", "docs 2", "docs-archive", "docs.txt", "docs0", "z",
+	};
+	const size_t nnames = sizeof(names) / sizeof(names[0]);
+	int seen[sizeof(names) / sizeof(names[0])] = {0};
+	char buf[80], last[64] = "", *removed = NULL;
+	off_t off = 0, next;
+	size_t used, pos, len, i;
+	int entries = 0, calls = 0;
+
+	for (i = 0; i < nnames; i++)
+		mkfile(&root, names[i], 0644, NULL);
+	do {
+		/* a listing that starts over never ends */
+		cr_assert_lt(++calls, 20, "the listing does not end");
+		cr_assert_eq(fs_do_readdir(&tu_fs, TREE_ROOT_INO, sizeof(buf),
+					   off, false, pack_record, NULL, buf,
+					   &used),
+			     0);
+		for (pos = 0; pos < used; pos += len, entries++) {
+			const char *name = record_at(buf + pos, &next, &len);
+
+			if (entries < 2) {
+				cr_assert_str_eq(name, entries ? ".." : ".");
+				cr_assert_eq(next, entries + 1);
+			} else {
+				for (i = 0; i < nnames; i++)
+					if (!strcmp(name, names[i]))
+						seen[i]++;
+				snprintf(last, sizeof(last), "%s", name);
+			}
+			off = next;
+		}
+		/* the name the next call resumes after goes */
+		if (!removed && entries > 4) {
+			cr_assert_eq(
+			    fs_do_remove(&tu_fs, TREE_ROOT_INO, last, false),
+			    0);
+			removed = strdup(last);
+		}
+	} while (used);
+	cr_assert_not_null(removed);
+	for (i = 0; i < nnames; i++)
+		cr_expect_eq(seen[i], 1, "%s listed %d times", names[i],
+			     seen[i]);
+	free(removed);
+}
+
+/* READDIRPLUS gives the kernel an entry per child, which it counts as a
+ * lookup: so does the table (a FORGET follows); READDIR counts none. */
+Test(fs_ops, readdirplus_counts_a_lookup_of_each_child)
+{
+	uint64_t f = mkfile(&root, "f", 0644, NULL);
+	char buf[4096];
+	size_t used;
+
+	cr_assert_eq(itab_forget(&tu_fs, f, 1), 0);
+	cr_assert_not(itab_knows(&tu_fs, f));
+	cr_assert_eq(fs_do_readdir(&tu_fs, TREE_ROOT_INO, sizeof(buf), 0, false,
+				   pack_record, NULL, buf, &used),
+		     0);
+	cr_expect_not(itab_knows(&tu_fs, f));
+	cr_assert_eq(fs_do_readdir(&tu_fs, TREE_ROOT_INO, sizeof(buf), 0, true,
+				   pack_record, NULL, buf, &used),
+		     0);
+	cr_assert(itab_knows(&tu_fs, f));
+	cr_assert_eq(itab_forget(&tu_fs, f, 1), 0);
+	cr_expect_not(itab_knows(&tu_fs, f));
 }

@@ -153,29 +153,6 @@ Test(parent, hard_links_are_found_by_number, .init = tu_setup,
 	assert_fsck_clean(T);
 }
 
-/* Every node below @dir is found by its number at its path. */
-static void assert_all_found(struct tree *t, const char *dir)
-{
-	struct tree_scan *sc;
-	struct tree_attr a, fa;
-	const char *p;
-	int rc;
-
-	cr_assert_eq(tree_scan_open(&sc, t, dir), 0);
-	while ((rc = tree_scan_next(sc, &p, &a)) == 1) {
-		char *found = NULL;
-
-		cr_assert_eq(tree_find_ino(t, a.ino, &found, &fa), 0, "%s", p);
-		if (a.flags & TREE_F_LINKED)
-			cr_assert_null(found, "%s", p);
-		else
-			cr_assert_str_eq(found, p);
-		free(found);
-	}
-	cr_assert_eq(rc, 0);
-	tree_scan_free(sc);
-}
-
 /* The inode numbers of every node below @dir, malloc'd, *n of them. */
 static uint64_t *inos_below(const char *dir, size_t *n)
 {
@@ -209,7 +186,7 @@ Test(parent, branch_commands_keep_the_index, .init = tu_setup,
 	build(T, "/small", 5);
 	cr_assert_eq(tree_cp_r(T, "/big", T, "/copy", 0, NULL, &r), 0);
 	tree_op_result_release(&r);
-	assert_all_found(T, "/");
+	assert_found_by_number(T, "/");
 	/* a clone in small budgeted steps */
 	memset(&r, 0, sizeof(r));
 	cr_assert_eq(tree_cp_r(T, "/big", T, "/copy2", 7, NULL, &r), 0);
@@ -221,7 +198,7 @@ Test(parent, branch_commands_keep_the_index, .init = tu_setup,
 		free(tok);
 	}
 	tree_op_result_release(&r);
-	assert_all_found(T, "/");
+	assert_found_by_number(T, "/");
 	assert_fsck_clean(T);
 	v = inos_below("/big", &n);
 	cr_assert_gt(n, 64);
@@ -236,7 +213,7 @@ Test(parent, branch_commands_keep_the_index, .init = tu_setup,
 	for (size_t i = 0; i < n; i++)
 		assert_gone_ino(v[i]);
 	free(v);
-	assert_all_found(T, "/");
+	assert_found_by_number(T, "/");
 	assert_fsck_clean(T);
 }
 

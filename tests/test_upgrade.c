@@ -414,33 +414,6 @@ static char *make_format3_store(void)
 	return snap(T, "/", true);
 }
 
-/* Every node below @dir is found by its number at its path. */
-static void assert_found_by_number(struct tree *t, const char *dir)
-{
-	struct tree_scan *sc;
-	struct tree_attr a, fa;
-	const char *p;
-	size_t n = 0;
-	int rc;
-
-	cr_assert_eq(tree_scan_open(&sc, t, dir), 0);
-	while ((rc = tree_scan_next(sc, &p, &a)) == 1) {
-		char *found = NULL;
-
-		cr_assert_eq(tree_find_ino(t, a.ino, &found, &fa), 0, "%s", p);
-		if (a.flags & TREE_F_LINKED)
-			cr_assert_null(found, "%s", p);
-		else
-			cr_assert_str_eq(found, p);
-		cr_assert_eq(fa.ino, a.ino);
-		free(found);
-		n++;
-	}
-	cr_assert_eq(rc, 0);
-	tree_scan_free(sc);
-	cr_assert_gt(n, 0);
-}
-
 Test(upgrade, format3_store_gets_its_index, .init = tu_setup,
      .fini = tu_teardown)
 {

@@ -2,7 +2,7 @@
  * pathfsctl.c - the admin tool's main: global options, then the command runs
  * either in the daemon that has the store mounted (over its control socket:
  * ctl/client.c to fs/control.c) or here on the store opened directly (the
- * ctl library, ctl/ctl.h).
+ * ctl library, ctl/include/ctl.h).
  *
  *   pathfsctl [-s STORE] [-d DRIVE] [-v] [-b N] COMMAND [ARGS]
  *

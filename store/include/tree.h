@@ -822,6 +822,13 @@ void tree_op_result_release(struct tree_op_result *r);
  */
 int tree_rm_r(struct tree *t, const char *path, uint64_t max_items,
 	      const char *resume, unsigned flags, struct tree_op_result *r);
+/*
+ * The most nodes below a folder that tree_rm_r() removes in one batch: a
+ * branch with more goes by the walk, a node at a time, as does a small one,
+ * one past @max_items or the engine's limits, and one holding a node the
+ * walk must report. For a caller that shows progress.
+ */
+uint64_t tree_rm_batch_max(void);
 
 /*
  * Tells tree_rm_r(..., TREE_KEEP_ORPHAN) (and the delete half of tree_mv())

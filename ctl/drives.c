@@ -52,11 +52,8 @@ int ctl_cmd_mkdrive(struct ctx *x)
 	gid_t gid = getgid();
 	int rc;
 
-	if (store_drive_name_check(name))
-		return ctl_usage_error(x,
-				       "'%s': bad drive id (1 to 64 of A-Z a-z "
-				       "0-9 _ . -)",
-				       name);
+	if (ctl_check_drive(x, name))
+		return CTL_USAGE;
 	if (x->o.owner) {
 		unsigned long u, g;
 		char *end;
@@ -92,11 +89,8 @@ int ctl_cmd_rmdrive(struct ctx *x)
 	const char *name = x->o.pos[0];
 	int rc;
 
-	if (store_drive_name_check(name))
-		return ctl_usage_error(x,
-				       "'%s': bad drive id (1 to 64 of A-Z a-z "
-				       "0-9 _ . -)",
-				       name);
+	if (ctl_check_drive(x, name))
+		return CTL_USAGE;
 	if (x->env->mounted_drive && !strcmp(name, x->env->mounted_drive)) {
 		fprintf(x->err,
 			"pathfsctl: rmdrive: drive '%s' is mounted; unmount "

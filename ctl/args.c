@@ -47,16 +47,23 @@ int ctl_check_path(struct ctx *x, const char *in, char *buf)
 	return 0;
 }
 
-/* Opens drive @name; prints why not. Returns 0, CTL_USAGE or CTL_FAILED. */
-int ctl_open_drive(struct ctx *x, const char *name, struct tree **t)
+int ctl_check_drive(struct ctx *x, const char *name)
 {
-	int rc;
-
 	if (store_drive_name_check(name))
 		return ctl_usage_error(x,
 				       "'%s': bad drive id (1 to 64 of A-Z a-z "
 				       "0-9 _ . -)",
 				       name);
+	return 0;
+}
+
+/* Opens drive @name; prints why not. Returns 0, CTL_USAGE or CTL_FAILED. */
+int ctl_open_drive(struct ctx *x, const char *name, struct tree **t)
+{
+	int rc;
+
+	if (ctl_check_drive(x, name))
+		return CTL_USAGE;
 	rc = store_drive(x->env->store, name, t);
 	if (rc == -ENOENT) {
 		fprintf(x->err, "pathfsctl: %s: no drive '%s' in this store\n",

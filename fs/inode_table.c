@@ -1,5 +1,7 @@
 /*
- * inodes.c - the daemon's inode table and subtree lock.
+ * inode_table.c - the daemon's inode table: every inode the kernel knows by
+ * its node id, its place {parent, name}, its lookup and open counts, and
+ * the path of a request rebuilt from it.
  *
  * The table maps every inode the kernel holds a lookup on (and every folder
  * above one) to {parent, name}; a request's path is rebuilt by walking up
@@ -11,32 +13,22 @@
  * kept by the store as an orphan (INODE_ORPHAN, addressed by number, nlink
  * 0) and reclaimed once it is neither (unused()).
  *
- * The subtree lock keeps requests out of a branch whose keys a folder rename
- * (or a pathfsctl command) is rewriting, without stopping the rest of the
- * drive: a writer-preferring rwlock that every path request holds for read,
- * plus a list of busy branches. Registering a branch takes the rwlock for
- * write, which waits for the requests in flight to leave; then the long store
- * work runs with no lock held, and requests whose path falls inside a busy
- * branch sleep on a condition variable until it is released, then rebuild
- * their path (which the rename has changed meanwhile).
+ * Requests reach the table through the subtree lock (subtree_lock.c), which
+ * builds their paths here; the table only reads the renames in flight it
+ * keeps (fs->renames_done, for itab_lookup_read()) and takes fs->sublock for
+ * itab_record_gained().
  *
  * Limits: a path is at most TREE_PATH_MAX bytes, so at most MAX_DEPTH levels
- * (a deeper walk up means a loop in the table: -ENOENT); the busy list is
- * scanned linearly (it holds one entry per rename in flight).
+ * (a deeper walk up means a loop in the table: -ENOENT).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "dircookie.h"
 #include "fs_i.h"
-#include "log.h"
 
 /* levels of a path of TREE_PATH_MAX bytes of 1-byte names */
 #define MAX_DEPTH ((TREE_PATH_MAX + 1) / 2)
-
-static int build_path(struct fs *fs, uint64_t ino, const char *name,
-		      bool need_path, struct fs_path *p);
 
 static size_t hash_ino(uint64_t ino, size_t nbuckets)
 {
@@ -166,55 +158,30 @@ static int attach(struct fs *fs, struct inode *e, struct inode *parent,
 	return 0;
 }
 
-int fs_init(struct fs *fs, struct store *s, struct tree *t)
+int itab_init(struct fs *fs)
 {
-	pthread_rwlockattr_t ra;
 	struct inode *root;
-	int i, rc = 0;
 
-	memset(fs, 0, sizeof(*fs));
-	fs->store = s;
-	fs->tree = t;
-	fs->timeout = 3600.0;
 	fs->nbuckets = 1024;
 	fs->buckets = calloc(fs->nbuckets, sizeof(*fs->buckets));
-	if (!fs->buckets) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	pthread_mutex_init(&fs->lock, NULL);
-	pthread_cond_init(&fs->renamed, NULL);
-	pthread_rwlockattr_init(&ra);
-	pthread_rwlockattr_setkind_np(
-	    &ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-	pthread_rwlock_init(&fs->sublock, &ra);
-	pthread_rwlockattr_destroy(&ra);
-	pthread_mutex_init(&fs->busy_mutex, NULL);
-	pthread_cond_init(&fs->busy_cond, NULL);
-	pthread_mutex_init(&fs->ctl_mutex, NULL);
-	for (i = 0; i < FS_STRIPES; i++)
-		pthread_mutex_init(&fs->open_stripe[i], NULL);
-	fs_reclaim_init(fs);
+	if (!fs->buckets)
+		return -ENOMEM;
 	root = add(fs, TREE_ROOT_INO);
 	if (!root) {
-		rc = -ENOMEM;
-		goto out;
+		free(fs->buckets);
+		fs->buckets = NULL;
+		return -ENOMEM;
 	}
 	root->nlookup = 1; /* the kernel's implicit reference */
-	rc = dircookies_new(&fs->cookies);
-out:
-	return rc;
+	return 0;
 }
 
-void fs_release(struct fs *fs)
+void itab_release(struct fs *fs)
 {
 	struct inode *e, *next;
-	struct busy *b, *bn;
 	size_t i;
 
-	if (!fs->buckets)
-		return;
-	for (i = 0; i < fs->nbuckets; i++) {
+	for (i = 0; fs->buckets && i < fs->nbuckets; i++) {
 		for (e = fs->buckets[i]; e; e = next) {
 			next = e->next;
 			free(e->name);
@@ -223,16 +190,6 @@ void fs_release(struct fs *fs)
 	}
 	free(fs->buckets);
 	fs->buckets = NULL;
-	fs_reclaim_release(fs);
-	dircookies_free(fs->cookies);
-	fs->cookies = NULL;
-	for (b = fs->busy; b; b = bn) {
-		bn = b->next;
-		free(b->src);
-		free(b->dst);
-		free(b);
-	}
-	fs->busy = NULL;
 }
 
 /* Whether a rename finished since @read was built and moved entry @e away
@@ -770,9 +727,9 @@ int itab_flagged(struct fs *fs, unsigned flag, uint64_t **out, size_t *n)
 	return rc;
 }
 
-/* Caller holds fs->lock. Two walks up: the length, then the bytes. */
-static int build_path(struct fs *fs, uint64_t ino, const char *name,
-		      bool need_path, struct fs_path *p)
+/* Two walks up: the length, then the bytes. */
+int itab_path_locked(struct fs *fs, uint64_t ino, const char *name,
+		     bool need_path, struct fs_path *p)
 {
 	struct inode *top = find(fs, ino), *e;
 	size_t len = 0, pos, n;
@@ -840,337 +797,7 @@ int itab_path(struct fs *fs, uint64_t ino, const char *name, bool need_path,
 	int rc;
 
 	pthread_mutex_lock(&fs->lock);
-	rc = build_path(fs, ino, name, need_path, p);
+	rc = itab_path_locked(fs, ino, name, need_path, p);
 	pthread_mutex_unlock(&fs->lock);
 	return rc;
-}
-
-/* Caller holds fs->sublock. */
-static bool busy_hit(struct fs *fs, const char *path)
-{
-	struct busy *b;
-
-	if (!path)
-		return false;
-	for (b = fs->busy; b; b = b->next)
-		if (tree_path_is_within(path, b->src) ||
-		    (b->dst && tree_path_is_within(path, b->dst)))
-			return true;
-	return false;
-}
-
-/* Caller holds fs->sublock. Does @path overlap a busy branch either way? */
-static bool busy_overlap(struct fs *fs, const char *path)
-{
-	struct busy *b;
-
-	for (b = fs->busy; b; b = b->next) {
-		if (tree_path_is_within(path, b->src) ||
-		    tree_path_is_within(b->src, path))
-			return true;
-		if (b->dst && (tree_path_is_within(path, b->dst) ||
-			       tree_path_is_within(b->dst, path)))
-			return true;
-	}
-	return false;
-}
-
-/* Caller holds fs->sublock (any mode); releases it and sleeps until the busy
- * list changes. Returns with nothing held. */
-static void wait_busy(struct fs *fs)
-{
-	uint64_t gen = fs->busy_gen;
-
-	pthread_rwlock_unlock(&fs->sublock);
-	if (fs->blocking)
-		fs->blocking();
-	pthread_mutex_lock(&fs->busy_mutex);
-	while (fs->busy_gen == gen)
-		pthread_cond_wait(&fs->busy_cond, &fs->busy_mutex);
-	pthread_mutex_unlock(&fs->busy_mutex);
-}
-
-/* Takes fs->sublock for read, telling the request loop first if that
- * waits (a rename or pathfsctl command holds or wants it for write). */
-static void read_lock(struct fs *fs)
-{
-	if (pthread_rwlock_tryrdlock(&fs->sublock) == 0)
-		return;
-	if (fs->blocking)
-		fs->blocking();
-	pthread_rwlock_rdlock(&fs->sublock);
-}
-
-static int enter(struct fs *fs, uint64_t ino, const char *name, bool need_path,
-		 struct fs_path *p)
-{
-	int rc;
-
-	for (;;) {
-		read_lock(fs);
-		rc = itab_path(fs, ino, name, need_path, p);
-		if (rc) {
-			pthread_rwlock_unlock(&fs->sublock);
-			return rc;
-		}
-		if (!busy_hit(fs, p->path)) {
-			fs_step(fs, FS_STEP_BUILT);
-			return 0;
-		}
-		wait_busy(fs);
-	}
-}
-
-int fs_enter(struct fs *fs, uint64_t ino, const char *name, struct fs_path *p)
-{
-	return enter(fs, ino, name, false, p);
-}
-
-int fs_enter_path(struct fs *fs, uint64_t ino, struct fs_path *p)
-{
-	return enter(fs, ino, NULL, true, p);
-}
-
-int fs_enter2(struct fs *fs, uint64_t ino1, const char *name1,
-	      struct fs_path *p1, uint64_t ino2, const char *name2,
-	      struct fs_path *p2)
-{
-	int rc;
-
-	for (;;) {
-		read_lock(fs);
-		rc = itab_path(fs, ino1, name1, true, p1);
-		if (!rc)
-			rc = itab_path(fs, ino2, name2, true, p2);
-		if (rc) {
-			pthread_rwlock_unlock(&fs->sublock);
-			return rc;
-		}
-		if (!busy_hit(fs, p1->path) && !busy_hit(fs, p2->path)) {
-			fs_step(fs, FS_STEP_BUILT);
-			return 0;
-		}
-		wait_busy(fs);
-	}
-}
-
-void fs_leave(struct fs *fs)
-{
-	pthread_rwlock_unlock(&fs->sublock);
-}
-
-/*
- * A follower's request on inode @ino (@name NULL) failed with nothing here
- * in flight: the writer moved or removed the node before the watch told the
- * table. The store's reverse index says where it is now (tree_find_ino);
- * the retry goes there (the watch moves the table soon). @p gets that path,
- * or NULL when the inode is addressed by number (a hard link). Errors:
- * those of tree_find_ino(): -ENOENT when it has no name left (an orphan the
- * writer keeps for its own opens: this mount cannot keep it from being
- * reclaimed at any moment) or the writer moved it between the index's reads.
- */
-static int follow_store(struct fs *fs, uint64_t ino, struct fs_path *p)
-{
-	struct tree_attr a;
-	char *path = NULL;
-	size_t len;
-	int rc;
-
-	rc = tree_find_ino(fs->tree, ino, &path, &a);
-	if (rc == 0 && !path) {
-		itab_flags(fs, ino, INODE_LINKED, 0);
-		p->path = NULL;
-		return 0;
-	}
-	if (rc)
-		return rc;
-	len = strlen(path) + 1;
-	if (len > p->cap) {
-		char *nb = realloc(p->buf, len);
-
-		if (!nb) {
-			free(path);
-			return -ENOMEM;
-		}
-		p->buf = nb;
-		p->cap = len;
-	}
-	memcpy(p->buf, path, len);
-	p->path = p->buf;
-	free(path);
-	return 0;
-}
-
-bool fs_retry(struct fs *fs, int *rc, uint64_t ino, const char *name,
-	      struct fs_path *p)
-{
-	struct fs_path np = {0};
-	bool again = false;
-	uint64_t upto;
-	int frc;
-
-	fs_step(fs, FS_STEP_CALLED);
-	if (*rc != -ENOENT)
-		return false;
-	pthread_mutex_lock(&fs->lock);
-	/* every place change that started before the failure ends with its
-	 * table update (they never wait for requests meanwhile) */
-	upto = fs->rename_seq;
-	while (fs->renaming && fs->renaming->seq <= upto)
-		pthread_cond_wait(&fs->renamed, &fs->lock);
-	/* none ended since @p was built: the table and the store agreed on
-	 * the node's place all along, and the miss is the node's own. One
-	 * did: rebuild and retry, even to the same path (moved there and
-	 * back: the miss was in between) */
-	if (fs->ns_gen != p->gen &&
-	    build_path(fs, ino, name, false, &np) == 0) {
-		struct fs_path old = *p;
-
-		*p = np;
-		np = old;
-		again = true;
-	}
-	pthread_mutex_unlock(&fs->lock);
-	fs_path_release(&np);
-	if (again || !fs->watch || name)
-		return again;
-	if (!p->path) {
-		*rc = -ESTALE;
-		return false;
-	}
-	/* the reverse index misses too while the writer moves the node
-	 * between its reads: ask again, a bounded number of times */
-	do
-		frc = follow_store(fs, ino, p);
-	while (frc == -ENOENT && ++p->follows < FS_FOLLOW_MAX);
-	if (!frc && ++p->follows <= FS_FOLLOW_MAX)
-		return true;
-	*rc = frc && frc != -ENOENT ? frc : -ESTALE;
-	return false;
-}
-
-static struct busy *busy_new(const char *src, const char *dst)
-{
-	struct busy *b = calloc(1, sizeof(*b));
-
-	if (!b)
-		return NULL;
-	b->src = strdup(src);
-	b->dst = dst ? strdup(dst) : NULL;
-	if (!b->src || (dst && !b->dst)) {
-		free(b->src);
-		free(b->dst);
-		free(b);
-		return NULL;
-	}
-	return b;
-}
-
-void fs_rename_start(struct fs *fs, struct fs_renaming *r)
-{
-	pthread_mutex_lock(&fs->lock);
-	r->seq = ++fs->rename_seq;
-	r->next = NULL;
-	r->prev = fs->renaming_last;
-	if (r->prev)
-		r->prev->next = r;
-	else
-		fs->renaming = r;
-	fs->renaming_last = r;
-	pthread_mutex_unlock(&fs->lock);
-	fs_step(fs, FS_STEP_STARTED);
-}
-
-void fs_rename_done(struct fs *fs, struct fs_renaming *r)
-{
-	pthread_mutex_lock(&fs->lock);
-	if (r->prev)
-		r->prev->next = r->next;
-	else
-		fs->renaming = r->next;
-	if (r->next)
-		r->next->prev = r->prev;
-	else
-		fs->renaming_last = r->prev;
-	fs->renames_done++;
-	fs->ns_gen++;
-	pthread_cond_broadcast(&fs->renamed);
-	pthread_mutex_unlock(&fs->lock);
-}
-
-int fs_busy_begin(struct fs *fs, uint64_t ino1, const char *name1,
-		  struct fs_path *p1, uint64_t ino2, const char *name2,
-		  struct fs_path *p2, struct busy **out)
-{
-	struct busy *b;
-	int rc;
-
-	for (;;) {
-		pthread_rwlock_wrlock(&fs->sublock);
-		rc = itab_path(fs, ino1, name1, true, p1);
-		if (!rc && p2)
-			rc = itab_path(fs, ino2, name2, true, p2);
-		if (rc)
-			goto out;
-		if (!busy_overlap(fs, p1->path) &&
-		    !(p2 && busy_overlap(fs, p2->path)))
-			break;
-		wait_busy(fs);
-	}
-	b = busy_new(p1->path, p2 ? p2->path : NULL);
-	if (!b) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	b->next = fs->busy;
-	fs->busy = b;
-	*out = b;
-out:
-	pthread_rwlock_unlock(&fs->sublock);
-	return rc;
-}
-
-int fs_busy_begin_paths(struct fs *fs, const char *src, const char *dst,
-			struct busy **out)
-{
-	struct busy *b = busy_new(src, dst);
-
-	if (!b)
-		return -ENOMEM;
-	for (;;) {
-		pthread_rwlock_wrlock(&fs->sublock);
-		if (!busy_overlap(fs, src) && !(dst && busy_overlap(fs, dst)))
-			break;
-		wait_busy(fs);
-	}
-	b->next = fs->busy;
-	fs->busy = b;
-	pthread_rwlock_unlock(&fs->sublock);
-	*out = b;
-	return 0;
-}
-
-void fs_busy_lock(struct fs *fs)
-{
-	pthread_rwlock_wrlock(&fs->sublock);
-}
-
-void fs_busy_end(struct fs *fs, struct busy *b)
-{
-	struct busy **pp;
-
-	for (pp = &fs->busy; *pp; pp = &(*pp)->next) {
-		if (*pp == b) {
-			*pp = b->next;
-			break;
-		}
-	}
-	pthread_mutex_lock(&fs->busy_mutex);
-	fs->busy_gen++;
-	pthread_cond_broadcast(&fs->busy_cond);
-	pthread_mutex_unlock(&fs->busy_mutex);
-	pthread_rwlock_unlock(&fs->sublock);
-	free(b->src);
-	free(b->dst);
-	free(b);
 }

@@ -1,11 +1,12 @@
 /*
- * ctl_i.h - what the files of the ctl library (tools/ctl/) share: a
- * command's context, the command table's entry, the output, argument and
- * progress helpers, and each command's entry point (ctl_cmd_<name>, run by
- * ctl_run() with its options parsed).
+ * ctl_i.h - what the files of the ctl library (ctl/) share: a command's
+ * context, the command table's entry, the output, argument and progress
+ * helpers, and each command's entry point (ctl_cmd_<name>, run by ctl_run()
+ * with its options parsed).
  *
- * Internal to tools/ctl/. The daemon and pathfsctl use ctl.h (the engine)
- * and proto.h (the control socket).
+ * Internal to ctl/ (the build shows it to no one else). The daemon and
+ * pathfsctl use include/ctl.h (the engine) and include/proto.h (the control
+ * socket).
  */
 #ifndef PATHFS_CTL_I_H
 #define PATHFS_CTL_I_H
@@ -16,12 +17,9 @@
 
 #include "ctl.h"
 
-#define PROGRESS_SLICE 2000
-#define CTL_STR_(v)    #v
-#define CTL_STR(v)     CTL_STR_(v)
-/* An rm -r of up to this many nodes goes in one batch (store/rm_batch.c's
- * RM_BATCH_MAX + 1): the progress bar does not slice it. */
-#define RM_ONE_BATCH_MAX   (1u << 20)
+#define PROGRESS_SLICE	   2000
+#define CTL_STR_(v)	   #v
+#define CTL_STR(v)	   CTL_STR_(v)
 #define PROGRESS_REDRAW_NS 100000000LL /* 0.1 s */
 
 struct opts {
@@ -94,6 +92,9 @@ int ctl_usage_error(struct ctx *x, const char *fmt, const char *arg);
 /* Checks and normalises @in into @buf (TREE_PATH_MAX + 1 bytes).
  * Returns 0 or CTL_USAGE (message printed). */
 int ctl_check_path(struct ctx *x, const char *in, char *buf);
+/* Checks drive id @name by the store's rule (store_drive_name_check()).
+ * Returns 0 or CTL_USAGE (message printed). */
+int ctl_check_drive(struct ctx *x, const char *name);
 /* Opens drive @name. Returns 0, CTL_USAGE or CTL_FAILED (message printed). */
 int ctl_open_drive(struct ctx *x, const char *name, struct tree **t);
 /* "/path" on the default drive or "DRIVE:/path" to a drive and a

@@ -113,9 +113,10 @@ static int run_branch(struct ctx *x, struct branch_op *b, const char *label)
 	total =
 	    sliced ? branch_count(b->t, b->src) * (!strcmp(b->op, "mv") ? 2 : 1)
 		   : 0;
-	/* Nor is an rm -r the store does in one batch: slices would walk. */
+	/* Nor is an rm -r the store does in one batch (total counts the
+	 * folder itself): slices would walk. */
 	if (sliced && !strcmp(b->op, "rm") && !budget &&
-	    total <= RM_ONE_BATCH_MAX)
+	    total - 1 <= tree_rm_batch_max())
 		sliced = false;
 	ctl_progress_init(&pg, x, label, total);
 	for (;;) {
