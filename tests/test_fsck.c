@@ -276,8 +276,8 @@ static void collect_and_reclaim(void *ctx, const char *msg)
 	}
 }
 
-Test(fsck, orphan_reclaimed_during_the_check_is_not_a_finding,
-     .init = tu_setup, .fini = tu_teardown)
+Test(fsck, orphan_reclaimed_during_the_check_is_not_a_finding, .init = tu_setup,
+     .fini = tu_teardown)
 {
 	struct sbuf k = {0}, v = {0};
 	struct tree_attr a;
@@ -286,8 +286,7 @@ Test(fsck, orphan_reclaimed_during_the_check_is_not_a_finding,
 
 	populate();
 	tu_mkfile(T, "/open", "data", 4);
-	cr_assert_eq(tree_unlink(T, "/open", TREE_KEEP_ORPHAN, &to_reclaim),
-		     0);
+	cr_assert_eq(tree_unlink(T, "/open", TREE_KEEP_ORPHAN, &to_reclaim), 0);
 	cr_assert_neq(to_reclaim, 0);
 	/* a node without a parent: its finding comes after the orphans were
 	 * listed and before the INODE records are, and reclaims the orphan */

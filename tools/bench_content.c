@@ -234,8 +234,8 @@ int bench_content(const struct bench_opts *o)
 			ref[0] = '\0';
 			goto out;
 		}
-		rc = ext4_image_mount(image, ref, 2 * (big + 3 * FILE_MB) + 2048,
-				      2 * n + 65536);
+		rc = ext4_image_mount(
+		    image, ref, 2 * (big + 3 * FILE_MB) + 2048, 2 * n + 65536);
 		if (rc) {
 			ref[0] = '\0';
 			goto out;

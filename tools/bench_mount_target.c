@@ -76,8 +76,8 @@ int targets_prepare(struct mctx *c)
 /* Formats the image afresh and mounts it on c->refmnt (tg->made). */
 static int fresh_ext4(struct mctx *c, struct target *tg)
 {
-	int rc = ext4_image_mount(c->image, c->refmnt, c->ref_mb,
-				  c->ref_inodes);
+	int rc =
+	    ext4_image_mount(c->image, c->refmnt, c->ref_mb, c->ref_inodes);
 
 	if (!rc)
 		snprintf(tg->made, sizeof(tg->made), "%s", c->refmnt);

@@ -209,8 +209,7 @@ int bench_rename(const struct bench_opts *o)
 			ref[0] = '\0';
 			goto out;
 		}
-		rc = ext4_image_mount(image, ref, image_mb(o),
-				      image_inodes(o));
+		rc = ext4_image_mount(image, ref, image_mb(o), image_inodes(o));
 		if (rc) {
 			ref[0] = '\0';
 			goto out;
