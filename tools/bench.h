@@ -187,6 +187,11 @@ void bench_at_signal(void (*fn)(void));
 int ext4_image_mount(const char *image, const char *mnt, uint64_t mb,
 		     uint64_t inodes);
 
+/* ext4_image_mount() of the image @dir/ext4.img on the folder @dir/ext4,
+ * which it makes; that folder's path into @mnt, or "" on an error. */
+int ext4_image_in(const char *dir, char *mnt, size_t len, uint64_t mb,
+		  uint64_t inodes);
+
 /* Marks @mnt (a file system the bench mounted itself) for a signal to unmount
  * lazily; one at a time. */
 void ref_mounted(const char *mnt);

@@ -15,7 +15,7 @@
  *    PRAGMA integrity_check must answer ok; wall time per target.
  *
  * The stores and the host folder are on an ext4 image the bench formats
- * afresh (ext4_image_mount), or the host folder is --host (the stores then
+ * afresh (ext4_image_in), or the host folder is --host (the stores then
  * in the temp dir).
  *
  * Limits: the big file is written once (its time is reported, not repeated);
@@ -200,7 +200,7 @@ int bench_content(const struct bench_opts *o)
 {
 	char base[4096], empty[4200], full[4200], s1[4300], s2[4300];
 	char log1[4300], log2[4300], hostd[4300], sql[2][4300];
-	char ref[4300], image[4300];
+	char ref[4300];
 	const char *dirs[NT];
 	struct fsmount m1 = {0}, m2 = {0};
 	char *pathfs = find_prog(o->pathfs, "pathfs");
@@ -227,19 +227,11 @@ int bench_content(const struct bench_opts *o)
 		goto out;
 	if (!o->host) {
 		/* the stores and the host folder on a fresh ext4 */
-		snprintf(ref, sizeof(ref), "%s/ext4", base);
-		snprintf(image, sizeof(image), "%s/ext4.img", base);
-		if (mkdir(ref, 0755)) {
-			rc = -errno;
-			ref[0] = '\0';
+		rc = ext4_image_in(base, ref, sizeof(ref),
+				   2 * (big + 3 * FILE_MB) + 2048,
+				   2 * n + 65536);
+		if (rc)
 			goto out;
-		}
-		rc = ext4_image_mount(
-		    image, ref, 2 * (big + 3 * FILE_MB) + 2048, 2 * n + 65536);
-		if (rc) {
-			ref[0] = '\0';
-			goto out;
-		}
 	}
 	snprintf(empty, sizeof(empty), "%s/empty", base);
 	snprintf(full, sizeof(full), "%s/full", base);

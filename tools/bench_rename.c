@@ -14,7 +14,7 @@
  *    is one directory-entry change whatever N is).
  *
  * The store and the host's branches are on an ext4 image the bench formats
- * afresh (ext4_image_mount), or in --host (a fresh folder in it; the store
+ * afresh (ext4_image_in), or in --host (a fresh folder in it; the store
  * then in the temp dir).
  *
  * Limits: the store is built in-process, so the mount sees a store that was
@@ -171,7 +171,7 @@ int bench_rename(const struct bench_opts *o)
 	struct tree *t = NULL;
 	struct fsmount m = {0};
 	char dir[4096], sdir[4200], mnt[4200], host[4200], log[4200];
-	char ref[4200], image[4200];
+	char ref[4200];
 	char p[4400], q[4400], metric[64], s1[32], s2[32], s3[32], s4[32],
 	    s5[32];
 	double *ip = NULL, *mv = NULL, *hmv = NULL, build_s;
@@ -202,18 +202,10 @@ int bench_rename(const struct bench_opts *o)
 	snprintf(log, sizeof(log), "%s/pathfs.log", dir);
 	if (!o->host) {
 		/* the store and the host's branches on a fresh ext4 */
-		snprintf(ref, sizeof(ref), "%s/ext4", dir);
-		snprintf(image, sizeof(image), "%s/ext4.img", dir);
-		if (mkdir(ref, 0755)) {
-			rc = -errno;
-			ref[0] = '\0';
+		rc = ext4_image_in(dir, ref, sizeof(ref), image_mb(o),
+				   image_inodes(o));
+		if (rc)
 			goto out;
-		}
-		rc = ext4_image_mount(image, ref, image_mb(o), image_inodes(o));
-		if (rc) {
-			ref[0] = '\0';
-			goto out;
-		}
 	}
 	snprintf(sdir, sizeof(sdir), "%s/store", o->host ? dir : ref);
 	if (o->host) {

@@ -665,6 +665,21 @@ int ext4_image_mount(const char *image, const char *mnt, uint64_t mb,
 	return 0;
 }
 
+int ext4_image_in(const char *dir, char *mnt, size_t len, uint64_t mb,
+		  uint64_t inodes)
+{
+	char image[4200];
+	int rc;
+
+	snprintf(mnt, len, "%s/ext4", dir);
+	snprintf(image, sizeof(image), "%s/ext4.img", dir);
+	rc = mkdir(mnt, 0755) ? -errno
+			      : ext4_image_mount(image, mnt, mb, inodes);
+	if (rc)
+		mnt[0] = '\0';
+	return rc;
+}
+
 /* Runs @prog @flag @mnt and waits for it, in a signal handler. */
 static void lazy_umount(const char *prog, const char *flag, const char *mnt)
 {
