@@ -167,6 +167,36 @@ static int check_listing(char **names, size_t n, int nstable, const char *who)
 	return bad ? 1 : 0;
 }
 
+/* The last READER_HISTORY getdents64 calls of a listing, for its report. */
+#define READER_HISTORY 6
+
+struct reader_call {
+	double t;	  /* when it returned (CLOCK_MONOTONIC, as the kernel's
+			  * "mono" trace clock) */
+	long bytes;	  /* what it returned */
+	int entries;	  /* names in it, "." and ".." not counted */
+	int64_t last_off; /* d_off of its last entry */
+};
+
+/* Prints the failed listing's last calls (history[], @calls made in all). */
+static void report_calls(const struct reader_call *history, unsigned long calls)
+{
+	unsigned long c;
+
+	fprintf(stderr, "reader %d: its last getdents64 calls:\n",
+		(int)getpid());
+	for (c = calls > READER_HISTORY ? calls - READER_HISTORY : 0; c < calls;
+	     c++) {
+		const struct reader_call *h = &history[c % READER_HISTORY];
+
+		fprintf(stderr,
+			"  call %lu at %.6f: %ld bytes, %d names, last d_off "
+			"%lld\n",
+			c + 1, h->t, h->bytes, h->entries,
+			(long long)h->last_off);
+	}
+}
+
 static int reader(const char *dir, int nstable, uint64_t seed, double end)
 {
 	static char buf[65536];
@@ -180,6 +210,7 @@ static int reader(const char *dir, int nstable, uint64_t seed, double end)
 		size_t bsz = 200 + rel_below(&seed, 4000);
 		size_t n = 0, i;
 		unsigned long calls = 0;
+		struct reader_call history[READER_HISTORY];
 		const char *last_read = NULL;
 		int fd = open(dir, O_RDONLY | O_DIRECTORY);
 
@@ -189,9 +220,15 @@ static int reader(const char *dir, int nstable, uint64_t seed, double end)
 		}
 		for (;;) {
 			long r = syscall(SYS_getdents64, fd, buf, bsz);
+			struct reader_call *h =
+			    &history[calls % READER_HISTORY];
 			long off;
 
 			calls++;
+			h->t = rel_now();
+			h->bytes = r;
+			h->entries = 0;
+			h->last_off = 0;
 			if (r < 0) {
 				fprintf(stderr, "reader: FAIL getdents64: %s\n",
 					strerror(errno));
@@ -214,6 +251,8 @@ static int reader(const char *dir, int nstable, uint64_t seed, double end)
 							cap * sizeof(*names));
 				}
 				names[n++] = strdup(d->d_name);
+				h->entries++;
+				h->last_off = d->d_off;
 			}
 		}
 		close(fd);
@@ -225,6 +264,8 @@ static int reader(const char *dir, int nstable, uint64_t seed, double end)
 				"getdents64 calls of %zu bytes, the last read "
 				"'%s'\n",
 				n, calls, bsz, last_read ? last_read : "");
+		if (rc)
+			report_calls(history, calls);
 		for (i = 0; i < n; i++)
 			free(names[i]);
 		listings++;

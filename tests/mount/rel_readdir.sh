@@ -17,6 +17,43 @@ check "setup: $NSTABLE stable entries" "$REL_READDIR" setup "$D" $NSTABLE
 check "an offset resumes after its name, in any open, after changes" \
 	"$REL_READDIR" seek "$D" $NSTABLE
 
+# A listing that ends early was ended either by the daemon (an empty reply)
+# or by the kernel's listing cache (no request at all): while the churn
+# runs, a tracefs instance of the test's own records this connection's
+# READDIRPLUS requests and every reply, and a failed reader gets its last
+# requests and their replies shown (helpers/fuse_trace.py). Without tracefs
+# the test runs as well, with less to show.
+TRACE=
+trace_start() {
+	local tr=/sys/kernel/tracing dev conn
+	[ -d $tr/instances ] || mount -t tracefs nodev $tr 2>/dev/null || true
+	dev=$(mountpoint -d "$MNT") || return 0
+	# the kernel's dev_t: major << 20 | minor
+	conn=$(((${dev%%:*} << 20) | ${dev#*:}))
+	mkdir "$tr/instances/pathfs-rel-readdir.$$" 2>/dev/null || return 0
+	TRACE=$tr/instances/pathfs-rel-readdir.$$
+	echo 32768 >"$TRACE/buffer_size_kb"
+	echo mono >"$TRACE/trace_clock" # rel_readdir's clock
+	echo "connection == $conn && opcode == 44" \
+		>"$TRACE/events/fuse/fuse_request_send/filter"
+	echo "connection == $conn" >"$TRACE/events/fuse/fuse_request_end/filter"
+	echo 1 >"$TRACE/events/fuse/fuse_request_send/enable"
+	echo 1 >"$TRACE/events/fuse/fuse_request_end/enable"
+}
+# trace_stop: shows the trace of each failed reader in $T/run.err; ends it.
+trace_stop() {
+	local pid
+	[ -n "$TRACE" ] || return 0
+	echo 0 >"$TRACE/tracing_on"
+	for pid in $(sed -n 's/^reader \([0-9]*\): its last.*/\1/p' "$T/run.err"); do
+		python3 "$TESTS_DIR/helpers/fuse_trace.py" "$TRACE/trace" 44 \
+			"$pid" >&2
+	done
+	echo 0 >"$TRACE/events/fuse/fuse_request_send/enable"
+	echo 0 >"$TRACE/events/fuse/fuse_request_end/enable"
+	rmdir "$TRACE"
+}
+
 # find(1) readers next to the C readers, for the same time
 find_loop() {
 	local end=$((SECONDS + SECS)) n=0
@@ -36,8 +73,12 @@ find_loop 1 &
 F1=$!
 find_loop 2 &
 F2=$!
+trace_start
 check "4 writers, 3 readers, $SECS s: no duplicate, no stable entry missing" \
-	timeout $((SECS + 120)) "$REL_READDIR" run "$D" $NSTABLE "$SECS" 4 3
+	timeout $((SECS + 120)) "$REL_READDIR" run "$D" $NSTABLE "$SECS" 4 3 \
+	2>"$T/run.err"
+cat "$T/run.err" >&2
+trace_stop
 check "find loop 1 ran" wait $F1
 check "find loop 2 ran" wait $F2
 bad=0
