@@ -1,9 +1,11 @@
 /*
- * dirs.c - listing folders: OPENDIR, READDIR, READDIRPLUS, FSYNCDIR.
+ * dirs.c - listing folders: OPENDIR, READDIR, READDIRPLUS, FSYNCDIR,
+ * RELEASEDIR.
  *
- * Folder listings are kept by the kernel across opens (cache_readdir):
- * listing offsets are name cookies (dircookie.h), so a reader resuming from
- * another open's cached offset resumes at the right name; readdirplus
+ * Folder listings are kept by the kernel across opens (cache_readdir) for
+ * an open that is the folder's only one (fs_opendir() says why): listing
+ * offsets are name cookies (dircookie.h), so a reader resuming from another
+ * open's cached offset resumes at the right name; readdirplus
  * answers listings with attributes from the same scan (each entry counts as
  * a lookup).
  *
@@ -25,16 +27,39 @@
 
 void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	struct fs *fs = req_fs(req);
+	uint32_t others = 0;
+	bool counted = itab_opendir(fs, ino, &others);
+
 	/*
-	 * The kernel keeps listings, shared by all opens of the folder: it
-	 * drops them itself when it changes the folder, and fs_ctl_end() when
-	 * a pathfsctl command does. Offsets are name cookies (dircookie.h), so
-	 * a reader resuming from another open's cached offset resumes at the
-	 * right name.
+	 * The kernel keeps one listing of the folder for the opens that ask
+	 * for it: it drops it itself when it changes the folder, and
+	 * fs_ctl_end() when a pathfsctl command does. Offsets are name
+	 * cookies (dircookie.h), so a reader resuming from another open's
+	 * cached offset resumes at the right name.
+	 *
+	 * Only an open with no other open of the folder beside it asks for
+	 * the listing. An open that starts listing from offset 0 refills a
+	 * listing the folder's changes made stale, and a reader of another
+	 * open then looks its offset up in the new listing; if its last name
+	 * is gone and the listing ends exactly at a page's end, the kernel
+	 * (fs/fuse/readdir.c, 6.18: the "EOF?" test that comes before the
+	 * "position not in the cache" fallback) ends that reader's listing
+	 * there, missing every name after. An open alone cannot meet a
+	 * listing another refilled (tests/helpers/rel_readdir.c, pagecache).
 	 */
-	fi->cache_readdir = 1;
+	fi->fh = counted;
+	fi->cache_readdir = counted && others == 0;
 	fi->keep_cache = 1;
-	fuse_reply_open(req, fi);
+	if (fuse_reply_open(req, fi) == -ENOENT && counted)
+		itab_releasedir(fs, ino); /* interrupted: no RELEASEDIR comes */
+}
+
+void fs_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	if (fi->fh)
+		itab_releasedir(req_fs(req), ino);
+	fuse_reply_err(req, 0);
 }
 
 /*

@@ -110,6 +110,7 @@ struct inode {
 	uint32_t nopen;
 	uint32_t nchildren; /* table entries whose parent this is */
 	unsigned flags;	    /* INODE_* */
+	uint32_t ndiropen;  /* OPENDIRs of this folder not yet released */
 	struct inode *next; /* hash chain */
 };
 
@@ -282,6 +283,12 @@ int itab_open(struct fs *fs, uint64_t ino);
 uint64_t itab_close(struct fs *fs, uint64_t ino);
 /* Open count of @ino (0 if unknown). */
 uint32_t itab_nopen(struct fs *fs, uint64_t ino);
+/* Counts one OPENDIR of folder @ino and sets *others to the OPENDIRs of it
+ * not yet released before this one; false (not counted) if the table has no
+ * entry for @ino. */
+bool itab_opendir(struct fs *fs, uint64_t ino, uint32_t *others);
+/* Counts one RELEASEDIR of an OPENDIR itab_opendir() counted. */
+void itab_releasedir(struct fs *fs, uint64_t ino);
 /*
  * tree_set_open_check()'s question for the mounted drive (@fs is the struct
  * fs): is @ino open? Takes only fs->lock, so the store may ask it with its

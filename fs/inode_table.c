@@ -357,6 +357,29 @@ uint32_t itab_nopen(struct fs *fs, uint64_t ino)
 	return n;
 }
 
+bool itab_opendir(struct fs *fs, uint64_t ino, uint32_t *others)
+{
+	struct inode *e;
+
+	pthread_mutex_lock(&fs->lock);
+	e = find(fs, ino);
+	if (e)
+		*others = e->ndiropen++;
+	pthread_mutex_unlock(&fs->lock);
+	return e != NULL;
+}
+
+void itab_releasedir(struct fs *fs, uint64_t ino)
+{
+	struct inode *e;
+
+	pthread_mutex_lock(&fs->lock);
+	e = find(fs, ino);
+	if (e && e->ndiropen)
+		e->ndiropen--;
+	pthread_mutex_unlock(&fs->lock);
+}
+
 bool itab_is_open(void *fs, uint64_t ino)
 {
 	return itab_nopen(fs, ino) > 0;

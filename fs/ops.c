@@ -62,6 +62,7 @@ const struct fuse_lowlevel_ops fs_ops = {
     .release = fs_release_file,
     .fsync = fs_fsync,
     .opendir = fs_opendir,
+    .releasedir = fs_releasedir,
     .readdir = fs_readdir,
     .readdirplus = fs_readdirplus,
     .fsyncdir = fs_fsyncdir,

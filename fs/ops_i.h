@@ -294,6 +294,7 @@ void fs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t off,
 void fs_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 	      struct fuse_file_info *fi);
 void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		struct fuse_file_info *fi);
 void fs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,

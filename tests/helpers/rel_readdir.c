@@ -6,6 +6,7 @@
  *   rel_readdir checklist NSTABLE FILE   (a find -maxdepth 1 -printf '%f\n'
  *                                          listing of DIR, one name a line)
  *   rel_readdir seek DIR NSTABLE         (after setup, DIR otherwise idle)
+ *   rel_readdir pagecache DIR            (DIR empty, nothing else in it)
  *
  * setup creates NSTABLE "stable" entries in DIR: files and a few folders whose
  * names interleave with the churn names and hold bytes that sort before '/'
@@ -17,7 +18,9 @@
  * checklist applies the same check to a listing made by find(1).
  * seek checks that a listing offset resumes after the same name, in the same
  * open and in another, after names were added before it and its own entry
- * was removed (see seek_test()).
+ * was removed (see seek_test()). pagecache checks a reader whose last name
+ * is removed while another open lists the folder again, when the kernel's
+ * listing of it then ends exactly at a page's end (see pagecache_test()).
  *
  * Exit status 0 when every listing was right. Names are ASCII (one a line).
  */
@@ -306,7 +309,7 @@ static long read_names(int fd, char **names, size_t max, int64_t *last_off)
 
 		r = syscall(SYS_getdents64, fd, buf, sizeof(buf));
 		if (r < 0) {
-			fprintf(stderr, "seek: FAIL getdents64: %s\n",
+			fprintf(stderr, "FAIL getdents64: %s\n",
 				strerror(errno));
 			return -1;
 		}
@@ -342,8 +345,8 @@ static int same_names(const char *who, char **names, long n, char **want,
 			break;
 	if (i == n && i == nw)
 		return 0;
-	fprintf(stderr, "seek: FAIL %s: entry %ld is '%s', expected '%s'\n",
-		who, i, i < n ? names[i] : "(end)", i < nw ? want[i] : "(end)");
+	fprintf(stderr, "FAIL %s: entry %ld is '%s', expected '%s'\n", who, i,
+		i < n ? names[i] : "(end)", i < nw ? want[i] : "(end)");
 	return 1;
 }
 
@@ -399,15 +402,15 @@ static int seek_test(const char *dir, int nstable)
 			;
 		/* the same open, then a second one, at the remembered offset */
 		nr = read_names(fd1, rest, 0, &o2);
-		bad |= nr < 0 ||
-		       same_names("same open", rest, nr, all + skip, na - skip);
+		bad |= nr < 0 || same_names("seek, same open", rest, nr,
+					    all + skip, na - skip);
 		for (i = 0; i < nr; i++)
 			free(rest[i]);
 		if (lseek(fd2, off, SEEK_SET) < 0)
 			bad = 1;
 		nr = read_names(fd2, rest, 0, &o2);
-		bad |= nr < 0 || same_names("second open", rest, nr, all + skip,
-					    na - skip);
+		bad |= nr < 0 || same_names("seek, second open", rest, nr,
+					    all + skip, na - skip);
 		for (i = 0; i < nr; i++)
 			free(rest[i]);
 		close(fd1);
@@ -434,6 +437,75 @@ static int seek_test(const char *dir, int nstable)
 	return bad;
 }
 
+/*
+ * pagecache DIR: the kernel keeps a folder's listing in pages, a cached entry
+ * 24 bytes and its name rounded up to 8 ("." and ".." and 8-byte names: 32
+ * bytes, 128 to a 4 KiB page). For N = 127 and 255 names, one open reads the
+ * first two names (and stops after the second, as telldir() would), the
+ * second name is removed, and a second open lists the folder from the start:
+ * N + 1 entries, a listing that ends exactly at a page's end if the kernel
+ * keeps it again. The first open must then go on with every name after the
+ * removed one (Linux 6.18 ended it there when the second open refilled the
+ * kernel's listing: the reader's offset is not in it, and its end-of-listing
+ * test at a page's end comes before the fallback to asking the daemon).
+ */
+static int pagecache_test(const char *dir)
+{
+	static const int sizes[] = {127, 255};
+	static char *first[4], *rest[512], *all[512];
+	char sub[4096], p[4096 + 16];
+	int64_t off = 0, o2;
+	long nf = 0, na = 0, nr = 0, i;
+	int s, bad = 0, fd1, fd2;
+
+	for (s = 0; s < 2 && !bad; s++) {
+		int n = sizes[s];
+
+		snprintf(sub, sizeof(sub), "%s/p%d", dir, n);
+		bad = mkdir(sub, 0755);
+		for (i = 0; i < n && !bad; i++) {
+			snprintf(p, sizeof(p), "%s/p%07ld", sub, i);
+			bad = mknod(p, S_IFREG | 0644, 0);
+		}
+		/* a first listing, kept by the kernel */
+		fd2 = open(sub, O_RDONLY | O_DIRECTORY);
+		na = bad || fd2 < 0 ? -1 : read_names(fd2, all, 0, &o2);
+		for (i = 0; i < na; i++)
+			free(all[i]);
+		if (fd2 >= 0)
+			close(fd2);
+		fd1 = open(sub, O_RDONLY | O_DIRECTORY);
+		nf = na != n || fd1 < 0 ? -1 : read_names(fd1, first, 2, &off);
+		snprintf(p, sizeof(p), "%s/p%07d", sub, 1);
+		if (nf != 2 || unlink(p)) {
+			fprintf(stderr, "pagecache: FAIL setting up %s\n", sub);
+			bad = 1;
+			break;
+		}
+		fd2 = open(sub, O_RDONLY | O_DIRECTORY);
+		na = fd2 < 0 ? -1 : read_names(fd2, all, 0, &o2);
+		if (fd2 >= 0)
+			close(fd2);
+		nr = read_names(fd1, rest, 0, &o2);
+		close(fd1);
+		if (na != n - 1 || nr < 0) {
+			fprintf(stderr, "pagecache: FAIL listing %s\n", sub);
+			bad = 1;
+		} else {
+			/* every name there now but the first */
+			bad = same_names(sub, rest, nr, all + 1, na - 1);
+		}
+		for (i = 0; i < nr; i++)
+			free(rest[i]);
+		for (i = 0; i < na; i++)
+			free(all[i]);
+		for (i = 0; i < nf; i++)
+			free(first[i]);
+	}
+	printf("rel_readdir: pagecache %s\n", bad ? "FAILED" : "ok");
+	return bad;
+}
+
 int main(int argc, char **argv)
 {
 	int nstable, nw, nr, i, failed = 0;
@@ -446,12 +518,15 @@ int main(int argc, char **argv)
 		return checklist(atoi(argv[2]), argv[3]);
 	if (argc == 4 && !strcmp(argv[1], "seek"))
 		return seek_test(argv[2], atoi(argv[3]));
+	if (argc == 3 && !strcmp(argv[1], "pagecache"))
+		return pagecache_test(argv[2]);
 	if (argc != 7 || strcmp(argv[1], "run")) {
 		fprintf(stderr, "usage: rel_readdir setup DIR NSTABLE\n"
 				"       rel_readdir run DIR NSTABLE SECONDS "
 				"WRITERS READERS\n"
 				"       rel_readdir checklist NSTABLE FILE\n"
-				"       rel_readdir seek DIR NSTABLE\n");
+				"       rel_readdir seek DIR NSTABLE\n"
+				"       rel_readdir pagecache DIR\n");
 		return 2;
 	}
 	nstable = atoi(argv[3]);

@@ -5,7 +5,9 @@
 # ones ("s0001", "s0001-", "s0001.x", "s0001 x": bytes below '/' included).
 # No listing may show a name twice or miss a name that existed throughout
 # (tests/helpers/rel_readdir.c). Before the churn: listing offsets stand for
-# names (telldir/seekdir, and the kernel's listing cache shared by opens).
+# names (telldir/seekdir, and the kernel's listing cache shared by opens),
+# and a reader's listing goes on when its last name is removed and another
+# open lists the folder again.
 source "$(dirname "$0")/rel_lib.sh"
 
 NSTABLE=400
@@ -16,6 +18,9 @@ mkdir "$D"
 check "setup: $NSTABLE stable entries" "$REL_READDIR" setup "$D" $NSTABLE
 check "an offset resumes after its name, in any open, after changes" \
 	"$REL_READDIR" seek "$D" $NSTABLE
+mkdir "$MNT/pages"
+check "a reader whose last name goes on to the end when another open lists the folder again (a listing that ends at a page's end)" \
+	"$REL_READDIR" pagecache "$MNT/pages"
 
 # A listing that ends early was ended either by the daemon (an empty reply)
 # or by the kernel's listing cache (no request at all): while the churn
