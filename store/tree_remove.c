@@ -1,7 +1,8 @@
 /*
- * tree_remove.c - removing names: tree_unlink(), tree_rmdir*() and the
- * reclaiming of orphans (tree_reclaim(), tree_reclaim_many() for the
- * daemon's batches, tree_reclaim_orphans() at store_open()).
+ * tree_remove.c - removing names: tree_unlink(), tree_rmdir(),
+ * tree_remove() and the reclaiming of orphans (tree_reclaim(),
+ * tree_reclaim_many() for the daemon's batches, tree_reclaim_orphans() at
+ * store_open()).
  *
  * A removal is one batch: the name, the parent folder's update and either the
  * inode's content (the last link of an inode nobody uses) or its orphan
@@ -30,8 +31,9 @@
 #include "log.h"
 #include "tree_i.h"
 
-/* unlink and rmdir: removes @path (a folder iff @dir). */
-static int remove_node(struct tree *t, const char *path, bool dir,
+/* unlink and rmdir: removes @path (a folder iff @dir); @ino as in
+ * tree_remove(). */
+static int remove_node(struct tree *t, const char *path, uint64_t ino, bool dir,
 		       unsigned flags, uint64_t *orphan)
 {
 	char *parent = NULL;
@@ -56,7 +58,7 @@ static int remove_node(struct tree *t, const char *path, bool dir,
 	pthread_mutex_lock(&t->ns_lock);
 	ns = true;
 	/* both nodes are rewritten: read them under their stripes */
-	rc = tree_lock_nodes(t, path, &n, true, 0, parent, &pn,
+	rc = tree_lock_nodes(t, path, &n, true, ino, parent, &pn,
 			     tree_dir_hint_get(t, parent));
 	if (rc)
 		goto out;
@@ -133,18 +135,18 @@ out:
 int tree_unlink(struct tree *t, const char *path, unsigned flags,
 		uint64_t *orphan)
 {
-	return remove_node(t, path, false, flags, orphan);
+	return remove_node(t, path, 0, false, flags, orphan);
 }
 
 int tree_rmdir(struct tree *t, const char *path)
 {
-	return remove_node(t, path, true, 0, NULL);
+	return remove_node(t, path, 0, true, 0, NULL);
 }
 
-int tree_rmdir_flags(struct tree *t, const char *path, unsigned flags,
-		     uint64_t *orphan)
+int tree_remove(struct tree *t, const char *path, uint64_t ino, bool dir,
+		unsigned flags, uint64_t *orphan)
 {
-	return remove_node(t, path, true, flags, orphan);
+	return remove_node(t, path, ino, dir, flags, orphan);
 }
 
 /* Adds to @b the deletes that free orphan @ino: its ORPHAN mark, INODE
