@@ -164,17 +164,29 @@ static int reclaim_add(struct tree *t, struct kv_batch *b, uint64_t ino,
 	size_t vlen;
 	int rc;
 
+	/* the batch that makes an orphan writes its mark and its INODE record
+	 * with nlink 0 (tree_batch_remove, tree_mktmp), and the one that ends
+	 * it (a reclaim, tree_link_tmp) drops the mark or both: an INODE
+	 * record with nlink 0 is an orphan's, and its mark needs no read */
+	rc = tree_attr_load(t, NULL, ino, &r);
+	if (rc != 0 || r.n.a.nlink != 0) {
+		int mrc;
+
+		key_orphan(&k, t->name, ino);
+		mrc = kv_get(t->store->kv, k.buf, k.len, &val, &vlen);
+		sbuf_reset(&k);
+		if (mrc) {
+			rc = mrc;
+			goto out;
+		}
+	}
 	key_orphan(&k, t->name, ino);
-	rc = kv_get(t->store->kv, k.buf, k.len, &val, &vlen);
-	if (rc)
-		goto out;
 	kv_batch_delete(b, k.buf, k.len);
 	sbuf_reset(&k);
 	key_inode(&k, t->name, ino);
 	kv_batch_delete(b, k.buf, k.len);
 	/* a file's blocks are known from its size (as when an unlink frees
 	 * it at once): point deletes, no scan; anything else is scanned */
-	rc = tree_attr_load(t, NULL, ino, &r);
 	if (rc == 0 && S_ISREG(r.n.a.mode)) {
 		rc = tree_shrink_in_slices(t, &r, 0, h);
 		if (rc == -ENOSPC)

@@ -580,17 +580,18 @@ Test(tree, orphans, .init = tu_setup, .fini = tu_teardown)
 }
 
 /* Many orphans freed in few commits: each one whole (mark, record, blocks,
- * xattrs), a number that is no orphan skipped, and under tree_strict the
- * batches stay within etcd's 128 operations (one batch for all is -E2BIG);
- * numbers already freed free nothing. */
+ * xattrs), a number that is no orphan skipped (a plain file, a hard-linked
+ * one: an INODE record, nlink 2), and under tree_strict the batches stay
+ * within etcd's 128 operations (one batch for all is -E2BIG); numbers
+ * already freed free nothing. */
 Test(tree, reclaim_many, .init = tu_setup, .fini = tu_teardown)
 {
 	enum { N = 300 };
-	static uint64_t inos[N + 1];
+	static uint64_t inos[N + 2];
 	struct tree_attr out;
 	struct sbuf k = {0};
 	char path[32], body[32];
-	uint64_t orphan = 0, live;
+	uint64_t orphan = 0, live, linked;
 	size_t done = 0, n;
 	char *p;
 
@@ -609,7 +610,11 @@ Test(tree, reclaim_many, .init = tu_setup, .fini = tu_teardown)
 	tu_mkfile(T, "/live", "alive", 5);
 	live = st("/live").ino;
 	inos[N] = live; /* has a name: not an orphan */
-	cr_assert_eq(tree_reclaim_many(T, inos, N + 1, &done), 0);
+	tu_mkfile(T, "/linked", "links", 5);
+	linked = st("/linked").ino;
+	cr_assert_eq(tree_link(T, "/linked", "/linked2", NULL), 0);
+	inos[N + 1] = linked; /* an INODE record, two names */
+	cr_assert_eq(tree_reclaim_many(T, inos, N + 2, &done), 0);
 	cr_expect_eq(done, N);
 	for (int i = 0; i < N; i++) {
 		cr_expect_eq(tree_getattr(T, NULL, inos[i], &out), -ENOENT,
@@ -626,6 +631,11 @@ Test(tree, reclaim_many, .init = tu_setup, .fini = tu_teardown)
 	}
 	p = readall("/live", live, &n);
 	cr_expect(n == 5 && memcmp(p, "alive", 5) == 0);
+	p = readall("/linked2", linked, &n);
+	cr_expect(n == 5 && memcmp(p, "links", 5) == 0);
+	cr_expect_eq(st("/linked").nlink, 2);
+	cr_expect_eq(tree_reclaim(T, linked), -ENOENT);
+	cr_expect_eq(st("/linked2").nlink, 2);
 	cr_expect_eq(tree_reclaim_many(T, inos, N, &done), 0);
 	cr_expect_eq(done, 0);
 	sbuf_release(&k);
