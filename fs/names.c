@@ -472,12 +472,11 @@ int fs_do_remove(struct fs *fs, uint64_t parent, const char *name, bool dir)
 	 * (fs_retry); it is marked before an open waiting on the stripe looks */
 	fs_rename_start(fs, &r);
 	flags = itab_in_use(fs, a.ino) ? TREE_KEEP_ORPHAN : 0;
-	rc = dir ? tree_rmdir_flags(fs->tree, p.path, flags, &orphan)
-		 : tree_unlink(fs->tree, p.path, flags, &orphan);
+	rc = tree_remove(fs->tree, p.path, a.ino, dir, flags, &orphan);
 	if (rc == -ENOSPC && flags && !dir && !itab_is_open(fs, a.ino))
 		/* a full store takes deletes only: a file the kernel knows
 		 * but nobody has open is freed now, not kept as an orphan */
-		rc = tree_unlink(fs->tree, p.path, 0, &orphan);
+		rc = tree_remove(fs->tree, p.path, a.ino, false, 0, &orphan);
 	fs_step(fs, FS_STEP_COMMITTED);
 	if (!rc)
 		lost_name(fs, &a, parent, name, orphan);

@@ -1,7 +1,8 @@
 /*
- * tree_remove.c - removing names: tree_unlink(), tree_rmdir*() and the
- * reclaiming of orphans (tree_reclaim(), tree_reclaim_many() for the
- * daemon's batches, tree_reclaim_orphans() at store_open()).
+ * tree_remove.c - removing names: tree_unlink(), tree_rmdir(),
+ * tree_remove() and the reclaiming of orphans (tree_reclaim(),
+ * tree_reclaim_many() for the daemon's batches, tree_reclaim_orphans() at
+ * store_open()).
  *
  * A removal is one batch: the name, the parent folder's update and either the
  * inode's content (the last link of an inode nobody uses) or its orphan
@@ -30,8 +31,9 @@
 #include "log.h"
 #include "tree_i.h"
 
-/* unlink and rmdir: removes @path (a folder iff @dir). */
-static int remove_node(struct tree *t, const char *path, bool dir,
+/* unlink and rmdir: removes @path (a folder iff @dir); @ino as in
+ * tree_remove(). */
+static int remove_node(struct tree *t, const char *path, uint64_t ino, bool dir,
 		       unsigned flags, uint64_t *orphan)
 {
 	char *parent = NULL;
@@ -56,7 +58,7 @@ static int remove_node(struct tree *t, const char *path, bool dir,
 	pthread_mutex_lock(&t->ns_lock);
 	ns = true;
 	/* both nodes are rewritten: read them under their stripes */
-	rc = tree_lock_nodes(t, path, &n, true, 0, parent, &pn,
+	rc = tree_lock_nodes(t, path, &n, true, ino, parent, &pn,
 			     tree_dir_hint_get(t, parent));
 	if (rc)
 		goto out;
@@ -133,18 +135,18 @@ out:
 int tree_unlink(struct tree *t, const char *path, unsigned flags,
 		uint64_t *orphan)
 {
-	return remove_node(t, path, false, flags, orphan);
+	return remove_node(t, path, 0, false, flags, orphan);
 }
 
 int tree_rmdir(struct tree *t, const char *path)
 {
-	return remove_node(t, path, true, 0, NULL);
+	return remove_node(t, path, 0, true, 0, NULL);
 }
 
-int tree_rmdir_flags(struct tree *t, const char *path, unsigned flags,
-		     uint64_t *orphan)
+int tree_remove(struct tree *t, const char *path, uint64_t ino, bool dir,
+		unsigned flags, uint64_t *orphan)
 {
-	return remove_node(t, path, true, flags, orphan);
+	return remove_node(t, path, ino, dir, flags, orphan);
 }
 
 /* Adds to @b the deletes that free orphan @ino: its ORPHAN mark, INODE
@@ -162,17 +164,29 @@ static int reclaim_add(struct tree *t, struct kv_batch *b, uint64_t ino,
 	size_t vlen;
 	int rc;
 
+	/* the batch that makes an orphan writes its mark and its INODE record
+	 * with nlink 0 (tree_batch_remove, tree_mktmp), and the one that ends
+	 * it (a reclaim, tree_link_tmp) drops the mark or both: an INODE
+	 * record with nlink 0 is an orphan's, and its mark needs no read */
+	rc = tree_attr_load(t, NULL, ino, &r);
+	if (rc != 0 || r.n.a.nlink != 0) {
+		int mrc;
+
+		key_orphan(&k, t->name, ino);
+		mrc = kv_get(t->store->kv, k.buf, k.len, &val, &vlen);
+		sbuf_reset(&k);
+		if (mrc) {
+			rc = mrc;
+			goto out;
+		}
+	}
 	key_orphan(&k, t->name, ino);
-	rc = kv_get(t->store->kv, k.buf, k.len, &val, &vlen);
-	if (rc)
-		goto out;
 	kv_batch_delete(b, k.buf, k.len);
 	sbuf_reset(&k);
 	key_inode(&k, t->name, ino);
 	kv_batch_delete(b, k.buf, k.len);
 	/* a file's blocks are known from its size (as when an unlink frees
 	 * it at once): point deletes, no scan; anything else is scanned */
-	rc = tree_attr_load(t, NULL, ino, &r);
 	if (rc == 0 && S_ISREG(r.n.a.mode)) {
 		rc = tree_shrink_in_slices(t, &r, 0, h);
 		if (rc == -ENOSPC)

@@ -307,6 +307,38 @@ Test(fs_ops, no_acl_is_answered_without_a_store_read)
 	cr_expect_eq(reads, 0);
 }
 
+/* UNLINK and RMDIR read the node at the name twice (the lookup that
+ * learns its inode, then under that inode's stripe) and the folder once,
+ * and commit once (rm -rf sends one of these per entry). */
+Test(fs_ops, unlink_and_rmdir_read_the_node_twice_and_commit_once)
+{
+	struct store_kv_counts k0, k1;
+	struct tree_attr d;
+	uint64_t ino = mkfile(&user, "f", 0644, "x");
+
+	store_kv_counts(tu_store, &k0);
+	cr_assert_eq(fs_do_remove(&tu_fs, TREE_ROOT_INO, "f", false), 0);
+	store_kv_counts(tu_store, &k1);
+	cr_expect_eq(k1.gets - k0.gets, 3, "%llu reads",
+		     (unsigned long long)(k1.gets - k0.gets));
+	cr_expect_eq(k1.commits - k0.commits, 1);
+	cr_expect_eq(fs_do_getattr(&tu_fs, ino, &d), 0,
+		     "still known to the kernel: an orphan");
+	cr_expect_eq(d.nlink, 0);
+
+	cr_assert_eq(fs_do_mknode(&tu_fs, &(struct fuse_ctx){.uid = 1000},
+				  TREE_ROOT_INO, "d", S_IFDIR | 0755, 0, NULL,
+				  &d),
+		     0);
+	store_kv_counts(tu_store, &k0);
+	cr_assert_eq(fs_do_remove(&tu_fs, TREE_ROOT_INO, "d", true), 0);
+	store_kv_counts(tu_store, &k1);
+	cr_expect_eq(k1.gets - k0.gets, 3, "%llu reads",
+		     (unsigned long long)(k1.gets - k0.gets));
+	cr_expect_eq(k1.iters - k0.iters, 1, "one listing: is it empty");
+	cr_expect_eq(k1.commits - k0.commits, 1);
+}
+
 Test(fs_ops, tmpfile_in_a_set_group_id_folder_takes_its_group)
 {
 	struct tree_attr d, a;

@@ -282,6 +282,45 @@ Test(tree, parent_updates_follow_a_folder_replaced_under_its_name,
 	fsck_clean();
 }
 
+/*
+ * tree_remove() takes the inode number its caller read at the path as a
+ * guess: a right guess, a wrong one (another file's, one that no longer
+ * exists: the name was replaced since) and none remove the node at the path,
+ * and only it; the kind is checked as by unlink and rmdir.
+ */
+Test(tree, remove_guesses_the_inode, .init = tu_setup, .fini = tu_teardown)
+{
+	struct tree_attr a, b, old;
+
+	tu_mkdir(T, "/d");
+	tu_mkfile(T, "/d/a", "aaa", 3);
+	tu_mkfile(T, "/d/b", "bbb", 3);
+	tu_mkdir(T, "/d/s");
+	a = st("/d/a");
+	b = st("/d/b");
+	cr_expect_eq(tree_remove(T, "/d/a", b.ino, false, 0, NULL), 0);
+	cr_expect_eq(lk("/d/a"), -ENOENT);
+	cr_expect_eq(st("/d/b").ino, b.ino);
+	cr_expect_eq(st("/d/b").size, 3);
+	cr_expect_eq(tree_remove(T, "/d/b", b.ino, true, 0, NULL), -ENOTDIR);
+	cr_expect_eq(tree_remove(T, "/d/s", st("/d/s").ino, false, 0, NULL),
+		     -EISDIR);
+	/* the name replaced since the caller read it */
+	old = st("/d/b");
+	cr_assert_eq(tree_unlink(T, "/d/b", 0, NULL), 0);
+	tu_mkfile(T, "/d/b", "new", 3);
+	cr_assert_neq(st("/d/b").ino, old.ino);
+	cr_expect_eq(tree_remove(T, "/d/b", old.ino, false, 0, NULL), 0);
+	cr_expect_eq(lk("/d/b"), -ENOENT);
+	cr_expect_eq(tree_remove(T, "/d/b", old.ino, false, 0, NULL), -ENOENT);
+	cr_expect_eq(tree_remove(T, "/d/s", a.ino, true, 0, NULL), 0);
+	cr_expect_eq(lk("/d/s"), -ENOENT);
+	cr_expect_eq(st("/d").nlink, 2);
+	cr_expect_eq(tree_remove(T, "/d", 0, true, 0, NULL), 0);
+	cr_expect_eq(lk("/d"), -ENOENT);
+	fsck_clean();
+}
+
 struct chmod_worker {
 	int rounds;
 	mode_t last;
@@ -442,7 +481,8 @@ Test(tree, folder_orphans, .init = tu_setup, .fini = tu_teardown)
 	tu_mkdir(T, "/p/d");
 	a = st("/p/d");
 	cr_assert_eq(tree_setxattr(T, "/p/d", a.ino, "user.x", "1", 1, 0), 0);
-	cr_assert_eq(tree_rmdir_flags(T, "/p/d", TREE_KEEP_ORPHAN, &orphan), 0);
+	cr_assert_eq(tree_remove(T, "/p/d", 0, true, TREE_KEEP_ORPHAN, &orphan),
+		     0);
 	cr_expect_eq(orphan, a.ino);
 	cr_expect_eq(lk("/p/d"), -ENOENT);
 	cr_expect_eq(st("/p").nlink, 2);
@@ -540,17 +580,18 @@ Test(tree, orphans, .init = tu_setup, .fini = tu_teardown)
 }
 
 /* Many orphans freed in few commits: each one whole (mark, record, blocks,
- * xattrs), a number that is no orphan skipped, and under tree_strict the
- * batches stay within etcd's 128 operations (one batch for all is -E2BIG);
- * numbers already freed free nothing. */
+ * xattrs), a number that is no orphan skipped (a plain file, a hard-linked
+ * one: an INODE record, nlink 2), and under tree_strict the batches stay
+ * within etcd's 128 operations (one batch for all is -E2BIG); numbers
+ * already freed free nothing. */
 Test(tree, reclaim_many, .init = tu_setup, .fini = tu_teardown)
 {
 	enum { N = 300 };
-	static uint64_t inos[N + 1];
+	static uint64_t inos[N + 2];
 	struct tree_attr out;
 	struct sbuf k = {0};
 	char path[32], body[32];
-	uint64_t orphan = 0, live;
+	uint64_t orphan = 0, live, linked;
 	size_t done = 0, n;
 	char *p;
 
@@ -569,7 +610,11 @@ Test(tree, reclaim_many, .init = tu_setup, .fini = tu_teardown)
 	tu_mkfile(T, "/live", "alive", 5);
 	live = st("/live").ino;
 	inos[N] = live; /* has a name: not an orphan */
-	cr_assert_eq(tree_reclaim_many(T, inos, N + 1, &done), 0);
+	tu_mkfile(T, "/linked", "links", 5);
+	linked = st("/linked").ino;
+	cr_assert_eq(tree_link(T, "/linked", "/linked2", NULL), 0);
+	inos[N + 1] = linked; /* an INODE record, two names */
+	cr_assert_eq(tree_reclaim_many(T, inos, N + 2, &done), 0);
 	cr_expect_eq(done, N);
 	for (int i = 0; i < N; i++) {
 		cr_expect_eq(tree_getattr(T, NULL, inos[i], &out), -ENOENT,
@@ -586,6 +631,11 @@ Test(tree, reclaim_many, .init = tu_setup, .fini = tu_teardown)
 	}
 	p = readall("/live", live, &n);
 	cr_expect(n == 5 && memcmp(p, "alive", 5) == 0);
+	p = readall("/linked2", linked, &n);
+	cr_expect(n == 5 && memcmp(p, "links", 5) == 0);
+	cr_expect_eq(st("/linked").nlink, 2);
+	cr_expect_eq(tree_reclaim(T, linked), -ENOENT);
+	cr_expect_eq(st("/linked2").nlink, 2);
 	cr_expect_eq(tree_reclaim_many(T, inos, N, &done), 0);
 	cr_expect_eq(done, 0);
 	sbuf_release(&k);

@@ -570,13 +570,18 @@ int tree_unlink(struct tree *t, const char *path, unsigned flags,
 int tree_rmdir(struct tree *t, const char *path);
 
 /*
- * As tree_rmdir(); with TREE_KEEP_ORPHAN the folder becomes an orphan as in
- * tree_unlink() (attributes and xattrs kept by number, nlink 0, *orphan set)
- * for a caller that still answers requests on it (a FUSE node id lives until
- * the kernel forgets it).
+ * As tree_unlink() (@dir false) or tree_rmdir() (@dir true); for a folder,
+ * TREE_KEEP_ORPHAN makes it an orphan as in tree_unlink() (attributes and
+ * xattrs kept by number, nlink 0, *orphan set) for a caller that still
+ * answers requests on it (a FUSE node id lives until the kernel forgets it).
+ * @ino (0: unknown) is the inode number the caller has just read at @path
+ * (its lookup): the node is then read once, under its stripe, instead of
+ * once to learn the number and again under the stripe. A wrong guess costs
+ * a read more and changes nothing else.
+ * Errors: those of tree_unlink() and tree_rmdir().
  */
-int tree_rmdir_flags(struct tree *t, const char *path, unsigned flags,
-		     uint64_t *orphan);
+int tree_remove(struct tree *t, const char *path, uint64_t ino, bool dir,
+		unsigned flags, uint64_t *orphan);
 
 /* Frees orphan inode @ino: its attributes, content and xattrs.
  * Errors: -ENOENT (not an orphan), -EIO. */
