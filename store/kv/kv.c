@@ -165,6 +165,7 @@ void kv_counts(const struct kv *kv, struct kv_counts *out)
 	out->seeks = __atomic_load_n(&c->seeks, __ATOMIC_RELAXED);
 	out->nexts = __atomic_load_n(&c->nexts, __ATOMIC_RELAXED);
 	out->commits = __atomic_load_n(&c->commits, __ATOMIC_RELAXED);
+	out->conflicts = __atomic_load_n(&c->conflicts, __ATOMIC_RELAXED);
 }
 
 size_t kv_range_keys(const struct kv *kv)
@@ -197,13 +198,19 @@ static long long *pin_rev(const struct kv *kv)
 	return pin.kv == kv ? &pin.rev : NULL;
 }
 
-int kv_get(struct kv *kv, const char *key, size_t klen, char **val,
-	   size_t *vlen)
+int kv_get_ver(struct kv *kv, const char *key, size_t klen, char **val,
+	       size_t *vlen, uint64_t *ver)
 {
 	KV_COUNT(kv->counts.gets);
 	if (kv->family && kv->family(key, klen) == KV_CONTENT)
 		KV_COUNT(kv->counts.content_gets);
-	return kv->ops->get(kv, key, klen, pin_rev(kv), val, vlen);
+	return kv->ops->get(kv, key, klen, pin_rev(kv), val, vlen, ver);
+}
+
+int kv_get(struct kv *kv, const char *key, size_t klen, char **val,
+	   size_t *vlen)
+{
+	return kv_get_ver(kv, key, klen, val, vlen, NULL);
 }
 
 static int iter_open(struct kv_iter **out, struct kv *kv, const char *lo,
@@ -321,6 +328,39 @@ void kv_batch_delete(struct kv_batch *b, const char *key, size_t klen)
 	b->kv->ops->batch_delete(b, key, klen);
 }
 
+void kv_batch_expect(struct kv_batch *b, const char *key, size_t klen,
+		     uint64_t ver)
+{
+	struct kv_cond *c;
+
+	if (b->nconds == b->capconds) {
+		size_t cap = b->capconds ? 2 * b->capconds : 4;
+
+		c = realloc(b->conds, cap * sizeof(*c));
+		if (!c)
+			abort(); /* as adding to a batch does */
+		b->conds = c;
+		b->capconds = cap;
+	}
+	c = &b->conds[b->nconds];
+	c->key = malloc(klen ? klen : 1);
+	if (!c->key)
+		abort();
+	memcpy(c->key, key, klen);
+	c->klen = klen;
+	c->ver = ver;
+	b->nconds++;
+	b->ops++;
+	b->bytes += klen;
+}
+
+static void batch_drop_conds(struct kv_batch *b)
+{
+	for (size_t i = 0; i < b->nconds; i++)
+		free(b->conds[i].key);
+	b->nconds = 0;
+}
+
 /*
  * Strict mode: the keys [lo, hi) holds now, counted up to one past a slice
  * (kv_range_keys), through the backend so that kv_counts stays the store's.
@@ -375,12 +415,14 @@ void kv_batch_clear(struct kv_batch *b)
 {
 	b->ops = b->bytes = b->put_bytes = b->deletes = b->value_max = 0;
 	b->range_keys = 0;
+	batch_drop_conds(b);
 	b->kv->ops->batch_clear(b);
 }
 
 int kv_batch_commit(struct kv *kv, struct kv_batch *b, bool sync)
 {
 	const struct kv_limits *l = &kv->limits;
+	int rc;
 
 	if (b->kv != kv)
 		return -EINVAL;
@@ -402,13 +444,19 @@ int kv_batch_commit(struct kv *kv, struct kv_batch *b, bool sync)
 		return -E2BIG;
 	}
 	KV_COUNT(kv->counts.commits);
-	return kv->ops->batch_commit(kv, b, sync);
+	rc = kv->ops->batch_commit(kv, b, sync);
+	if (rc == -EAGAIN)
+		KV_COUNT(kv->counts.conflicts);
+	return rc;
 }
 
 void kv_batch_free(struct kv_batch *b)
 {
-	if (b)
-		b->kv->ops->batch_free(b);
+	if (!b)
+		return;
+	batch_drop_conds(b);
+	free(b->conds);
+	b->kv->ops->batch_free(b);
 }
 
 int kv_upgrade(struct kv *kv, size_t max_keys,

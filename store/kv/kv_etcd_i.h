@@ -134,7 +134,7 @@ bool kve_is_fenced(struct kve *kv);
 
 /* kv_etcd_iter.c: reads */
 int kve_get(struct kv *kv, const char *key, size_t klen, long long *rev,
-	    char **val, size_t *vlen);
+	    char **val, size_t *vlen, uint64_t *ver);
 int kve_iter_open(struct kv_iter **out, struct kv *kv, const char *lo,
 		  size_t lolen, const char *hi, size_t hilen, unsigned flags,
 		  long long *rev);

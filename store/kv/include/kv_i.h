@@ -173,6 +173,7 @@ struct kv_counts {
 	uint64_t seeks;	       /* kv_iter_seek */
 	uint64_t nexts;	       /* kv_iter_next */
 	uint64_t commits;      /* kv_batch_commit that reached the engine */
+	uint64_t conflicts;    /* of them, refused by a condition (-EAGAIN) */
 };
 void kv_counts(const struct kv *kv, struct kv_counts *out);
 
@@ -194,6 +195,27 @@ size_t kv_range_keys(const struct kv *kv);
  */
 int kv_get(struct kv *kv, const char *key, size_t klen, char **val,
 	   size_t *vlen);
+
+/*
+ * Conditioned commits, for writers that other writers race (several opens
+ * of one etcd store): a read that also says the key's version, and a batch
+ * condition that the key still has that version when the batch commits, so
+ * that a read-then-commit fails rather than overwrite what it did not see.
+ *
+ * A version is the engine's: 0 for a key that is absent, else a number that
+ * changes whenever the key's value does (it may change without: a key
+ * rewritten with the same value). etcd: the key's mod revision, exact.
+ * RocksDB: a 64-bit SipHash of the value under a key drawn at open, so
+ * versions are comparable within one open only (the only one: a directory
+ * store has one process) and two values share one with odds of 2^-64; a key
+ * rewritten to a value it held before (A, B, A) is unchanged to it, which is
+ * what a condition asks (is the value still the one read?). Under a kv_pin()
+ * the version is the pinned revision's.
+ *
+ * kv_get_ver() is kv_get() that also sets *ver (to 0 with -ENOENT).
+ */
+int kv_get_ver(struct kv *kv, const char *key, size_t klen, char **val,
+	       size_t *vlen, uint64_t *ver);
 
 /*
  * Reads of one moment, for a reader that other processes' writes race (a
@@ -262,6 +284,18 @@ bool kv_can_patch(const struct kv *kv);
 void kv_batch_patch(struct kv_batch *b, const char *key, size_t klen,
 		    uint32_t off, const char *data, size_t len);
 void kv_batch_delete(struct kv_batch *b, const char *key, size_t klen);
+/*
+ * A condition of @b: it commits only if @key's version is still @ver (0:
+ * the key is absent), as kv_get_ver() gave it; else it fails with -EAGAIN
+ * and writes nothing (read again, redo, commit again). Checked atomically
+ * with the writes: on etcd as the txn's compares, on RocksDB under a lock
+ * that every commit of the open takes (shared by the unconditioned ones,
+ * exclusive for the checked ones). A condition counts as an operation and
+ * its key's bytes in the limits (kv_batch_fits). A batch of conditions only
+ * writes nothing and says whether they hold.
+ */
+void kv_batch_expect(struct kv_batch *b, const char *key, size_t klen,
+		     uint64_t ver);
 /* Deletes every key in [lo, hi). */
 void kv_batch_delete_range(struct kv_batch *b, const char *lo, size_t lolen,
 			   const char *hi, size_t hilen);
@@ -275,7 +309,8 @@ bool kv_batch_fits(const struct kv_batch *b, size_t klen, size_t vlen);
 void kv_batch_clear(struct kv_batch *b);
 /*
  * Commits @b atomically (synced if @sync or the store's sync option).
- * Errors: -E2BIG (exceeds kv_limits(), nothing written), -ENOSPC, -EROFS,
+ * Errors: -E2BIG (exceeds kv_limits(), nothing written), -EAGAIN (a
+ * condition, kv_batch_expect, failed: nothing written), -ENOSPC, -EROFS,
  * -EIO.
  */
 int kv_batch_commit(struct kv *kv, struct kv_batch *b, bool sync);
