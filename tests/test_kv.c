@@ -991,6 +991,48 @@ Test(kv, stale_writer_fenced)
 	cr_assert_eq(open_at(&other, where, false), -EBUSY);
 }
 
+/* Opens @url as one writer of several (kv_options.shared): its rc. */
+static int open_shared(struct kv **out, const char *url)
+{
+	struct kv_options o = {.create = true, .strict = true, .shared = true};
+
+	return kv_open(out, url, &o);
+}
+
+/*
+ * etcd: shared writers and an owner never hold one store together, in
+ * either order; two shared writers do, and their conditioned commits
+ * (threads of both incrementing one counter) lose nothing. Once they
+ * close, an owner opens again.
+ */
+Test(kv, shared_writers_exclude_an_owner)
+{
+	struct kv *a, *b, *other;
+
+	if (!on_etcd()) {
+		cr_assert(true); /* RocksDB: one process, store.c's flock */
+		return;
+	}
+	cr_assert_eq(open_shared(&other, rw_url()), -EBUSY);
+	kv_close(kv);
+	kv = NULL;
+	cr_assert_eq(open_shared(&a, rw_url()), 0);
+	cr_assert_eq(open_shared(&b, rw_url()), 0);
+	cr_assert_eq(open_at(&other, rw_url(), false), -EBUSY);
+	cr_assert_eq(open_at(&other, where, true), 0); /* a reader may */
+	kv = other;
+	{
+		struct kv *ks[INC_THREADS] = {a, b, a, b};
+		increments_on(ks);
+	}
+	kv_close(a);
+	cr_assert_eq(open_at(&other, rw_url(), false), -EBUSY); /* b holds */
+	kv_close(b);
+	kv_close(kv);
+	cr_assert_eq(open_at(&kv, rw_url(), false), 0);
+	put("after", "owner");
+}
+
 /* ---- watches (etcd) ---------------------------------------------------------- */
 
 /* What a watch was told, as text: "reset;" and "put KEY=VALUE;" or "del KEY;" */

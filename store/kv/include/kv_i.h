@@ -93,6 +93,16 @@ struct kv_options {
 	 * (pathfsctl recover --truncate-log).
 	 */
 	bool truncate_log;
+	/*
+	 * etcd: a read-write open that is one writer of several (issue 24):
+	 * instead of the owner key it takes a key of its own under
+	 * NAME/m/writer/, under its lease, and is fenced by it as the owner
+	 * is by the owner key; refused (-EBUSY) while an owner holds the
+	 * store, and an owner is refused while shared writers hold it. The
+	 * writers coordinate through conditioned commits (kv_batch_expect).
+	 * A directory store ignores it (one process opens it).
+	 */
+	bool shared;
 };
 
 /* true if @where names a store on etcd: etcd://HOST:PORT[,...]/NAME, or
