@@ -81,7 +81,8 @@ void tree_free(struct tree *t);
 
 /* Allocates a fresh inode number (also used for journal sequence numbers,
  * so they are unique too), persisting a new high-water mark to META first
- * when the reserved range is used up. Errors: -ENOSPC, -EIO. */
+ * when the reserved range is used up (a range no other writer of the drive
+ * holds). Errors: -ENOSPC, -EIO, -ENOENT (the drive was deleted). */
 int tree_alloc_ino(struct tree *t, uint64_t *ino);
 
 /* Locks the stripes of up to 4 inodes (0 = none) in a deadlock-free order,
