@@ -587,6 +587,18 @@ size_t tree_batch_max_ops(const struct tree *t)
 	return kv_limits(t->store->kv)->batch_ops;
 }
 
+void tree_track(struct tree *t)
+{
+	if (t->store->opt.shared)
+		kv_track(t->store->kv);
+}
+
+bool tree_retry(struct tree *t, int rc)
+{
+	return t->store->opt.shared && kv_untrack(t->store->kv) &&
+	       rc == -EAGAIN;
+}
+
 int tree_commit(struct tree *t, struct kv_batch *b)
 {
 	int rc = kv_batch_commit(t->store->kv, b, false);

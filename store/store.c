@@ -559,6 +559,7 @@ int store_open(struct store **out, const char *dir,
 	s = &p->pub;
 	p->marker_fd = -1;
 	s->opt = *opt;
+	s->opt.shared = remote && opt->shared; /* a directory has one writer */
 	if (!s->opt.rename_batch)
 		s->opt.rename_batch = 1024;
 	if (!s->opt.rename_bytes)

@@ -30,8 +30,8 @@
 #include "log.h"
 #include "tree_i.h"
 
-/* unlink and rmdir: removes @path (a folder iff @dir). */
-static int remove_node(struct tree *t, const char *path, bool dir,
+/* unlink and rmdir: removes @path (a folder iff @dir), once. */
+static int remove_once(struct tree *t, const char *path, bool dir,
 		       unsigned flags, uint64_t *orphan)
 {
 	char *parent = NULL;
@@ -127,6 +127,20 @@ out:
 		     "drive %s: %s: inode %llu not freed yet: the next open "
 		     "frees it",
 		     t->name, path, (unsigned long long)park);
+	return rc;
+}
+
+/* remove_once(), again while a key it read changed before its commit
+ * (tree_track). */
+static int remove_node(struct tree *t, const char *path, bool dir,
+		       unsigned flags, uint64_t *orphan)
+{
+	int rc;
+
+	do {
+		tree_track(t);
+		rc = remove_once(t, path, dir, flags, orphan);
+	} while (tree_retry(t, rc));
 	return rc;
 }
 

@@ -850,6 +850,76 @@ Test(kv, conditioned_increments_lose_nothing)
 	increments_on(ks);
 }
 
+/* A put by another thread: a commit no tracking of this thread sees. */
+struct put_args {
+	const char *k, *v;
+};
+
+static void *put_thread(void *arg)
+{
+	struct put_args *p = arg;
+
+	put(p->k, p->v);
+	return NULL;
+}
+
+static void put_elsewhere(const char *k, const char *v)
+{
+	struct put_args p = {k, v};
+	pthread_t th;
+
+	cr_assert_eq(pthread_create(&th, NULL, put_thread, &p), 0);
+	pthread_join(th, NULL);
+}
+
+/* Commits a put of @k=@v by this thread: its rc. */
+static int try_put(const char *k, const char *v)
+{
+	struct kv_batch *b = kv_batch_new(kv);
+	int rc;
+
+	kv_batch_put(b, k, strlen(k), v, strlen(v));
+	rc = kv_batch_commit(kv, b, false);
+	kv_batch_free(b);
+	return rc;
+}
+
+/*
+ * Tracked reads (kv_track): a commit fails once a key the thread read, or
+ * found absent, changed since; the first commit that lands ends the
+ * tracking; a batch with conditions of its own ignores the tracked reads.
+ */
+Test(kv, tracked_reads_condition_the_commit)
+{
+	char *v;
+
+	put("k", "1");
+	kv_track(kv);
+	free(get("k"));
+	free(get("absent"));
+	put_elsewhere("k", "2");
+	cr_assert_eq(try_put("x", "1"), -EAGAIN);
+	cr_assert(kv_untrack(kv), "the conflict is reported");
+	expect_value("x", "-");
+
+	kv_track(kv);
+	free(get("k"));
+	free(get("absent"));
+	put_elsewhere("absent", "now");
+	cr_assert_eq(try_put("x", "2"), -EAGAIN);
+	cr_assert(kv_untrack(kv));
+
+	kv_track(kv);
+	v = get("k");
+	cr_assert_eq(put_if(kv, "other", 0, "own"), 0); /* own conditions */
+	cr_assert_eq(try_put("x", "3"), 0);		/* tracked: k as read */
+	put_elsewhere("k", "3");
+	cr_assert_eq(try_put("x", "4"), 0); /* the tracking ended */
+	cr_assert_not(kv_untrack(kv));
+	expect_value("x", "4");
+	free(v);
+}
+
 /* etcd: a conditioned commit whose answer is lost after etcd applied it is
  * sent again; its condition fails then (its own put changed the key), but
  * the commit was applied: 0, not -EAGAIN. */

@@ -7,17 +7,20 @@
  * cluster. Without a cluster the suite fails: it runs through
  * with_etcd.sh only.
  *
- * What it covers so far: who may open the store, and inode numbers. The
- * namespace operations are not yet conditioned on what they read (issue
- * 24's next step).
+ * What it covers so far: who may open the store, inode numbers, and
+ * creates, removals and one-batch renames racing between the writers
+ * (tree_track). A folder's journaled rewrite racing the other writer is
+ * issue 24's next step (the branch lock).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -179,4 +182,195 @@ Test(shared, exclusive_and_shared_writers_exclude_each_other)
 	cr_assert_eq(store_open(&a, url, &o), -EBUSY);
 	a = NULL;
 	store_close(s);
+}
+
+/*
+ * Races between the two writers, one thread each, released together by a
+ * barrier each round so that their reads overlap their commits.
+ */
+#define ROUNDS 20
+
+struct racer {
+	struct tree *t;
+	pthread_barrier_t *go;
+	int (*op)(struct tree *t, int round);
+	int rc[ROUNDS];
+};
+
+static void *race(void *arg)
+{
+	struct racer *r = arg;
+
+	for (int i = 0; i < ROUNDS; i++) {
+		pthread_barrier_wait(r->go);
+		r->rc[i] = r->op(r->t, i);
+	}
+	return NULL;
+}
+
+static void run_race(struct racer *x, struct racer *y)
+{
+	pthread_barrier_t go;
+	pthread_t tx, ty;
+
+	cr_assert_eq(pthread_barrier_init(&go, NULL, 2), 0);
+	x->t = drive_of(a);
+	y->t = drive_of(b);
+	x->go = y->go = &go;
+	cr_assert_eq(pthread_create(&tx, NULL, race, x), 0);
+	cr_assert_eq(pthread_create(&ty, NULL, race, y), 0);
+	pthread_join(tx, NULL);
+	pthread_join(ty, NULL);
+	pthread_barrier_destroy(&go);
+}
+
+static int create_name(struct tree *t, int round)
+{
+	char path[32];
+
+	snprintf(path, sizeof(path), "/name-%d", round);
+	return tree_mknode(t, path, S_IFREG | 0644, 0, 0, 0, NULL, NULL);
+}
+
+/* Both writers create one name: one wins, the other gets EEXIST. */
+Test(shared, create_race_one_wins)
+{
+	struct racer x = {.op = create_name}, y = {.op = create_name};
+
+	run_race(&x, &y);
+	for (int i = 0; i < ROUNDS; i++)
+		cr_expect((x.rc[i] == 0 && y.rc[i] == -EEXIST) ||
+			      (x.rc[i] == -EEXIST && y.rc[i] == 0),
+			  "round %d: %d and %d", i, x.rc[i], y.rc[i]);
+}
+
+static int rmdir_folder(struct tree *t, int round)
+{
+	char path[32];
+
+	snprintf(path, sizeof(path), "/d-%d", round);
+	return tree_rmdir(t, path);
+}
+
+static int create_inside(struct tree *t, int round)
+{
+	char path[32];
+
+	snprintf(path, sizeof(path), "/d-%d/f", round);
+	return tree_mknode(t, path, S_IFREG | 0644, 0, 0, 0, NULL, NULL);
+}
+
+/* rmdir on one writer, a create inside on the other: either the folder
+ * stays with the file (ENOTEMPTY), or it is gone and the create failed
+ * (ENOENT); never a file under a removed folder. */
+Test(shared, rmdir_races_a_create_inside)
+{
+	struct racer x = {.op = rmdir_folder}, y = {.op = create_inside};
+	struct tree_attr at;
+
+	for (int i = 0; i < ROUNDS; i++) {
+		char path[32];
+
+		snprintf(path, sizeof(path), "/d-%d", i);
+		cr_assert_eq(tree_mknode(drive_of(a), path, S_IFDIR | 0755, 0,
+					 0, 0, NULL, NULL),
+			     0);
+	}
+	run_race(&x, &y);
+	for (int i = 0; i < ROUNDS; i++) {
+		char dir[32], file[32];
+
+		snprintf(dir, sizeof(dir), "/d-%d", i);
+		snprintf(file, sizeof(file), "/d-%d/f", i);
+		if (x.rc[i] == 0) {
+			cr_expect_eq(y.rc[i], -ENOENT, "round %d", i);
+			cr_expect_eq(tree_lookup(drive_of(b), dir, &at),
+				     -ENOENT);
+			cr_expect_eq(
+			    tree_lookup(drive_of(b), file, &at), -ENOENT,
+			    "round %d: a file under a removed folder", i);
+		} else {
+			cr_expect_eq(x.rc[i], -ENOTEMPTY, "round %d", i);
+			cr_expect_eq(y.rc[i], 0, "round %d", i);
+			cr_expect_eq(tree_lookup(drive_of(b), file, &at), 0);
+		}
+	}
+}
+
+static int move_a_into_b(struct tree *t, int round)
+{
+	char src[32], dst[32];
+
+	snprintf(src, sizeof(src), "/a-%d", round);
+	snprintf(dst, sizeof(dst), "/b-%d/a-%d", round, round);
+	return tree_rename(t, src, dst, 0, NULL);
+}
+
+static int move_b_into_a(struct tree *t, int round)
+{
+	char src[32], dst[32];
+
+	snprintf(src, sizeof(src), "/b-%d", round);
+	snprintf(dst, sizeof(dst), "/a-%d/b-%d", round, round);
+	return tree_rename(t, src, dst, 0, NULL);
+}
+
+/* 0 if @path is a folder reachable from the root: every ancestor a
+ * folder, as a walk down from / finds it. */
+static int reachable(struct tree *t, const char *path)
+{
+	char p[64];
+	struct tree_attr at;
+
+	snprintf(p, sizeof(p), "%s", path);
+	for (char *s = p + 1;; s++) {
+		char c = *s;
+
+		if (c != '/' && c != '\0')
+			continue;
+		*s = '\0';
+		if (tree_lookup(t, p, &at) || !S_ISDIR(at.mode))
+			return -ENOENT;
+		if (!c)
+			return 0;
+		*s = c;
+	}
+}
+
+/* The rename-cycle race: one writer moves a into b, the other b into a, at
+ * once. One wins, the other gets ENOENT (its source moved away), and both
+ * folders stay reachable from the root: none is cut off in a cycle. */
+Test(shared, rename_cycle_race_cuts_nothing_off)
+{
+	struct racer x = {.op = move_a_into_b}, y = {.op = move_b_into_a};
+	struct tree *t = drive_of(a);
+
+	for (int i = 0; i < ROUNDS; i++) {
+		char p[32];
+
+		snprintf(p, sizeof(p), "/a-%d", i);
+		cr_assert_eq(
+		    tree_mknode(t, p, S_IFDIR | 0755, 0, 0, 0, NULL, NULL), 0);
+		snprintf(p, sizeof(p), "/b-%d", i);
+		cr_assert_eq(
+		    tree_mknode(t, p, S_IFDIR | 0755, 0, 0, 0, NULL, NULL), 0);
+	}
+	run_race(&x, &y);
+	for (int i = 0; i < ROUNDS; i++) {
+		char pa[32], pb[32];
+		bool xwon = x.rc[i] == 0;
+
+		cr_expect((x.rc[i] == 0) != (y.rc[i] == 0),
+			  "round %d: %d and %d", i, x.rc[i], y.rc[i]);
+		cr_expect_eq(xwon ? y.rc[i] : x.rc[i], -ENOENT, "round %d", i);
+		if (xwon) {
+			snprintf(pa, sizeof(pa), "/b-%d/a-%d", i, i);
+			snprintf(pb, sizeof(pb), "/b-%d", i);
+		} else {
+			snprintf(pa, sizeof(pa), "/a-%d", i);
+			snprintf(pb, sizeof(pb), "/a-%d/b-%d", i, i);
+		}
+		cr_expect_eq(reachable(drive_of(b), pa), 0, "%s", pa);
+		cr_expect_eq(reachable(drive_of(b), pb), 0, "%s", pb);
+	}
 }

@@ -3,7 +3,9 @@
  * names and forwards every call to it, keeping what is common to all engines
  * here: a batch's counts (operations, bytes, largest value) and the engine's
  * limits, so that a batch that would not fit is refused with -E2BIG before
- * the backend sees it, the same way on every engine.
+ * the backend sees it, the same way on every engine; a batch's conditions
+ * (kv_batch_expect), which the backend checks at commit; and a thread's
+ * tracked reads (kv_track), which become the conditions of its next commit.
  *
  * Backends (kv_backend_i.h): kv_rocksdb*.c, the embedded RocksDB store (a
  * directory), and kv_etcd.c, a store on an etcd cluster (etcd://... or etcd+https://...). Each call costs one indirect call on top of the engine's.
@@ -198,6 +200,65 @@ static long long *pin_rev(const struct kv *kv)
 	return pin.kv == kv ? &pin.rev : NULL;
 }
 
+/* This thread's tracked reads (kv_track): the store tracked, its reads'
+ * keys and versions, and whether a tracked commit failed on them. */
+static __thread struct {
+	const struct kv *kv;
+	struct kv_cond *reads;
+	size_t n, cap;
+	bool conflict;
+} track;
+
+static void track_end(void)
+{
+	for (size_t i = 0; i < track.n; i++)
+		free(track.reads[i].key);
+	free(track.reads);
+	track.reads = NULL;
+	track.n = track.cap = 0;
+	track.kv = NULL;
+}
+
+void kv_track(struct kv *kv)
+{
+	track_end();
+	track.kv = kv;
+	track.conflict = false;
+}
+
+bool kv_untrack(struct kv *kv)
+{
+	bool conflict = track.conflict;
+
+	if (track.kv == kv)
+		track_end();
+	track.conflict = false;
+	return conflict;
+}
+
+static void track_read(const char *key, size_t klen, uint64_t ver)
+{
+	struct kv_cond *c;
+
+	if (track.n == track.cap) {
+		size_t cap = track.cap ? 2 * track.cap : 8;
+
+		c = realloc(track.reads, cap * sizeof(*c));
+		if (!c)
+			abort(); /* as adding to a batch does */
+		track.reads = c;
+		track.cap = cap;
+	}
+	c = &track.reads[track.n];
+	c->key = malloc(klen ? klen : 1);
+	if (!c->key)
+		abort();
+	memcpy(c->key, key, klen);
+	c->klen = klen;
+	c->ver = ver;
+	track.n++;
+}
+
 int kv_get_ver(struct kv *kv, const char *key, size_t klen, char **val,
 	       size_t *vlen, uint64_t *ver)
 {
@@ -210,7 +271,15 @@ int kv_get_ver(struct kv *kv, const char *key, size_t klen, char **val,
 int kv_get(struct kv *kv, const char *key, size_t klen, char **val,
 	   size_t *vlen)
 {
-	return kv_get_ver(kv, key, klen, val, vlen, NULL);
+	uint64_t ver;
+	int rc;
+
+	if (track.kv != kv)
+		return kv_get_ver(kv, key, klen, val, vlen, NULL);
+	rc = kv_get_ver(kv, key, klen, val, vlen, &ver);
+	if (rc == 0 || rc == -ENOENT)
+		track_read(key, klen, ver);
+	return rc;
 }
 
 static int iter_open(struct kv_iter **out, struct kv *kv, const char *lo,
@@ -419,13 +488,11 @@ void kv_batch_clear(struct kv_batch *b)
 	b->kv->ops->batch_clear(b);
 }
 
-int kv_batch_commit(struct kv *kv, struct kv_batch *b, bool sync)
+static int batch_commit(struct kv *kv, struct kv_batch *b, bool sync)
 {
 	const struct kv_limits *l = &kv->limits;
 	int rc;
 
-	if (b->kv != kv)
-		return -EINVAL;
 	if (b->ops > l->batch_ops || b->bytes > l->batch_bytes ||
 	    b->value_max > l->value_bytes) {
 		plog(LOG_ERR,
@@ -447,6 +514,31 @@ int kv_batch_commit(struct kv *kv, struct kv_batch *b, bool sync)
 	rc = kv->ops->batch_commit(kv, b, sync);
 	if (rc == -EAGAIN)
 		KV_COUNT(kv->counts.conflicts);
+	return rc;
+}
+
+int kv_batch_commit(struct kv *kv, struct kv_batch *b, bool sync)
+{
+	size_t ops = b->ops, bytes = b->bytes;
+	bool tracked = track.kv == kv && b->nconds == 0;
+	int rc;
+
+	if (b->kv != kv)
+		return -EINVAL;
+	if (!tracked)
+		return batch_commit(kv, b, sync);
+	/* the tracked reads' conditions, for this commit only */
+	for (size_t i = 0; i < track.n; i++)
+		kv_batch_expect(b, track.reads[i].key, track.reads[i].klen,
+				track.reads[i].ver);
+	rc = batch_commit(kv, b, sync);
+	batch_drop_conds(b);
+	b->ops = ops;
+	b->bytes = bytes;
+	if (rc == -EAGAIN)
+		track.conflict = true;
+	if (rc == 0 || rc == -EAGAIN)
+		track_end();
 	return rc;
 }
 

@@ -228,6 +228,24 @@ int kv_get_ver(struct kv *kv, const char *key, size_t klen, char **val,
 	       size_t *vlen, uint64_t *ver);
 
 /*
+ * Tracked reads, a read-then-commit without naming its keys: between
+ * kv_track() and this thread's next kv_batch_commit() on @kv that succeeds,
+ * every kv_get() it makes on @kv is remembered with the version read, and
+ * each commit of a batch without conditions of its own (kv_batch_expect)
+ * is conditioned on all of them: it fails with -EAGAIN if any key read
+ * changed since. The first such commit that succeeds ends the tracking
+ * (what the thread reads after belongs to no commit yet); kv_untrack()
+ * ends it too and says whether a tracked commit failed on a condition
+ * (the caller then starts again: reads, checks, commit). Point reads only:
+ * an iterator's keys are not tracked (the store relies on a folder's node
+ * being rewritten by every change of its entries, see store/tree.c).
+ * kv_get_ver() is not tracked (its caller holds the version). One tracking
+ * per thread; nested kv_track() starts afresh.
+ */
+void kv_track(struct kv *kv);
+bool kv_untrack(struct kv *kv);
+
+/*
  * Reads of one moment, for a reader that other processes' writes race (a
  * -o ro mount following its writer on etcd): between kv_pin() and
  * kv_unpin(), every kv_get() and iterator this thread makes on @kv reads
