@@ -24,9 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "codec_i.h"
+#include "branchutil.h"
 #include "drive_i.h"
-#include "keys_i.h"
 
 static char url[PATH_MAX];
 static struct store *a, *b;
@@ -75,22 +74,6 @@ static struct tree *drive_of(struct store *s)
 	return t;
 }
 
-/* META's inode high-water mark, as the cluster holds it. */
-static uint64_t meta_hwm(struct store *s)
-{
-	struct sbuf k = {0};
-	struct meta m;
-	char *v = NULL;
-	size_t vlen;
-
-	key_meta(&k, "main");
-	cr_assert_eq(kv_get(s->kv, k.buf, k.len, &v, &vlen), 0);
-	cr_assert_eq(meta_decode(v, vlen, &m), 0);
-	free(v);
-	sbuf_release(&k);
-	return m.ino_hwm;
-}
-
 /* Two writers that loaded the drive at one moment each take a range when
  * they first need one: never the same (on a blind write of META both
  * would hand out the mark they loaded). */
@@ -108,7 +91,7 @@ Test(shared, first_ranges_differ)
 	cr_expect_eq(ib, INO_RANGE, "b's first number");
 	cr_expect_eq(ja, 2 * INO_RANGE, "a's range after b's");
 	cr_expect_eq(jb, ib + 1);
-	cr_expect_eq(meta_hwm(a), 3 * INO_RANGE);
+	cr_expect_eq(meta_hwm(a, "main"), 3 * INO_RANGE);
 }
 
 /* Threads of both writers allocating at once, across many ranges: every
@@ -162,7 +145,7 @@ Test(shared, inode_numbers_unique_across_writers)
 		cr_assert_neq(all[i], all[i - 1], "%llu handed out twice",
 			      (unsigned long long)all[i]);
 	cr_expect_gt(all[0], TREE_ROOT_INO);
-	cr_expect_lt(all[n - 1], meta_hwm(b));
+	cr_expect_lt(all[n - 1], meta_hwm(b, "main"));
 	free(all);
 }
 
@@ -186,14 +169,16 @@ Test(shared, exclusive_and_shared_writers_exclude_each_other)
 
 /*
  * Races between the two writers, one thread each, released together by a
- * barrier each round so that their reads overlap their commits.
+ * barrier each round so that their reads overlap their commits. Round i's
+ * paths are @fmt1 and @fmt2 with i for each %d.
  */
 #define ROUNDS 20
 
 struct racer {
+	int (*op)(struct tree *t, const char *p1, const char *p2);
+	const char *fmt1, *fmt2;
 	struct tree *t;
 	pthread_barrier_t *go;
-	int (*op)(struct tree *t, int round);
 	int rc[ROUNDS];
 };
 
@@ -202,8 +187,13 @@ static void *race(void *arg)
 	struct racer *r = arg;
 
 	for (int i = 0; i < ROUNDS; i++) {
+		char p1[32], p2[32] = "";
+
+		snprintf(p1, sizeof(p1), r->fmt1, i, i);
+		if (r->fmt2)
+			snprintf(p2, sizeof(p2), r->fmt2, i, i);
 		pthread_barrier_wait(r->go);
-		r->rc[i] = r->op(r->t, i);
+		r->rc[i] = r->op(r->t, p1, p2);
 	}
 	return NULL;
 }
@@ -224,18 +214,39 @@ static void run_race(struct racer *x, struct racer *y)
 	pthread_barrier_destroy(&go);
 }
 
-static int create_name(struct tree *t, int round)
+static int make_file(struct tree *t, const char *path, const char *unused)
 {
-	char path[32];
-
-	snprintf(path, sizeof(path), "/name-%d", round);
 	return tree_mknode(t, path, S_IFREG | 0644, 0, 0, 0, NULL, NULL);
+}
+
+static int remove_dir(struct tree *t, const char *path, const char *unused)
+{
+	return tree_rmdir(t, path);
+}
+
+static int move(struct tree *t, const char *src, const char *dst)
+{
+	return tree_rename(t, src, dst, 0, NULL);
+}
+
+/* Makes the folders @fmt with 0 .. ROUNDS-1 on writer a. */
+static void make_dirs(const char *fmt)
+{
+	for (int i = 0; i < ROUNDS; i++) {
+		char p[32];
+
+		snprintf(p, sizeof(p), fmt, i);
+		cr_assert_eq(tree_mknode(drive_of(a), p, S_IFDIR | 0755, 0, 0,
+					 0, NULL, NULL),
+			     0, "%s", p);
+	}
 }
 
 /* Both writers create one name: one wins, the other gets EEXIST. */
 Test(shared, create_race_one_wins)
 {
-	struct racer x = {.op = create_name}, y = {.op = create_name};
+	struct racer x = {.op = make_file, .fmt1 = "/name-%d"};
+	struct racer y = {.op = make_file, .fmt1 = "/name-%d"};
 
 	run_race(&x, &y);
 	for (int i = 0; i < ROUNDS; i++)
@@ -244,38 +255,16 @@ Test(shared, create_race_one_wins)
 			  "round %d: %d and %d", i, x.rc[i], y.rc[i]);
 }
 
-static int rmdir_folder(struct tree *t, int round)
-{
-	char path[32];
-
-	snprintf(path, sizeof(path), "/d-%d", round);
-	return tree_rmdir(t, path);
-}
-
-static int create_inside(struct tree *t, int round)
-{
-	char path[32];
-
-	snprintf(path, sizeof(path), "/d-%d/f", round);
-	return tree_mknode(t, path, S_IFREG | 0644, 0, 0, 0, NULL, NULL);
-}
-
 /* rmdir on one writer, a create inside on the other: either the folder
  * stays with the file (ENOTEMPTY), or it is gone and the create failed
  * (ENOENT); never a file under a removed folder. */
 Test(shared, rmdir_races_a_create_inside)
 {
-	struct racer x = {.op = rmdir_folder}, y = {.op = create_inside};
+	struct racer x = {.op = remove_dir, .fmt1 = "/d-%d"};
+	struct racer y = {.op = make_file, .fmt1 = "/d-%d/f"};
 	struct tree_attr at;
 
-	for (int i = 0; i < ROUNDS; i++) {
-		char path[32];
-
-		snprintf(path, sizeof(path), "/d-%d", i);
-		cr_assert_eq(tree_mknode(drive_of(a), path, S_IFDIR | 0755, 0,
-					 0, 0, NULL, NULL),
-			     0);
-	}
+	make_dirs("/d-%d");
 	run_race(&x, &y);
 	for (int i = 0; i < ROUNDS; i++) {
 		char dir[32], file[32];
@@ -295,24 +284,6 @@ Test(shared, rmdir_races_a_create_inside)
 			cr_expect_eq(tree_lookup(drive_of(b), file, &at), 0);
 		}
 	}
-}
-
-static int move_a_into_b(struct tree *t, int round)
-{
-	char src[32], dst[32];
-
-	snprintf(src, sizeof(src), "/a-%d", round);
-	snprintf(dst, sizeof(dst), "/b-%d/a-%d", round, round);
-	return tree_rename(t, src, dst, 0, NULL);
-}
-
-static int move_b_into_a(struct tree *t, int round)
-{
-	char src[32], dst[32];
-
-	snprintf(src, sizeof(src), "/b-%d", round);
-	snprintf(dst, sizeof(dst), "/a-%d/b-%d", round, round);
-	return tree_rename(t, src, dst, 0, NULL);
 }
 
 /* 0 if @path is a folder reachable from the root: every ancestor a
@@ -342,19 +313,11 @@ static int reachable(struct tree *t, const char *path)
  * folders stay reachable from the root: none is cut off in a cycle. */
 Test(shared, rename_cycle_race_cuts_nothing_off)
 {
-	struct racer x = {.op = move_a_into_b}, y = {.op = move_b_into_a};
-	struct tree *t = drive_of(a);
+	struct racer x = {.op = move, .fmt1 = "/a-%d", .fmt2 = "/b-%d/a-%d"};
+	struct racer y = {.op = move, .fmt1 = "/b-%d", .fmt2 = "/a-%d/b-%d"};
 
-	for (int i = 0; i < ROUNDS; i++) {
-		char p[32];
-
-		snprintf(p, sizeof(p), "/a-%d", i);
-		cr_assert_eq(
-		    tree_mknode(t, p, S_IFDIR | 0755, 0, 0, 0, NULL, NULL), 0);
-		snprintf(p, sizeof(p), "/b-%d", i);
-		cr_assert_eq(
-		    tree_mknode(t, p, S_IFDIR | 0755, 0, 0, 0, NULL, NULL), 0);
-	}
+	make_dirs("/a-%d");
+	make_dirs("/b-%d");
 	run_race(&x, &y);
 	for (int i = 0; i < ROUNDS; i++) {
 		char pa[32], pb[32];

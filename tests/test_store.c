@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "branchutil.h"
 #include "codec_i.h"
 #include "drive_i.h"
 #include "keys_i.h"
@@ -383,22 +384,6 @@ Test(store, inode_numbers_survive_a_crash, .init = tu_setup,
 	tu_store = tu_open(tu_dir);
 }
 
-/* META's inode high-water mark, read from the store. */
-static uint64_t meta_hwm(struct store *s)
-{
-	struct sbuf k = {0};
-	struct meta m;
-	char *v = NULL;
-	size_t vlen;
-
-	key_meta(&k, "main");
-	cr_assert_eq(kv_get(s->kv, k.buf, k.len, &v, &vlen), 0);
-	cr_assert_eq(meta_decode(v, vlen, &m), 0);
-	free(v);
-	sbuf_release(&k);
-	return m.ino_hwm;
-}
-
 /*
  * Another writer of the drive took ranges of inode numbers (on etcd:
  * store_options.shared; here its commit of META is made by hand): this
@@ -416,7 +401,7 @@ Test(store, inode_ranges_start_above_another_writers, .init = tu_setup,
 			 .block_size = DEFAULT_BLOCK_SIZE};
 
 	cr_assert_eq(tree_alloc_ino(tu_tree, &first), 0);
-	hwm = meta_hwm(tu_store);
+	hwm = meta_hwm(tu_store, "main");
 	m.ino_hwm = hwm + 5 * INO_RANGE; /* the other writer's ranges */
 	key_meta(&k, "main");
 	meta_encode(&v, &m);
@@ -431,7 +416,7 @@ Test(store, inode_ranges_start_above_another_writers, .init = tu_setup,
 	cr_assert_eq(tree_alloc_ino(tu_tree, &ino), 0);
 	cr_expect_eq(ino, m.ino_hwm, "the range after %llu starts at %llu",
 		     (unsigned long long)m.ino_hwm, (unsigned long long)ino);
-	cr_expect_eq(meta_hwm(tu_store), m.ino_hwm + INO_RANGE);
+	cr_expect_eq(meta_hwm(tu_store, "main"), m.ino_hwm + INO_RANGE);
 	cr_expect_lt(first, hwm);
 	sbuf_release(&k);
 	sbuf_release(&v);

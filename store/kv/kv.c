@@ -236,27 +236,30 @@ bool kv_untrack(struct kv *kv)
 	return conflict;
 }
 
-static void track_read(const char *key, size_t klen, uint64_t ver)
+/* Appends a copy of @key with @ver to the array *@a of *@n (room for
+ * *@cap). Out of memory aborts, as adding to a batch does. */
+static void cond_add(struct kv_cond **a, size_t *n, size_t *cap,
+		     const char *key, size_t klen, uint64_t ver)
 {
 	struct kv_cond *c;
 
-	if (track.n == track.cap) {
-		size_t cap = track.cap ? 2 * track.cap : 8;
+	if (*n == *cap) {
+		size_t more = *cap ? 2 * *cap : 8;
 
-		c = realloc(track.reads, cap * sizeof(*c));
+		c = realloc(*a, more * sizeof(*c));
 		if (!c)
-			abort(); /* as adding to a batch does */
-		track.reads = c;
-		track.cap = cap;
+			abort();
+		*a = c;
+		*cap = more;
 	}
-	c = &track.reads[track.n];
+	c = &(*a)[*n];
 	c->key = malloc(klen ? klen : 1);
 	if (!c->key)
 		abort();
 	memcpy(c->key, key, klen);
 	c->klen = klen;
 	c->ver = ver;
-	track.n++;
+	(*n)++;
 }
 
 int kv_get_ver(struct kv *kv, const char *key, size_t klen, char **val,
@@ -278,7 +281,7 @@ int kv_get(struct kv *kv, const char *key, size_t klen, char **val,
 		return kv_get_ver(kv, key, klen, val, vlen, NULL);
 	rc = kv_get_ver(kv, key, klen, val, vlen, &ver);
 	if (rc == 0 || rc == -ENOENT)
-		track_read(key, klen, ver);
+		cond_add(&track.reads, &track.n, &track.cap, key, klen, ver);
 	return rc;
 }
 
@@ -400,25 +403,7 @@ void kv_batch_delete(struct kv_batch *b, const char *key, size_t klen)
 void kv_batch_expect(struct kv_batch *b, const char *key, size_t klen,
 		     uint64_t ver)
 {
-	struct kv_cond *c;
-
-	if (b->nconds == b->capconds) {
-		size_t cap = b->capconds ? 2 * b->capconds : 4;
-
-		c = realloc(b->conds, cap * sizeof(*c));
-		if (!c)
-			abort(); /* as adding to a batch does */
-		b->conds = c;
-		b->capconds = cap;
-	}
-	c = &b->conds[b->nconds];
-	c->key = malloc(klen ? klen : 1);
-	if (!c->key)
-		abort();
-	memcpy(c->key, key, klen);
-	c->klen = klen;
-	c->ver = ver;
-	b->nconds++;
+	cond_add(&b->conds, &b->nconds, &b->capconds, key, klen, ver);
 	b->ops++;
 	b->bytes += klen;
 }
