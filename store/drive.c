@@ -12,6 +12,9 @@
  * range is handed out, and a reopened store starts at the mark, so a number
  * is never reused, even after a crash (a crash only skips the rest of a
  * range). The WAL keeps META's write before any node written with it.
+ * Several writers of one drive (store_options.shared) each take their
+ * ranges from the mark by a commit conditioned on META as read, so no two
+ * of them ever hold one range; a writer's numbers then grow in jumps.
  *
  * Deleting a drive drops its META first, one commit (the drive is gone:
  * not listed, not opened), then the rest of its keys (drive_drop_keys():
@@ -469,30 +472,66 @@ size_t tree_block_size(const struct tree *t)
 	return t->block_size;
 }
 
+/*
+ * Takes the next range of inode numbers for this open: reads META's
+ * high-water mark, raises it by INO_RANGE on condition that META is still
+ * as read (kv_batch_expect), and hands out the numbers in between; another
+ * writer of the drive that took a range meanwhile makes the commit fail
+ * (-EAGAIN), and the range is taken again above its. The mark never goes
+ * below this open's own (fsck may have raised it). Caller holds alloc_lock.
+ * Errors: -ENOENT (the drive was deleted), as kv_get and kv_batch_commit.
+ */
+static int tree_take_ino_range(struct tree *t)
+{
+	struct kv *kv = t->store->kv;
+	struct sbuf key = {0}, val = {0};
+	int rc;
+
+	key_meta(&key, t->name);
+	do {
+		struct meta cur;
+		struct meta m = {
+		    .format = TREE_FORMAT_VERSION,
+		    .created_ns = t->created_ns,
+		    .block_size = (uint32_t)t->block_size,
+		};
+		struct kv_batch *b;
+		uint64_t ver, start;
+		char *v = NULL;
+		size_t vlen;
+
+		rc = kv_get_ver(kv, key.buf, key.len, &v, &vlen, &ver);
+		if (rc == 0)
+			rc = meta_decode(v, vlen, &cur);
+		free(v);
+		if (rc)
+			break;
+		start = cur.ino_hwm > t->ino_limit ? cur.ino_hwm : t->ino_limit;
+		m.ino_hwm = start + INO_RANGE;
+		sbuf_reset(&val);
+		meta_encode(&val, &m);
+		b = kv_batch_new(kv);
+		kv_batch_expect(b, key.buf, key.len, ver);
+		kv_batch_put(b, key.buf, key.len, val.buf, val.len);
+		rc = kv_batch_commit(kv, b, false);
+		kv_batch_free(b);
+		if (rc == 0) {
+			t->ino_next = start;
+			t->ino_limit = m.ino_hwm;
+		}
+	} while (rc == -EAGAIN);
+	sbuf_release(&key);
+	sbuf_release(&val);
+	return rc;
+}
+
 int tree_alloc_ino(struct tree *t, uint64_t *ino)
 {
 	int rc = 0;
 
 	pthread_mutex_lock(&t->alloc_lock);
-	if (t->ino_next >= t->ino_limit) {
-		struct sbuf key = {0}, val = {0};
-		struct kv_batch *b = kv_batch_new(t->store->kv);
-		struct meta m = {
-		    .format = TREE_FORMAT_VERSION,
-		    .created_ns = t->created_ns,
-		    .block_size = (uint32_t)t->block_size,
-		    .ino_hwm = t->ino_limit + INO_RANGE,
-		};
-		key_meta(&key, t->name);
-		meta_encode(&val, &m);
-		kv_batch_put(b, key.buf, key.len, val.buf, val.len);
-		rc = kv_batch_commit(t->store->kv, b, false);
-		if (rc == 0)
-			t->ino_limit = m.ino_hwm;
-		kv_batch_free(b);
-		sbuf_release(&key);
-		sbuf_release(&val);
-	}
+	if (t->ino_next >= t->ino_limit)
+		rc = tree_take_ino_range(t);
 	if (rc == 0)
 		*ino = t->ino_next++;
 	pthread_mutex_unlock(&t->alloc_lock);
@@ -546,6 +585,18 @@ void tree_unlock_inodes(struct tree *t, uint64_t a, uint64_t b, uint64_t c,
 size_t tree_batch_max_ops(const struct tree *t)
 {
 	return kv_limits(t->store->kv)->batch_ops;
+}
+
+void tree_track(struct tree *t)
+{
+	if (t->store->opt.shared)
+		kv_track(t->store->kv);
+}
+
+bool tree_retry(struct tree *t, int rc)
+{
+	return t->store->opt.shared && kv_untrack(t->store->kv) &&
+	       rc == -EAGAIN;
 }
 
 int tree_commit(struct tree *t, struct kv_batch *b)

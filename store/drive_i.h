@@ -81,7 +81,8 @@ void tree_free(struct tree *t);
 
 /* Allocates a fresh inode number (also used for journal sequence numbers,
  * so they are unique too), persisting a new high-water mark to META first
- * when the reserved range is used up. Errors: -ENOSPC, -EIO. */
+ * when the reserved range is used up (a range no other writer of the drive
+ * holds). Errors: -ENOSPC, -EIO, -ENOENT (the drive was deleted). */
 int tree_alloc_ino(struct tree *t, uint64_t *ino);
 
 /* Locks the stripes of up to 4 inodes (0 = none) in a deadlock-free order,
@@ -97,6 +98,17 @@ int tree_get_node(struct tree *t, const char *path, struct node *n,
 		  bool want_target);
 /* Reads and decodes INODE#ino. Errors: -ENOENT, -EIO. */
 int tree_get_inode(struct tree *t, uint64_t ino, struct node *n);
+
+/*
+ * One writer of several (store_options.shared): a namespace change runs
+ * between tree_track(), from which its point reads condition its commit
+ * (kv_track), and tree_retry(), true if that commit failed because a key
+ * it read changed meanwhile (@rc is -EAGAIN): then it runs again, from its
+ * reads, and says what it finds then (EEXIST, ENOENT, ENOTEMPTY...). A
+ * sole writer tracks nothing: both cost a test of a flag.
+ */
+void tree_track(struct tree *t);
+bool tree_retry(struct tree *t, int rc);
 
 /* Commits @b with the store's sync setting. */
 int tree_commit(struct tree *t, struct kv_batch *b);

@@ -559,6 +559,7 @@ int store_open(struct store **out, const char *dir,
 	s = &p->pub;
 	p->marker_fd = -1;
 	s->opt = *opt;
+	s->opt.shared = remote && opt->shared; /* a directory has one writer */
 	if (!s->opt.rename_batch)
 		s->opt.rename_batch = 1024;
 	if (!s->opt.rename_bytes)
@@ -593,6 +594,7 @@ int store_open(struct store **out, const char *dir,
 	ko.why = opt->why;
 	ko.why_size = opt->why_size;
 	ko.truncate_log = opt->truncate_log;
+	ko.shared = opt->shared;
 	/* format 1 is read as it is when it cannot or must not be upgraded */
 	ko.single_family = format == 1 && (opt->read_only || opt->format == 1);
 	rc = kv_open(&s->kv, dir, &ko);
@@ -622,7 +624,7 @@ int store_open(struct store **out, const char *dir,
 	}
 	s->patch = format >= 3 && kv_can_patch(s->kv);
 	s->format = format;
-	if (!opt->read_only) {
+	if (!opt->read_only && !(remote && opt->shared)) {
 		rc = store_recover(s);
 		if (rc == 0 && !remote && format < PARENT_FORMAT &&
 		    target >= PARENT_FORMAT) {
@@ -631,7 +633,8 @@ int store_open(struct store **out, const char *dir,
 				s->format = PARENT_FORMAT;
 		}
 	} else {
-		/* still refuse drives of a newer format */
+		/* no recovery (read-only, or one writer of several: another
+		 * may be running it); still refuse drives of a newer format */
 		char **names = NULL;
 		size_t n = 0;
 		rc = store_drive_list(s, &names, &n);

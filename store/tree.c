@@ -21,6 +21,15 @@
  * and unlink guess the parent folder's stripe from the folder the thread used
  * last and so read the parent once (lock_nodes()).
  *
+ * Several writers of one drive (store_options.shared, on etcd): ns_lock and
+ * the stripes serialise this process only, so a namespace change conditions
+ * its commit on every key it read (tree_track, kv_track) and runs again when
+ * another writer changed one first. A folder's listing is read by a scan,
+ * which is not tracked; its node stands for it, since every change of a
+ * folder's entries rewrites the folder's node (mtime, ctime, nlink) in the
+ * same batch: rmdir's emptiness check fails its commit once a create
+ * inside landed, and the create fails once the folder is gone.
+ *
  * Limits: namespace changes of one drive are serialised by ns_lock (they are
  * short: a few point reads and one batch); renaming a non-empty folder goes to
  * journal.c; -ENOTDIR for a missing path is reported only where the parent is

@@ -118,9 +118,10 @@ int tree_mknode(struct tree *t, const char *path, mode_t mode, uid_t uid,
 	return tree_mknode_umask(t, path, mode, 0, uid, gid, rdev, target, out);
 }
 
-int tree_mknode_umask(struct tree *t, const char *path, mode_t mode,
-		      mode_t umask, uid_t uid, gid_t gid, uint64_t rdev,
-		      const char *target, struct tree_attr *out)
+/* tree_mknode_umask() once: its reads and its one commit. */
+static int mknode_once(struct tree *t, const char *path, mode_t mode,
+		       mode_t umask, uid_t uid, gid_t gid, uint64_t rdev,
+		       const char *target, struct tree_attr *out)
 {
 	char *parent = NULL;
 	struct node pn = {0};
@@ -198,6 +199,20 @@ out:
 	kv_batch_free(b);
 	node_release(&pn);
 	free(parent);
+	return rc;
+}
+
+int tree_mknode_umask(struct tree *t, const char *path, mode_t mode,
+		      mode_t umask, uid_t uid, gid_t gid, uint64_t rdev,
+		      const char *target, struct tree_attr *out)
+{
+	int rc;
+
+	do {
+		tree_track(t);
+		rc = mknode_once(t, path, mode, umask, uid, gid, rdev, target,
+				 out);
+	} while (tree_retry(t, rc));
 	return rc;
 }
 

@@ -31,9 +31,10 @@
 #include "log.h"
 #include "tree_i.h"
 
-/* unlink and rmdir: removes @path (a folder iff @dir); @ino as in
+/* unlink and rmdir: removes @path (a folder iff @dir), once; @ino as in
  * tree_remove(). */
-static int remove_node(struct tree *t, const char *path, uint64_t ino, bool dir,
+static int remove_once(struct tree *t, const char *path, uint64_t ino,
+		       bool dir,
 		       unsigned flags, uint64_t *orphan)
 {
 	char *parent = NULL;
@@ -129,6 +130,20 @@ out:
 		     "drive %s: %s: inode %llu not freed yet: the next open "
 		     "frees it",
 		     t->name, path, (unsigned long long)park);
+	return rc;
+}
+
+/* remove_once(), again while a key it read changed before its commit
+ * (tree_track). */
+static int remove_node(struct tree *t, const char *path, uint64_t ino,
+		       bool dir, unsigned flags, uint64_t *orphan)
+{
+	int rc;
+
+	do {
+		tree_track(t);
+		rc = remove_once(t, path, ino, dir, flags, orphan);
+	} while (tree_retry(t, rc));
 	return rc;
 }
 

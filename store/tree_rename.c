@@ -12,9 +12,15 @@
  * deletes the node there: the one batch, or the journal's final batch (its
  * number and owner are in the record, so a replay makes the same one).
  *
- * Limits: a folder cannot move into itself (-EINVAL); a move that would make
- * a descendant's path longer than TREE_PATH_MAX is refused before anything
- * is written (-ENAMETOOLONG).
+ * Several writers of one drive (store_options.shared): the one batch, or
+ * the journal record's, is conditioned on every node the rename read
+ * (tree_track) and the rename starts again if one changed, so two writers'
+ * renames of files and empty folders serialize (the rename-cycle race ends
+ * with one ENOENT). Limits: a folder rewrite's later batches are not yet
+ * kept from another writer's changes inside the two branches, nor two
+ * rewrites from crossing (issue 24's branch lock); a folder cannot move into
+ * itself (-EINVAL); a move that would make a descendant's path longer than
+ * TREE_PATH_MAX is refused before anything is written (-ENAMETOOLONG).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -190,9 +196,9 @@ static int rename_flags(struct tree *t, const char *src, const struct node *sn,
 }
 
 /* tree_rename(), and with @wo tree_rename_whiteout() (its number not yet
- * allocated). */
-static int rename_any(struct tree *t, const char *src, const char *dst,
-		      unsigned flags, struct whiteout *wo, uint64_t *orphan)
+ * allocated), once. */
+static int rename_once(struct tree *t, const char *src, const char *dst,
+		       unsigned flags, struct whiteout *wo, uint64_t *orphan)
 {
 	char *dp = NULL;
 	struct node sn = {0}, dn = {0}, dpn = {0};
@@ -332,6 +338,20 @@ out:
 	node_release(&dn);
 	node_release(&dpn);
 	free(dp);
+	return rc;
+}
+
+/* rename_once(), again while a key it read changed before its commit (the
+ * journal record's, for a folder's rewrite: tree_track). */
+static int rename_any(struct tree *t, const char *src, const char *dst,
+		      unsigned flags, struct whiteout *wo, uint64_t *orphan)
+{
+	int rc;
+
+	do {
+		tree_track(t);
+		rc = rename_once(t, src, dst, flags, wo, orphan);
+	} while (tree_retry(t, rc));
 	return rc;
 }
 

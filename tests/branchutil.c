@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include "branchutil.h"
+#include "codec_i.h"
+#include "keys_i.h"
 #include "testutil.h"
 
 #define T tu_tree
@@ -338,4 +340,19 @@ char *snap_outside(struct tree *t, const char *a, const char *b)
 	fclose(f);
 	free(all);
 	return out;
+}
+
+uint64_t meta_hwm(struct store *s, const char *drive)
+{
+	struct sbuf k = {0};
+	struct meta m;
+	char *v = NULL;
+	size_t vlen;
+
+	key_meta(&k, drive);
+	cr_assert_eq(kv_get(s->kv, k.buf, k.len, &v, &vlen), 0);
+	cr_assert_eq(meta_decode(v, vlen, &m), 0);
+	free(v);
+	sbuf_release(&k);
+	return m.ino_hwm;
 }

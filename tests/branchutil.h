@@ -18,6 +18,9 @@ void describe(struct tree *t, FILE *f, const char *rel, const char *path,
 	      struct tree_attr a, bool with_ino);
 char *snap(struct tree *t, const char *root, bool with_ino);
 size_t count_keys(const struct sbuf *lo, const struct sbuf *hi);
+/* META's inode high-water mark of drive @drive of @s, as the store holds
+ * it (asserts it reads and decodes). */
+uint64_t meta_hwm(struct store *s, const char *drive);
 size_t subtree_keys(struct tree *t, const char *dir);
 size_t kind_keys(struct tree *t, enum key_kind kind);
 void print_finding(void *ctx, const char *msg);

@@ -686,6 +686,259 @@ Test(kv, lost_answer_put_applies_once)
 	lost_answer_case(false);
 }
 
+/* ---- conditioned commits ------------------------------------------------- */
+
+/* The version of @k (0: absent), as kv_get_ver() says it. */
+static uint64_t ver_of(struct kv *k, const char *key)
+{
+	uint64_t ver = 42;
+	char *v = NULL;
+	size_t n;
+	int rc = kv_get_ver(k, key, strlen(key), &v, &n, &ver);
+
+	free(v);
+	cr_assert(rc == 0 || rc == -ENOENT, "get %s: %s", key, strerror(-rc));
+	cr_assert_eq(rc == 0, ver != 0, "%s: rc %d, version %llu", key, rc,
+		     (unsigned long long)ver);
+	return ver;
+}
+
+/* Commits a put of @key=@v on @k conditioned on @key's version @ver: rc. */
+static int put_if(struct kv *k, const char *key, uint64_t ver, const char *v)
+{
+	struct kv_batch *b = kv_batch_new(k);
+	int rc;
+
+	kv_batch_expect(b, key, strlen(key), ver);
+	kv_batch_put(b, key, strlen(key), v, strlen(v));
+	rc = kv_batch_commit(k, b, false);
+	kv_batch_free(b);
+	return rc;
+}
+
+/* A key's version is 0 while absent, changes with its value, not with
+ * other keys' commits, and is 0 again once deleted. */
+Test(kv, versions_follow_values)
+{
+	struct kv_batch *b;
+	uint64_t v1, v2;
+
+	cr_assert_eq(ver_of(kv, "k"), 0);
+	put("k", "one");
+	v1 = ver_of(kv, "k");
+	put("other", "x");
+	cr_expect_eq(ver_of(kv, "k"), v1);
+	put("k", "two");
+	v2 = ver_of(kv, "k");
+	cr_expect_neq(v2, v1);
+	b = kv_batch_new(kv);
+	kv_batch_delete(b, "k", 1);
+	cr_assert_eq(kv_batch_commit(kv, b, false), 0);
+	kv_batch_free(b);
+	cr_expect_eq(ver_of(kv, "k"), 0);
+}
+
+/* Two commits that create one name, each on condition that it is absent:
+ * the first lands, the second fails with -EAGAIN and writes nothing, none
+ * of its other operations either; kv_counts counts the conflict. */
+Test(kv, condition_absent_creates_once)
+{
+	struct kv_counts c0, c1;
+	struct kv_batch *b;
+
+	kv_counts(kv, &c0);
+	cr_assert_eq(put_if(kv, "name", 0, "first"), 0);
+	b = kv_batch_new(kv);
+	kv_batch_expect(b, "name", 4, 0);
+	kv_batch_put(b, "name", 4, "second", 6);
+	kv_batch_put(b, "side", 4, "effect", 6);
+	kv_batch_delete(b, "other", 5);
+	put("other", "kept");
+	cr_assert_eq(kv_batch_commit(kv, b, false), -EAGAIN);
+	kv_batch_free(b);
+	expect_value("name", "first");
+	expect_value("side", "-");
+	expect_value("other", "kept");
+	kv_counts(kv, &c1);
+	cr_expect_eq(c1.conflicts - c0.conflicts, 1);
+}
+
+/* A commit conditioned on what it read fails once the key changed, and
+ * lands after reading again; one conditioned on several keys fails if any
+ * of them changed. A batch of conditions only says whether they hold. */
+Test(kv, condition_on_stale_version_fails)
+{
+	struct kv_batch *b;
+	uint64_t va, vb;
+
+	put("a", "1");
+	put("b", "1");
+	va = ver_of(kv, "a");
+	vb = ver_of(kv, "b");
+	put("a", "2"); /* another writer's */
+	cr_assert_eq(put_if(kv, "a", va, "3"), -EAGAIN);
+	expect_value("a", "2");
+	va = ver_of(kv, "a");
+	b = kv_batch_new(kv);
+	kv_batch_expect(b, "a", 1, va);
+	kv_batch_expect(b, "b", 1, vb);
+	cr_assert_eq(kv_batch_commit(kv, b, false), 0);
+	put("b", "2");
+	cr_assert_eq(kv_batch_commit(kv, b, false), -EAGAIN);
+	kv_batch_clear(b); /* the conditions go too */
+	kv_batch_put(b, "c", 1, "x", 1);
+	cr_assert_eq(kv_batch_commit(kv, b, false), 0);
+	kv_batch_free(b);
+	expect_value("c", "x");
+	cr_assert_eq(put_if(kv, "a", va, "3"), 0);
+	expect_value("a", "3");
+}
+
+/* Threads incrementing one counter by read, add, conditioned put, retried
+ * on -EAGAIN: no increment is lost (an unconditioned put loses some). */
+#define INC_THREADS 4
+#define INC_EACH    25
+
+static void *increment(void *arg)
+{
+	struct kv *k = arg;
+	long retries = 0;
+
+	for (int i = 0; i < INC_EACH; i++) {
+		for (;;) {
+			char *v = NULL, buf[32];
+			size_t n;
+			uint64_t ver;
+			int rc = kv_get_ver(k, "ctr", 3, &v, &n, &ver);
+			long c = rc == 0 ? strtol(v, NULL, 10) : 0;
+
+			free(v);
+			if (rc && rc != -ENOENT)
+				return (void *)-1L;
+			snprintf(buf, sizeof(buf), "%ld", c + 1);
+			rc = put_if(k, "ctr", ver, buf);
+			if (rc == 0)
+				break;
+			if (rc != -EAGAIN)
+				return (void *)-1L;
+			retries++;
+		}
+	}
+	return (void *)retries;
+}
+
+static void increments_on(struct kv *const ks[INC_THREADS])
+{
+	pthread_t th[INC_THREADS];
+	char want[16];
+
+	for (int i = 0; i < INC_THREADS; i++)
+		cr_assert_eq(pthread_create(&th[i], NULL, increment, ks[i]), 0);
+	for (int i = 0; i < INC_THREADS; i++) {
+		void *r;
+		pthread_join(th[i], &r);
+		cr_expect_geq((long)r, 0, "thread %d failed", i);
+	}
+	snprintf(want, sizeof(want), "%d", INC_THREADS * INC_EACH);
+	expect_value("ctr", want);
+}
+
+Test(kv, conditioned_increments_lose_nothing)
+{
+	struct kv *ks[INC_THREADS] = {kv, kv, kv, kv};
+
+	increments_on(ks);
+}
+
+/* A put by another thread: a commit no tracking of this thread sees. */
+struct put_args {
+	const char *k, *v;
+};
+
+static void *put_thread(void *arg)
+{
+	struct put_args *p = arg;
+
+	put(p->k, p->v);
+	return NULL;
+}
+
+static void put_elsewhere(const char *k, const char *v)
+{
+	struct put_args p = {k, v};
+	pthread_t th;
+
+	cr_assert_eq(pthread_create(&th, NULL, put_thread, &p), 0);
+	pthread_join(th, NULL);
+}
+
+/* Commits a put of @k=@v by this thread: its rc. */
+static int try_put(const char *k, const char *v)
+{
+	struct kv_batch *b = kv_batch_new(kv);
+	int rc;
+
+	kv_batch_put(b, k, strlen(k), v, strlen(v));
+	rc = kv_batch_commit(kv, b, false);
+	kv_batch_free(b);
+	return rc;
+}
+
+/*
+ * Tracked reads (kv_track): a commit fails once a key the thread read, or
+ * found absent, changed since; the first commit that lands ends the
+ * tracking; a batch with conditions of its own ignores the tracked reads.
+ */
+Test(kv, tracked_reads_condition_the_commit)
+{
+	char *v;
+
+	put("k", "1");
+	kv_track(kv);
+	free(get("k"));
+	free(get("absent"));
+	put_elsewhere("k", "2");
+	cr_assert_eq(try_put("x", "1"), -EAGAIN);
+	cr_assert(kv_untrack(kv), "the conflict is reported");
+	expect_value("x", "-");
+
+	kv_track(kv);
+	free(get("k"));
+	free(get("absent"));
+	put_elsewhere("absent", "now");
+	cr_assert_eq(try_put("x", "2"), -EAGAIN);
+	cr_assert(kv_untrack(kv));
+
+	kv_track(kv);
+	v = get("k");
+	cr_assert_eq(put_if(kv, "other", 0, "own"), 0); /* own conditions */
+	cr_assert_eq(try_put("x", "3"), 0);		/* tracked: k as read */
+	put_elsewhere("k", "3");
+	cr_assert_eq(try_put("x", "4"), 0); /* the tracking ended */
+	cr_assert_not(kv_untrack(kv));
+	expect_value("x", "4");
+	free(v);
+}
+
+/* etcd: a conditioned commit whose answer is lost after etcd applied it is
+ * sent again; its condition fails then (its own put changed the key), but
+ * the commit was applied: 0, not -EAGAIN. */
+Test(kv, lost_answer_of_conditioned_commit)
+{
+	if (!on_etcd()) {
+		cr_assert(true); /* RocksDB commits are local: no retry */
+		return;
+	}
+	lose_key = "elsewhere";
+	lose_value = "x";
+	lose_armed = 1;
+	etcd_test_lose_answer = lose_and_rewrite;
+	cr_assert_eq(put_if(kv, "once", 0, "1"), 0);
+	etcd_test_lose_answer = NULL;
+	cr_assert_eq(lose_armed, 0, "the hook did not run");
+	expect_value("once", "1");
+}
+
 /* ---- one writer per store (etcd) ------------------------------------------ */
 
 /* Opens @url read-write (or read-only) for a test: its rc, *out on success. */
@@ -806,6 +1059,48 @@ Test(kv, stale_writer_fenced)
 	kv = other;
 	expect_value("k", "second");
 	cr_assert_eq(open_at(&other, where, false), -EBUSY);
+}
+
+/* Opens @url as one writer of several (kv_options.shared): its rc. */
+static int open_shared(struct kv **out, const char *url)
+{
+	struct kv_options o = {.create = true, .strict = true, .shared = true};
+
+	return kv_open(out, url, &o);
+}
+
+/*
+ * etcd: shared writers and an owner never hold one store together, in
+ * either order; two shared writers do, and their conditioned commits
+ * (threads of both incrementing one counter) lose nothing. Once they
+ * close, an owner opens again.
+ */
+Test(kv, shared_writers_exclude_an_owner)
+{
+	struct kv *a, *b, *other;
+
+	if (!on_etcd()) {
+		cr_assert(true); /* RocksDB: one process, store.c's flock */
+		return;
+	}
+	cr_assert_eq(open_shared(&other, rw_url()), -EBUSY);
+	kv_close(kv);
+	kv = NULL;
+	cr_assert_eq(open_shared(&a, rw_url()), 0);
+	cr_assert_eq(open_shared(&b, rw_url()), 0);
+	cr_assert_eq(open_at(&other, rw_url(), false), -EBUSY);
+	cr_assert_eq(open_at(&other, where, true), 0); /* a reader may */
+	kv = other;
+	{
+		struct kv *ks[INC_THREADS] = {a, b, a, b};
+		increments_on(ks);
+	}
+	kv_close(a);
+	cr_assert_eq(open_at(&other, rw_url(), false), -EBUSY); /* b holds */
+	kv_close(b);
+	kv_close(kv);
+	cr_assert_eq(open_at(&kv, rw_url(), false), 0);
+	put("after", "owner");
 }
 
 /* ---- watches (etcd) ---------------------------------------------------------- */

@@ -12,7 +12,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "branchutil.h"
+#include "codec_i.h"
 #include "drive_i.h"
+#include "keys_i.h"
 #include "testutil.h"
 
 /* "ls -la --time-style=full-iso" + sizes of @dir, to prove nothing changed */
@@ -379,6 +382,44 @@ Test(store, inode_numbers_survive_a_crash, .init = tu_setup,
 		tu_store = NULL;
 	}
 	tu_store = tu_open(tu_dir);
+}
+
+/*
+ * Another writer of the drive took ranges of inode numbers (on etcd:
+ * store_options.shared; here its commit of META is made by hand): this
+ * open's next range starts above the mark it left, never below, and the
+ * mark only grows. (test_shared runs two writers for real on etcd.)
+ */
+Test(store, inode_ranges_start_above_another_writers, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	struct sbuf k = {0}, v = {0};
+	struct kv_batch *b;
+	uint64_t ino, first, hwm;
+	struct meta m = {.format = TREE_FORMAT_VERSION,
+			 .created_ns = 1,
+			 .block_size = DEFAULT_BLOCK_SIZE};
+
+	cr_assert_eq(tree_alloc_ino(tu_tree, &first), 0);
+	hwm = meta_hwm(tu_store, "main");
+	m.ino_hwm = hwm + 5 * INO_RANGE; /* the other writer's ranges */
+	key_meta(&k, "main");
+	meta_encode(&v, &m);
+	b = kv_batch_new(tu_store->kv);
+	kv_batch_put(b, k.buf, k.len, v.buf, v.len);
+	cr_assert_eq(kv_batch_commit(tu_store->kv, b, false), 0);
+	kv_batch_free(b);
+	/* this open's range runs out, then one is taken above the mark */
+	do
+		cr_assert_eq(tree_alloc_ino(tu_tree, &ino), 0);
+	while (ino < hwm - 1);
+	cr_assert_eq(tree_alloc_ino(tu_tree, &ino), 0);
+	cr_expect_eq(ino, m.ino_hwm, "the range after %llu starts at %llu",
+		     (unsigned long long)m.ino_hwm, (unsigned long long)ino);
+	cr_expect_eq(meta_hwm(tu_store, "main"), m.ino_hwm + INO_RANGE);
+	cr_expect_lt(first, hwm);
+	sbuf_release(&k);
+	sbuf_release(&v);
 }
 
 /*

@@ -1,6 +1,7 @@
 /*
  * siphash.h - SipHash-2-4, the keyed 64-bit hash of the store's resume
- * tokens (token.c) and the daemon's folder listing offsets (fs/dircookie.c).
+ * tokens (token.c), the daemon's folder listing offsets (fs/dircookie.c)
+ * and the RocksDB engine's versions of keys (kv_get_ver).
  *
  * A keyed hash: without the 16-byte key nobody can make two inputs collide
  * on purpose, nor forge a tag.

@@ -107,6 +107,17 @@ struct store_options {
 	 * refused (-EBADMSG). The user's explicit choice only (pathfsctl
 	 * recover --truncate-log), never a default. */
 	bool truncate_log;
+	/*
+	 * etcd: open as one writer of several on the store (kv_options.shared:
+	 * -EBUSY while an exclusive writer holds it, and the other way round).
+	 * Issue 24's first step, for the store's tests: inode numbers are
+	 * unique across such writers (drive.c), the namespace operations are
+	 * not yet conditioned on what they read, and the open runs no recovery
+	 * (journal replay, orphan sweep, unfinished drive deletions: another
+	 * writer may be running them, or hold the orphans open). No mount
+	 * option sets it yet. A directory store ignores it.
+	 */
+	bool shared;
 };
 
 /*

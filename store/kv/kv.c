@@ -3,7 +3,9 @@
  * names and forwards every call to it, keeping what is common to all engines
  * here: a batch's counts (operations, bytes, largest value) and the engine's
  * limits, so that a batch that would not fit is refused with -E2BIG before
- * the backend sees it, the same way on every engine.
+ * the backend sees it, the same way on every engine; a batch's conditions
+ * (kv_batch_expect), which the backend checks at commit; and a thread's
+ * tracked reads (kv_track), which become the conditions of its next commit.
  *
  * Backends (kv_backend_i.h): kv_rocksdb*.c, the embedded RocksDB store (a
  * directory), and kv_etcd.c, a store on an etcd cluster (etcd://... or etcd+https://...). Each call costs one indirect call on top of the engine's.
@@ -165,6 +167,7 @@ void kv_counts(const struct kv *kv, struct kv_counts *out)
 	out->seeks = __atomic_load_n(&c->seeks, __ATOMIC_RELAXED);
 	out->nexts = __atomic_load_n(&c->nexts, __ATOMIC_RELAXED);
 	out->commits = __atomic_load_n(&c->commits, __ATOMIC_RELAXED);
+	out->conflicts = __atomic_load_n(&c->conflicts, __ATOMIC_RELAXED);
 }
 
 size_t kv_range_keys(const struct kv *kv)
@@ -197,13 +200,89 @@ static long long *pin_rev(const struct kv *kv)
 	return pin.kv == kv ? &pin.rev : NULL;
 }
 
-int kv_get(struct kv *kv, const char *key, size_t klen, char **val,
-	   size_t *vlen)
+/* This thread's tracked reads (kv_track): the store tracked, its reads'
+ * keys and versions, and whether a tracked commit failed on them. */
+static __thread struct {
+	const struct kv *kv;
+	struct kv_cond *reads;
+	size_t n, cap;
+	bool conflict;
+} track;
+
+static void track_end(void)
+{
+	for (size_t i = 0; i < track.n; i++)
+		free(track.reads[i].key);
+	free(track.reads);
+	track.reads = NULL;
+	track.n = track.cap = 0;
+	track.kv = NULL;
+}
+
+void kv_track(struct kv *kv)
+{
+	track_end();
+	track.kv = kv;
+	track.conflict = false;
+}
+
+bool kv_untrack(struct kv *kv)
+{
+	bool conflict = track.conflict;
+
+	if (track.kv == kv)
+		track_end();
+	track.conflict = false;
+	return conflict;
+}
+
+/* Appends a copy of @key with @ver to the array *@a of *@n (room for
+ * *@cap). Out of memory aborts, as adding to a batch does. */
+static void cond_add(struct kv_cond **a, size_t *n, size_t *cap,
+		     const char *key, size_t klen, uint64_t ver)
+{
+	struct kv_cond *c;
+
+	if (*n == *cap) {
+		size_t more = *cap ? 2 * *cap : 8;
+
+		c = realloc(*a, more * sizeof(*c));
+		if (!c)
+			abort();
+		*a = c;
+		*cap = more;
+	}
+	c = &(*a)[*n];
+	c->key = malloc(klen ? klen : 1);
+	if (!c->key)
+		abort();
+	memcpy(c->key, key, klen);
+	c->klen = klen;
+	c->ver = ver;
+	(*n)++;
+}
+
+int kv_get_ver(struct kv *kv, const char *key, size_t klen, char **val,
+	       size_t *vlen, uint64_t *ver)
 {
 	KV_COUNT(kv->counts.gets);
 	if (kv->family && kv->family(key, klen) == KV_CONTENT)
 		KV_COUNT(kv->counts.content_gets);
-	return kv->ops->get(kv, key, klen, pin_rev(kv), val, vlen);
+	return kv->ops->get(kv, key, klen, pin_rev(kv), val, vlen, ver);
+}
+
+int kv_get(struct kv *kv, const char *key, size_t klen, char **val,
+	   size_t *vlen)
+{
+	uint64_t ver;
+	int rc;
+
+	if (track.kv != kv)
+		return kv_get_ver(kv, key, klen, val, vlen, NULL);
+	rc = kv_get_ver(kv, key, klen, val, vlen, &ver);
+	if (rc == 0 || rc == -ENOENT)
+		cond_add(&track.reads, &track.n, &track.cap, key, klen, ver);
+	return rc;
 }
 
 static int iter_open(struct kv_iter **out, struct kv *kv, const char *lo,
@@ -321,6 +400,21 @@ void kv_batch_delete(struct kv_batch *b, const char *key, size_t klen)
 	b->kv->ops->batch_delete(b, key, klen);
 }
 
+void kv_batch_expect(struct kv_batch *b, const char *key, size_t klen,
+		     uint64_t ver)
+{
+	cond_add(&b->conds, &b->nconds, &b->capconds, key, klen, ver);
+	b->ops++;
+	b->bytes += klen;
+}
+
+static void batch_drop_conds(struct kv_batch *b)
+{
+	for (size_t i = 0; i < b->nconds; i++)
+		free(b->conds[i].key);
+	b->nconds = 0;
+}
+
 /*
  * Strict mode: the keys [lo, hi) holds now, counted up to one past a slice
  * (kv_range_keys), through the backend so that kv_counts stays the store's.
@@ -375,15 +469,15 @@ void kv_batch_clear(struct kv_batch *b)
 {
 	b->ops = b->bytes = b->put_bytes = b->deletes = b->value_max = 0;
 	b->range_keys = 0;
+	batch_drop_conds(b);
 	b->kv->ops->batch_clear(b);
 }
 
-int kv_batch_commit(struct kv *kv, struct kv_batch *b, bool sync)
+static int batch_commit(struct kv *kv, struct kv_batch *b, bool sync)
 {
 	const struct kv_limits *l = &kv->limits;
+	int rc;
 
-	if (b->kv != kv)
-		return -EINVAL;
 	if (b->ops > l->batch_ops || b->bytes > l->batch_bytes ||
 	    b->value_max > l->value_bytes) {
 		plog(LOG_ERR,
@@ -402,13 +496,44 @@ int kv_batch_commit(struct kv *kv, struct kv_batch *b, bool sync)
 		return -E2BIG;
 	}
 	KV_COUNT(kv->counts.commits);
-	return kv->ops->batch_commit(kv, b, sync);
+	rc = kv->ops->batch_commit(kv, b, sync);
+	if (rc == -EAGAIN)
+		KV_COUNT(kv->counts.conflicts);
+	return rc;
+}
+
+int kv_batch_commit(struct kv *kv, struct kv_batch *b, bool sync)
+{
+	size_t ops = b->ops, bytes = b->bytes;
+	bool tracked = track.kv == kv && b->nconds == 0;
+	int rc;
+
+	if (b->kv != kv)
+		return -EINVAL;
+	if (!tracked)
+		return batch_commit(kv, b, sync);
+	/* the tracked reads' conditions, for this commit only */
+	for (size_t i = 0; i < track.n; i++)
+		kv_batch_expect(b, track.reads[i].key, track.reads[i].klen,
+				track.reads[i].ver);
+	rc = batch_commit(kv, b, sync);
+	batch_drop_conds(b);
+	b->ops = ops;
+	b->bytes = bytes;
+	if (rc == -EAGAIN)
+		track.conflict = true;
+	if (rc == 0 || rc == -EAGAIN)
+		track_end();
+	return rc;
 }
 
 void kv_batch_free(struct kv_batch *b)
 {
-	if (b)
-		b->kv->ops->batch_free(b);
+	if (!b)
+		return;
+	batch_drop_conds(b);
+	free(b->conds);
+	b->kv->ops->batch_free(b);
 }
 
 int kv_upgrade(struct kv *kv, size_t max_keys,

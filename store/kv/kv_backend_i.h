@@ -29,10 +29,11 @@ struct kv_ops {
 	 * @rev: NULL, or the thread's pin (kv_pin): *rev 0 reads the latest
 	 * and sets *rev to the revision read (a key not found too), *rev > 0
 	 * reads that revision (-ESTALE if compacted). A backend whose only
-	 * writer is this process ignores it.
+	 * writer is this process ignores it. @ver: NULL, or set to the
+	 * key's version (kv_get_ver; 0 with -ENOENT).
 	 */
 	int (*get)(struct kv *kv, const char *key, size_t klen, long long *rev,
-		   char **val, size_t *vlen);
+		   char **val, size_t *vlen, uint64_t *ver);
 	/* @flags: KV_ITER_KEYS_ONLY (the values may be left unread); @rev as
 	 * for get, the revision of the iterator's snapshot */
 	int (*iter_open)(struct kv_iter **out, struct kv *kv, const char *lo,
@@ -56,7 +57,8 @@ struct kv_ops {
 	void (*batch_delete_range)(struct kv_batch *b, const char *lo,
 				   size_t lolen, const char *hi, size_t hilen);
 	void (*batch_clear)(struct kv_batch *b);
-	/* called only with a batch within kv->limits */
+	/* called only with a batch within kv->limits; checks b->conds
+	 * atomically with its writes (-EAGAIN if one fails) */
 	int (*batch_commit)(struct kv *kv, struct kv_batch *b, bool sync);
 	void (*batch_free)(struct kv_batch *b);
 	int (*upgrade)(struct kv *kv, size_t max_keys,
@@ -96,6 +98,14 @@ struct kv_iter {
 	bool keys_only; /* set by kv.c: kv_iter_value() gives "" */
 };
 
+/* A condition of a batch (kv_batch_expect): a malloc'd copy of the key, and
+ * the version it must still have. */
+struct kv_cond {
+	char *key;
+	size_t klen;
+	uint64_t ver;
+};
+
 /* The head of every backend's batch: kv.c keeps these counts. */
 struct kv_batch {
 	struct kv *kv;
@@ -106,6 +116,10 @@ struct kv_batch {
 	size_t value_max; /* the largest value put */
 	/* strict: keys its range deletes covered when added */
 	size_t range_keys;
+	/* kv_batch_expect's conditions, kept by kv.c for the backend's
+	 * commit */
+	struct kv_cond *conds;
+	size_t nconds, capconds;
 };
 
 /* kv_range_keys() from the limits @l, for a backend, which calls nothing

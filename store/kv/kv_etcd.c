@@ -6,8 +6,8 @@
  * max-request-bytes=N&quota-bytes=N&lease-ttl=N&cacert=FILE&cert=FILE&
  * key=FILE&user=NAME&password-file=FILE]. NAME ([A-Za-z0-9._-], at most 64)
  * is the store's key prefix, so several stores share one cluster: the
- * store's keys live under "NAME/k/", this backend's own (owner key, commit
- * slots) under "NAME/m/", and nothing it reads, writes or watches is outside
+ * store's keys live under "NAME/k/", this backend's own (owner key, shared
+ * writers' keys, commit slots) under "NAME/m/", and nothing it reads, writes or watches is outside
  * "NAME/" (leases are no keys; /v3/maintenance/status needs no role): a role
  * with readwrite on that prefix is all its user needs. The first three
  * numbers are the cluster's --max-txn-ops, --max-request-bytes and
@@ -24,6 +24,7 @@
  * Files, one concept each (their overviews say how and why):
  *   kv_etcd.c         open (the location, limits), close, space, the ops
  *   kv_etcd_owner.c   one writer per store: the owner key, its lease keeper
+ *                     (or several shared writers, each a key of its own)
  *   kv_etcd_iter.c    reads: kv_get, iterators (paged ranges at a pinned
  *                     revision)
  *   kv_etcd_batch.c   batches, normalised into the operations of one txn
@@ -325,9 +326,18 @@ int kv_etcd_open(struct kv **out, const char *url, const struct kv_options *opt)
 	kv->base.limits.batch_ops = u.txn_ops - 1; /* the commit slot */
 	kv->base.limits.batch_bytes = u.req_bytes - (64u << 10);
 	kv->base.limits.value_bytes = kv->base.limits.batch_bytes;
+	{
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		kv->client = ((uint64_t)ts.tv_sec << 32) ^
+			     (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 20);
+	}
+	kv->shared = opt->shared;
 	if (asprintf(&kv->pfx, "%s/k/", u.name) < 0 ||
 	    asprintf(&kv->meta, "%s/m/", u.name) < 0 ||
-	    asprintf(&kv->owner, "%s/m/owner", u.name) < 0) {
+	    (opt->shared ? asprintf(&kv->owner, "%s/m/writer/%016llx", u.name,
+				    (unsigned long long)kv->client)
+			 : asprintf(&kv->owner, "%s/m/owner", u.name)) < 0) {
 		kv->pfx = kv->meta = kv->owner = NULL;
 		rc = -ENOMEM;
 		goto out;
@@ -335,12 +345,6 @@ int kv_etcd_open(struct kv **out, const char *url, const struct kv_options *opt)
 	kv->plen = strlen(kv->pfx);
 	kv->mlen = strlen(kv->meta);
 	kv->olen = strlen(kv->owner);
-	{
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		kv->client = ((uint64_t)ts.tv_sec << 32) ^
-			     (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 20);
-	}
 	rc = etcd_open(&kv->e, u.eps, &u.cfg);
 	if (rc)
 		goto out;

@@ -16,6 +16,10 @@
  * any Txn that puts, the slot's too) is a delete-only batch sent again
  * without its slot, so that deletes pass and free space; no key can be
  * recreated while the alarm stands, every put being refused.
+ *
+ * Conditions (kv_batch_expect) are compares of the keys' mod revisions in
+ * the same txn: when it fails, the slot as this commit expected it and the
+ * owner key this open's, it was a condition (-EAGAIN).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -138,15 +142,42 @@ static void kve_check_deleted(struct kve *kv, struct json_object *resp)
 		     KVE_NAME(kv), n, kv_limits_range_keys(&kv->base.limits));
 }
 
+/* The mod revision of a failure branch's slot @se (0: missing). */
+static long long kve_slot_rev(struct json_object *se)
+{
+	return se ? etcd_int(se, "mod_revision") : 0;
+}
+
+/* Adds a compare of each condition of @b (kv_batch_expect) to @cmps: the
+ * key's mod revision, 0 for a key that must be absent (etcd compares a
+ * missing key's as 0). Errors: -ENOMEM. */
+static int kve_add_conds(struct kve *kv, const struct kv_batch *b,
+			 struct json_object *cmps)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < b->nconds && !rc; i++) {
+		size_t len;
+		char *k = kve_key(kv, b->conds[i].key, b->conds[i].klen, &len);
+
+		rc = k ? kve_add_cmp(cmps, "MOD", k, len,
+				     (long long)b->conds[i].ver)
+		       : -ENOMEM;
+		free(k);
+	}
+	return rc;
+}
+
 /*
  * Sends @b (normalised) as one txn. With @slot_key, the txn compares the
  * slot's mod revision with @slot_rev and puts @id there; a failed compare
  * whose slot holds @id means an earlier send was applied. A read-write open
  * also compares the owner key's create revision with its own: a failed
- * compare there fences this open. *rev: the revision the commit made (-1 if
- * unknown). Errors: as etcd_call, -EROFS (fenced: the owner key is not
- * ours), -EIO (the slot changed under this process), -ENOMEM (nothing
- * sent).
+ * compare there fences this open. The batch's conditions are compares too:
+ * none of the above failing, one of them did. *rev: the revision the commit
+ * made (-1 if unknown). Errors: as etcd_call, -EROFS (fenced: the owner key
+ * is not ours), -EAGAIN (a condition failed), -EIO (the slot changed under
+ * this process), -ENOMEM (nothing sent).
  */
 static int kve_txn(struct kve *kv, struct kve_batch *b, const char *slot_key,
 		   size_t slot_klen, long long slot_rev, const char *id,
@@ -156,7 +187,7 @@ static int kve_txn(struct kve *kv, struct kve_batch *b, const char *slot_key,
 	struct json_object *succ = json_object_new_array();
 	struct json_object *cmps = json_object_new_array();
 	struct json_object *fail = json_object_new_array();
-	struct json_object *e;
+	struct json_object *e, *se;
 	size_t vlen = 0;
 	char *v;
 	int rc;
@@ -187,6 +218,8 @@ static int kve_txn(struct kve *kv, struct kve_batch *b, const char *slot_key,
 		if (!rc)
 			rc = kve_add_range(fail, kv->owner, kv->olen);
 	}
+	if (!rc)
+		rc = kve_add_conds(kv, &b->base, cmps);
 	rc = kve_send_txn(kv, rc, cmps, succ, fail, &resp);
 	if (rc)
 		return rc;
@@ -196,10 +229,10 @@ static int kve_txn(struct kve *kv, struct kve_batch *b, const char *slot_key,
 		return 0;
 	}
 	/* applied by an earlier send whose answer was lost? */
-	e = slot_key ? kve_failure_kv(resp, 0) : NULL;
-	v = e ? kve_get_b64(e, "value", &vlen) : NULL;
+	se = slot_key ? kve_failure_kv(resp, 0) : NULL;
+	v = se ? kve_get_b64(se, "value", &vlen) : NULL;
 	if (v && vlen == strlen(id) && !memcmp(v, id, vlen)) {
-		*rev = etcd_int(e, "mod_revision");
+		*rev = etcd_int(se, "mod_revision");
 		goto out;
 	}
 	free(v);
@@ -211,6 +244,11 @@ static int kve_txn(struct kve *kv, struct kve_batch *b, const char *slot_key,
 		v = e ? kve_get_b64(e, "value", &vlen) : NULL;
 		kve_fence(kv, v);
 		rc = -EROFS;
+		goto out;
+	}
+	/* the slot as this commit expected it, the writer ours: a condition */
+	if (b->base.nconds && (!slot_key || kve_slot_rev(se) == slot_rev)) {
+		rc = -EAGAIN;
 		goto out;
 	}
 	plog(LOG_ERR, "etcd: commit slot %s changed under this process",
@@ -237,9 +275,9 @@ int kve_batch_commit(struct kv *kv_, struct kv_batch *b_, bool sync)
 	nops = kve_normalise(b);
 	if (b->oom) /* an operation was lost: the batch is not whole */
 		return -ENOMEM;
-	if (nops == 0)
+	if (nops == 0 && b->base.nconds == 0)
 		return 0;
-	if (nops + 1 > kv->txn_ops) {
+	if (nops + 1 > kv->txn_ops || b->base.nconds + 2 > kv->txn_ops) {
 		plog(
 		    LOG_ERR,
 		    "etcd: a batch of %zu operations (%zu normalised) does not "

@@ -43,8 +43,9 @@ struct kve {
 	pthread_cond_t slot_free;
 	struct kve_slot slots[KVE_SLOTS]; /* protected by lock */
 	uint64_t seq;			  /* protected by lock */
-	/* ownership (read-write opens): see the overview */
-	char *owner; /* NAME/m/owner */
+	/* ownership (read-write opens): see kv_etcd_owner.c */
+	bool shared; /* kv_options.shared: one writer of several */
+	char *owner; /* NAME/m/owner, shared: NAME/m/writer/<client> */
 	size_t olen;
 	char *holder;	     /* the value this open put there */
 	long long lease;     /* its lease; 0: none */
@@ -114,6 +115,8 @@ int kve_add_op(struct json_object *arr, const char *name,
 int kve_add_range(struct json_object *arr, const char *k, size_t klen);
 int kve_add_cmp(struct json_object *arr, const char *target, const char *k,
 		size_t klen, long long rev);
+int kve_add_cmp_none(struct json_object *arr, const char *lo, size_t lolen,
+		     const char *hi, size_t hilen);
 struct json_object *kve_failure_kv(struct json_object *resp, size_t i);
 bool kve_succeeded(struct json_object *resp, long long *rev);
 /*
@@ -126,7 +129,8 @@ int kve_send_txn(struct kve *kv, int built, struct json_object *cmps,
 		 struct json_object *succ, struct json_object *fail,
 		 struct json_object **resp);
 
-/* kv_etcd_owner.c: the owner key and its lease keeper */
+/* kv_etcd_owner.c: the owner key (or a shared writer's key) and its lease
+ * keeper */
 int kve_own(struct kve *kv);
 void kve_revoke(struct kve *kv);
 void kve_fence(struct kve *kv, const char *by);
@@ -134,7 +138,7 @@ bool kve_is_fenced(struct kve *kv);
 
 /* kv_etcd_iter.c: reads */
 int kve_get(struct kv *kv, const char *key, size_t klen, long long *rev,
-	    char **val, size_t *vlen);
+	    char **val, size_t *vlen, uint64_t *ver);
 int kve_iter_open(struct kv_iter **out, struct kv *kv, const char *lo,
 		  size_t lolen, const char *hi, size_t hilen, unsigned flags,
 		  long long *rev);

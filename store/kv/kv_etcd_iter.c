@@ -11,7 +11,8 @@
  * compacted that revision meanwhile, the iterator
  * stops with -ESTALE: the caller opens a new one at the last key it saw.
  * Under a kv_pin(), kv_get reads the pinned revision too (a Range with
- * "revision", linearizable all the same): -ESTALE once compacted.
+ * "revision", linearizable all the same): -ESTALE once compacted. A key's
+ * version (kv_get_ver) is its mod revision.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -30,7 +31,7 @@ static long long kve_answer_rev(struct json_object *resp)
 }
 
 int kve_get(struct kv *kv_, const char *key, size_t klen, long long *rev,
-	    char **val, size_t *vlen)
+	    char **val, size_t *vlen, uint64_t *ver)
 {
 	struct kve *kv = (struct kve *)kv_;
 	struct json_object *req = json_object_new_object(), *resp = NULL, *kvs;
@@ -48,13 +49,18 @@ int kve_get(struct kv *kv_, const char *key, size_t klen, long long *rev,
 		return rc;
 	if (rev && !*rev)
 		*rev = kve_answer_rev(resp);
+	if (ver)
+		*ver = 0;
 	if (!json_object_object_get_ex(resp, "kvs", &kvs) ||
 	    json_object_array_length(kvs) == 0) {
 		rc = -ENOENT;
 	} else {
-		*val = kve_get_b64(json_object_array_get_idx(kvs, 0), "value",
-				   vlen);
+		struct json_object *e = json_object_array_get_idx(kvs, 0);
+
+		*val = kve_get_b64(e, "value", vlen);
 		rc = *val ? 0 : -EIO;
+		if (ver)
+			*ver = (uint64_t)etcd_int(e, "mod_revision");
 	}
 	json_object_put(resp);
 	return rc;

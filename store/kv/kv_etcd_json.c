@@ -137,6 +137,30 @@ fail:
 	return -ENOMEM;
 }
 
+/* Appends to @arr a compare that no key lies in [@lo, @hi): every key of
+ * the range has version 0, true of none. Errors: -ENOMEM. */
+int kve_add_cmp_none(struct json_object *arr, const char *lo, size_t lolen,
+		     const char *hi, size_t hilen)
+{
+	struct json_object *c = json_object_new_object();
+	struct json_object *t = json_object_new_string("VERSION");
+
+	if (!c || !t || json_object_object_add(c, "target", t)) {
+		json_object_put(t);
+		goto fail;
+	}
+	if (kve_add_b64(c, "key", lo, lolen) ||
+	    kve_add_b64(c, "range_end", hi, hilen) ||
+	    etcd_add_int(c, "version", 0))
+		goto fail;
+	if (json_object_array_add(arr, c))
+		goto fail;
+	return 0;
+fail:
+	json_object_put(c);
+	return -ENOMEM;
+}
+
 /*
  * The kv of the response to request_range number @i of a failed txn's
  * failure branch, or NULL if that key is missing. Borrowed from @resp.

@@ -15,6 +15,14 @@
  * its lease expires; the next writer replays the journal as after a crash.
  * kv_close revokes the lease, which deletes the key at once. Read-only opens
  * take nothing and are allowed anywhere.
+ *
+ * Several writers (kv_options.shared, issue 24's first step): each takes a
+ * key of its own, NAME/m/writer/<its id>, the same way (a lease, the
+ * keeper, every commit fenced by its create revision), on condition that
+ * no owner key exists; an owner takes its key on condition that no writer
+ * key exists. Both are compares of one txn, so an owner and shared writers
+ * never hold one store together. What the shared writers write, they
+ * coordinate through conditioned commits (kv_batch_expect).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -127,9 +135,29 @@ void kve_revoke(struct kve *kv)
 }
 
 /*
- * Takes the owner key for this read-write open: grants a lease, puts the key
- * under it if missing, starts the keeper. Errors: -EBUSY (another open holds
- * it), -ENOMEM, as etcd_call.
+ * Adds to @cmps the compare that keeps the other kind of writer out: for a
+ * shared writer, no owner key; for an owner, no writer key.
+ */
+static int kve_add_other_writers(struct kve *kv, struct json_object *cmps)
+{
+	char lo[KVE_NAME_MAX + 16], hi[KVE_NAME_MAX + 16];
+	int n;
+
+	if (kv->shared) {
+		n = snprintf(lo, sizeof(lo), "%sowner", kv->meta);
+		return kve_add_cmp(cmps, "CREATE", lo, (size_t)n, 0);
+	}
+	n = snprintf(lo, sizeof(lo), "%swriter/", kv->meta);
+	memcpy(hi, lo, (size_t)n);
+	hi[n - 1]++; /* "writer0": past every key under "writer/" */
+	return kve_add_cmp_none(cmps, lo, (size_t)n, hi, (size_t)n);
+}
+
+/*
+ * Takes the owner key (shared: this writer's key) for this read-write open:
+ * grants a lease, puts the key under it if missing (and no writer of the
+ * other kind holds the store), starts the keeper. Errors: -EBUSY (another
+ * open holds it), -ENOMEM, as etcd_call.
  */
 int kve_own(struct kve *kv)
 {
@@ -161,6 +189,8 @@ int kve_own(struct kve *kv)
 	fail = json_object_new_array();
 	r = json_object_new_object();
 	rc = kve_add_cmp(cmps, "CREATE", kv->owner, kv->olen, 0);
+	if (!rc)
+		rc = kve_add_other_writers(kv, cmps);
 	if (!rc)
 		rc = kve_add_b64(r, "key", kv->owner, kv->olen);
 	if (!rc)

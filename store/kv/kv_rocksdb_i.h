@@ -26,6 +26,7 @@
 #include <rocksdb/c.h>
 
 #include "kv_backend_i.h"
+#include "siphash.h"
 
 #define KV_RANGES_MAX 8 /* delete-ranges a batch remembers */
 
@@ -64,6 +65,12 @@ struct kvr {
 	pthread_mutex_t space_lock;
 	int64_t space_at; /* protected by space_lock: when avail was read */
 	uint64_t avail;	  /* protected by space_lock */
+
+	/* conditioned commits (kv_batch_expect): every commit holds it, shared,
+	 * one with conditions exclusively while it checks and writes them */
+	pthread_rwlock_t commit_lock;
+	/* a key's version is its value's hash under this key */
+	uint8_t ver_key[SIPHASH_KEY_LEN];
 };
 
 struct kvr_batch {

@@ -124,6 +124,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
@@ -459,6 +460,12 @@ int kv_rocksdb_open(struct kv **out, const char *dir,
 	kv->nfam = opt->single_family ? 1 : KV_FAMILIES;
 	pthread_mutex_init(&kv->space_lock, NULL);
 	pthread_mutex_init(&kv->compact_lock, NULL);
+	pthread_rwlock_init(&kv->commit_lock, NULL);
+	/* versions are of this open only: any key will do, an unguessable
+	 * one keeps crafted values from colliding */
+	if (getrandom(kv->ver_key, sizeof(kv->ver_key), 0) !=
+	    (ssize_t)sizeof(kv->ver_key))
+		clock_gettime(CLOCK_REALTIME, (struct timespec *)kv->ver_key);
 
 	kv->opts = rocksdb_options_create();
 	rocksdb_options_set_create_if_missing(kv->opts, opt->create);
@@ -626,6 +633,7 @@ void kvr_close(struct kv *kv_)
 		rocksdb_options_destroy(kv->opts);
 	pthread_mutex_destroy(&kv->space_lock);
 	pthread_mutex_destroy(&kv->compact_lock);
+	pthread_rwlock_destroy(&kv->commit_lock);
 	free(kv->dir);
 	free(kv);
 }

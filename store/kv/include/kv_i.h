@@ -93,6 +93,16 @@ struct kv_options {
 	 * (pathfsctl recover --truncate-log).
 	 */
 	bool truncate_log;
+	/*
+	 * etcd: a read-write open that is one writer of several (issue 24):
+	 * instead of the owner key it takes a key of its own under
+	 * NAME/m/writer/, under its lease, and is fenced by it as the owner
+	 * is by the owner key; refused (-EBUSY) while an owner holds the
+	 * store, and an owner is refused while shared writers hold it. The
+	 * writers coordinate through conditioned commits (kv_batch_expect).
+	 * A directory store ignores it (one process opens it).
+	 */
+	bool shared;
 };
 
 /* true if @where names a store on etcd: etcd://HOST:PORT[,...]/NAME, or
@@ -173,6 +183,7 @@ struct kv_counts {
 	uint64_t seeks;	       /* kv_iter_seek */
 	uint64_t nexts;	       /* kv_iter_next */
 	uint64_t commits;      /* kv_batch_commit that reached the engine */
+	uint64_t conflicts;    /* of them, refused by a condition (-EAGAIN) */
 };
 void kv_counts(const struct kv *kv, struct kv_counts *out);
 
@@ -194,6 +205,45 @@ size_t kv_range_keys(const struct kv *kv);
  */
 int kv_get(struct kv *kv, const char *key, size_t klen, char **val,
 	   size_t *vlen);
+
+/*
+ * Conditioned commits, for writers that other writers race (several opens
+ * of one etcd store): a read that also says the key's version, and a batch
+ * condition that the key still has that version when the batch commits, so
+ * that a read-then-commit fails rather than overwrite what it did not see.
+ *
+ * A version is the engine's: 0 for a key that is absent, else a number that
+ * changes whenever the key's value does (it may change without: a key
+ * rewritten with the same value). etcd: the key's mod revision, exact.
+ * RocksDB: a 64-bit SipHash of the value under a key drawn at open, so
+ * versions are comparable within one open only (the only one: a directory
+ * store has one process) and two values share one with odds of 2^-64; a key
+ * rewritten to a value it held before (A, B, A) is unchanged to it, which is
+ * what a condition asks (is the value still the one read?). Under a kv_pin()
+ * the version is the pinned revision's.
+ *
+ * kv_get_ver() is kv_get() that also sets *ver (to 0 with -ENOENT).
+ */
+int kv_get_ver(struct kv *kv, const char *key, size_t klen, char **val,
+	       size_t *vlen, uint64_t *ver);
+
+/*
+ * Tracked reads, a read-then-commit without naming its keys: between
+ * kv_track() and this thread's next kv_batch_commit() on @kv that succeeds,
+ * every kv_get() it makes on @kv is remembered with the version read, and
+ * each commit of a batch without conditions of its own (kv_batch_expect)
+ * is conditioned on all of them: it fails with -EAGAIN if any key read
+ * changed since. The first such commit that succeeds ends the tracking
+ * (what the thread reads after belongs to no commit yet); kv_untrack()
+ * ends it too and says whether a tracked commit failed on a condition
+ * (the caller then starts again: reads, checks, commit). Point reads only:
+ * an iterator's keys are not tracked (the store relies on a folder's node
+ * being rewritten by every change of its entries, see store/tree.c).
+ * kv_get_ver() is not tracked (its caller holds the version). One tracking
+ * per thread; nested kv_track() starts afresh.
+ */
+void kv_track(struct kv *kv);
+bool kv_untrack(struct kv *kv);
 
 /*
  * Reads of one moment, for a reader that other processes' writes race (a
@@ -262,6 +312,18 @@ bool kv_can_patch(const struct kv *kv);
 void kv_batch_patch(struct kv_batch *b, const char *key, size_t klen,
 		    uint32_t off, const char *data, size_t len);
 void kv_batch_delete(struct kv_batch *b, const char *key, size_t klen);
+/*
+ * A condition of @b: it commits only if @key's version is still @ver (0:
+ * the key is absent), as kv_get_ver() gave it; else it fails with -EAGAIN
+ * and writes nothing (read again, redo, commit again). Checked atomically
+ * with the writes: on etcd as the txn's compares, on RocksDB under a lock
+ * that every commit of the open takes (shared by the unconditioned ones,
+ * exclusive for the checked ones). A condition counts as an operation and
+ * its key's bytes in the limits (kv_batch_fits). A batch of conditions only
+ * writes nothing and says whether they hold.
+ */
+void kv_batch_expect(struct kv_batch *b, const char *key, size_t klen,
+		     uint64_t ver);
 /* Deletes every key in [lo, hi). */
 void kv_batch_delete_range(struct kv_batch *b, const char *lo, size_t lolen,
 			   const char *hi, size_t hilen);
@@ -275,7 +337,8 @@ bool kv_batch_fits(const struct kv_batch *b, size_t klen, size_t vlen);
 void kv_batch_clear(struct kv_batch *b);
 /*
  * Commits @b atomically (synced if @sync or the store's sync option).
- * Errors: -E2BIG (exceeds kv_limits(), nothing written), -ENOSPC, -EROFS,
+ * Errors: -E2BIG (exceeds kv_limits(), nothing written), -EAGAIN (a
+ * condition, kv_batch_expect, failed: nothing written), -ENOSPC, -EROFS,
  * -EIO.
  */
 int kv_batch_commit(struct kv *kv, struct kv_batch *b, bool sync);

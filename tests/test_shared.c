@@ -1,0 +1,339 @@
+/*
+ * test_shared.c - several writers of one drive on etcd (issue 24), at the
+ * store: two store handles opened as shared writers
+ * (store_options.shared) on one drive of the cluster that
+ * tests/with_etcd.sh starts (PATHFS_TEST_ETCD), as two daemons on two
+ * machines would hold it. Each test gets a fresh store name on the
+ * cluster. Without a cluster the suite fails: it runs through
+ * with_etcd.sh only.
+ *
+ * What it covers so far: who may open the store, inode numbers, and
+ * creates, removals and one-batch renames racing between the writers
+ * (tree_track). A folder's journaled rewrite racing the other writer is
+ * issue 24's next step (the branch lock).
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "branchutil.h"
+#include "drive_i.h"
+
+static char url[PATH_MAX];
+static struct store *a, *b;
+
+static struct store *open_shared(void)
+{
+	struct store_options o = {.create = true, .shared = true};
+	struct store *s = NULL;
+	int rc = store_open(&s, url, &o);
+
+	cr_assert_eq(rc, 0, "store_open(%s): %s", url, strerror(-rc));
+	return s;
+}
+
+static void setup(void)
+{
+	const char *eps = getenv("PATHFS_TEST_ETCD");
+	struct timespec ts;
+
+	cr_assert(
+	    eps && *eps,
+	    "PATHFS_TEST_ETCD is not set: run through tests/with_etcd.sh");
+	clock_gettime(CLOCK_REALTIME, &ts);
+	/* a lease that outlives a loaded machine's stalls (test_kv.c) */
+	snprintf(url, sizeof(url), "etcd://%s/sh-%d-%ld?lease-ttl=60", eps,
+		 (int)getpid(), (long)ts.tv_nsec);
+	a = open_shared();
+	cr_assert_eq(store_drive_create(a, "main", getuid(), getgid()), 0);
+	b = open_shared();
+}
+
+static void teardown(void)
+{
+	store_close(a);
+	store_close(b);
+	a = b = NULL;
+}
+
+TestSuite(shared, .init = setup, .fini = teardown, .timeout = 300);
+
+static struct tree *drive_of(struct store *s)
+{
+	struct tree *t;
+
+	cr_assert_eq(store_drive(s, "main", &t), 0);
+	return t;
+}
+
+/* Two writers that loaded the drive at one moment each take a range when
+ * they first need one: never the same (on a blind write of META both
+ * would hand out the mark they loaded). */
+Test(shared, first_ranges_differ)
+{
+	struct tree *ta = drive_of(a), *tb = drive_of(b);
+	uint64_t ia, ib, ja, jb;
+
+	/* a, the drive's creator, hands out below the first mark: past it */
+	for (ia = 0; ia < INO_RANGE - 1;)
+		cr_assert_eq(tree_alloc_ino(ta, &ia), 0);
+	cr_assert_eq(tree_alloc_ino(tb, &ib), 0);
+	cr_assert_eq(tree_alloc_ino(ta, &ja), 0);
+	cr_assert_eq(tree_alloc_ino(tb, &jb), 0);
+	cr_expect_eq(ib, INO_RANGE, "b's first number");
+	cr_expect_eq(ja, 2 * INO_RANGE, "a's range after b's");
+	cr_expect_eq(jb, ib + 1);
+	cr_expect_eq(meta_hwm(a, "main"), 3 * INO_RANGE);
+}
+
+/* Threads of both writers allocating at once, across many ranges: every
+ * number is handed out once, and all lie below META's mark. */
+#define THREADS	   4
+#define PER_THREAD 3000
+
+struct alloc_job {
+	struct tree *t;
+	uint64_t *out;
+	int rc;
+};
+
+static void *alloc_many(void *arg)
+{
+	struct alloc_job *j = arg;
+
+	for (int i = 0; i < PER_THREAD && !j->rc; i++)
+		j->rc = tree_alloc_ino(j->t, &j->out[i]);
+	return NULL;
+}
+
+static int cmp_u64(const void *x, const void *y)
+{
+	uint64_t p = *(const uint64_t *)x, q = *(const uint64_t *)y;
+
+	return p < q ? -1 : p > q;
+}
+
+Test(shared, inode_numbers_unique_across_writers)
+{
+	struct tree *t[2] = {drive_of(a), drive_of(b)};
+	uint64_t *all = calloc(THREADS * PER_THREAD, sizeof(*all));
+	struct alloc_job jobs[THREADS];
+	pthread_t th[THREADS];
+	size_t n = THREADS * PER_THREAD;
+
+	cr_assert_not_null(all);
+	for (int i = 0; i < THREADS; i++) {
+		jobs[i] = (struct alloc_job){t[i % 2], all + i * PER_THREAD, 0};
+		cr_assert_eq(pthread_create(&th[i], NULL, alloc_many, &jobs[i]),
+			     0);
+	}
+	for (int i = 0; i < THREADS; i++) {
+		pthread_join(th[i], NULL);
+		cr_assert_eq(jobs[i].rc, 0, "thread %d: %s", i,
+			     strerror(-jobs[i].rc));
+	}
+	qsort(all, n, sizeof(*all), cmp_u64);
+	for (size_t i = 1; i < n; i++)
+		cr_assert_neq(all[i], all[i - 1], "%llu handed out twice",
+			      (unsigned long long)all[i]);
+	cr_expect_gt(all[0], TREE_ROOT_INO);
+	cr_expect_lt(all[n - 1], meta_hwm(b, "main"));
+	free(all);
+}
+
+/* An exclusive writer (a mount today) is refused while shared ones hold
+ * the store, and a shared one while an exclusive one does. */
+Test(shared, exclusive_and_shared_writers_exclude_each_other)
+{
+	struct store_options o = {0};
+	struct store *s = NULL;
+
+	cr_assert_eq(store_open(&s, url, &o), -EBUSY);
+	store_close(a);
+	store_close(b);
+	a = b = NULL;
+	cr_assert_eq(store_open(&s, url, &o), 0);
+	o.shared = true;
+	cr_assert_eq(store_open(&a, url, &o), -EBUSY);
+	a = NULL;
+	store_close(s);
+}
+
+/*
+ * Races between the two writers, one thread each, released together by a
+ * barrier each round so that their reads overlap their commits. Round i's
+ * paths are @fmt1 and @fmt2 with i for each %d.
+ */
+#define ROUNDS 20
+
+struct racer {
+	int (*op)(struct tree *t, const char *p1, const char *p2);
+	const char *fmt1, *fmt2;
+	struct tree *t;
+	pthread_barrier_t *go;
+	int rc[ROUNDS];
+};
+
+static void *race(void *arg)
+{
+	struct racer *r = arg;
+
+	for (int i = 0; i < ROUNDS; i++) {
+		char p1[32], p2[32] = "";
+
+		snprintf(p1, sizeof(p1), r->fmt1, i, i);
+		if (r->fmt2)
+			snprintf(p2, sizeof(p2), r->fmt2, i, i);
+		pthread_barrier_wait(r->go);
+		r->rc[i] = r->op(r->t, p1, p2);
+	}
+	return NULL;
+}
+
+static void run_race(struct racer *x, struct racer *y)
+{
+	pthread_barrier_t go;
+	pthread_t tx, ty;
+
+	cr_assert_eq(pthread_barrier_init(&go, NULL, 2), 0);
+	x->t = drive_of(a);
+	y->t = drive_of(b);
+	x->go = y->go = &go;
+	cr_assert_eq(pthread_create(&tx, NULL, race, x), 0);
+	cr_assert_eq(pthread_create(&ty, NULL, race, y), 0);
+	pthread_join(tx, NULL);
+	pthread_join(ty, NULL);
+	pthread_barrier_destroy(&go);
+}
+
+static int make_file(struct tree *t, const char *path, const char *unused)
+{
+	return tree_mknode(t, path, S_IFREG | 0644, 0, 0, 0, NULL, NULL);
+}
+
+static int remove_dir(struct tree *t, const char *path, const char *unused)
+{
+	return tree_rmdir(t, path);
+}
+
+static int move(struct tree *t, const char *src, const char *dst)
+{
+	return tree_rename(t, src, dst, 0, NULL);
+}
+
+/* Makes the folders @fmt with 0 .. ROUNDS-1 on writer a. */
+static void make_dirs(const char *fmt)
+{
+	for (int i = 0; i < ROUNDS; i++) {
+		char p[32];
+
+		snprintf(p, sizeof(p), fmt, i);
+		cr_assert_eq(tree_mknode(drive_of(a), p, S_IFDIR | 0755, 0, 0,
+					 0, NULL, NULL),
+			     0, "%s", p);
+	}
+}
+
+/* Both writers create one name: one wins, the other gets EEXIST. */
+Test(shared, create_race_one_wins)
+{
+	struct racer x = {.op = make_file, .fmt1 = "/name-%d"};
+	struct racer y = {.op = make_file, .fmt1 = "/name-%d"};
+
+	run_race(&x, &y);
+	for (int i = 0; i < ROUNDS; i++)
+		cr_expect((x.rc[i] == 0 && y.rc[i] == -EEXIST) ||
+			      (x.rc[i] == -EEXIST && y.rc[i] == 0),
+			  "round %d: %d and %d", i, x.rc[i], y.rc[i]);
+}
+
+/* rmdir on one writer, a create inside on the other: either the folder
+ * stays with the file (ENOTEMPTY), or it is gone and the create failed
+ * (ENOENT); never a file under a removed folder. */
+Test(shared, rmdir_races_a_create_inside)
+{
+	struct racer x = {.op = remove_dir, .fmt1 = "/d-%d"};
+	struct racer y = {.op = make_file, .fmt1 = "/d-%d/f"};
+	struct tree_attr at;
+
+	make_dirs("/d-%d");
+	run_race(&x, &y);
+	for (int i = 0; i < ROUNDS; i++) {
+		char dir[32], file[32];
+
+		snprintf(dir, sizeof(dir), "/d-%d", i);
+		snprintf(file, sizeof(file), "/d-%d/f", i);
+		if (x.rc[i] == 0) {
+			cr_expect_eq(y.rc[i], -ENOENT, "round %d", i);
+			cr_expect_eq(tree_lookup(drive_of(b), dir, &at),
+				     -ENOENT);
+			cr_expect_eq(
+			    tree_lookup(drive_of(b), file, &at), -ENOENT,
+			    "round %d: a file under a removed folder", i);
+		} else {
+			cr_expect_eq(x.rc[i], -ENOTEMPTY, "round %d", i);
+			cr_expect_eq(y.rc[i], 0, "round %d", i);
+			cr_expect_eq(tree_lookup(drive_of(b), file, &at), 0);
+		}
+	}
+}
+
+/* 0 if @path is a folder reachable from the root: every ancestor a
+ * folder, as a walk down from / finds it. */
+static int reachable(struct tree *t, const char *path)
+{
+	char p[64];
+	struct tree_attr at;
+
+	snprintf(p, sizeof(p), "%s", path);
+	for (char *s = p + 1;; s++) {
+		char c = *s;
+
+		if (c != '/' && c != '\0')
+			continue;
+		*s = '\0';
+		if (tree_lookup(t, p, &at) || !S_ISDIR(at.mode))
+			return -ENOENT;
+		if (!c)
+			return 0;
+		*s = c;
+	}
+}
+
+/* The rename-cycle race: one writer moves a into b, the other b into a, at
+ * once. One wins, the other gets ENOENT (its source moved away), and both
+ * folders stay reachable from the root: none is cut off in a cycle. */
+Test(shared, rename_cycle_race_cuts_nothing_off)
+{
+	struct racer x = {.op = move, .fmt1 = "/a-%d", .fmt2 = "/b-%d/a-%d"};
+	struct racer y = {.op = move, .fmt1 = "/b-%d", .fmt2 = "/a-%d/b-%d"};
+
+	make_dirs("/a-%d");
+	make_dirs("/b-%d");
+	run_race(&x, &y);
+	for (int i = 0; i < ROUNDS; i++) {
+		char pa[32], pb[32];
+		bool xwon = x.rc[i] == 0;
+
+		cr_expect((x.rc[i] == 0) != (y.rc[i] == 0),
+			  "round %d: %d and %d", i, x.rc[i], y.rc[i]);
+		cr_expect_eq(xwon ? y.rc[i] : x.rc[i], -ENOENT, "round %d", i);
+		if (xwon) {
+			snprintf(pa, sizeof(pa), "/b-%d/a-%d", i, i);
+			snprintf(pb, sizeof(pb), "/b-%d", i);
+		} else {
+			snprintf(pa, sizeof(pa), "/a-%d", i);
+			snprintf(pb, sizeof(pb), "/a-%d/b-%d", i, i);
+		}
+		cr_expect_eq(reachable(drive_of(b), pa), 0, "%s", pa);
+		cr_expect_eq(reachable(drive_of(b), pb), 0, "%s", pb);
+	}
+}
