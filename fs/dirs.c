@@ -48,7 +48,7 @@ void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 * there, missing every name after. An open alone cannot meet a
 	 * listing another refilled (tests/helpers/rel_readdir.c, pagecache).
 	 */
-	fi->fh = counted;
+	fi->fh = counted; /* for fs_releasedir(): a count to give back */
 	fi->cache_readdir = counted && others == 0;
 	fi->keep_cache = 1;
 	if (fuse_reply_open(req, fi) == -ENOENT && counted)

@@ -33,8 +33,7 @@
 
 /* unlink and rmdir: removes @path (a folder iff @dir), once; @ino as in
  * tree_remove(). */
-static int remove_once(struct tree *t, const char *path, uint64_t ino,
-		       bool dir,
+static int remove_once(struct tree *t, const char *path, uint64_t ino, bool dir,
 		       unsigned flags, uint64_t *orphan)
 {
 	char *parent = NULL;
@@ -135,8 +134,8 @@ out:
 
 /* remove_once(), again while a key it read changed before its commit
  * (tree_track). */
-static int remove_node(struct tree *t, const char *path, uint64_t ino,
-		       bool dir, unsigned flags, uint64_t *orphan)
+static int remove_node(struct tree *t, const char *path, uint64_t ino, bool dir,
+		       unsigned flags, uint64_t *orphan)
 {
 	int rc;
 

@@ -479,6 +479,8 @@ static int pagecache_test(const char *dir)
 		snprintf(p, sizeof(p), "%s/p%07d", sub, 1);
 		if (nf != 2 || unlink(p)) {
 			fprintf(stderr, "pagecache: FAIL setting up %s\n", sub);
+			if (fd1 >= 0)
+				close(fd1);
 			bad = 1;
 			break;
 		}

@@ -19,7 +19,7 @@ check "setup: $NSTABLE stable entries" "$REL_READDIR" setup "$D" $NSTABLE
 check "an offset resumes after its name, in any open, after changes" \
 	"$REL_READDIR" seek "$D" $NSTABLE
 mkdir "$MNT/pages"
-check "a reader whose last name goes on to the end when another open lists the folder again (a listing that ends at a page's end)" \
+check "a reader whose last name is removed goes on to the end when another open lists the folder again (a listing that ends at a page's end)" \
 	"$REL_READDIR" pagecache "$MNT/pages"
 
 # A listing that ends early was ended either by the daemon (an empty reply)
