@@ -203,6 +203,36 @@ Test(keys, node_keys_decode_to_their_path)
 	sbuf_release(&p);
 }
 
+/* The numbers in keys are 16 lowercase hex digits, byte for byte what the
+ * stores on disk hold ("%016llx"): a key built differently would miss
+ * every existing record. */
+static void expect_key(struct sbuf *k, const char *want)
+{
+	cr_expect_eq(k->len, strlen(want), "%.*s: length", (int)k->len, k->buf);
+	cr_expect(k->len == strlen(want) && memcmp(k->buf, want, k->len) == 0,
+		  "%.*s, want %s", (int)k->len, k->buf, want);
+	sbuf_reset(k);
+}
+
+Test(keys, number_bytes)
+{
+	struct sbuf k = {0};
+
+	key_data(&k, "d", 0x1234abcd, 10);
+	expect_key(&k, "DRIVE#d|DATA#000000001234abcd#000000000000000a");
+	key_data(&k, "d", UINT64_MAX, 0);
+	expect_key(&k, "DRIVE#d|DATA#ffffffffffffffff#0000000000000000");
+	key_inode(&k, "main", 0xfedcba9876543210ull);
+	expect_key(&k, "DRIVE#main|INODE#fedcba9876543210");
+	key_parent(&k, "main", 1);
+	expect_key(&k, "DRIVE#main|PARENT#0000000000000001");
+	key_orphan(&k, "main", 0);
+	expect_key(&k, "DRIVE#main|ORPHAN#0000000000000000");
+	key_xtmp_map(&k, "x", 7, 0xa0b0c0d0e0f00102ull);
+	expect_key(&k, "DRIVE#x|XTMP#0000000000000007/a0b0c0d0e0f00102");
+	sbuf_release(&k);
+}
+
 /* Content keys sort by inode, then by block number (fixed-width hex, so
  * block 2 sorts before block 10), decode back, and a range from block N
  * holds exactly the blocks >= N of that inode. */
