@@ -11,8 +11,9 @@
  * same INIT answer (fs/devio.c: READDIRPLUS always, POSIX ACLs with
  * DONT_MASK, HANDLE_KILLPRIV_V2, 1 MiB writes, no writeback cache), the same
  * mount options (default_permissions), entry and attribute timeouts (3600 s
- * unless -o timeout=), negative entries cached as long, file pages and
- * listings kept across opens (keep_cache, cache_readdir), access times as
+ * unless -o timeout=), negative entries cached as long, file pages kept
+ * across opens (keep_cache), a folder's listing kept for an open that is
+ * its only one (cache_readdir, as fs/dirs.c's fs_opendir), access times as
  * pathfs sets them (relatime, the kernel told to fetch the attributes
  * again), no FLUSH handler (the kernel stops sending it after the first
  * ENOSYS), ENODATA for every xattr but security.selinux (EOPNOTSUPP, as
@@ -70,6 +71,7 @@ struct node {
 	struct dent *first, *last; /* a folder's names */
 	char *data;		   /* content (a symlink's target): st_size */
 	size_t cap;		   /* bytes allocated at data */
+	uint32_t opens;		   /* a folder's opens (OPENDIR - RELEASEDIR) */
 };
 
 struct floor {
@@ -601,9 +603,20 @@ static void fl_opendir(fuse_req_t req, fuse_ino_t ino,
 		fuse_reply_err(req, n ? ENOTDIR : ENOENT);
 		return;
 	}
-	fi->cache_readdir = 1;
+	fi->cache_readdir = n->opens++ == 0;
 	fi->keep_cache = 1;
-	fuse_reply_open(req, fi);
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		n->opens--; /* interrupted: no RELEASEDIR comes */
+}
+
+static void fl_releasedir(fuse_req_t req, fuse_ino_t ino,
+			  struct fuse_file_info *fi)
+{
+	struct node *n = node_of(fl_of(req), ino);
+
+	if (n && n->opens)
+		n->opens--;
+	fuse_reply_err(req, 0);
 }
 
 /* One listing entry at @buf (@left bytes there); its size, which is more
@@ -835,6 +848,7 @@ static const struct fuse_lowlevel_ops floor_ops = {
     .release = fl_release, /* no .flush, as pathfs (fs/ops.c) */
     .fsync = fl_fsync,
     .opendir = fl_opendir,
+    .releasedir = fl_releasedir,
     .readdir = fl_readdir,
     .readdirplus = fl_readdirplus,
     .fsyncdir = fl_fsync,

@@ -117,6 +117,16 @@ same_requests() {
 create() { make_tree "$1/t"; }
 find_all() { find "$1/t"; }
 list_all() { ls -lR "$1/t"; }
+# two opens of one folder, each listed while the other is open: only a
+# folder's sole open lists from the kernel's cache (fs_opendir)
+two_listers() {
+	python3 -c 'import os, sys
+fds = [os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY) for _ in "ab"]
+for fd in fds:
+    assert len(os.listdir(fd)) == 25
+for fd in fds:
+    os.close(fd)' "$1/t/d1"
+}
 tar_x() { mkdir "$1/x" && tar xf "$T/src.tar" -C "$1/x"; }
 cp_a() { cp -a "$SRC" "$1/cp"; }
 rsync_a() { rsync -a "$SRC/" "$1/rs"; }
@@ -156,6 +166,7 @@ same_requests "create a tree of 100 files" create
 both_ok "the tree's 104 entries" entries 104
 same_requests "find" find_all
 same_requests "ls -lR" list_all
+same_requests "two opens of a folder, each listed" two_listers
 same_requests "tar x" tar_x
 both_ok "tar x: the copy is the source" tar_same
 same_requests "cp -a" cp_a
