@@ -38,9 +38,8 @@ static void fsck_report(void *arg, const char *msg)
 		fputs(f->first ? "" : ", ", x->out);
 		ctl_put_json(x->out, msg);
 	} else {
-		fputs("  ", x->out);
-		ctl_put_name(x->out, msg);
-		fputc('\n', x->out);
+		/* the store escaped the bytes of names in it (tree_escape) */
+		fprintf(x->out, "  %s\n", msg);
 	}
 	f->first = false;
 }
@@ -175,13 +174,9 @@ int ctl_cmd_fsck(struct ctx *x)
 static void print_journal(struct ctx *x, const char *what,
 			  const struct tree_journal_entry *e)
 {
-	fprintf(x->out, "%s: #%" PRIu64 " %s ", what, e->seq, e->op);
-	ctl_put_name(x->out, e->src);
-	fputs(" -> ", x->out);
-	ctl_put_name(x->out, e->dst);
-	fputs(" at ", x->out);
-	ctl_put_name(x->out, e->cursor[0] ? e->cursor : "(start)");
-	fputc('\n', x->out);
+	/* paths come escaped (tree_journal_list) */
+	fprintf(x->out, "%s: #%" PRIu64 " %s %s -> %s at %s\n", what, e->seq,
+		e->op, e->src, e->dst, e->cursor[0] ? e->cursor : "(start)");
 }
 
 /*

@@ -8,6 +8,9 @@
  * at most about twice the bound. If a write or the rotation fails, the line
  * goes on to stderr (which the daemon keeps when it detaches only for
  * log=stderr), so one bad moment loses no more than that line.
+ *
+ * A message is one line on every sink: its control bytes (a newline in a
+ * file's name, say) are written as \xNN, so no name can forge a line.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -127,7 +130,7 @@ static const char *level_name(int level)
 /* Writes one line to the log file; -errno if it did not get there. */
 static int file_write(int level, const char *msg)
 {
-	char line[1200], stamp[32];
+	char line[4200], stamp[32]; /* plog()'s line and a stamp */
 	struct timespec ts;
 	struct tm tm;
 	ssize_t n;
@@ -170,9 +173,30 @@ void log_set_level(int level)
 	max_level = level;
 }
 
+/* @in with its control bytes as \xNN, into @out (4 bytes per byte of @in,
+ * plus the NUL). */
+static void one_line(const char *in, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (; *in; in++) {
+		unsigned char c = (unsigned char)*in;
+
+		if (c >= 0x20 && c != 0x7f) {
+			*out++ = (char)c;
+			continue;
+		}
+		*out++ = '\\';
+		*out++ = 'x';
+		*out++ = digits[c >> 4];
+		*out++ = digits[c & 0xf];
+	}
+	*out = '\0';
+}
+
 void plog(int level, const char *fmt, ...)
 {
-	char line[1024];
+	char msg[1024], line[4 * sizeof(msg)];
 	va_list ap;
 
 	if (level == LOG_DEBUG && !debug)
@@ -180,8 +204,9 @@ void plog(int level, const char *fmt, ...)
 	if (level > max_level && !(level == LOG_DEBUG && debug))
 		return;
 	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	one_line(msg, line);
 	if (sink == SINK_SYSLOG)
 		syslog(level, "%s", line);
 	else if (sink != SINK_FILE || file_write(level, line) < 0)

@@ -1,7 +1,7 @@
 /*
  * test_log.c - the log file of store/log.c: lines land whole and in order,
- * the file is rotated to FILE.1 once it passes its bound, and no line is lost
- * at a rotation.
+ * the file is rotated to FILE.1 once it passes its bound, no line is lost
+ * at a rotation, and a message with control bytes stays one line.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -91,4 +91,27 @@ Test(log, unwritable_file_is_refused, .init = tu_setup, .fini = tu_teardown)
 
 	snprintf(path, sizeof(path), "%s/no/such/dir/x.log", tu_dir);
 	cr_assert_eq(log_to_file(path, 0), -ENOENT);
+}
+
+Test(log, a_message_is_one_line_whatever_a_name_holds, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	char path[4200], buf[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/x.log", tu_dir);
+	cr_assert_eq(log_to_file(path, 0), 0);
+	plog(LOG_ERR, "bad key %s", "PATH#/a/odd\nname\\\x7f\t");
+	plog(LOG_INFO, "line 2");
+	f = fopen(path, "r");
+	cr_assert_not_null(f);
+	cr_assert_not_null(fgets(buf, sizeof(buf), f));
+	cr_assert_not_null(
+	    strstr(buf, "ERR: bad key PATH#/a/odd\\x0aname\\\\x7f\\x09\n"),
+	    "first line: %s", buf);
+	cr_assert_not_null(fgets(buf, sizeof(buf), f));
+	cr_assert_not_null(strstr(buf, "INFO: line 2\n"), "second line: %s",
+			   buf);
+	cr_assert_null(fgets(buf, sizeof(buf), f));
+	fclose(f);
 }

@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # rel_corrupt.sh - damaged records planted in an unmounted store
 # (tests/helpers/rel_plant.c: garbage as one file's node value, garbage as
-# one content block of another file): after the remount that file alone gives
-# EIO (its folder lists, its neighbours read back intact, the first block of
-# the damaged file still reads), the daemon logs a line naming each damaged
+# one content block of another file, and garbage as the node value of a file
+# whose name holds a newline and a backslash): after the remount each such
+# file alone gives EIO (its folder lists, its neighbours read back intact,
+# the first block of the damaged file still reads), the daemon logs a line naming each damaged
 # record, does not crash, and pathfsctl fsck reports both and exits 1,
-# mounted and unmounted.
+# mounted and unmounted, each odd byte of a name escaped once (\xNN).
 source "$(dirname "$0")/rel_lib.sh"
 
 rel_mount_fg
 mkdir "$MNT/a" "$MNT/b"
 echo good1 >"$MNT/a/good1"
 echo victim >"$MNT/a/bad-node"
+echo odd >"$MNT/a/odd"$'\n'"name\\"
 head -c 200000 /dev/urandom >"$MNT/a/bad-block"
 head -c 300000 /dev/urandom >"$MNT/b/good2"
 echo sibling >"$MNT/a/bad-node2" # sorts right after the damaged node
@@ -21,6 +23,8 @@ rel_umount_fg
 
 check "plant garbage as the node value of /a/bad-node" \
 	"$REL_PLANT" node "$STORE" main /a/bad-node
+check "plant garbage as the node value of /a/odd<newline>name<backslash>" \
+	"$REL_PLANT" node "$STORE" main "/a/odd"$'\n'"name\\"
 "$REL_PLANT" block "$STORE" main /a/bad-block 1 >"$T/plant.out"
 read -r _ ino inohex <"$T/plant.out"
 check "planted garbage as block 1 of /a/bad-block (ino $ino)" [ -n "$inohex" ]
@@ -54,6 +58,8 @@ fsck_finds() {
 	check "fsck ($2) reports the damaged node" grep -q "bad-node" <<<"$out"
 	check "fsck ($2) reports the damaged block" \
 		grep -Eqi "$inohex|bad-block|ino(de)? *$ino\b" <<<"$out"
+	check "fsck ($2) prints the odd name's bytes escaped once" \
+		grep -qF '/a/odd\x0aname\x5c: value does not decode' <<<"$out"
 }
 fsck_finds "through the daemon" mounted
 rel_umount_fg
