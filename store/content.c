@@ -30,6 +30,14 @@
  * the dropped blocks read as zeros (a revision compacted in between: the
  * read starts again). The embedded RocksDB store ignores the pin.
  *
+ * Several writers of one drive (etcd, store_options.shared): a write's
+ * commit is conditioned on the node and the blocks it read (TREE_TRACKED)
+ * and the write runs again when another writer changed one first, so a
+ * block merged by read-modify-write keeps the other writer's bytes, and
+ * appends land one after the other, none over another. Limits: fallocate,
+ * and a truncate big enough to drop in slices, condition their first
+ * commit only.
+ *
  * Block count (st_blocks). A regular file's record holds how many DATA keys
  * it has (tree_attr.blocks), kept in the same batch as the blocks, under the
  * inode's stripe. Every change of DATA keys must keep it true, so whoever
@@ -617,8 +625,10 @@ static int lock_file(struct tree *t, const char *path, uint64_t *ino,
 	return S_ISDIR(r->n.a.mode) ? -EISDIR : notreg;
 }
 
-int tree_write(struct tree *t, const char *path, uint64_t ino, uint64_t off,
-	       const char *buf, size_t len, bool append, struct tree_attr *out)
+/* tree_write(), once: its reads and its one commit. */
+static int write_once(struct tree *t, const char *path, uint64_t ino,
+		      uint64_t off, const char *buf, size_t len, bool append,
+		      struct tree_attr *out)
 {
 	struct attr_ref r = {0};
 	struct sbuf k = {0};
@@ -748,6 +758,16 @@ out:
 	free(scratch);
 	free(val);
 	return rc;
+}
+
+int tree_write(struct tree *t, const char *path, uint64_t ino, uint64_t off,
+	       const char *buf, size_t len, bool append, struct tree_attr *out)
+{
+	/* several writers: the node and the blocks it read are its
+	 * conditions, so no other writer's bytes of a block it merges, and
+	 * no other writer's size or times, are overwritten */
+	return TREE_TRACKED(
+	    t, write_once(t, path, ino, off, buf, len, append, out));
 }
 
 int tree_seek(struct tree *t, uint64_t ino, uint64_t size, uint64_t off,

@@ -109,6 +109,19 @@ int tree_get_inode(struct tree *t, uint64_t ino, struct node *n);
  */
 void tree_track(struct tree *t);
 bool tree_retry(struct tree *t, int rc);
+/* Evaluates @call (an int, 0 or -errno) between tree_track() and
+ * tree_retry(), again while it fails because a key it read changed: a
+ * change that must not overwrite another writer's (glibc's
+ * TEMP_FAILURE_RETRY is the same shape). */
+#define TREE_TRACKED(t, call)                                                  \
+	({                                                                     \
+		int tracked_rc_;                                               \
+		do {                                                           \
+			tree_track(t);                                         \
+			tracked_rc_ = (call);                                  \
+		} while (tree_retry((t), tracked_rc_));                        \
+		tracked_rc_;                                                   \
+	})
 
 /* Commits @b with the store's sync setting. */
 int tree_commit(struct tree *t, struct kv_batch *b);

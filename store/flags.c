@@ -159,8 +159,9 @@ int flags_sync(struct tree *t, uint32_t flags)
 	return kv_sync(t->store->kv);
 }
 
-int tree_setflags(struct tree *t, const char *path, uint64_t ino,
-		  uint32_t flags, struct tree_attr *out)
+/* tree_setflags(), once. */
+static int setflags_once(struct tree *t, const char *path, uint64_t ino,
+			 uint32_t flags, struct tree_attr *out)
 {
 	struct attr_ref r = {0};
 	struct kv_batch *b = NULL;
@@ -192,4 +193,10 @@ out:
 	kv_batch_free(b);
 	attr_ref_release(&r);
 	return rc;
+}
+
+int tree_setflags(struct tree *t, const char *path, uint64_t ino,
+		  uint32_t flags, struct tree_attr *out)
+{
+	return TREE_TRACKED(t, setflags_once(t, path, ino, flags, out));
 }

@@ -520,9 +520,10 @@ int tree_attr_lock(struct tree *t, const char *path, uint64_t *ino,
 	return rc;
 }
 
-int tree_setattr(struct tree *t, const char *path, uint64_t ino,
-		 const struct tree_attr *in, unsigned mask,
-		 struct tree_attr *out)
+/* tree_setattr(), once. */
+static int setattr_once(struct tree *t, const char *path, uint64_t ino,
+			const struct tree_attr *in, unsigned mask,
+			struct tree_attr *out)
 {
 	struct attr_ref r = {0};
 	struct kv_batch *b = NULL;
@@ -593,4 +594,11 @@ out:
 	kv_batch_free(b);
 	attr_ref_release(&r);
 	return rc;
+}
+
+int tree_setattr(struct tree *t, const char *path, uint64_t ino,
+		 const struct tree_attr *in, unsigned mask,
+		 struct tree_attr *out)
+{
+	return TREE_TRACKED(t, setattr_once(t, path, ino, in, mask, out));
 }

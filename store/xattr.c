@@ -70,10 +70,10 @@ static int acl_change(int kind, const void *value, size_t size, int flags,
 	return 0;
 }
 
-/* Sets (@value) or removes (@value NULL) xattr @name of inode @ino. */
-static int xattr_change(struct tree *t, const char *path, uint64_t ino,
-			const char *name, const void *value, size_t size,
-			int flags)
+/* xattr_change(), once. */
+static int change_once(struct tree *t, const char *path, uint64_t ino,
+		       const char *name, const void *value, size_t size,
+		       int flags)
 {
 	struct attr_ref r = {0};
 	struct sbuf k = {0};
@@ -127,6 +127,15 @@ out:
 	sbuf_release(&k);
 	free(old);
 	return rc;
+}
+
+/* Sets (@value) or removes (@value NULL) xattr @name of inode @ino. */
+static int xattr_change(struct tree *t, const char *path, uint64_t ino,
+			const char *name, const void *value, size_t size,
+			int flags)
+{
+	return TREE_TRACKED(
+	    t, change_once(t, path, ino, name, value, size, flags));
 }
 
 int tree_setxattr(struct tree *t, const char *path, uint64_t ino,
