@@ -242,9 +242,9 @@ int fs_do_setxattr(struct fs *fs, uint64_t ino, const char *name,
 int fs_do_getxattr(struct fs *fs, uint64_t ino, const char *name, size_t size,
 		   void **val, size_t *len);
 /* The names of @ino's xattrs, as fs_do_getxattr() gives a value; trusted.*
- * ones only if @trusted (the caller has CAP_SYS_ADMIN). Errors: -ERANGE,
- * those of tree_listxattr(). */
-int fs_do_listxattr(struct fs *fs, uint64_t ino, bool trusted, size_t size,
+ * ones only to a caller with CAP_SYS_ADMIN (@req NULL: shown), asked only
+ * when there are some. Errors: -ERANGE, those of tree_listxattr(). */
+int fs_do_listxattr(struct fs *fs, fuse_req_t req, uint64_t ino, size_t size,
 		    char **list, size_t *len);
 
 /* ---- O_TMPFILE (tmpfile.c) -------------------------------------------- */

@@ -20,9 +20,9 @@
  * CAP_SYS_ADMIN (the kernel checks it for getting and setting them).
  *
  * Limits: no SELinux labels (EOPNOTSUPP, see unsupported_xattr()); sizes as
- * the store allows (tree.h); a LISTXATTR reads its caller's /proc status for
- * its capabilities (a caller whose process is gone counts as root or not by
- * its uid).
+ * the store allows (tree.h); a LISTXATTR of a file with trusted.* names
+ * reads its caller's /proc status for its capabilities (a caller whose
+ * process is gone counts as root or not by its uid).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -171,38 +171,6 @@ int fs_do_getxattr(struct fs *fs, uint64_t ino, const char *name, size_t size,
 	return rc;
 }
 
-/* Drops the trusted.* names from the list of @len bytes at @list (names
- * each ended by a NUL); returns the length left. */
-static size_t drop_trusted(char *list, size_t len)
-{
-	size_t in = 0, out = 0, n;
-
-	while (in < len) {
-		n = strnlen(list + in, len - in) + 1;
-		if (strncmp(list + in, "trusted.", 8)) {
-			memmove(list + out, list + in, n);
-			out += n;
-		}
-		in += n;
-	}
-	return out;
-}
-
-int fs_do_listxattr(struct fs *fs, uint64_t ino, bool trusted, size_t size,
-		    char **list, size_t *len)
-{
-	int rc;
-
-	*list = NULL;
-	*len = 0;
-	rc = tree_listxattr(fs->tree, ino, list, len);
-	if (!rc && !trusted && *len)
-		*len = drop_trusted(*list, *len);
-	if (!rc)
-		rc = fits(*len, size);
-	return rc;
-}
-
 /*
  * Whether the caller of @req may see trusted.* names: it has CAP_SYS_ADMIN
  * (ext4's trusted_xattr_list()), read from its /proc status; root when its
@@ -229,6 +197,50 @@ static bool may_see_trusted(fuse_req_t req)
 	}
 	fclose(f);
 	return found ? admin : c->uid == 0;
+}
+
+/* Whether the list of @len bytes at @list (names each ended by a NUL) has
+ * a trusted.* name. */
+static bool has_trusted(const char *list, size_t len)
+{
+	for (size_t in = 0; in < len; in += strnlen(list + in, len - in) + 1)
+		if (!strncmp(list + in, "trusted.", 8))
+			return true;
+	return false;
+}
+
+/* Drops the trusted.* names from the list of @len bytes at @list (names
+ * each ended by a NUL); returns the length left. */
+static size_t drop_trusted(char *list, size_t len)
+{
+	size_t in = 0, out = 0, n;
+
+	while (in < len) {
+		n = strnlen(list + in, len - in) + 1;
+		if (strncmp(list + in, "trusted.", 8)) {
+			memmove(list + out, list + in, n);
+			out += n;
+		}
+		in += n;
+	}
+	return out;
+}
+
+int fs_do_listxattr(struct fs *fs, fuse_req_t req, uint64_t ino, size_t size,
+		    char **list, size_t *len)
+{
+	int rc;
+
+	*list = NULL;
+	*len = 0;
+	rc = tree_listxattr(fs->tree, ino, list, len);
+	/* the caller's capabilities are read only for a list that has
+	 * trusted.* names (a read of /proc: 15 us) */
+	if (!rc && req && has_trusted(*list, *len) && !may_see_trusted(req))
+		*len = drop_trusted(*list, *len);
+	if (!rc)
+		rc = fits(*len, size);
+	return rc;
 }
 
 /* Replies with @val (@len bytes, fitting) to a request for @size bytes (0:
@@ -258,8 +270,7 @@ void fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
 	char *list;
 	size_t len;
-	int rc = fs_do_listxattr(req_fs(req), ino, may_see_trusted(req), size,
-				 &list, &len);
+	int rc = fs_do_listxattr(req_fs(req), req, ino, size, &list, &len);
 
 	reply_xattr(req, rc, list, len, size);
 	free(list);

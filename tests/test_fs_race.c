@@ -292,7 +292,7 @@ static int req_listxattr(void)
 {
 	char *list = NULL;
 	size_t len = 0;
-	int rc = fs_do_listxattr(&tu_fs, node, true, 64, &list, &len);
+	int rc = fs_do_listxattr(&tu_fs, NULL, node, 64, &list, &len);
 
 	free(list);
 	return rc;
