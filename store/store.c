@@ -308,6 +308,26 @@ int store_server(const char *dir, pid_t *pid)
 	return rc;
 }
 
+/* How many journal records of drive @t are unfinished renames (not paused
+ * clones, which wait for their token), each logged; or -errno. */
+static int unfinished_renames(struct tree *t)
+{
+	struct tree_journal_entry *e = NULL;
+	size_t n = 0;
+	int rc, left = 0;
+
+	rc = tree_journal_list(t, &e, &n);
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		if (!strcmp(e[i].op, "clone"))
+			continue;
+		left++;
+		plog(LOG_ERR, "drive %s: unfinished %s #%llu %s -> %s", t->name,
+		     e[i].op, (unsigned long long)e[i].seq, e[i].src, e[i].dst);
+	}
+	tree_journal_list_free(e, n);
+	return rc ? rc : left;
+}
+
 /* Finishes interrupted drive deletes, replays journals and reclaims orphans
  * of every drive, before serving. */
 static int store_recover(struct store *s)
@@ -382,6 +402,10 @@ const char *store_strerror(int err)
 	case -EPROTO:
 		return "an etcd member answered in another protocol (http to "
 		       "a member that speaks TLS)";
+	case -ENOTRECOVERABLE:
+		return "a writer that stopped left a folder rename unfinished, "
+		       "which only a sole writer finishes: open it read-write "
+		       "once without shared writers (pathfsctl recover)";
 	}
 	return strerror(-err);
 }
@@ -634,13 +658,22 @@ int store_open(struct store **out, const char *dir,
 		}
 	} else {
 		/* no recovery (read-only, or one writer of several: another
-		 * may be running it); still refuse drives of a newer format */
+		 * may be running it); still refuse drives of a newer format.
+		 * A shared writer also refuses a drive with a folder rename a
+		 * stopped writer left unfinished: serving its half-moved
+		 * branch, another writer's changes there would be lost to the
+		 * replay that finishes it later (shared writers journal no
+		 * renames: a non-empty folder's answers EXDEV among them) */
 		char **names = NULL;
 		size_t n = 0;
 		rc = store_drive_list(s, &names, &n);
 		for (size_t i = 0; i < n && rc == 0; i++) {
 			struct tree *t;
 			rc = store_drive(s, names[i], &t);
+			if (rc == 0 && s->opt.shared && !opt->read_only)
+				rc = unfinished_renames(t);
+			if (rc > 0)
+				rc = -ENOTRECOVERABLE;
 		}
 		store_drive_list_free(names, n);
 	}

@@ -21,7 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -478,4 +480,63 @@ Test(shared, chmod_and_write_at_once_both_stay)
 	struct changer y = {.what = CHMOD};
 
 	run_changers(&x, &y);
+}
+
+/*
+ * A sole writer killed in the middle of a folder rename, then shared
+ * writers: none serves the half-moved branch (its changes there would be
+ * lost to the replay that finishes the rename later); a sole writer's open
+ * finishes it, and shared writers come back. The test's own store, with a
+ * 2 s lease, so that the killed writer's lease expires soon.
+ */
+Test(shared, shared_writers_refuse_an_unfinished_rename)
+{
+	struct store_options ex = {.create = true, .rename_batch = 10};
+	struct store_options sh = {.shared = true};
+	char u[PATH_MAX], *q = strchr(url, '?');
+	struct store *s = NULL;
+	struct tree *t;
+	struct tree_attr at;
+	int status;
+	pid_t pid;
+
+	snprintf(u, sizeof(u), "%.*s-ren?lease-ttl=2", (int)(q - url), url);
+	cr_assert_eq(store_open(&s, u, &ex), 0);
+	cr_assert_eq(store_drive_create(s, "main", getuid(), getgid()), 0);
+	cr_assert_eq(store_drive(s, "main", &t), 0);
+	cr_assert_eq(tree_mknode(t, "/w", S_IFDIR | 0755, 0, 0, 0, NULL, NULL),
+		     0);
+	for (int i = 0; i < 40; i++) {
+		char p[32];
+
+		snprintf(p, sizeof(p), "/w/f%02d", i);
+		cr_assert_eq(
+		    tree_mknode(t, p, S_IFREG | 0644, 0, 0, 0, NULL, NULL), 0);
+	}
+	store_close(s);
+	s = NULL;
+
+	pid = fork();
+	cr_assert_neq(pid, -1);
+	if (pid == 0) {
+		setenv("PATHFS_CRASH_AFTER_BATCHES", "2", 1);
+		if (store_open(&s, u, &ex) || store_drive(s, "main", &t))
+			_exit(10);
+		tree_rename(t, "/w", "/w2", 0, NULL);
+		_exit(11);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+		  "the rename was not killed (status %#x)", status);
+	sleep(3); /* its lease expires */
+
+	cr_expect_eq(store_open(&s, u, &sh), -ENOTRECOVERABLE);
+	cr_assert_eq(store_open(&s, u, &ex), 0, "a sole writer's open");
+	cr_assert_eq(store_drive(s, "main", &t), 0);
+	cr_expect_eq(tree_lookup(t, "/w", &at), -ENOENT);
+	cr_expect_eq(tree_lookup(t, "/w2/f39", &at), 0, "the rename finished");
+	store_close(s);
+	s = NULL;
+	cr_expect_eq(store_open(&s, u, &sh), 0, "shared writers again");
+	store_close(s);
 }
