@@ -191,6 +191,8 @@ struct fs {
 	size_t rq_n, rq_cap;	/* protected by rq_lock */
 	bool rq_started;	/* protected by rq_lock: rq_thread runs */
 	bool rq_stop;		/* protected by rq_lock: queue no more */
+	bool rq_dead;		/* protected by rq_lock: also frees stopped
+				 * writers' orphans (fs_reclaim_dead) */
 	pthread_t rq_thread;
 
 	struct fh *fhs; /* protected by lock: open files (files.c) */
@@ -417,6 +419,10 @@ int itab_path_locked(struct fs *fs, uint64_t ino, const char *name,
  * then. */
 void fs_reclaim_init(struct fs *fs);
 void fs_reclaim_release(struct fs *fs);
+/* One writer of several (a shared mount): starts the thread, which from
+ * now on also frees, every RECLAIM_DEAD_S seconds, the orphans that writers
+ * which stopped holding the store left (tree_reclaim_dead). */
+void fs_reclaim_dead(struct fs *fs);
 /*
  * Frees orphan @ino (0: nothing) soon, in a batch with others, on a thread
  * of its own (started by the first call); at once in the caller if it cannot

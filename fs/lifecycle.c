@@ -58,6 +58,9 @@ void fs_init_conn(void *userdata, struct fuse_conn_info *conn)
 	struct fs *fs = userdata;
 
 	fs_conn_want(conn, fs->writeback);
+	/* one writer of several: stopped writers' orphans are ours to free */
+	if (!fs->ro && fs->tree && tree_shared(fs->tree))
+		fs_reclaim_dead(fs);
 }
 
 /*

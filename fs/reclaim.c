@@ -20,6 +20,12 @@
  * store's deletes free disk only when RocksDB compacts, so statfs shows no
  * difference.
  *
+ * One writer of several (a shared mount, fs_reclaim_dead()): an orphan is
+ * also freed when the writer that made it stops (killed, its machine lost
+ * or cut off: its lease expired, and it is fenced). The thread looks every
+ * RECLAIM_DEAD_S seconds for orphans whose mark names no writer holding the
+ * store any more (tree_reclaim_dead), as the next sole writer's open would.
+ *
  * Limits: one thread; the queue grows while the store is slower than the
  * kernel forgets (a batch frees an orphan in a few us, the kernel sends at
  * most one FORGET per round trip of the unlink). If the queue cannot grow
@@ -38,6 +44,8 @@
 /* ~20,000 forgets a second in rm -rf: a few hundred orphans per commit */
 #define RECLAIM_DELAY_MS 20
 #define RECLAIM_BATCH	 1024
+/* a stopped writer's lease lasts 5 s by default (etcd ?lease-ttl=) */
+#define RECLAIM_DEAD_S 5
 
 void fs_reclaim_init(struct fs *fs)
 {
@@ -85,6 +93,23 @@ static void deadline(struct timespec *ts)
 	}
 }
 
+/* Frees the orphans of writers that stopped holding the store. */
+static void reclaim_dead(struct fs *fs)
+{
+	size_t n = 0;
+	int rc = tree_reclaim_dead(fs->tree, &n);
+
+	if (rc)
+		plog(LOG_WARNING,
+		     "orphans of writers that stopped: %s (%zu freed; tried "
+		     "again in %d s)",
+		     strerror(-rc), n, RECLAIM_DEAD_S);
+	else if (n)
+		plog(LOG_NOTICE,
+		     "freed %zu orphan inode%s of writers that stopped", n,
+		     n == 1 ? "" : "s");
+}
+
 static void *reclaimer(void *arg)
 {
 	struct fs *fs = arg;
@@ -94,8 +119,20 @@ static void *reclaimer(void *arg)
 
 	pthread_mutex_lock(&fs->rq_lock);
 	for (;;) {
-		while (!fs->rq_n && !fs->rq_stop)
-			pthread_cond_wait(&fs->rq_cond, &fs->rq_lock);
+		while (!fs->rq_n && !fs->rq_stop) {
+			if (!fs->rq_dead) {
+				pthread_cond_wait(&fs->rq_cond, &fs->rq_lock);
+				continue;
+			}
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			ts.tv_sec += RECLAIM_DEAD_S;
+			if (pthread_cond_timedwait(&fs->rq_cond, &fs->rq_lock,
+						   &ts) == ETIMEDOUT) {
+				pthread_mutex_unlock(&fs->rq_lock);
+				reclaim_dead(fs);
+				pthread_mutex_lock(&fs->rq_lock);
+			}
+		}
 		if (!fs->rq_n)
 			break; /* stopped with nothing left */
 		/* gather what comes soon after the first into one commit */
@@ -117,17 +154,22 @@ static void *reclaimer(void *arg)
 	return NULL;
 }
 
+/* Caller holds rq_lock. Starts the thread if not running; false if it
+ * cannot. */
+static bool started(struct fs *fs)
+{
+	if (!fs->rq_started &&
+	    !pthread_create(&fs->rq_thread, NULL, reclaimer, fs))
+		fs->rq_started = true;
+	return fs->rq_started;
+}
+
 /* Caller holds rq_lock. Appends @ino, starting the thread the first time.
  * Returns false if the caller must free it itself. */
 static bool enqueue(struct fs *fs, uint64_t ino)
 {
-	if (fs->rq_stop)
+	if (fs->rq_stop || !started(fs))
 		return false;
-	if (!fs->rq_started) {
-		if (pthread_create(&fs->rq_thread, NULL, reclaimer, fs))
-			return false;
-		fs->rq_started = true;
-	}
 	if (fs->rq_n == fs->rq_cap) {
 		size_t cap = fs->rq_cap ? 2 * fs->rq_cap : 256;
 		uint64_t *v = realloc(fs->rq, cap * sizeof(*v));
@@ -155,6 +197,17 @@ void fs_reclaim(struct fs *fs, uint64_t ino)
 	pthread_mutex_unlock(&fs->rq_lock);
 	if (!queued)
 		reclaim_now(fs, &ino, 1);
+}
+
+void fs_reclaim_dead(struct fs *fs)
+{
+	pthread_mutex_lock(&fs->rq_lock);
+	fs->rq_dead = true;
+	if (!fs->rq_stop && !started(fs))
+		plog(LOG_WARNING, "cannot start the reclaim thread: orphans of "
+				  "writers that stop are freed at the next "
+				  "sole writer's open");
+	pthread_mutex_unlock(&fs->rq_lock);
 }
 
 void fs_reclaim_stop(struct fs *fs)

@@ -91,6 +91,11 @@ int tree_batch_dir_touch(struct tree *t, struct kv_batch *b, const char *dir,
  * The parent folder is NOT touched (tree_batch_dir_touch). Caller holds
  * ns_lock and the stripe of n->a.ino. Errors: -EIO.
  */
+/* Adds to @b the ORPHAN mark of @ino. Its value names the shared writer that
+ * made it, 16 hex digits (kv_writer_id; "" for a sole writer): once that
+ * writer is gone, another frees the orphan (tree_reclaim_dead). */
+void tree_batch_put_orphan(struct tree *t, struct kv_batch *b, uint64_t ino);
+
 #define TREE_PARK_BIG 0x100 /* tree_batch_remove(): see there */
 int tree_batch_remove(struct tree *t, struct kv_batch *b, const char *path,
 		      const struct node *n, unsigned flags, uint64_t *orphan,

@@ -587,6 +587,11 @@ size_t tree_batch_max_ops(const struct tree *t)
 	return kv_limits(t->store->kv)->batch_ops;
 }
 
+bool tree_shared(const struct tree *t)
+{
+	return t->store->opt.shared && !t->store->opt.read_only;
+}
+
 void tree_track(struct tree *t)
 {
 	if (t->store->opt.shared)

@@ -36,6 +36,7 @@
  * read anyway (mknode, link, rename), lookups say -ENOENT.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -294,6 +295,19 @@ int tree_batch_dir_touch(struct tree *t, struct kv_batch *b, const char *dir,
 	return rc;
 }
 
+void tree_batch_put_orphan(struct tree *t, struct kv_batch *b, uint64_t ino)
+{
+	uint64_t id = kv_writer_id(t->store->kv);
+	struct sbuf k = {0};
+	char v[17] = "";
+
+	if (id)
+		snprintf(v, sizeof(v), "%016llx", (unsigned long long)id);
+	key_orphan(&k, t->name, ino);
+	kv_batch_put(b, k.buf, k.len, v, strlen(v));
+	sbuf_release(&k);
+}
+
 int tree_batch_remove(struct tree *t, struct kv_batch *b, const char *path,
 		      const struct node *n, unsigned flags, uint64_t *orphan,
 		      int64_t now_ns)
@@ -347,9 +361,7 @@ int tree_batch_remove(struct tree *t, struct kv_batch *b, const char *path,
 		a.ctime_ns = now_ns;
 		node_encode(&v, &a, target);
 		kv_batch_put(b, k.buf, k.len, v.buf, v.len);
-		sbuf_reset(&k);
-		key_orphan(&k, t->name, a.ino);
-		kv_batch_put(b, k.buf, k.len, "", 0);
+		tree_batch_put_orphan(t, b, a.ino);
 		if (orphan)
 			*orphan = a.ino;
 		goto out;

@@ -258,9 +258,7 @@ int tree_mktmp(struct tree *t, const char *dir, mode_t mode, mode_t umask,
 	key_inode(&k, t->name, a.ino);
 	node_encode(&v, &a, NULL);
 	kv_batch_put(b, k.buf, k.len, v.buf, v.len);
-	sbuf_reset(&k);
-	key_orphan(&k, t->name, a.ino);
-	kv_batch_put(b, k.buf, k.len, "", 0);
+	tree_batch_put_orphan(t, b, a.ino);
 	rc = tree_commit(t, b);
 	if (rc == 0 && out)
 		*out = a;

@@ -282,7 +282,29 @@ int tree_reclaim_many(struct tree *t, const uint64_t *inos, size_t n,
 	return rc;
 }
 
-int tree_reclaim_orphans(struct tree *t, size_t *count)
+/* Whether the ORPHAN mark's value @v (@vlen bytes) names one of the @n
+ * shared writers @live: "" is a sole writer's, gone once shared writers
+ * hold the store. */
+static bool kept_by(const char *v, size_t vlen, const uint64_t *live, size_t n)
+{
+	char hex[17];
+	uint64_t id;
+
+	if (vlen != 16)
+		return false;
+	memcpy(hex, v, 16);
+	hex[16] = '\0';
+	id = strtoull(hex, NULL, 16);
+	for (size_t i = 0; i < n; i++)
+		if (live[i] == id)
+			return true;
+	return false;
+}
+
+/* Reclaims the orphans of drive @t whose mark names none of the @n writers
+ * @live (@live NULL: every orphan); *count (may be NULL) gets how many. */
+static int reclaim_marks(struct tree *t, const uint64_t *live, size_t nlive,
+			 size_t *count)
 {
 	struct sbuf lo = {0}, hi = {0}, pre = {0};
 	struct kv_iter *it = NULL;
@@ -296,8 +318,9 @@ int tree_reclaim_orphans(struct tree *t, size_t *count)
 	if (rc)
 		goto out;
 	for (; kv_iter_valid(it); kv_iter_next(it)) {
-		size_t klen;
+		size_t klen, vlen;
 		const char *key = kv_iter_key(it, &klen);
+		const char *v = kv_iter_value(it, &vlen);
 		uint64_t ino;
 
 		if (key_ino_decode(key, klen, pre.len, KEY_ORPHAN, &ino)) {
@@ -305,7 +328,10 @@ int tree_reclaim_orphans(struct tree *t, size_t *count)
 			     t->name, (int)klen, key);
 			continue;
 		}
-		rc = tree_reclaim(t, ino);
+		if (live && kept_by(v, vlen, live, nlive))
+			continue;
+		/* several writers may free one: its reads condition it */
+		rc = TREE_TRACKED(t, tree_reclaim(t, ino));
 		if (rc == -ENOENT)
 			rc = 0;
 		if (rc)
@@ -320,5 +346,29 @@ out:
 	sbuf_release(&lo);
 	sbuf_release(&hi);
 	sbuf_release(&pre);
+	return rc;
+}
+
+int tree_reclaim_orphans(struct tree *t, size_t *count)
+{
+	return reclaim_marks(t, NULL, 0, count);
+}
+
+int tree_reclaim_dead(struct tree *t, size_t *count)
+{
+	uint64_t *live = NULL;
+	size_t n = 0;
+	int rc;
+
+	if (count)
+		*count = 0;
+	if (!kv_writer_id(t->store->kv))
+		return 0; /* a sole writer's orphans are its own */
+	rc = kv_writers(t->store->kv, &live, &n);
+	if (rc == 0 && n == 0)
+		rc = -EIO; /* not even this writer: fenced? leave them */
+	if (rc == 0)
+		rc = reclaim_marks(t, live, n, count);
+	free(live);
 	return rc;
 }

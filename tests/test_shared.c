@@ -540,3 +540,66 @@ Test(shared, shared_writers_refuse_an_unfinished_rename)
 	cr_expect_eq(store_open(&s, u, &sh), 0, "shared writers again");
 	store_close(s);
 }
+
+/*
+ * A shared writer that stops with an orphan (a file unlinked while open
+ * there) and never comes back: once its lease expired, another writer
+ * frees the orphan (tree_reclaim_dead, which the daemon runs every few
+ * seconds); a live writer's orphans, its own or the other's, stay.
+ */
+Test(shared, a_stopped_writers_orphans_are_freed_by_another)
+{
+	struct store_options sh = {.create = true, .shared = true};
+	char u[PATH_MAX], *q = strchr(url, '?');
+	uint64_t gone = 0, mine = 0;
+	struct store *s = NULL;
+	struct tree *t;
+	struct node n = {0};
+	int fds[2], status;
+	size_t freed = 9;
+	pid_t pid;
+
+	snprintf(u, sizeof(u), "%.*s-dead?lease-ttl=4", (int)(q - url), url);
+	cr_assert_eq(store_open(&s, u, &sh), 0);
+	cr_assert_eq(store_drive_create(s, "main", getuid(), getgid()), 0);
+	cr_assert_eq(store_drive(s, "main", &t), 0);
+	for (const char *p = "/f"; p; p = strcmp(p, "/f") ? NULL : "/g") {
+		cr_assert_eq(
+		    tree_mknode(t, p, S_IFREG | 0644, 0, 0, 0, NULL, NULL), 0);
+		cr_assert_eq(tree_write(t, p, 0, 0, "bytes", 5, false, NULL),
+			     0);
+	}
+	cr_assert_eq(pipe(fds), 0);
+	pid = fork();
+	cr_assert_neq(pid, -1);
+	if (pid == 0) {
+		struct store *c;
+		struct tree *ct;
+		uint64_t ino = 0;
+
+		if (store_open(&c, u, &sh) || store_drive(c, "main", &ct) ||
+		    tree_unlink(ct, "/f", TREE_KEEP_ORPHAN, &ino) ||
+		    write(fds[1], &ino, sizeof(ino)) != sizeof(ino))
+			_exit(10);
+		_exit(0); /* stops: no close, its lease runs out */
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	cr_assert_eq(read(fds[0], &gone, sizeof(gone)), sizeof(gone));
+	close(fds[0]);
+	close(fds[1]);
+	cr_assert_eq(tree_unlink(t, "/g", TREE_KEEP_ORPHAN, &mine), 0);
+	cr_assert(gone && mine);
+
+	cr_assert_eq(tree_reclaim_dead(t, &freed), 0);
+	cr_expect_eq(freed, 0, "the stopped writer's lease still runs");
+	sleep(6);
+	cr_assert_eq(tree_reclaim_dead(t, &freed), 0);
+	cr_expect_eq(freed, 1);
+	cr_expect_eq(tree_get_inode(t, gone, &n), -ENOENT,
+		     "the stopped writer's orphan is freed");
+	node_release(&n);
+	cr_expect_eq(tree_get_inode(t, mine, &n), 0, "this writer's stays");
+	node_release(&n);
+	store_close(s);
+}

@@ -599,6 +599,18 @@ int tree_remove(struct tree *t, const char *path, uint64_t ino, bool dir,
 int tree_reclaim(struct tree *t, uint64_t ino);
 
 /*
+ * One writer of several (store_options.shared): frees the orphans of drive
+ * @t that writers no longer holding the store left (their ORPHAN marks name
+ * them, tree_batch_put_orphan; a writer whose lease expired is fenced and
+ * cannot touch them again); *count (may be NULL) gets how many. Run at a
+ * shared open and by the daemon every few seconds. A sole writer: nothing
+ * to do (store_open frees every orphan). Errors: as tree_reclaim, -EIO.
+ */
+int tree_reclaim_dead(struct tree *t, size_t *count);
+/* Whether @t's store is open as one writer of several (store_options.shared). */
+bool tree_shared(const struct tree *t);
+
+/*
  * As tree_reclaim() for the @n orphans @inos, several to a commit (each
  * orphan's deletes in one batch; a number that is not an orphan is skipped).
  * The caller answers for no one else using them (the daemon: the kernel has

@@ -553,6 +553,18 @@ int kv_space(struct kv *kv, struct statvfs *st)
 	return kv->ops->space(kv, st);
 }
 
+uint64_t kv_writer_id(const struct kv *kv)
+{
+	return kv->ops->writer_id ? kv->ops->writer_id(kv) : 0;
+}
+
+int kv_writers(struct kv *kv, uint64_t **ids, size_t *n)
+{
+	*ids = NULL;
+	*n = 0;
+	return kv->ops->writers ? kv->ops->writers(kv, ids, n) : 0;
+}
+
 uint64_t kv_estimate_keys(struct kv *kv)
 {
 	return kv->ops->estimate_keys(kv);

@@ -78,6 +78,9 @@ struct kv_ops {
 		     const char *hi, size_t hilen, long long rev,
 		     kv_change_fn change, void (*reset)(void *ctx), void *ctx);
 	void (*watch_stop)(void *w);
+	/* optional (a store one process writes): shared writers */
+	uint64_t (*writer_id)(const struct kv *kv);
+	int (*writers)(struct kv *kv, uint64_t **ids, size_t *n);
 };
 
 /* The head of every backend's store handle. */

@@ -599,4 +599,6 @@ const struct kv_ops kve_ops = {
     .reserve_bytes = kve_reserve_bytes,
     .watch = kve_watch,
     .watch_stop = kve_watch_stop,
+    .writer_id = kve_writer_id,
+    .writers = kve_writers,
 };

@@ -132,6 +132,9 @@ int kve_send_txn(struct kve *kv, int built, struct json_object *cmps,
 /* kv_etcd_owner.c: the owner key (or a shared writer's key) and its lease
  * keeper */
 int kve_own(struct kve *kv);
+/* kv_writer_id(), kv_writers() (kv_i.h) */
+uint64_t kve_writer_id(const struct kv *kv);
+int kve_writers(struct kv *kv, uint64_t **ids, size_t *n);
 void kve_revoke(struct kve *kv);
 void kve_fence(struct kve *kv, const char *by);
 bool kve_is_fenced(struct kve *kv);

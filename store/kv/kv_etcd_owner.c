@@ -229,3 +229,48 @@ int kve_own(struct kve *kv)
 	kv->keeper_running = true;
 	return 0;
 }
+
+uint64_t kve_writer_id(const struct kv *kv_)
+{
+	const struct kve *kv = (const struct kve *)kv_;
+
+	return kv->shared && !kv->base.read_only ? kv->client : 0;
+}
+
+int kve_writers(struct kv *kv_, uint64_t **ids, size_t *n)
+{
+	struct kve *kv = (struct kve *)kv_;
+	struct json_object *req = json_object_new_object(), *resp = NULL, *kvs;
+	char lo[KVE_NAME_MAX + 16], hi[KVE_NAME_MAX + 16];
+	size_t len, cnt;
+	int m, rc;
+
+	m = snprintf(lo, sizeof(lo), "%swriter/", kv->meta);
+	memcpy(hi, lo, (size_t)m);
+	hi[m - 1]++; /* "writer0": past every key under "writer/" */
+	rc = kve_add_b64(req, "key", lo, (size_t)m);
+	if (!rc)
+		rc = kve_add_b64(req, "range_end", hi, (size_t)m);
+	if (!rc)
+		rc =
+		    etcd_add_json(req, "keys_only", json_object_new_boolean(1));
+	if (!rc)
+		rc = etcd_call(kv->e, "/v3/kv/range", req, &resp);
+	cnt = !rc && json_object_object_get_ex(resp, "kvs", &kvs)
+		  ? json_object_array_length(kvs)
+		  : 0;
+	if (cnt && !(*ids = calloc(cnt, sizeof(**ids))))
+		rc = -ENOMEM;
+	for (size_t i = 0; i < cnt && !rc; i++) {
+		char *k =
+		    kve_get_b64(json_object_array_get_idx(kvs, i), "key", &len);
+
+		/* NAME/m/writer/<16 hex digits> */
+		if (k && len == (size_t)m + 16)
+			(*ids)[(*n)++] = strtoull(k + m, NULL, 16);
+		free(k);
+	}
+	json_object_put(req);
+	json_object_put(resp);
+	return rc;
+}

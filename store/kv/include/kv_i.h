@@ -105,6 +105,15 @@ struct kv_options {
 	bool shared;
 };
 
+/*
+ * Shared writers (kv_options.shared): kv_writer_id() is this open's id
+ * among them (0: not a shared writer); kv_writers() lists the ids of those
+ * that hold the store now (a writer whose lease expired is gone from it,
+ * and fenced: its commits fail). Free *ids. Errors: -ENOMEM, as kv_get.
+ */
+uint64_t kv_writer_id(const struct kv *kv);
+int kv_writers(struct kv *kv, uint64_t **ids, size_t *n);
+
 /* true if @where names a store on etcd: etcd://HOST:PORT[,...]/NAME, or
  * etcd+https://... (KV_ETCD_TLS_SCHEME) */
 #define KV_ETCD_TLS_SCHEME "etcd+https://"
