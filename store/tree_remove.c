@@ -301,20 +301,26 @@ static bool kept_by(const char *v, size_t vlen, const uint64_t *live, size_t n)
 	return false;
 }
 
-/* Reclaims the orphans of drive @t whose mark names none of the @n writers
- * @live (@live NULL: every orphan); *count (may be NULL) gets how many. */
-static int reclaim_marks(struct tree *t, const uint64_t *live, size_t nlive,
-			 size_t *count)
+/* Reclaims the orphans of drive @t: every one, or (@dead) those whose mark
+ * names no writer holding the store; *count (may be NULL) gets how many. */
+static int reclaim_marks(struct tree *t, bool dead, size_t *count)
 {
 	struct sbuf lo = {0}, hi = {0}, pre = {0};
 	struct kv_iter *it = NULL;
-	size_t n = 0;
+	uint64_t *live = NULL;
+	size_t n = 0, nlive = 0;
 	int rc;
 
 	key_drive_prefix(&pre, t->name);
 	key_kind_range(&lo, &hi, t->name, KEY_ORPHAN);
 	/* the iterator reads a snapshot: reclaiming meanwhile is safe */
 	rc = kv_iter_open(&it, t->store->kv, lo.buf, lo.len, hi.buf, hi.len);
+	/* the writers now, after the marks' moment: a writer that made one
+	 * of them and still holds the store is among them */
+	if (rc == 0 && dead)
+		rc = kv_writers(t->store->kv, &live, &nlive);
+	if (rc == 0 && dead && nlive == 0)
+		rc = -EIO; /* not even this writer: fenced, leave them */
 	if (rc)
 		goto out;
 	for (; kv_iter_valid(it); kv_iter_next(it)) {
@@ -328,7 +334,7 @@ static int reclaim_marks(struct tree *t, const uint64_t *live, size_t nlive,
 			     t->name, (int)klen, key);
 			continue;
 		}
-		if (live && kept_by(v, vlen, live, nlive))
+		if (dead && kept_by(v, vlen, live, nlive))
 			continue;
 		/* several writers may free one: its reads condition it */
 		rc = TREE_TRACKED(t, tree_reclaim(t, ino));
@@ -343,6 +349,7 @@ out:
 	if (count)
 		*count = n;
 	kv_iter_free(it);
+	free(live);
 	sbuf_release(&lo);
 	sbuf_release(&hi);
 	sbuf_release(&pre);
@@ -351,24 +358,14 @@ out:
 
 int tree_reclaim_orphans(struct tree *t, size_t *count)
 {
-	return reclaim_marks(t, NULL, 0, count);
+	return reclaim_marks(t, false, count);
 }
 
 int tree_reclaim_dead(struct tree *t, size_t *count)
 {
-	uint64_t *live = NULL;
-	size_t n = 0;
-	int rc;
-
 	if (count)
 		*count = 0;
 	if (!kv_writer_id(t->store->kv))
 		return 0; /* a sole writer's orphans are its own */
-	rc = kv_writers(t->store->kv, &live, &n);
-	if (rc == 0 && n == 0)
-		rc = -EIO; /* not even this writer: fenced? leave them */
-	if (rc == 0)
-		rc = reclaim_marks(t, live, n, count);
-	free(live);
-	return rc;
+	return reclaim_marks(t, true, count);
 }
