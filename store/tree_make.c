@@ -9,7 +9,10 @@
  * folder's mtime/ctime/nlink, and the ACLs it inherits from a folder with a
  * default ACL (acl.c; without one the creator's umask applies). A file's
  * first hard link moves its attributes to INODE#ino and leaves stubs at
- * both names (tree.c's overview).
+ * both names (tree.c's overview). For several writers of one drive each
+ * of these commits is conditioned on what it read and runs again on a
+ * conflict (tree_track): a link of a name another writer unlinks fails
+ * with ENOENT, never names an inode whose record is gone.
  *
  * Limits: a hard-linked inode has at most TREE_LINK_MAX names; folders are
  * never hard-linked; an orphan other than tree_mktmp()'s never gets a name
@@ -216,8 +219,9 @@ int tree_mknode_umask(struct tree *t, const char *path, mode_t mode,
 	return rc;
 }
 
-int tree_mktmp(struct tree *t, const char *dir, mode_t mode, mode_t umask,
-	       uid_t uid, gid_t gid, struct tree_attr *out)
+/* tree_mktmp() once: its reads and its one commit. */
+static int mktmp_once(struct tree *t, const char *dir, mode_t mode,
+		      mode_t umask, uid_t uid, gid_t gid, struct tree_attr *out)
 {
 	struct node pn = {0};
 	struct kv_batch *b = NULL;
@@ -269,10 +273,16 @@ out:
 	return rc;
 }
 
+int tree_mktmp(struct tree *t, const char *dir, mode_t mode, mode_t umask,
+	       uid_t uid, gid_t gid, struct tree_attr *out)
+{
+	return TREE_TRACKED(t, mktmp_once(t, dir, mode, umask, uid, gid, out));
+}
+
 /* tree_link() (@oldpath), tree_link_ino() (@oldpath NULL, inode @ino) and
- * tree_link_tmp() (@tmp: an orphan of tree_mktmp() may get a name). */
-static int link_common(struct tree *t, const char *oldpath, uint64_t ino,
-		       bool tmp, const char *newpath, struct tree_attr *out)
+ * tree_link_tmp() (@tmp: an orphan of tree_mktmp() may get a name), once. */
+static int link_once(struct tree *t, const char *oldpath, uint64_t ino,
+		     bool tmp, const char *newpath, struct tree_attr *out)
 {
 	char *parent = NULL;
 	struct node on = {0}, pn = {0};
@@ -394,6 +404,15 @@ out:
 	node_release(&pn);
 	free(parent);
 	return rc;
+}
+
+/* link_once(), again while a key it read changed before its commit
+ * (tree_track): the name it links, the inode's record, the new name's
+ * absence and its folder. */
+static int link_common(struct tree *t, const char *oldpath, uint64_t ino,
+		       bool tmp, const char *newpath, struct tree_attr *out)
+{
+	return TREE_TRACKED(t, link_once(t, oldpath, ino, tmp, newpath, out));
 }
 
 int tree_link(struct tree *t, const char *oldpath, const char *newpath,

@@ -8,10 +8,11 @@
  * with_etcd.sh only.
  *
  * What it covers so far: who may open the store, inode numbers,
- * creates, removals and one-batch renames racing between the writers
- * (tree_track), and one file's content, size and mode changed by both at
- * once (TREE_TRACKED). A folder's journaled rewrite racing the other writer is
- * issue 24's next step (the branch lock).
+ * creates, removals, one-batch renames, hard links, an O_TMPFILE's linkat
+ * and a setattr by path racing between the writers (tree_track), and one
+ * file's content, size and mode changed by both at once (TREE_TRACKED). A
+ * folder's journaled rewrite racing the other writer is issue 24's next
+ * step (the branch lock).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -180,6 +181,7 @@ Test(shared, exclusive_and_shared_writers_exclude_each_other)
 struct racer {
 	int (*op)(struct tree *t, const char *p1, const char *p2);
 	const char *fmt1, *fmt2;
+	int stagger_us; /* round i starts i * stagger_us after the other's */
 	struct tree *t;
 	pthread_barrier_t *go;
 	int rc[ROUNDS];
@@ -196,6 +198,8 @@ static void *race(void *arg)
 		if (r->fmt2)
 			snprintf(p2, sizeof(p2), r->fmt2, i, i);
 		pthread_barrier_wait(r->go);
+		if (r->stagger_us)
+			usleep(i * r->stagger_us);
 		r->rc[i] = r->op(r->t, p1, p2);
 	}
 	return NULL;
@@ -602,4 +606,154 @@ Test(shared, a_stopped_writers_orphans_are_freed_by_another)
 	cr_expect_eq(tree_get_inode(t, mine, &n), 0, "this writer's stays");
 	node_release(&n);
 	store_close(s);
+}
+
+static int make_link(struct tree *t, const char *from, const char *to)
+{
+	return tree_link(t, from, to, NULL);
+}
+
+static int remove_file(struct tree *t, const char *path, const char *unused)
+{
+	return tree_unlink(t, path, 0, NULL);
+}
+
+/* Makes the files @fmt with 0 .. ROUNDS-1 on writer a. */
+static void make_files(const char *fmt)
+{
+	for (int i = 0; i < ROUNDS; i++) {
+		char p[32];
+
+		snprintf(p, sizeof(p), fmt, i);
+		cr_assert_eq(make_file(drive_of(a), p, NULL), 0, "%s", p);
+	}
+}
+
+/* A hard link to a name the other writer creates: one wins, the other
+ * gets EEXIST. */
+Test(shared, link_to_a_name_created_meanwhile)
+{
+	struct racer x = {.op = make_link, .fmt1 = "/f-%d", .fmt2 = "/n-%d"};
+	struct racer y = {.op = make_file, .fmt1 = "/n-%d"};
+
+	make_files("/f-%d");
+	run_race(&x, &y);
+	for (int i = 0; i < ROUNDS; i++)
+		cr_expect((x.rc[i] == 0 && y.rc[i] == -EEXIST) ||
+			      (x.rc[i] == -EEXIST && y.rc[i] == 0),
+			  "round %d: %d and %d", i, x.rc[i], y.rc[i]);
+}
+
+/*
+ * A hard link of a file the other writer unlinks: either the link came
+ * first and survives, the inode's one name (nlink 1), or it fails with
+ * ENOENT; the unlinked name never comes back, and no name points to an
+ * inode whose record is gone.
+ */
+Test(shared, link_of_a_file_unlinked_meanwhile)
+{
+	struct racer x = {.op = make_link, .fmt1 = "/f-%d", .fmt2 = "/l-%d"};
+	struct racer y = {.op = remove_file, .fmt1 = "/f-%d"};
+	struct tree *t = drive_of(b);
+	struct tree_attr at;
+
+	make_files("/f-%d");
+	run_race(&x, &y);
+	for (int i = 0; i < ROUNDS; i++) {
+		char f[32], l[32];
+
+		snprintf(f, sizeof(f), "/f-%d", i);
+		snprintf(l, sizeof(l), "/l-%d", i);
+		cr_expect_eq(y.rc[i], 0, "round %d: unlink %d", i, y.rc[i]);
+		cr_expect_eq(tree_lookup(t, f, &at), -ENOENT,
+			     "round %d: the unlinked name is back", i);
+		if (x.rc[i] == 0) {
+			cr_expect_eq(tree_getattr(t, l, 0, &at), 0,
+				     "round %d: the link's inode", i);
+			cr_expect_eq(at.nlink, 1, "round %d: nlink", i);
+		} else {
+			cr_expect_eq(x.rc[i], -ENOENT, "round %d", i);
+			cr_expect_eq(tree_lookup(t, l, &at), -ENOENT);
+		}
+	}
+}
+
+/* O_TMPFILE files of writer a, one per round, to be named by linkat. */
+static uint64_t tmp_ino[ROUNDS];
+
+static int name_tmp(struct tree *t, const char *path, const char *unused)
+{
+	int i;
+
+	cr_assert_eq(sscanf(path, "/d-%d/", &i), 1);
+	return tree_link_tmp(t, tmp_ino[i], path, NULL);
+}
+
+/* linkat of an O_TMPFILE file into a folder the other writer removes:
+ * the folder stays with the file, or it is gone and the link failed. */
+Test(shared, tmpfile_named_in_a_folder_removed_meanwhile)
+{
+	/* rmdir is the quicker: staggered finely (the window is the link's
+	 * commit in flight), some round lands its commit between the link's
+	 * reads and its commit */
+	struct racer x = {.op = remove_dir, .fmt1 = "/d-%d", .stagger_us = 15};
+	struct racer y = {.op = name_tmp, .fmt1 = "/d-%d/t"};
+	struct tree *t = drive_of(b);
+	struct tree_attr at;
+
+	make_dirs("/d-%d");
+	for (int i = 0; i < ROUNDS; i++) {
+		cr_assert_eq(tree_mktmp(t, "/", 0600, 0, 0, 0, &at), 0);
+		tmp_ino[i] = at.ino;
+	}
+	run_race(&x, &y);
+	for (int i = 0; i < ROUNDS; i++) {
+		char dir[32], file[32];
+
+		snprintf(dir, sizeof(dir), "/d-%d", i);
+		snprintf(file, sizeof(file), "/d-%d/t", i);
+		if (x.rc[i] == 0) {
+			cr_expect_eq(y.rc[i], -ENOENT, "round %d", i);
+			cr_expect_eq(tree_lookup(t, dir, &at), -ENOENT,
+				     "round %d: a removed folder is back", i);
+			cr_expect_eq(tree_lookup(t, file, &at), -ENOENT);
+		} else {
+			cr_expect_eq(x.rc[i], -ENOTEMPTY, "round %d", i);
+			cr_expect_eq(y.rc[i], 0, "round %d", i);
+			cr_expect_eq(tree_lookup(t, file, &at), 0);
+		}
+	}
+}
+
+static int chmod_path(struct tree *t, const char *path, const char *unused)
+{
+	struct tree_attr in = {.mode = 0600};
+
+	return tree_setattr(t, path, 0, &in, TREE_SET_MODE, NULL);
+}
+
+/* chmod by path racing the other writer's rename of the file: the file
+ * has its new name only (never back at the old one), chmod's or not. */
+Test(shared, setattr_races_a_rename)
+{
+	/* chmod is the quicker: staggered as above */
+	struct racer x = {.op = chmod_path, .fmt1 = "/f-%d", .stagger_us = 500};
+	struct racer y = {.op = move, .fmt1 = "/f-%d", .fmt2 = "/g-%d"};
+	struct tree *t = drive_of(b);
+	struct tree_attr at;
+
+	make_files("/f-%d");
+	run_race(&x, &y);
+	for (int i = 0; i < ROUNDS; i++) {
+		char f[32], g[32];
+
+		snprintf(f, sizeof(f), "/f-%d", i);
+		snprintf(g, sizeof(g), "/g-%d", i);
+		cr_expect_eq(y.rc[i], 0, "round %d: rename %d", i, y.rc[i]);
+		cr_expect(x.rc[i] == 0 || x.rc[i] == -ENOENT, "round %d: %d", i,
+			  x.rc[i]);
+		cr_expect_eq(tree_lookup(t, f, &at), -ENOENT,
+			     "round %d: the old name is back", i);
+		cr_expect_eq(tree_lookup(t, g, &at), 0, "round %d", i);
+	}
 }
