@@ -594,14 +594,22 @@ bool tree_shared(const struct tree *t)
 
 void tree_track(struct tree *t)
 {
-	if (t->store->opt.shared)
+	if (tree_shared(t))
 		kv_track(t->store->kv);
+}
+
+int tree_reads_hold(struct tree *t)
+{
+	struct kv_batch *b = kv_batch_new(t->store->kv);
+	int rc = kv_batch_commit(t->store->kv, b, false);
+
+	kv_batch_free(b);
+	return rc;
 }
 
 bool tree_retry(struct tree *t, int rc)
 {
-	return t->store->opt.shared && kv_untrack(t->store->kv) &&
-	       rc == -EAGAIN;
+	return tree_shared(t) && kv_untrack(t->store->kv) && rc == -EAGAIN;
 }
 
 int tree_commit(struct tree *t, struct kv_batch *b)

@@ -12,15 +12,21 @@
  * deletes the node there: the one batch, or the journal's final batch (its
  * number and owner are in the record, so a replay makes the same one).
  *
- * Several writers of one drive (store_options.shared): the one batch, or
- * the journal record's, is conditioned on every node the rename read
- * (tree_track) and the rename starts again if one changed, so two writers'
- * renames of files and empty folders serialize (the rename-cycle race ends
- * with one ENOENT). Limits: a folder rewrite's later batches are not yet
+ * Several writers of one drive (store_options.shared): the one batch is
+ * conditioned on every node the rename read (tree_track) and the rename
+ * starts again if one changed, so two writers' renames of files and empty
+ * folders serialize (the rename-cycle race ends with one ENOENT); a folder
+ * that a create inside made non-empty meanwhile fails the condition on its
+ * node, and the retry finds it non-empty.
+ *
+ * Limits: among several writers a non-empty folder does not move (nor is
+ * exchanged): -EXDEV, as across filesystems, so mv(1) copies and removes,
+ * each step conditioned; the journaled rewrite's later batches are not
  * kept from another writer's changes inside the two branches, nor two
- * rewrites from crossing (issue 24's branch lock); a folder cannot move into
- * itself (-EINVAL); a move that would make a descendant's path longer than
- * TREE_PATH_MAX is refused before anything is written (-ENAMETOOLONG).
+ * rewrites from crossing, until issue 24's branch lock exists. A folder
+ * cannot move into itself (-EINVAL); a move that would make a descendant's
+ * path longer than TREE_PATH_MAX is refused before anything is written
+ * (-ENAMETOOLONG).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -307,6 +313,14 @@ static int rename_once(struct tree *t, const char *src, const char *dst,
 		if (rc < 0)
 			goto out;
 		big = big || rc == 0;
+	}
+	if (big && tree_shared(t)) {
+		/* no journaled rewrite among writers, yet; an answer from the
+		 * reads, if they still hold (else the retry answers) */
+		rc = tree_reads_hold(t);
+		if (rc == 0)
+			rc = -EXDEV;
+		goto out;
 	}
 	if (wo) {
 		rc = tree_alloc_ino(t, &wo->ino);

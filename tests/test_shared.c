@@ -757,3 +757,84 @@ Test(shared, setattr_races_a_rename)
 		cr_expect_eq(tree_lookup(t, g, &at), 0, "round %d", i);
 	}
 }
+
+/* Makes @path (a folder) holding the file @path/f, on writer a. */
+static void make_branch(const char *path)
+{
+	char f[64];
+
+	snprintf(f, sizeof(f), "%s/f", path);
+	cr_assert_eq(
+	    tree_mknode(drive_of(a), path, S_IFDIR | 0755, 0, 0, 0, NULL, NULL),
+	    0);
+	cr_assert_eq(make_file(drive_of(a), f, NULL), 0);
+}
+
+/*
+ * A non-empty folder does not move among shared writers (no journaled
+ * rewrite yet that another writer could not interleave with): EXDEV, so
+ * mv(1) copies and removes, and the branch is as it was. Files and empty
+ * folders still move; so does a folder emptied first.
+ */
+Test(shared, non_empty_folder_rename_is_exdev)
+{
+	struct tree *t = drive_of(b);
+	struct tree_attr at;
+
+	make_branch("/src");
+	make_branch("/other");
+	cr_expect_eq(tree_rename(t, "/src", "/dst", 0, NULL), -EXDEV);
+	cr_expect_eq(
+	    tree_rename(t, "/src", "/other", TREE_RENAME_EXCHANGE, NULL),
+	    -EXDEV);
+	cr_expect_eq(tree_rename_whiteout(t, "/src", "/dst", 0, 0, 0, NULL),
+		     -EXDEV);
+	cr_expect_eq(tree_lookup(t, "/src/f", &at), 0);
+	cr_expect_eq(tree_lookup(t, "/other/f", &at), 0);
+	cr_expect_eq(tree_lookup(t, "/dst", &at), -ENOENT);
+	cr_expect_eq(tree_rename(t, "/src/f", "/f", 0, NULL), 0);
+	cr_expect_eq(tree_rename(t, "/src", "/dst", 0, NULL), 0);
+	cr_expect_eq(tree_rename(t, "/dst", "/other/dst", 0, NULL), 0);
+	cr_expect_eq(tree_lookup(t, "/other/dst", &at), 0);
+	cr_expect(S_ISDIR(at.mode));
+}
+
+/* A create inside an empty folder that the other writer renames: the
+ * rename lands first and the file is made under the new name... or the
+ * create first, and the rename says EXDEV (a non-empty folder now): the
+ * file is never left under a name that is gone. */
+static int make_inside(struct tree *t, const char *dir, const char *unused)
+{
+	char f[32];
+
+	snprintf(f, sizeof(f), "%s/f", dir);
+	return make_file(t, f, NULL);
+}
+
+Test(shared, rename_of_a_folder_filled_meanwhile)
+{
+	struct racer x = {.op = move, .fmt1 = "/d-%d", .fmt2 = "/e-%d"};
+	struct racer y = {.op = make_inside, .fmt1 = "/d-%d"};
+	struct tree *t = drive_of(b);
+	struct tree_attr at;
+
+	make_dirs("/d-%d");
+	run_race(&x, &y);
+	for (int i = 0; i < ROUNDS; i++) {
+		char d[32], e[32];
+
+		snprintf(d, sizeof(d), "/d-%d/f", i);
+		snprintf(e, sizeof(e), "/e-%d", i);
+		if (x.rc[i] == 0) {
+			cr_expect_eq(y.rc[i], -ENOENT, "round %d", i);
+			cr_expect_eq(tree_lookup(t, d, &at), -ENOENT);
+			cr_expect_eq(tree_lookup(t, e, &at), 0);
+		} else {
+			cr_expect_eq(x.rc[i], -EXDEV, "round %d: %d", i,
+				     x.rc[i]);
+			cr_expect_eq(y.rc[i], 0, "round %d", i);
+			cr_expect_eq(tree_lookup(t, d, &at), 0);
+			cr_expect_eq(tree_lookup(t, e, &at), -ENOENT);
+		}
+	}
+}

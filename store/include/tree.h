@@ -632,9 +632,10 @@ int tree_reclaim_many(struct tree *t, const uint64_t *inos, size_t n,
  * at any point cannot leave half done: the next store_open() completes it.
  * A replaced node's last link (a file, or an empty folder) is handled as in
  * tree_unlink() (*orphan; a big file's blocks go in slices after the
- * rename's batch).
+ * rename's batch). One writer of several (store_options.shared) does
+ * not move or exchange a non-empty folder: -EXDEV (mv(1) then copies).
  * Errors: -ENOENT, -EEXIST (NOREPLACE), -ENOTEMPTY, -EISDIR, -ENOTDIR,
- * -EINVAL (@dst inside @src, or "/"), -EBUSY, -ENOSPC, -EIO.
+ * -EINVAL (@dst inside @src, or "/"), -EBUSY, -EXDEV, -ENOSPC, -EIO.
  */
 int tree_rename(struct tree *t, const char *src, const char *dst,
 		unsigned flags, uint64_t *orphan);
