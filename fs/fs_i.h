@@ -143,6 +143,7 @@ struct fs {
 	struct tree *tree;
 	struct fuse_session *se; /* set once mounted; notify calls use it */
 	bool ro;
+	bool shared;	  /* -o shared: other writers change the drive too */
 	bool writeback;	  /* kernel writeback cache wanted */
 	bool noatime;	  /* -o noatime: access times never change */
 	bool strictatime; /* -o strictatime: every read sets atime */

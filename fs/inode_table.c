@@ -233,10 +233,11 @@ static int lookup(struct fs *fs, uint64_t ino, uint64_t parent,
 	 * holds, so an ACL or inode flags committed after that read are
 	 * followed by itab_record_gained(), which waits for this request and
 	 * clears the flag after it. A hard-linked inode's flags are not
-	 * trusted here (its name's record is not its INODE record).
+	 * trusted here (its name's record is not its INODE record), nor
+	 * any when another process writes the drive (-o ro, -o shared).
 	 */
 	e->flags &= ~(unsigned)(INODE_NO_ACL | INODE_NO_FLAGS);
-	if (!fs->ro && !(attr_flags & TREE_F_LINKED)) {
+	if (!fs->ro && !fs->shared && !(attr_flags & TREE_F_LINKED)) {
 		if (!(attr_flags & (TREE_F_ACL | TREE_F_DEFACL)))
 			e->flags |= INODE_NO_ACL;
 		if (!(attr_flags & (TREE_F_IMMUTABLE | TREE_F_APPEND)))

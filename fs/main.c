@@ -75,6 +75,7 @@ struct options {
 	unsigned cache_mb;
 	double timeout;
 	int ro, sync, writeback, noatime, strictatime, nodiratime;
+	int shared;	 /* -o shared: one writer of several (etcd) */
 	int allow_other; /* -o allow_other (also passed to libfuse) */
 	int foreground, debug, single;
 	int help, version;
@@ -106,6 +107,7 @@ static const struct fuse_opt opt_spec[] = {
     OPT("rename_bytes=%u", rename_bytes, 0),
     OPT("cache_mb=%u", cache_mb, 0),
     OPT("timeout=%lf", timeout, 0),
+    OPT("shared", shared, 1),
     OPT("writeback", writeback, 1),
     OPT("writeback_cache", writeback, 1),
     OPT("nowriteback", writeback, 0),
@@ -246,6 +248,10 @@ static void usage(FILE *f)
 	    "  -s                     single-threaded\n"
 	    "  -o drive=NAME          drive to mount (default main)\n"
 	    "  -o ro                  read-only\n"
+	    "  -o shared              a store on etcd: one read-write mount\n"
+	    "                         of several, on any machines (each\n"
+	    "                         -o shared; a non-empty folder's\n"
+	    "                         rename is EXDEV, so mv copies)\n"
 	    "  -o sync                sync the write-ahead log on every "
 	    "change\n"
 	    "  -o rename_batch=N      entries per batch of a folder rename\n"
@@ -547,6 +553,7 @@ static int open_store(const char *dir, bool exists, const struct options *o,
 	/* a remote store is made at its first read-write open */
 	so.create = (!exists || store_is_remote(dir)) && !o->ro;
 	so.read_only = o->ro;
+	so.shared = o->shared;
 	so.sync = o->sync;
 	so.rename_batch = o->rename_batch;
 	so.rename_bytes = o->rename_bytes;
@@ -562,8 +569,16 @@ static int open_store(const char *dir, bool exists, const struct options *o,
 		if (store_holder(dir, who, sizeof(who)) == 0)
 			fail("store %s is open read-write by %s: one writer "
 			     "per drive (if that one died, its lease frees "
-			     "the drive within seconds; -o ro mounts anywhere)",
-			     dir, who);
+			     "the drive within seconds; -o ro mounts "
+			     "anywhere)%s",
+			     dir, who,
+			     o->shared ? "; -o shared mounts only beside "
+					 "other -o shared ones"
+				       : "");
+		else if (store_is_remote(dir) && !o->shared)
+			fail("store %s is open by shared writers (-o shared "
+			     "mounts): mount it with -o shared too, or -o ro",
+			     dir);
 		else
 			fail("store %s is in use by another process "
 			     "(mounted?)",
@@ -862,6 +877,7 @@ static int open_fs(struct served *sv, struct options *o, const char *dir,
 	/* branch deletes (pathfsctl rm -r, mv) keep only open files as orphans */
 	tree_set_open_check(sv->t, itab_is_open, &sv->fs);
 	sv->fs.ro = o->ro;
+	sv->fs.shared = o->shared;
 	/* -o sync: every write durable when it returns, not when flushed */
 	sv->fs.writeback = o->writeback && !o->sync;
 	sv->fs.noatime = o->noatime;
@@ -930,13 +946,14 @@ static void start_beside(struct served *sv, const struct options *o,
 	struct ctl_env env;
 	int rc;
 
-	/* a -o ro mount of a store on etcd follows the writer (watch.c) */
-	if (o->ro && store_is_remote(dir)) {
+	/* a -o ro mount of a store on etcd follows the writer, a -o shared
+	 * one the other writers (watch.c) */
+	if ((o->ro || o->shared) && store_is_remote(dir)) {
 		rc = fs_watch_start(&sv->fs);
 		if (rc)
 			plog(LOG_WARNING,
-			     "cannot watch the writer's changes: %s (this "
-			     "mount shows them after its cache timeout)",
+			     "cannot watch the other writers' changes: %s "
+			     "(this mount shows them after its cache timeout)",
 			     strerror(-rc));
 	}
 	/* from here until store_close(), a new mount that finds the store
@@ -961,7 +978,14 @@ static void start_beside(struct served *sv, const struct options *o,
 	rc = store_is_remote(dir) && o->ro
 		 ? 0
 		 : control_start(&sv->ctl, &env, getuid());
-	if (rc) {
+	if (rc == -EADDRINUSE && o->shared) {
+		/* the socket is named after the store: the first shared
+		 * writer on this machine serves it */
+		plog(LOG_NOTICE,
+		     "control socket: another -o shared mount of the store "
+		     "on this machine serves pathfsctl");
+		sv->ctl = NULL;
+	} else if (rc) {
 		plog(LOG_WARNING,
 		     "control socket: %s (pathfsctl cannot reach "
 		     "this mount)",
@@ -1122,6 +1146,27 @@ static bool second_mount(const struct options *o, const struct fuse_args *args,
 	return true;
 }
 
+/* -o shared where it cannot be: said on stderr, true. */
+static bool shared_refused(const struct options *o, const char *dir)
+{
+	if (o->ro) {
+		fprintf(stderr, "pathfs: -o shared and -o ro together: a "
+				"shared mount is a writer (a -o ro mount "
+				"follows the writers without it)\n");
+		return true;
+	}
+	if (!store_is_remote(dir)) {
+		fprintf(stderr,
+			"pathfs: -o shared: %s is a store directory, which "
+			"has one writer (its daemon; more mounts of it here "
+			"share that daemon): -o shared is for a store on "
+			"etcd\n",
+			dir);
+		return true;
+	}
+	return false;
+}
+
 /* -o log=FILE relative to where pathfs was started (the daemon leaves for
  * "/"): made absolute. Errors: -1 with errno. */
 static int absolute_log(struct options *o)
@@ -1222,7 +1267,10 @@ int main(int argc, char *argv[])
 		goto out;
 	if (check_mountpoint(o.mnt, &mnt))
 		goto out;
-	if (second_mount(&o, &args, dir, mnt, &rc))
+	if (o.shared && shared_refused(&o, dir))
+		goto out;
+	/* a shared writer is a daemon of its own, as on another machine */
+	if (!o.shared && second_mount(&o, &args, dir, mnt, &rc))
 		goto out;
 	if (add_mount_opts(&args, dir)) {
 		fprintf(stderr, "pathfs: out of memory\n");

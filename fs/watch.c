@@ -1,5 +1,6 @@
 /*
- * watch.c - a -o ro mount of a store on etcd follows the writer's changes:
+ * watch.c - a -o ro mount of a store on etcd follows the writer's changes
+ * (a -o shared one the other writers'):
  * it watches its drive (tree_watch(), store/watch.c) and, for each change,
  * makes the kernel forget what it cached (it otherwise keeps entries and
  * attributes for fs->timeout seconds, listings and file pages until told)
@@ -24,8 +25,13 @@
  * The daemon's other cache, the listing cookies (dircookie.h), needs
  * nothing: a cookie stands for a name, and a listing resumed after a name
  * the writer removed or added meanwhile is still right.
- * The writer, and a mount of a RocksDB store, do not watch: nobody else
- * writes their drive.
+ * A -o shared mount (one writer of several) watches the same way, for the
+ * other writers' changes. Its own come back too, already applied: they cost
+ * the kernel a forgotten entry or page cache each, and a node put that
+ * names a place the table does not have for it moves the inode only if the
+ * store still has it there (a quick second rename of its own has moved it
+ * on since: the table is right). The sole writer, and a mount of a RocksDB
+ * store, do not watch: nobody else writes their drive.
  *
  * Costs: the watch thread looks the folder of each changed path up in the
  * store once per run of changes in one folder (a rename of a 10,000-entry
@@ -186,6 +192,15 @@ void fs_watch_moved(struct fs *fs, uint64_t ino, const char *dir,
 	fs_rename_done(fs, &r);
 }
 
+/* A shared writer's check of a node put before it moves an inode: the
+ * change may be its own, older than a rename it made since. */
+static bool still_there(struct fs *fs, const struct tree_change *c)
+{
+	struct tree_attr a;
+
+	return tree_lookup(fs->tree, c->path, &a) == 0 && a.ino == c->ino;
+}
+
 static void on_change(void *ctx, const struct tree_change *c)
 {
 	struct fs_watch *w = ctx;
@@ -216,7 +231,8 @@ static void on_change(void *ctx, const struct tree_change *c)
 		return;
 	fuse_lowlevel_notify_inval_inode(fs->se, c->ino, 0, 0);
 	if (parent && itab_knows(fs, c->ino) &&
-	    !itab_has_flag(fs, c->ino, INODE_LINKED))
+	    !itab_has_flag(fs, c->ino, INODE_LINKED) &&
+	    (!fs->shared || still_there(fs, c)))
 		fs_watch_moved(fs, c->ino, w->dir, name);
 }
 
