@@ -236,17 +236,31 @@ static int move(struct tree *t, const char *src, const char *dst)
 	return tree_rename(t, src, dst, 0, NULL);
 }
 
-/* Makes the folders @fmt with 0 .. ROUNDS-1 on writer a. */
-static void make_dirs(const char *fmt)
+/* Makes the nodes @fmt with 0 .. ROUNDS-1 on writer a; folders, files. */
+static void make_nodes(const char *fmt, mode_t mode)
 {
 	for (int i = 0; i < ROUNDS; i++) {
 		char p[32];
 
 		snprintf(p, sizeof(p), fmt, i);
-		cr_assert_eq(tree_mknode(drive_of(a), p, S_IFDIR | 0755, 0, 0,
-					 0, NULL, NULL),
-			     0, "%s", p);
+		cr_assert_eq(
+		    tree_mknode(drive_of(a), p, mode, 0, 0, 0, NULL, NULL), 0,
+		    "%s", p);
 	}
+}
+
+static void make_dirs(const char *fmt)
+{
+	make_nodes(fmt, S_IFDIR | 0755);
+}
+
+/* Each round: one of @x and @y made the name, the other got EEXIST. */
+static void expect_one_wins(const struct racer *x, const struct racer *y)
+{
+	for (int i = 0; i < ROUNDS; i++)
+		cr_expect((x->rc[i] == 0 && y->rc[i] == -EEXIST) ||
+			      (x->rc[i] == -EEXIST && y->rc[i] == 0),
+			  "round %d: %d and %d", i, x->rc[i], y->rc[i]);
 }
 
 /* Both writers create one name: one wins, the other gets EEXIST. */
@@ -256,10 +270,7 @@ Test(shared, create_race_one_wins)
 	struct racer y = {.op = make_file, .fmt1 = "/name-%d"};
 
 	run_race(&x, &y);
-	for (int i = 0; i < ROUNDS; i++)
-		cr_expect((x.rc[i] == 0 && y.rc[i] == -EEXIST) ||
-			      (x.rc[i] == -EEXIST && y.rc[i] == 0),
-			  "round %d: %d and %d", i, x.rc[i], y.rc[i]);
+	expect_one_wins(&x, &y);
 }
 
 /* rmdir on one writer, a create inside on the other: either the folder
@@ -618,15 +629,9 @@ static int remove_file(struct tree *t, const char *path, const char *unused)
 	return tree_unlink(t, path, 0, NULL);
 }
 
-/* Makes the files @fmt with 0 .. ROUNDS-1 on writer a. */
 static void make_files(const char *fmt)
 {
-	for (int i = 0; i < ROUNDS; i++) {
-		char p[32];
-
-		snprintf(p, sizeof(p), fmt, i);
-		cr_assert_eq(make_file(drive_of(a), p, NULL), 0, "%s", p);
-	}
+	make_nodes(fmt, S_IFREG | 0644);
 }
 
 /* A hard link to a name the other writer creates: one wins, the other
@@ -638,10 +643,7 @@ Test(shared, link_to_a_name_created_meanwhile)
 
 	make_files("/f-%d");
 	run_race(&x, &y);
-	for (int i = 0; i < ROUNDS; i++)
-		cr_expect((x.rc[i] == 0 && y.rc[i] == -EEXIST) ||
-			      (x.rc[i] == -EEXIST && y.rc[i] == 0),
-			  "round %d: %d and %d", i, x.rc[i], y.rc[i]);
+	expect_one_wins(&x, &y);
 }
 
 /*
@@ -799,10 +801,6 @@ Test(shared, non_empty_folder_rename_is_exdev)
 	cr_expect(S_ISDIR(at.mode));
 }
 
-/* A create inside an empty folder that the other writer renames: the
- * rename lands first and the file is made under the new name... or the
- * create first, and the rename says EXDEV (a non-empty folder now): the
- * file is never left under a name that is gone. */
 static int make_inside(struct tree *t, const char *dir, const char *unused)
 {
 	char f[32];
@@ -811,6 +809,10 @@ static int make_inside(struct tree *t, const char *dir, const char *unused)
 	return make_file(t, f, NULL);
 }
 
+/* A create inside an empty folder that the other writer renames: the
+ * rename lands first and the create says ENOENT, or the create first and
+ * the rename says EXDEV (a non-empty folder now): the file is never left
+ * under a name that is gone. */
 Test(shared, rename_of_a_folder_filled_meanwhile)
 {
 	struct racer x = {.op = move, .fmt1 = "/d-%d", .fmt2 = "/e-%d"};

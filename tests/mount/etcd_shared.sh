@@ -32,27 +32,6 @@ A=$MNT
 B=$T/b
 mkdir -p "$B" "$T/c"
 
-# seen LIMIT_MS WHAT CMD...: polls CMD every 20 ms until it succeeds, for at
-# most LIMIT_MS; says how long it took; fails after (as etcd_watch.sh).
-seen() {
-	local limit=$1 what=$2 start now
-	shift 2
-	start=$(date +%s%N)
-	while :; do
-		if "$@" 2>/dev/null; then
-			now=$(date +%s%N)
-			echo "# $what: seen after $(((now - start) / 1000000)) ms"
-			return 0
-		fi
-		now=$(date +%s%N)
-		if [ $(((now - start) / 1000000)) -ge "$limit" ]; then
-			echo "# $what: not seen within $limit ms" >&2
-			return 1
-		fi
-		sleep 0.02
-	done
-}
-is() { [ "$(eval "$1")" = "$2" ]; } # is 'COMMAND' TEXT
 # listing DIR: `ls -l` of DIR, names and sizes only (the same on both mounts)
 listing() { ls -l "$1" | awk 'NR > 1 {print $5, $9}' | paste -sd ' '; }
 # tree_of MNT: every path below MNT, sorted, relative

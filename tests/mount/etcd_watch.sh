@@ -26,28 +26,6 @@ STORE="etcd://$PATHFS_TEST_ETCD/wa$$"
 RO=$T/ro
 mkdir -p "$RO"
 
-# seen LIMIT_MS WHAT CMD...: polls CMD every 20 ms until it succeeds, for at
-# most LIMIT_MS; says how long it took; fails after.
-seen() {
-	local limit=$1 what=$2 start now
-	shift 2
-	start=$(date +%s%N)
-	while :; do
-		if "$@" 2>/dev/null; then
-			now=$(date +%s%N)
-			echo "# $what: seen after $(((now - start) / 1000000)) ms"
-			return 0
-		fi
-		now=$(date +%s%N)
-		if [ $(((now - start) / 1000000)) -ge "$limit" ]; then
-			echo "# $what: not seen within $limit ms" >&2
-			return 1
-		fi
-		sleep 0.02
-	done
-}
-is() { [ "$(eval "$1")" = "$2" ]; } # is 'COMMAND' TEXT
-
 pfs_mount -o "log=$T/w.log"
 echo one >"$MNT/one"
 check "a -o ro mount beside the writer" \

@@ -267,6 +267,29 @@ manifest() {
 		echo "manifest of $dir failed" >>"$out"
 }
 
+# seen LIMIT_MS WHAT CMD...: polls CMD every 20 ms until it succeeds, for at
+# most LIMIT_MS; says how long it took; fails after (how soon a mount shows
+# another process's change: the etcd suites).
+seen() {
+	local limit=$1 what=$2 start now
+	shift 2
+	start=$(date +%s%N)
+	while :; do
+		if "$@" 2>/dev/null; then
+			now=$(date +%s%N)
+			echo "# $what: seen after $(((now - start) / 1000000)) ms"
+			return 0
+		fi
+		now=$(date +%s%N)
+		if [ $(((now - start) / 1000000)) -ge "$limit" ]; then
+			echo "# $what: not seen within $limit ms" >&2
+			return 1
+		fi
+		sleep 0.02
+	done
+}
+is() { [ "$(eval "$1")" = "$2" ]; } # is 'COMMAND' TEXT
+
 # pfs_fsck [DRIVE]: pathfsctl fsck of $STORE (mounted or not); exit 0 = clean.
 # Prints the findings on stderr.
 pfs_fsck() {
