@@ -209,14 +209,8 @@ int tree_mknode_umask(struct tree *t, const char *path, mode_t mode,
 		      mode_t umask, uid_t uid, gid_t gid, uint64_t rdev,
 		      const char *target, struct tree_attr *out)
 {
-	int rc;
-
-	do {
-		tree_track(t);
-		rc = mknode_once(t, path, mode, umask, uid, gid, rdev, target,
-				 out);
-	} while (tree_retry(t, rc));
-	return rc;
+	return TREE_TRACKED(
+	    t, mknode_once(t, path, mode, umask, uid, gid, rdev, target, out));
 }
 
 /* tree_mktmp() once: its reads and its one commit. */

@@ -137,13 +137,7 @@ out:
 static int remove_node(struct tree *t, const char *path, uint64_t ino, bool dir,
 		       unsigned flags, uint64_t *orphan)
 {
-	int rc;
-
-	do {
-		tree_track(t);
-		rc = remove_once(t, path, ino, dir, flags, orphan);
-	} while (tree_retry(t, rc));
-	return rc;
+	return TREE_TRACKED(t, remove_once(t, path, ino, dir, flags, orphan));
 }
 
 int tree_unlink(struct tree *t, const char *path, unsigned flags,

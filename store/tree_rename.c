@@ -360,13 +360,7 @@ out:
 static int rename_any(struct tree *t, const char *src, const char *dst,
 		      unsigned flags, struct whiteout *wo, uint64_t *orphan)
 {
-	int rc;
-
-	do {
-		tree_track(t);
-		rc = rename_once(t, src, dst, flags, wo, orphan);
-	} while (tree_retry(t, rc));
-	return rc;
+	return TREE_TRACKED(t, rename_once(t, src, dst, flags, wo, orphan));
 }
 
 int tree_rename(struct tree *t, const char *src, const char *dst,
