@@ -24,7 +24,9 @@
  * also freed when the writer that made it stops (killed, its machine lost
  * or cut off: its lease expired, and it is fenced). The thread looks every
  * RECLAIM_DEAD_S seconds for orphans whose mark names no writer holding the
- * store any more (tree_reclaim_dead), as the next sole writer's open would.
+ * store any more (tree_reclaim_dead), as the next sole writer's open would;
+ * first it finishes such a writer's folder renames, whose branch locks keep
+ * the other writers out of both branches until then (tree_journal_takeover).
  *
  * Limits: one thread; the queue grows while the store is slower than the
  * kernel forgets (a batch frees an orphan in a few us, the kernel sends at
@@ -97,8 +99,19 @@ static void deadline(struct timespec *ts)
 static void reclaim_dead(struct fs *fs)
 {
 	size_t n = 0;
-	int rc = tree_reclaim_dead(fs->tree, &n);
+	int rc = tree_journal_takeover(fs->tree, &n);
 
+	if (rc)
+		plog(LOG_WARNING,
+		     "folder renames of writers that stopped: %s (%zu "
+		     "finished; tried again in %d s)",
+		     strerror(-rc), n, RECLAIM_DEAD_S);
+	else if (n)
+		plog(LOG_NOTICE,
+		     "finished %zu folder rename%s of writers that stopped", n,
+		     n == 1 ? "" : "s");
+	n = 0;
+	rc = tree_reclaim_dead(fs->tree, &n);
 	if (rc)
 		plog(LOG_WARNING,
 		     "orphans of writers that stopped: %s (%zu freed; tried "

@@ -34,6 +34,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "branch_lock_i.h"
 #include "codec_i.h"
 #include "crash_hook_i.h"
 #include "drive_i.h"
@@ -594,22 +595,22 @@ bool tree_shared(const struct tree *t)
 
 void tree_track(struct tree *t)
 {
-	if (tree_shared(t))
+	if (tree_shared(t)) {
 		kv_track(t->store->kv);
-}
-
-int tree_reads_hold(struct tree *t)
-{
-	struct kv_batch *b = kv_batch_new(t->store->kv);
-	int rc = kv_batch_commit(t->store->kv, b, false);
-
-	kv_batch_free(b);
-	return rc;
+		lock_section_start(t);
+	}
 }
 
 bool tree_retry(struct tree *t, int rc)
 {
-	return tree_shared(t) && kv_untrack(t->store->kv) && rc == -EAGAIN;
+	bool conflict;
+
+	if (!tree_shared(t))
+		return false;
+	conflict = kv_untrack(t->store->kv);
+	if (lock_section_end(t))
+		return true; /* it waited for a branch lock: again */
+	return conflict && rc == -EAGAIN;
 }
 
 int tree_commit(struct tree *t, struct kv_batch *b)
@@ -646,6 +647,9 @@ int tree_get_node(struct tree *t, const char *path, struct node *n,
 	struct sbuf key = {0};
 	int rc;
 
+	rc = lock_check_path(t, path);
+	if (rc)
+		return rc;
 	key_node(&key, t->name, path);
 	rc = get_decoded(t, &key, path, n, want_target);
 	sbuf_release(&key);

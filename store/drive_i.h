@@ -122,10 +122,6 @@ bool tree_retry(struct tree *t, int rc);
 		} while (tree_retry((t), tracked_rc_));                        \
 		tracked_rc_;                                                   \
 	})
-/* For an answer a tracked change gives from its reads alone, with no
- * commit (EXDEV): 0 if every key it read is still as read, -EAGAIN (for
- * tree_retry) if not, at the cost of one commit of nothing but conditions. */
-int tree_reads_hold(struct tree *t);
 
 /* Commits @b with the store's sync setting. */
 int tree_commit(struct tree *t, struct kv_batch *b);

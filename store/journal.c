@@ -49,6 +49,10 @@
  * and holds it for batch 0 and the final batch; it drops it while copying.
  * The caller keeps every request off both branches meanwhile (the daemon's
  * subtree lock); the parents may change, the final batch reads them fresh.
+ * Among shared writers the rename holds the branch lock (branch_lock.c)
+ * from before batch 0 (journal_hold), which keeps the other writers'
+ * changes off both branches; the final batch is conditioned on what it
+ * reads, and the lock goes after it.
  *
  * Errors in the middle: a rename that replaced nothing is undone (the copies
  * and the record are dropped by batches of deletes only, which a full disk
@@ -74,6 +78,7 @@
 #include <string.h>
 
 #include "batch_i.h"
+#include "branch_lock_i.h"
 #include "content_i.h"
 #include "crash_hook_i.h"
 #include "drive_i.h"
@@ -349,6 +354,7 @@ int journal_run(struct tree *t, struct journal_rec *rec, struct crash_hook *h,
 {
 	struct sbuf alo = {0}, ahi = {0}, blo = {0}, bhi = {0};
 	struct sbuf tlo = {0}, thi = {0};
+	uint64_t was = lock_own(rec->seq); /* its branches are its own */
 	int rc = 0;
 
 	if (ns_held)
@@ -362,7 +368,8 @@ int journal_run(struct tree *t, struct journal_rec *rec, struct crash_hook *h,
 		if (rc)
 			goto relock;
 		pthread_mutex_lock(&t->ns_lock);
-		rc = finish_rename(t, rec, h);
+		/* the parents change under other writers: conditioned */
+		rc = TREE_TRACKED(t, finish_rename(t, rec, h));
 		goto done;
 	}
 	key_xtmp_range(&tlo, &thi, t->name, rec->seq);
@@ -387,11 +394,14 @@ int journal_run(struct tree *t, struct journal_rec *rec, struct crash_hook *h,
 	if (rc)
 		goto relock;
 	pthread_mutex_lock(&t->ns_lock);
-	rc = finish_exchange(t, rec, h);
+	rc = TREE_TRACKED(t, finish_exchange(t, rec, h));
 	goto done;
 relock:
 	pthread_mutex_lock(&t->ns_lock);
 done:
+	if (rc == 0)
+		rc = lock_release(t, rec->seq);
+	lock_own(was);
 	if (!ns_held)
 		pthread_mutex_unlock(&t->ns_lock);
 	sbuf_release(&alo);
@@ -432,6 +442,8 @@ int journal_rollback(struct tree *t, struct journal_rec *rec,
 	kv_batch_delete(b, k.buf, k.len);
 	if (rc == 0)
 		rc = journal_commit(t, b, h);
+	if (rc == 0)
+		rc = lock_release(t, rec->seq);
 	kv_batch_free(b);
 	sbuf_release(&lo);
 	sbuf_release(&hi);
@@ -457,8 +469,41 @@ int journal_undoing(struct tree *t, const struct journal_rec *rec)
 	return rc == -ENOENT ? 1 : rc;
 }
 
+int journal_hold(struct tree *t, const char *src, const char *dst,
+		 uint64_t *seq)
+{
+	int rc = tree_alloc_ino(t, seq);
+
+	if (rc)
+		return rc;
+	journal_claim(t, *seq); /* new: cannot be taken */
+	rc = lock_take(t, *seq, src, dst);
+	if (rc) {
+		journal_unclaim(t, *seq);
+		*seq = 0;
+	}
+	return rc;
+}
+
+void journal_unhold(struct tree *t, uint64_t seq)
+{
+	struct journal_rec rec = {0};
+	int rc = journal_rec_get(t, seq, &rec);
+
+	/* a record left (an exchange that stopped) keeps its lock */
+	if (rc == -ENOENT)
+		rc = lock_release(t, seq);
+	if (rc && rc != -ENOENT)
+		plog(LOG_ERR,
+		     "drive %s: branch lock %016llx not dropped: %s; its "
+		     "writer's takeover drops it",
+		     t->name, (unsigned long long)seq, strerror(-rc));
+	journal_unclaim(t, seq);
+	journal_rec_release(&rec);
+}
+
 int journal_rename_dir(struct tree *t, const char *src, const char *dst,
-		       unsigned flags, const struct whiteout *wo,
+		       unsigned flags, const struct whiteout *wo, uint64_t seq,
 		       uint64_t *orphan)
 {
 	struct journal_rec rec = {0};
@@ -473,11 +518,21 @@ int journal_rename_dir(struct tree *t, const char *src, const char *dst,
 	crash_hook_init(&h);
 	if (orphan)
 		*orphan = 0;
-	rc = tree_alloc_ino(t, &rec.seq);
-	if (rc)
+	if (tree_shared(t) && !seq) {
+		/* unheld, it could cross another writer's change */
+		plog(LOG_ERR, "drive %s: rename %s -> %s without its lock",
+		     t->name, src, dst);
+		rc = -EIO;
 		goto out;
-	journal_claim(t, rec.seq); /* new: cannot be taken */
-	claimed = true;
+	}
+	rec.seq = seq;
+	if (!seq) {
+		rc = tree_alloc_ino(t, &rec.seq);
+		if (rc)
+			goto out;
+		journal_claim(t, rec.seq); /* new: cannot be taken */
+		claimed = true;
+	}
 	rec.op = (flags & TREE_RENAME_EXCHANGE) ? JOP_EXCHANGE : JOP_RENAME;
 	rec.flags = flags;
 	if (wo) {

@@ -22,11 +22,21 @@
  * ns_lock meanwhile). @flags are tree_rename()'s (TREE_RENAME_EXCHANGE: both
  * exist, at least one is a non-empty folder; otherwise @dst is absent or an
  * empty folder, which it replaces). @wo (not NULL, not with an exchange):
- * the final batch leaves this whiteout at @src (tree_batch_whiteout()). */
+ * the final batch leaves this whiteout at @src (tree_batch_whiteout()).
+ * @seq: the record's number that journal_hold() gave, which a shared writer
+ * must have; 0: a sole writer's, allocated here. */
 struct whiteout; /* batch_i.h */
 int journal_rename_dir(struct tree *t, const char *src, const char *dst,
-		       unsigned flags, const struct whiteout *wo,
+		       unsigned flags, const struct whiteout *wo, uint64_t seq,
 		       uint64_t *orphan);
+/* journal.c: a shared writer's folder rename, before it reads what it
+ * moves: *seq gets its record's number, claimed (journal_claim), and the
+ * branch lock of @src and @dst is taken for it (lock_take). After the
+ * rename, journal_unhold() drops the lock unless the record is left, and
+ * the claim. Errors: as tree_alloc_ino, lock_take. */
+int journal_hold(struct tree *t, const char *src, const char *dst,
+		 uint64_t *seq);
+void journal_unhold(struct tree *t, uint64_t seq);
 
 /* journal_rec.c: commits @b (then empties it for reuse) and counts it for
  * the batch hook @h (may be NULL); the ENOSPC hook refuses it unsent.

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "branch_lock_i.h"
 #include "drive_i.h"
 #include "journal_i.h"
 #include "log.h"
@@ -109,6 +110,111 @@ void tree_journal_list_free(struct tree_journal_entry *e, size_t count)
 	free(e);
 }
 
+/* Finishes rename or exchange record @rec (claimed): goes on with it, or
+ * with its undo. A failure is logged and the record left for the next open
+ * (and fsck): failing the open would keep a full disk's store closed. */
+static int replay_move(struct tree *t, struct journal_rec *rec)
+{
+	char *cur = tree_escape(rec->cursor.buf, rec->cursor.len, 0);
+	int rc = journal_undoing(t, rec);
+
+	if (rc == 1) {
+		plog(LOG_NOTICE,
+		     "drive %s: undoing rename %s -> %s (its copies go)",
+		     t->name, rec->src.buf, rec->dst.buf);
+		pthread_mutex_lock(&t->ns_lock);
+		rc = journal_rollback(t, rec, NULL);
+		pthread_mutex_unlock(&t->ns_lock);
+	} else if (rc == 0) {
+		plog(LOG_NOTICE,
+		     "drive %s: replaying %s %s -> %s from phase %u cursor "
+		     "'%s'",
+		     t->name, op_name(rec->op), rec->src.buf, rec->dst.buf,
+		     rec->phase, cur);
+		rc = journal_run(t, rec, NULL, false);
+	}
+	if (rc)
+		plog(LOG_ERR,
+		     "drive %s: replay of %s %s -> %s: %s; left for the next "
+		     "open",
+		     t->name, op_name(rec->op), rec->src.buf, rec->dst.buf,
+		     strerror(-rc));
+	free(cur);
+	return rc;
+}
+
+/* Whether @id is among the @n writers @live. */
+static bool is_live(uint64_t id, const uint64_t *live, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (live[i] == id)
+			return true;
+	return false;
+}
+
+/* Finishes the rename record @seq whose branch lock this writer holds,
+ * unless a thread of this process runs it; one gone already only leaves
+ * its lock. 1 if it finished one, 0 if not. */
+static int take_over(struct tree *t, uint64_t seq)
+{
+	struct journal_rec rec = {0};
+	int rc;
+
+	if (!journal_claim(t, seq))
+		return 0; /* running here */
+	rc = journal_rec_get(t, seq, &rec);
+	if (rc == -ENOENT)
+		rc = lock_release(t, seq); /* finished; its lock not yet */
+	else if (rc == 0 && rec.op != JOP_CLONE)
+		rc = replay_move(t, &rec) ? 0 : 1;
+	journal_unclaim(t, seq);
+	journal_rec_release(&rec);
+	return rc;
+}
+
+int tree_journal_takeover(struct tree *t, size_t *count)
+{
+	struct branch_lock *l = NULL;
+	uint64_t *live = NULL, me = kv_writer_id(t->store->kv);
+	size_t n = 0, nlive = 0, done = 0;
+	int rc;
+
+	if (count)
+		*count = 0;
+	if (!me)
+		return 0; /* a sole writer replays at open */
+	rc = lock_list(t, &l, &n);
+	/* the writers after the locks were read: a lock's writer that still
+	 * holds the store is among them */
+	if (rc == 0 && n)
+		rc = kv_writers(t->store->kv, &live, &nlive);
+	if (rc == 0 && n && !is_live(me, live, nlive))
+		rc = -EIO; /* this writer is fenced: leave them */
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		if (l[i].writer != me) {
+			if (is_live(l[i].writer, live, nlive))
+				continue; /* its writer runs it */
+			rc = lock_claim(t, l[i].seq, l[i].writer);
+			if (rc <= 0)
+				continue; /* another writer took it */
+			plog(LOG_NOTICE,
+			     "drive %s: taking over %s -> %s from writer "
+			     "%016llx, which stopped",
+			     t->name, l[i].src, l[i].dst,
+			     (unsigned long long)l[i].writer);
+		}
+		rc = take_over(t, l[i].seq);
+		if (rc > 0)
+			done++;
+		rc = rc < 0 ? rc : 0;
+	}
+	lock_list_free(l, n);
+	free(live);
+	if (count)
+		*count = done;
+	return rc;
+}
+
 int tree_journal_replay(struct tree *t, size_t *replayed)
 {
 	uint64_t *seqs = NULL;
@@ -119,6 +225,9 @@ int tree_journal_replay(struct tree *t, size_t *replayed)
 		*replayed = 0;
 	if (kv_read_only(t->store->kv))
 		return 0;
+	if (kv_writer_id(t->store->kv))
+		/* a shared writer: the records are their writers' */
+		return tree_journal_takeover(t, replayed);
 	rc = journal_seqs(t, &seqs, &n);
 	if (rc)
 		goto out;
@@ -175,36 +284,8 @@ int tree_journal_replay(struct tree *t, size_t *replayed)
 			     "resume it with its token",
 			     t->name, rec.sdrive.buf, rec.src.buf, rec.dst.buf,
 			     cur);
-		} else {
-			rc = journal_undoing(t, &rec);
-			if (rc == 1) {
-				plog(LOG_NOTICE,
-				     "drive %s: undoing rename %s -> %s (its "
-				     "copies go)",
-				     t->name, rec.src.buf, rec.dst.buf);
-				pthread_mutex_lock(&t->ns_lock);
-				rc = journal_rollback(t, &rec, NULL);
-				pthread_mutex_unlock(&t->ns_lock);
-			} else if (rc == 0) {
-				plog(LOG_NOTICE,
-				     "drive %s: replaying %s %s -> %s from "
-				     "phase %u cursor '%s'",
-				     t->name, op_name(rec.op), rec.src.buf,
-				     rec.dst.buf, rec.phase, cur);
-				rc = journal_run(t, &rec, NULL, false);
-			}
-			if (rc) {
-				/* logged and left for the next open (and
-				 * fsck): failing here would keep the store
-				 * from opening, e.g. on a full disk */
-				plog(LOG_ERR,
-				     "drive %s: replay of %s %s -> %s: %s; "
-				     "left for the next open",
-				     t->name, op_name(rec.op), rec.src.buf,
-				     rec.dst.buf, strerror(-rc));
-			} else {
-				done++;
-			}
+		} else if (replay_move(t, &rec) == 0) {
+			done++;
 		}
 		free(cur);
 		journal_unclaim(t, seqs[i]);

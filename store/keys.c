@@ -185,6 +185,7 @@ static const char *const kind_names[KEY_KINDS] = {
     [KEY_INODE] = "INODE#",   [KEY_ORPHAN] = "ORPHAN#",
     [KEY_PARENT] = "PARENT#", [KEY_JOURNAL] = "JOURNAL#",
     [KEY_XTMP] = "XTMP#",     [KEY_SECRET] = "SECRET",
+    [KEY_LOCKS] = "LOCKS",
 };
 
 const char *key_kind_name(enum key_kind kind)
@@ -442,6 +443,12 @@ void key_secret(struct sbuf *b, const char *drive)
 {
 	key_drive_prefix(b, drive);
 	sbuf_adds(b, kind_names[KEY_SECRET]);
+}
+
+void key_locks(struct sbuf *b, const char *drive)
+{
+	key_drive_prefix(b, drive);
+	sbuf_adds(b, kind_names[KEY_LOCKS]);
 }
 
 int key_family(const char *key, size_t len)

@@ -20,6 +20,9 @@
  *                                          back once it is gone
  *   DRIVE#<d>|SECRET                       the key of the drive's resume
  *                                          tokens (token.c), 16 bytes
+ *   DRIVE#<d>|LOCKS                        the branches shared writers'
+ *                                          folder renames hold
+ *                                          (branch_lock.c)
  *
  * Children of folder P are the keys starting PATH#P// (PATH#// for the root):
  * one contiguous run. The subtree below P is the keys starting PATH#P/ (the
@@ -82,6 +85,7 @@ enum key_kind {
 	KEY_JOURNAL,
 	KEY_XTMP,
 	KEY_SECRET,
+	KEY_LOCKS,
 	KEY_KINDS /* how many */
 };
 /* "META", "PATH#", "DATA#", ...: the kind as spelt in its keys (static). */
@@ -156,5 +160,6 @@ void key_xtmp_map(struct sbuf *b, const char *drive, uint64_t seq,
 /* The go-ahead key of rename record @seq (journal.c), outside the range. */
 void key_xtmp_mark(struct sbuf *b, const char *drive, uint64_t seq);
 void key_secret(struct sbuf *b, const char *drive);
+void key_locks(struct sbuf *b, const char *drive);
 
 #endif

@@ -43,6 +43,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "branch_lock_i.h"
 #include "crash_hook_i.h"
 #include "drive_i.h"
 #include "log.h"
@@ -308,23 +309,38 @@ int store_server(const char *dir, pid_t *pid)
 	return rc;
 }
 
-/* How many journal records of drive @t are unfinished renames (not paused
- * clones, which wait for their token), each logged; or -errno. */
+/* Whether a branch lock of @l (@n) names record @seq. */
+static bool locked(const struct branch_lock *l, size_t n, uint64_t seq)
+{
+	for (size_t i = 0; i < n; i++)
+		if (l[i].seq == seq)
+			return true;
+	return false;
+}
+
+/* How many journal records of drive @t are unfinished renames a sole
+ * writer left (not paused clones, which wait for their token, nor shared
+ * writers' under their branch lock, which a writer finishes), each logged;
+ * or -errno. */
 static int unfinished_renames(struct tree *t)
 {
 	struct tree_journal_entry *e = NULL;
-	size_t n = 0;
+	struct branch_lock *l = NULL;
+	size_t n = 0, nl = 0;
 	int rc, left = 0;
 
-	rc = tree_journal_list(t, &e, &n);
+	rc = lock_list(t, &l, &nl);
+	if (rc == 0)
+		rc = tree_journal_list(t, &e, &n);
 	for (size_t i = 0; i < n && rc == 0; i++) {
-		if (!strcmp(e[i].op, "clone"))
+		if (!strcmp(e[i].op, "clone") || locked(l, nl, e[i].seq))
 			continue;
 		left++;
 		plog(LOG_ERR, "drive %s: unfinished %s #%llu %s -> %s", t->name,
 		     e[i].op, (unsigned long long)e[i].seq, e[i].src, e[i].dst);
 	}
 	tree_journal_list_free(e, n);
+	lock_list_free(l, nl);
 	return rc ? rc : left;
 }
 
@@ -660,10 +676,10 @@ int store_open(struct store **out, const char *dir,
 		/* no recovery (read-only, or one writer of several: another
 		 * may be running it); still refuse drives of a newer format.
 		 * A shared writer also refuses a drive with a folder rename a
-		 * stopped writer left unfinished: serving its half-moved
+		 * stopped sole writer left unfinished: serving its half-moved
 		 * branch, another writer's changes there would be lost to the
-		 * replay that finishes it later (shared writers journal no
-		 * renames: a non-empty folder's answers EXDEV among them) */
+		 * replay that finishes it later (a shared writer's rename
+		 * holds its branches: branch_lock.c) */
 		char **names = NULL;
 		size_t n = 0;
 		rc = store_drive_list(s, &names, &n);

@@ -24,6 +24,7 @@
 
 #include "acl_i.h"
 #include "batch_i.h"
+#include "branch_lock_i.h"
 #include "drive_i.h"
 #include "flags_i.h"
 #include "parent_i.h"
@@ -37,6 +38,9 @@ static int node_exists(struct tree *t, const char *path)
 	size_t vlen;
 	int rc;
 
+	rc = lock_check_path(t, path);
+	if (rc)
+		return rc;
 	key_node(&k, t->name, path);
 	rc = kv_get(t->store->kv, k.buf, k.len, &val, &vlen);
 	free(val);

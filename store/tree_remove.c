@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "batch_i.h"
+#include "branch_lock_i.h"
 #include "content_i.h"
 #include "crash_hook_i.h"
 #include "drive_i.h"
@@ -79,6 +80,10 @@ static int remove_once(struct tree *t, const char *path, uint64_t ino, bool dir,
 	if (rc)
 		goto out;
 	if (dir) {
+		/* no rename's branch below it: it holds its destination */
+		rc = lock_check_below(t, path);
+		if (rc)
+			goto out;
 		rc = tree_dir_is_empty(t, path);
 		if (rc <= 0) {
 			rc = rc ? rc : -ENOTEMPTY;

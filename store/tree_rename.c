@@ -12,27 +12,26 @@
  * deletes the node there: the one batch, or the journal's final batch (its
  * number and owner are in the record, so a replay makes the same one).
  *
- * Several writers of one drive (store_options.shared): the one batch is
- * conditioned on every node the rename read (tree_track) and the rename
- * starts again if one changed, so two writers' renames of files and empty
- * folders serialize (the rename-cycle race ends with one ENOENT); a folder
- * that a create inside made non-empty meanwhile fails the condition on its
- * node, and the retry finds it non-empty.
+ * Several writers of one drive (store_options.shared): the one batch, and
+ * a journaled rewrite's batch 0, are conditioned on every node the rename
+ * read (tree_track) and the rename starts again if one changed, so two
+ * writers' renames serialize (the rename-cycle race ends with one ENOENT);
+ * a folder that a create inside made non-empty meanwhile fails the
+ * condition on its node, and the retry finds it non-empty. A journaled
+ * rewrite holds both branches until its end (branch_lock.c): another
+ * writer's change in them waits, and a folder moved or replaced must hold
+ * no such branch below it.
  *
- * Limits: among several writers a non-empty folder does not move (nor is
- * exchanged): -EXDEV, as across filesystems, so mv(1) copies and removes,
- * each step conditioned; the journaled rewrite's later batches are not
- * kept from another writer's changes inside the two branches, nor two
- * rewrites from crossing, until issue 24's branch lock exists. A folder
- * cannot move into itself (-EINVAL); a move that would make a descendant's
- * path longer than TREE_PATH_MAX is refused before anything is written
- * (-ENAMETOOLONG).
+ * Limits: a folder cannot move into itself (-EINVAL); a move that would
+ * make a descendant's path longer than TREE_PATH_MAX is refused before
+ * anything is written (-ENAMETOOLONG).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "batch_i.h"
+#include "branch_lock_i.h"
 #include "drive_i.h"
 #include "flags_i.h"
 #include "journal_i.h"
@@ -201,10 +200,15 @@ static int rename_flags(struct tree *t, const char *src, const struct node *sn,
 	return rc;
 }
 
+/* rename_once()'s answer when a shared writer's rename must journal and
+ * holds no branch lock yet: take it (journal_hold), then run again. */
+#define RENAME_HOLD 1
+
 /* tree_rename(), and with @wo tree_rename_whiteout() (its number not yet
- * allocated), once. */
+ * allocated), once; @seq: the held lock's record (journal_hold), or 0. */
 static int rename_once(struct tree *t, const char *src, const char *dst,
-		       unsigned flags, struct whiteout *wo, uint64_t *orphan)
+		       unsigned flags, struct whiteout *wo, uint64_t seq,
+		       uint64_t *orphan)
 {
 	char *dp = NULL;
 	struct node sn = {0}, dn = {0}, dpn = {0};
@@ -308,18 +312,20 @@ static int rename_once(struct tree *t, const char *src, const char *dst,
 		if (rc)
 			goto out;
 	}
+	/* a folder moved or replaced holds no other rename's branch */
+	rc = S_ISDIR(sn.a.mode) ? lock_check_below(t, src) : 0;
+	if (rc == 0 && dexists && S_ISDIR(dn.a.mode))
+		rc = lock_check_below(t, dst);
+	if (rc)
+		goto out;
 	if (S_ISDIR(sn.a.mode)) {
 		rc = tree_dir_is_empty(t, src);
 		if (rc < 0)
 			goto out;
 		big = big || rc == 0;
 	}
-	if (big && tree_shared(t)) {
-		/* no journaled rewrite among writers, yet; an answer from the
-		 * reads, if they still hold (else the retry answers) */
-		rc = tree_reads_hold(t);
-		if (rc == 0)
-			rc = -EXDEV;
+	if (big && tree_shared(t) && !seq) {
+		rc = RENAME_HOLD;
 		goto out;
 	}
 	if (wo) {
@@ -334,7 +340,7 @@ static int rename_once(struct tree *t, const char *src, const char *dst,
 			rc = branch_fits(t, dst, strlen(src));
 		if (rc)
 			goto out;
-		rc = journal_rename_dir(t, src, dst, flags, wo, orphan);
+		rc = journal_rename_dir(t, src, dst, flags, wo, seq, orphan);
 	} else
 		rc = rename_simple(t, src, dst, flags, wo, &sn,
 				   dexists ? &dn : NULL, orphan, &park);
@@ -356,11 +362,28 @@ out:
 }
 
 /* rename_once(), again while a key it read changed before its commit (the
- * journal record's, for a folder's rewrite: tree_track). */
+ * journal record's, for a folder's rewrite: tree_track); a shared writer's
+ * that journals holds the branch lock from before its reads to the end. */
 static int rename_any(struct tree *t, const char *src, const char *dst,
 		      unsigned flags, struct whiteout *wo, uint64_t *orphan)
 {
-	return TREE_TRACKED(t, rename_once(t, src, dst, flags, wo, orphan));
+	uint64_t seq = 0, was;
+	int rc;
+
+	for (;;) {
+		was = lock_own(seq); /* its own lock does not keep it out */
+		rc = TREE_TRACKED(
+		    t, rename_once(t, src, dst, flags, wo, seq, orphan));
+		lock_own(was);
+		if (rc != RENAME_HOLD)
+			break;
+		rc = journal_hold(t, src, dst, &seq);
+		if (rc)
+			break;
+	}
+	if (seq)
+		journal_unhold(t, seq);
+	return rc;
 }
 
 int tree_rename(struct tree *t, const char *src, const char *dst,

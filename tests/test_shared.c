@@ -10,9 +10,9 @@
  * What it covers so far: who may open the store, inode numbers,
  * creates, removals, one-batch renames, hard links, an O_TMPFILE's linkat
  * and a setattr by path racing between the writers (tree_track), and one
- * file's content, size and mode changed by both at once (TREE_TRACKED). A
- * folder's journaled rewrite racing the other writer is issue 24's next
- * step (the branch lock).
+ * file's content, size and mode changed by both at once (TREE_TRACKED), a
+ * folder's journaled rewrite held by its branch lock while the other
+ * writer works inside it, and its takeover when its writer stops.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "branchutil.h"
+#include "branch_lock_i.h"
 #include "drive_i.h"
 
 static char url[PATH_MAX];
@@ -772,33 +773,40 @@ static void make_branch(const char *path)
 	cr_assert_eq(make_file(drive_of(a), f, NULL), 0);
 }
 
+/* Whether drive @t has no branch lock left (branch_lock.c). */
+static void expect_no_locks(struct tree *t)
+{
+	struct branch_lock *l = NULL;
+	size_t n = 9;
+
+	cr_assert_eq(lock_list(t, &l, &n), 0);
+	cr_expect_eq(n, 0, "%zu branch locks left", n);
+	lock_list_free(l, n);
+}
+
 /*
- * A non-empty folder does not move among shared writers (no journaled
- * rewrite yet that another writer could not interleave with): EXDEV, so
- * mv(1) copies and removes, and the branch is as it was. Files and empty
- * folders still move; so does a folder emptied first.
+ * A non-empty folder moves among shared writers (the journaled rewrite,
+ * its branches held by a lock), as does an exchange and a whiteout rename
+ * of one; the other writer sees the result, nothing is left locked, and
+ * fsck finds the drive clean.
  */
-Test(shared, non_empty_folder_rename_is_exdev)
+Test(shared, non_empty_folder_moves_among_shared_writers)
 {
 	struct tree *t = drive_of(b);
 	struct tree_attr at;
 
 	make_branch("/src");
 	make_branch("/other");
-	cr_expect_eq(tree_rename(t, "/src", "/dst", 0, NULL), -EXDEV);
-	cr_expect_eq(
-	    tree_rename(t, "/src", "/other", TREE_RENAME_EXCHANGE, NULL),
-	    -EXDEV);
-	cr_expect_eq(tree_rename_whiteout(t, "/src", "/dst", 0, 0, 0, NULL),
-		     -EXDEV);
-	cr_expect_eq(tree_lookup(t, "/src/f", &at), 0);
-	cr_expect_eq(tree_lookup(t, "/other/f", &at), 0);
-	cr_expect_eq(tree_lookup(t, "/dst", &at), -ENOENT);
-	cr_expect_eq(tree_rename(t, "/src/f", "/f", 0, NULL), 0);
 	cr_expect_eq(tree_rename(t, "/src", "/dst", 0, NULL), 0);
-	cr_expect_eq(tree_rename(t, "/dst", "/other/dst", 0, NULL), 0);
-	cr_expect_eq(tree_lookup(t, "/other/dst", &at), 0);
-	cr_expect(S_ISDIR(at.mode));
+	cr_expect_eq(tree_lookup(drive_of(a), "/dst/f", &at), 0);
+	cr_expect_eq(tree_lookup(drive_of(a), "/src", &at), -ENOENT);
+	cr_expect_eq(
+	    tree_rename(t, "/dst", "/other", TREE_RENAME_EXCHANGE, NULL), 0);
+	cr_expect_eq(tree_rename_whiteout(t, "/dst", "/wo", 0, 0, 0, NULL), 0);
+	cr_expect_eq(tree_lookup(drive_of(a), "/wo/f", &at), 0);
+	cr_expect_eq(tree_lookup(drive_of(a), "/other/f", &at), 0);
+	expect_no_locks(drive_of(a));
+	assert_fsck_clean(drive_of(a));
 }
 
 static int make_inside(struct tree *t, const char *dir, const char *unused)
@@ -811,7 +819,7 @@ static int make_inside(struct tree *t, const char *dir, const char *unused)
 
 /* A create inside an empty folder that the other writer renames: the
  * rename lands first and the create says ENOENT, or the create first and
- * the rename says EXDEV (a non-empty folder now): the file is never left
+ * the rename moves the folder with the file in it: the file is never left
  * under a name that is gone. */
 Test(shared, rename_of_a_folder_filled_meanwhile)
 {
@@ -825,18 +833,175 @@ Test(shared, rename_of_a_folder_filled_meanwhile)
 	for (int i = 0; i < ROUNDS; i++) {
 		char d[32], e[32];
 
-		snprintf(d, sizeof(d), "/d-%d/f", i);
-		snprintf(e, sizeof(e), "/e-%d", i);
-		if (x.rc[i] == 0) {
+		snprintf(d, sizeof(d), "/d-%d", i);
+		snprintf(e, sizeof(e), "/e-%d/f", i);
+		cr_expect_eq(x.rc[i], 0, "round %d: %d", i, x.rc[i]);
+		cr_expect_eq(tree_lookup(t, d, &at), -ENOENT);
+		if (y.rc[i] == 0)
+			cr_expect_eq(tree_lookup(t, e, &at), 0, "round %d", i);
+		else
 			cr_expect_eq(y.rc[i], -ENOENT, "round %d", i);
-			cr_expect_eq(tree_lookup(t, d, &at), -ENOENT);
-			cr_expect_eq(tree_lookup(t, e, &at), 0);
+	}
+	expect_no_locks(t);
+}
+
+/* The writer of a slow folder rename (10 keys a batch), for a thread. */
+struct mover {
+	struct store *s;
+	const char *src, *dst;
+	int rc;
+	volatile bool done;
+};
+
+static void *run_mover(void *arg)
+{
+	struct mover *m = arg;
+	struct tree *t;
+
+	m->rc = store_drive(m->s, "main", &t);
+	if (m->rc == 0)
+		m->rc = tree_rename(t, m->src, m->dst, 0, NULL);
+	m->done = true;
+	return NULL;
+}
+
+/*
+ * Files created by one writer inside a folder that another writer is
+ * moving (a journaled rewrite of many batches): each create lands before
+ * the move and moves with it, or waits for it and finds the folder gone
+ * (ENOENT); none is lost and none is left under the old path. Without the
+ * branch lock, a create after the copy passed its place is dropped with
+ * the source.
+ */
+Test(shared, creates_inside_a_moving_folder_are_never_lost)
+{
+	struct store_options o = {.shared = true, .rename_batch = 10};
+	struct mover m = {.src = "/big", .dst = "/moved"};
+	struct tree *t = drive_of(b), *ta = drive_of(a);
+	enum { MAX = 4000 };
+	static int rc[MAX];
+	struct tree_attr at;
+	pthread_t th;
+	int n = 0, made = 0;
+
+	cr_assert_eq(store_open(&m.s, url, &o), 0);
+	cr_assert_eq(
+	    tree_mknode(ta, "/big", S_IFDIR | 0755, 0, 0, 0, NULL, NULL), 0);
+	for (int i = 0; i < 300; i++) {
+		char p[32];
+
+		snprintf(p, sizeof(p), "/big/f%03d", i);
+		cr_assert_eq(make_file(ta, p, NULL), 0);
+	}
+	cr_assert_eq(pthread_create(&th, NULL, run_mover, &m), 0);
+	while (!m.done && n < MAX) {
+		char p[32];
+
+		snprintf(p, sizeof(p), "/big/n%04d", n);
+		rc[n] = make_file(t, p, NULL);
+		n++;
+	}
+	pthread_join(th, NULL);
+	cr_assert_eq(m.rc, 0, "the rename: %s", strerror(-m.rc));
+	for (int i = 0; i < n; i++) {
+		char p[32];
+
+		snprintf(p, sizeof(p), "/moved/n%04d", i);
+		if (rc[i] == 0) {
+			made++;
+			cr_expect_eq(tree_lookup(t, p, &at), 0,
+				     "created, then lost: %s", p);
 		} else {
-			cr_expect_eq(x.rc[i], -EXDEV, "round %d: %d", i,
-				     x.rc[i]);
-			cr_expect_eq(y.rc[i], 0, "round %d", i);
-			cr_expect_eq(tree_lookup(t, d, &at), 0);
-			cr_expect_eq(tree_lookup(t, e, &at), -ENOENT);
+			cr_expect_eq(rc[i], -ENOENT, "%s: %d", p, rc[i]);
 		}
 	}
+	cr_expect_eq(tree_lookup(t, "/big", &at), -ENOENT);
+	cr_expect_eq(tree_lookup(t, "/moved/f299", &at), 0);
+	cr_log_info("%d creates during the move, %d landed", n, made);
+	expect_no_locks(t);
+	assert_fsck_clean(t);
+	store_close(m.s);
+}
+
+/* Creates the file m->dst on m->s, for a thread. */
+static void *make_late(void *arg)
+{
+	struct mover *m = arg;
+	struct tree *t;
+
+	m->rc = store_drive(m->s, "main", &t);
+	if (m->rc == 0)
+		m->rc = make_file(t, m->dst, NULL);
+	m->done = true;
+	return NULL;
+}
+
+/*
+ * A shared writer killed in the middle of a folder rename: its branches
+ * stay held (a create in the destination waits), another writer's open is
+ * not refused, and once the killed writer's lease expired the other takes
+ * the rename over and finishes it (tree_journal_takeover, which the daemon
+ * runs every few seconds); the waiting create then lands in the moved
+ * folder. The test's own store, with a 2 s lease.
+ */
+Test(shared, a_stopped_writers_rename_is_finished_by_another)
+{
+	struct store_options sh = {
+	    .create = true, .shared = true, .rename_batch = 10};
+	struct mover late = {.dst = "/w2/late"};
+	char u[PATH_MAX], *q = strchr(url, '?');
+	struct store *s = NULL, *s2 = NULL;
+	struct tree *t;
+	struct tree_attr at;
+	size_t done = 9;
+	pthread_t th;
+	int status;
+	pid_t pid;
+
+	snprintf(u, sizeof(u), "%.*s-take?lease-ttl=2", (int)(q - url), url);
+	cr_assert_eq(store_open(&s, u, &sh), 0);
+	cr_assert_eq(store_drive_create(s, "main", getuid(), getgid()), 0);
+	cr_assert_eq(store_drive(s, "main", &t), 0);
+	cr_assert_eq(tree_mknode(t, "/w", S_IFDIR | 0755, 0, 0, 0, NULL, NULL),
+		     0);
+	for (int i = 0; i < 40; i++) {
+		char p[32];
+
+		snprintf(p, sizeof(p), "/w/f%02d", i);
+		cr_assert_eq(make_file(t, p, NULL), 0);
+	}
+	pid = fork();
+	cr_assert_neq(pid, -1);
+	if (pid == 0) {
+		struct store *c = NULL;
+		struct tree *ct;
+
+		setenv("PATHFS_CRASH_AFTER_BATCHES", "2", 1);
+		if (store_open(&c, u, &sh) || store_drive(c, "main", &ct))
+			_exit(10);
+		tree_rename(ct, "/w", "/w2", 0, NULL);
+		_exit(11);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+		  "the rename was not killed (status %#x)", status);
+	cr_expect_eq(store_open(&s2, u, &sh), 0, "a shared open meanwhile");
+	store_close(s2);
+	late.s = s;
+	cr_assert_eq(pthread_create(&th, NULL, make_late, &late), 0);
+	usleep(300 * 1000);
+	cr_expect(!late.done, "a create in the held branch waits");
+	cr_assert_eq(tree_journal_takeover(t, &done), 0);
+	cr_expect_eq(done, 0, "the killed writer's lease still runs");
+	sleep(3);
+	cr_assert_eq(tree_journal_takeover(t, &done), 0);
+	cr_expect_eq(done, 1, "taken over");
+	pthread_join(th, NULL);
+	cr_expect_eq(late.rc, 0, "the waiting create: %s", strerror(-late.rc));
+	cr_expect_eq(tree_lookup(t, "/w", &at), -ENOENT);
+	cr_expect_eq(tree_lookup(t, "/w2/f39", &at), 0, "the rename finished");
+	cr_expect_eq(tree_lookup(t, "/w2/late", &at), 0);
+	expect_no_locks(t);
+	assert_fsck_clean(t);
+	store_close(s);
 }

@@ -632,10 +632,11 @@ int tree_reclaim_many(struct tree *t, const uint64_t *inos, size_t n,
  * at any point cannot leave half done: the next store_open() completes it.
  * A replaced node's last link (a file, or an empty folder) is handled as in
  * tree_unlink() (*orphan; a big file's blocks go in slices after the
- * rename's batch). One writer of several (store_options.shared) does
- * not move or exchange a non-empty folder: -EXDEV (mv(1) then copies).
+ * rename's batch). One writer of several (store_options.shared) holds a
+ * non-empty folder's two branches under a lock while it rewrites them
+ * (branch_lock.c); -EAGAIN if another's lock kept it waiting too long.
  * Errors: -ENOENT, -EEXIST (NOREPLACE), -ENOTEMPTY, -EISDIR, -ENOTDIR,
- * -EINVAL (@dst inside @src, or "/"), -EBUSY, -EXDEV, -ENOSPC, -EIO.
+ * -EINVAL (@dst inside @src, or "/"), -EBUSY, -ENOSPC, -EIO.
  */
 int tree_rename(struct tree *t, const char *src, const char *dst,
 		unsigned flags, uint64_t *orphan);
@@ -930,8 +931,20 @@ int tree_journal_list(struct tree *t, struct tree_journal_entry **out,
 void tree_journal_list_free(struct tree_journal_entry *e, size_t count);
 
 /* Replays every unfinished journal record of @t; *replayed (may be NULL) gets
- * how many. store_open() already does this; calling again is harmless. */
+ * how many. store_open() already does this; calling again is harmless. A
+ * shared writer replays only what tree_journal_takeover() does. */
 int tree_journal_replay(struct tree *t, size_t *replayed);
+
+/*
+ * One writer of several (store_options.shared): finishes the folder
+ * renames of drive @t whose writer no longer holds the store (its branch
+ * lock names it: branch_lock.c; one writer takes each over, in a
+ * conditioned commit), and this writer's own that no thread of it runs (a
+ * failed exchange's). *count (may be NULL) gets how many. Run by the daemon
+ * every few seconds. Errors: as kv_writers, tree_commit; -EIO if this
+ * writer is fenced.
+ */
+int tree_journal_takeover(struct tree *t, size_t *count);
 
 /*
  * Checks that no other user can read the store of @s: its folder and every

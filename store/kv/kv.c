@@ -226,6 +226,17 @@ void kv_track(struct kv *kv)
 	track.conflict = false;
 }
 
+bool kv_tracking(const struct kv *kv)
+{
+	return track.kv == kv;
+}
+
+void kv_track_spoil(struct kv *kv)
+{
+	if (track.kv == kv)
+		track.conflict = true;
+}
+
 bool kv_untrack(struct kv *kv)
 {
 	bool conflict = track.conflict;
@@ -512,6 +523,10 @@ int kv_batch_commit(struct kv *kv, struct kv_batch *b, bool sync)
 		return -EINVAL;
 	if (!tracked)
 		return batch_commit(kv, b, sync);
+	if (track.conflict) { /* spoiled: kv_track_spoil */
+		track_end();
+		return -EAGAIN;
+	}
 	/* the tracked reads' conditions, for this commit only */
 	for (size_t i = 0; i < track.n; i++)
 		kv_batch_expect(b, track.reads[i].key, track.reads[i].klen,

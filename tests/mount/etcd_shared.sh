@@ -13,8 +13,8 @@
 #    folders on both mounts (none cut off from the root);
 #  - rmdir on A racing a create inside on B, 100 rounds: the folder stays
 #    with the file or both are gone; both mounts list the same tree;
-#  - mv of a non-empty folder (EXDEV among shared writers: mv copies and
-#    removes) leaves the tree intact, on both mounts;
+#  - mv of a non-empty folder leaves the tree intact, on both mounts
+#    (etcd_shared_mv: the folder rename among shared writers);
 #  - pathfsctl fsck clean through a daemon, and unmounted at the end.
 # The 1 s limits are those of single changes. After a race's burst (100
 # rounds of changes from both mounts) each mount's watch has a backlog to
@@ -90,7 +90,7 @@ check "B's new file in A's ls -l" seen 1000 "create on B" \
 check "... reads on A" is "cat '$A/fromb'" from-b
 mkdir "$B/dir"
 echo x >"$B/dir/x"
-mv "$B/dir" "$B/dir2" # non-empty: EXDEV, mv copies
+mv "$B/dir" "$B/dir2" # non-empty: the journaled rewrite
 check "B's folder moved, in A's ls -l" seen 1000 "folder on B" \
 	is "ls '$A' | paste -sd ' '" "dir2 fromb"
 check "... with its file" is "cat '$A/dir2/x'" x

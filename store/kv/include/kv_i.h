@@ -253,6 +253,13 @@ int kv_get_ver(struct kv *kv, const char *key, size_t klen, char **val,
  */
 void kv_track(struct kv *kv);
 bool kv_untrack(struct kv *kv);
+/* true while this thread tracks its reads of @kv (kv_track, until its
+ * first tracked commit succeeds or kv_untrack). */
+bool kv_tracking(const struct kv *kv);
+/* Spoils this thread's tracked change of @kv: found, from its reads, that
+ * it must not go on now (a branch lock another writer holds): every tracked
+ * commit fails with -EAGAIN, writing nothing, and kv_untrack() says true. */
+void kv_track_spoil(struct kv *kv);
 
 /*
  * Reads of one moment, for a reader that other processes' writes race (a

@@ -1,0 +1,406 @@
+/*
+ * branch_lock.c - the branch locks of shared writers' folder renames.
+ *
+ * A folder rename rewrites its branch in many batches (journal.c). Among
+ * several writers of one drive (store_options.shared) another writer must
+ * not change that branch meanwhile: a create, unlink, write or rename in it
+ * after the copy passed it would be lost when the final batch drops the
+ * source. So a writer's rename holds both branches, @src and @dst, from
+ * before its batch 0 to the end, in one key of the drive, LOCKS: a list of
+ * (journal record, writer, src, dst). The rename takes its lock in a commit
+ * of its own, conditioned on LOCKS alone, before it reads what it moves
+ * (tree_rename -> journal_hold): then the changes inside the branches, which
+ * rewrite the folder's node, cannot keep failing its batch 0's conditions.
+ * The end (journal_run, journal_rollback; journal_unhold for a rename that
+ * did not journal) drops it in a commit of its own once the record is gone.
+ *
+ * Every conditioned change of a shared writer (TREE_TRACKED) reads LOCKS at
+ * its first node read by path, tracked, so a lock taken after that fails
+ * its commit and it starts again. Each node path it reads is checked: one
+ * in a held branch (at or below src or dst) spoils the change: it commits
+ * nothing, waits until LOCKS changes (tree_retry -> lock_section_end), and
+ * starts again, so it ends in the new place or fails cleanly (ENOENT) there.
+ * A folder that is removed, replaced or moved must not hold a held branch
+ * below it (lock_check_below): two renames' branches never nest, and a
+ * rename's destination folder stays until its final batch.
+ *
+ * A writer that stops while it holds a lock (killed, cut off: its lease
+ * expires) leaves the lock and maybe the record; another writer's takeover
+ * (tree_journal_takeover) makes itself the holder in a conditioned commit,
+ * so one writer does it, and finishes the record, or drops a lock whose
+ * record never came.
+ *
+ * A sole writer takes no lock (nobody else writes), but drops the locks of
+ * the records it replays that shared writers left.
+ *
+ * Value: version byte 1, then per lock varints seq, writer, then put_bytes
+ * src, dst.
+ *
+ * Limits: a change waits for a lock at most LOCK_WAIT_S seconds, then fails
+ * with -EAGAIN; each check costs a shared writer's change one read of LOCKS.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "branch_lock_i.h"
+#include "codec_i.h"
+#include "keys_i.h"
+#include "log.h"
+
+#define LOCKS_VERSION 1
+#define LOCK_WAIT_S   120
+
+/* This thread's conditioned change: the locks it read (t NULL: none yet),
+ * LOCKS's value as read, and whether a lock kept it out. */
+static __thread struct {
+	const struct tree *t;
+	struct branch_lock *l;
+	size_t n;
+	char *raw;
+	size_t rawlen;
+	bool blocked;
+} sect;
+
+static __thread uint64_t own;
+
+void lock_list_free(struct branch_lock *l, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(l[i].src);
+		free(l[i].dst);
+	}
+	free(l);
+}
+
+static char *dup_bytes(const char *s, size_t n)
+{
+	char *d = malloc(n + 1);
+
+	if (!d)
+		abort();
+	memcpy(d, s, n);
+	d[n] = '\0';
+	return d;
+}
+
+/* Decodes a LOCKS value. Errors: -EIO. */
+static int decode(const char *v, size_t len, struct branch_lock **out,
+		  size_t *count)
+{
+	const char *p = v, *end = v + len;
+	struct branch_lock *l = NULL;
+	size_t n = 0, cap = 0;
+
+	*out = NULL;
+	*count = 0;
+	if (len == 0)
+		return 0;
+	if ((unsigned char)*p++ != LOCKS_VERSION)
+		return -EIO;
+	while (p < end) {
+		struct branch_lock e = {0};
+		const char *s, *d;
+		size_t sn, dn;
+
+		if (get_varint(&p, end, &e.seq) ||
+		    get_varint(&p, end, &e.writer) ||
+		    get_bytes(&p, end, &s, &sn) ||
+		    get_bytes(&p, end, &d, &dn)) {
+			lock_list_free(l, n);
+			return -EIO;
+		}
+		if (n == cap) {
+			cap = cap ? 2 * cap : 4;
+			l = realloc(l, cap * sizeof(*l));
+			if (!l)
+				abort();
+		}
+		e.src = dup_bytes(s, sn);
+		e.dst = dup_bytes(d, dn);
+		l[n++] = e;
+	}
+	*out = l;
+	*count = n;
+	return 0;
+}
+
+static void encode_one(struct sbuf *v, const struct branch_lock *e)
+{
+	if (v->len == 0)
+		sbuf_addc(v, LOCKS_VERSION);
+	put_varint(v, e->seq);
+	put_varint(v, e->writer);
+	put_bytes(v, e->src, strlen(e->src));
+	put_bytes(v, e->dst, strlen(e->dst));
+}
+
+/* Reads LOCKS: tracked in a conditioned change, and with *ver if @ver. */
+static int read_locks(struct tree *t, char **val, size_t *len, uint64_t *ver)
+{
+	struct sbuf k = {0};
+	int rc;
+
+	key_locks(&k, t->name);
+	rc = ver ? kv_get_ver(t->store->kv, k.buf, k.len, val, len, ver)
+		 : kv_get(t->store->kv, k.buf, k.len, val, len);
+	sbuf_release(&k);
+	if (rc == -ENOENT) {
+		*val = NULL;
+		*len = 0;
+		rc = 0;
+	}
+	return rc;
+}
+
+int lock_list(struct tree *t, struct branch_lock **out, size_t *n)
+{
+	char *v = NULL;
+	size_t len = 0;
+	uint64_t ver;
+	int rc;
+
+	*out = NULL;
+	*n = 0;
+	rc = read_locks(t, &v, &len, &ver);
+	if (rc == 0)
+		rc = decode(v, len, out, n);
+	if (rc == -EIO)
+		plog(LOG_ERR, "drive %s: LOCKS does not decode (%zu bytes)",
+		     t->name, len);
+	free(v);
+	return rc;
+}
+
+static void sect_clear(void)
+{
+	lock_list_free(sect.l, sect.n);
+	free(sect.raw);
+	memset(&sect, 0, sizeof(sect));
+}
+
+void lock_section_start(struct tree *t)
+{
+	(void)t;
+	sect_clear();
+}
+
+/* Whether this thread checks locks now: a shared writer's conditioned
+ * change, before its commit. */
+static bool checking(struct tree *t)
+{
+	return tree_shared(t) && kv_tracking(t->store->kv);
+}
+
+/* The locks as this change reads them, once. */
+static int sect_load(struct tree *t)
+{
+	int rc;
+
+	if (sect.t == t)
+		return 0;
+	sect_clear();
+	rc = read_locks(t, &sect.raw, &sect.rawlen, NULL);
+	if (rc == 0)
+		rc = decode(sect.raw, sect.rawlen, &sect.l, &sect.n);
+	if (rc == -EIO)
+		plog(LOG_ERR, "drive %s: LOCKS does not decode (%zu bytes)",
+		     t->name, sect.rawlen);
+	if (rc == 0)
+		sect.t = t;
+	return rc;
+}
+
+static int blocked(struct tree *t)
+{
+	sect.blocked = true;
+	kv_track_spoil(t->store->kv);
+	return -EAGAIN;
+}
+
+int lock_check_path(struct tree *t, const char *path)
+{
+	int rc;
+
+	if (!checking(t))
+		return 0;
+	rc = sect_load(t);
+	for (size_t i = 0; rc == 0 && i < sect.n; i++)
+		if (sect.l[i].seq != own &&
+		    (path_is_within(path, sect.l[i].src) ||
+		     path_is_within(path, sect.l[i].dst)))
+			rc = blocked(t);
+	return rc;
+}
+
+int lock_check_below(struct tree *t, const char *path)
+{
+	int rc;
+
+	if (!checking(t))
+		return 0;
+	rc = sect_load(t);
+	for (size_t i = 0; rc == 0 && i < sect.n; i++)
+		if (sect.l[i].seq != own &&
+		    (path_is_within(sect.l[i].src, path) ||
+		     path_is_within(sect.l[i].dst, path)))
+			rc = blocked(t);
+	return rc;
+}
+
+/* lock_take(), once: the lock added to LOCKS as read, unless a held
+ * branch and one of the two nest. */
+static int take_once(struct tree *t, uint64_t seq, const char *src,
+		     const char *dst)
+{
+	struct branch_lock e = {seq, kv_writer_id(t->store->kv), (char *)src,
+				(char *)dst};
+	struct sbuf k = {0}, v = {0};
+	struct kv_batch *b;
+	int rc;
+
+	rc = lock_check_below(t, src);
+	if (rc == 0)
+		rc = lock_check_below(t, dst);
+	if (rc == 0)
+		rc = lock_check_path(t, src);
+	if (rc == 0)
+		rc = lock_check_path(t, dst);
+	if (rc)
+		return rc;
+	sbuf_add(&v, sect.raw, sect.rawlen);
+	encode_one(&v, &e);
+	key_locks(&k, t->name);
+	b = kv_batch_new(t->store->kv);
+	kv_batch_put(b, k.buf, k.len, v.buf, v.len);
+	rc = tree_commit(t, b); /* conditioned on LOCKS as read */
+	kv_batch_free(b);
+	sbuf_release(&k);
+	sbuf_release(&v);
+	return rc;
+}
+
+int lock_take(struct tree *t, uint64_t seq, const char *src, const char *dst)
+{
+	if (!tree_shared(t))
+		return 0;
+	return TREE_TRACKED(t, take_once(t, seq, src, dst));
+}
+
+/*
+ * Rewrites LOCKS without record @seq's lock (@drop), or with @to as its
+ * writer if @from holds it, conditioned on LOCKS as read, again while
+ * another writer changes it. 1 if it changed LOCKS, 0 if there was nothing
+ * to change. Errors: as kv_get, tree_commit, -EIO.
+ */
+static int rewrite(struct tree *t, uint64_t seq, bool drop, uint64_t from,
+		   uint64_t to)
+{
+	for (;;) {
+		struct branch_lock *l = NULL;
+		struct kv_batch *b;
+		struct sbuf k = {0}, v = {0};
+		char *raw = NULL;
+		size_t rawlen = 0, n = 0;
+		uint64_t ver = 0;
+		bool found = false;
+		int rc;
+
+		rc = read_locks(t, &raw, &rawlen, &ver);
+		if (rc == 0)
+			rc = decode(raw, rawlen, &l, &n);
+		free(raw);
+		if (rc)
+			return rc;
+		for (size_t i = 0; i < n; i++) {
+			if (l[i].seq == seq && (drop || l[i].writer == from)) {
+				found = true;
+				if (drop)
+					continue;
+				l[i].writer = to;
+			}
+			encode_one(&v, &l[i]);
+		}
+		lock_list_free(l, n);
+		if (!found) {
+			sbuf_release(&v);
+			return 0;
+		}
+		key_locks(&k, t->name);
+		b = kv_batch_new(t->store->kv);
+		kv_batch_expect(b, k.buf, k.len, ver);
+		if (v.len)
+			kv_batch_put(b, k.buf, k.len, v.buf, v.len);
+		else
+			kv_batch_delete(b, k.buf, k.len);
+		rc = tree_commit(t, b);
+		kv_batch_free(b);
+		sbuf_release(&k);
+		sbuf_release(&v);
+		if (rc != -EAGAIN)
+			return rc ? rc : 1;
+	}
+}
+
+int lock_release(struct tree *t, uint64_t seq)
+{
+	int rc = rewrite(t, seq, true, 0, 0);
+
+	return rc < 0 ? rc : 0;
+}
+
+int lock_claim(struct tree *t, uint64_t seq, uint64_t from)
+{
+	return rewrite(t, seq, false, from, kv_writer_id(t->store->kv));
+}
+
+uint64_t lock_own(uint64_t seq)
+{
+	uint64_t was = own;
+
+	own = seq;
+	return was;
+}
+
+bool lock_section_end(struct tree *t)
+{
+	struct timespec nap = {0, 20 * 1000 * 1000};
+	time_t until = time(NULL) + LOCK_WAIT_S;
+	bool was = sect.blocked;
+	char *seen = sect.raw;
+	size_t seenlen = sect.rawlen;
+
+	sect.raw = NULL;
+	sect_clear();
+	if (!was) {
+		free(seen);
+		return false;
+	}
+	/* a lock kept the change out: wait for LOCKS to change */
+	for (;;) {
+		char *v = NULL;
+		size_t len = 0;
+		bool same;
+
+		if (read_locks(t, &v, &len, NULL)) {
+			free(seen);
+			return true; /* the retry meets the error */
+		}
+		same = len == seenlen && (len == 0 || !memcmp(v, seen, len));
+		free(v);
+		if (!same)
+			break;
+		if (time(NULL) >= until) {
+			plog(LOG_WARNING,
+			     "drive %s: a folder rename held a branch for "
+			     "%d s: the change waiting for it fails (EAGAIN)",
+			     t->name, LOCK_WAIT_S);
+			free(seen);
+			return false;
+		}
+		nanosleep(&nap, NULL);
+	}
+	free(seen);
+	return true;
+}
