@@ -95,32 +95,31 @@ static void deadline(struct timespec *ts)
 	}
 }
 
-/* Frees the orphans of writers that stopped holding the store. */
+/* Logs what one of reclaim_dead()'s sweeps did: @n of @what (plural)
+ * done, or its error @rc. */
+static void reclaim_said(int rc, size_t n, const char *what)
+{
+	if (rc)
+		plog(LOG_WARNING,
+		     "%s of writers that stopped: %s (%zu done; tried again "
+		     "in %d s)",
+		     what, strerror(-rc), n, RECLAIM_DEAD_S);
+	else if (n)
+		plog(LOG_NOTICE, "%s of writers that stopped: %zu done", what,
+		     n);
+}
+
+/* Finishes the folder renames and frees the orphans of writers that
+ * stopped holding the store. */
 static void reclaim_dead(struct fs *fs)
 {
 	size_t n = 0;
 	int rc = tree_journal_takeover(fs->tree, &n);
 
-	if (rc)
-		plog(LOG_WARNING,
-		     "folder renames of writers that stopped: %s (%zu "
-		     "finished; tried again in %d s)",
-		     strerror(-rc), n, RECLAIM_DEAD_S);
-	else if (n)
-		plog(LOG_NOTICE,
-		     "finished %zu folder rename%s of writers that stopped", n,
-		     n == 1 ? "" : "s");
+	reclaim_said(rc, n, "folder renames");
 	n = 0;
 	rc = tree_reclaim_dead(fs->tree, &n);
-	if (rc)
-		plog(LOG_WARNING,
-		     "orphans of writers that stopped: %s (%zu freed; tried "
-		     "again in %d s)",
-		     strerror(-rc), n, RECLAIM_DEAD_S);
-	else if (n)
-		plog(LOG_NOTICE,
-		     "freed %zu orphan inode%s of writers that stopped", n,
-		     n == 1 ? "" : "s");
+	reclaim_said(rc, n, "orphans");
 }
 
 static void *reclaimer(void *arg)

@@ -154,21 +154,27 @@ static int read_locks(struct tree *t, char **val, size_t *len, uint64_t *ver)
 	return rc;
 }
 
+/* Reads LOCKS (*raw, malloc'd, NULL if it is absent; *ver if @ver) and
+ * decodes it. Errors: as kv_get, -EIO (logged). */
+static int load(struct tree *t, char **raw, size_t *len, uint64_t *ver,
+		struct branch_lock **l, size_t *n)
+{
+	int rc = read_locks(t, raw, len, ver);
+
+	if (rc == 0)
+		rc = decode(*raw, *len, l, n);
+	if (rc == -EIO)
+		plog(LOG_ERR, "drive %s: LOCKS does not decode (%zu bytes)",
+		     t->name, *len);
+	return rc;
+}
+
 int lock_list(struct tree *t, struct branch_lock **out, size_t *n)
 {
 	char *v = NULL;
 	size_t len = 0;
-	uint64_t ver;
-	int rc;
+	int rc = load(t, &v, &len, NULL, out, n);
 
-	*out = NULL;
-	*n = 0;
-	rc = read_locks(t, &v, &len, &ver);
-	if (rc == 0)
-		rc = decode(v, len, out, n);
-	if (rc == -EIO)
-		plog(LOG_ERR, "drive %s: LOCKS does not decode (%zu bytes)",
-		     t->name, len);
 	free(v);
 	return rc;
 }
@@ -201,12 +207,7 @@ static int sect_load(struct tree *t)
 	if (sect.t == t)
 		return 0;
 	sect_clear();
-	rc = read_locks(t, &sect.raw, &sect.rawlen, NULL);
-	if (rc == 0)
-		rc = decode(sect.raw, sect.rawlen, &sect.l, &sect.n);
-	if (rc == -EIO)
-		plog(LOG_ERR, "drive %s: LOCKS does not decode (%zu bytes)",
-		     t->name, sect.rawlen);
+	rc = load(t, &sect.raw, &sect.rawlen, NULL, &sect.l, &sect.n);
 	if (rc == 0)
 		sect.t = t;
 	return rc;
@@ -219,34 +220,37 @@ static int blocked(struct tree *t)
 	return -EAGAIN;
 }
 
-int lock_check_path(struct tree *t, const char *path)
+/* -EAGAIN (spoiled) if a lock not this thread's own holds @path: @below
+ * false, @path lies in one of its branches; true, one of them lies at or
+ * below @path. */
+static int check(struct tree *t, const char *path, bool below)
 {
 	int rc;
 
 	if (!checking(t))
 		return 0;
 	rc = sect_load(t);
-	for (size_t i = 0; rc == 0 && i < sect.n; i++)
-		if (sect.l[i].seq != own &&
-		    (path_is_within(path, sect.l[i].src) ||
-		     path_is_within(path, sect.l[i].dst)))
+	for (size_t i = 0; rc == 0 && i < sect.n; i++) {
+		const struct branch_lock *e = &sect.l[i];
+		bool hit = below ? path_is_within(e->src, path) ||
+				       path_is_within(e->dst, path)
+				 : path_is_within(path, e->src) ||
+				       path_is_within(path, e->dst);
+
+		if (hit && e->seq != own)
 			rc = blocked(t);
+	}
 	return rc;
+}
+
+int lock_check_path(struct tree *t, const char *path)
+{
+	return check(t, path, false);
 }
 
 int lock_check_below(struct tree *t, const char *path)
 {
-	int rc;
-
-	if (!checking(t))
-		return 0;
-	rc = sect_load(t);
-	for (size_t i = 0; rc == 0 && i < sect.n; i++)
-		if (sect.l[i].seq != own &&
-		    (path_is_within(sect.l[i].src, path) ||
-		     path_is_within(sect.l[i].dst, path)))
-			rc = blocked(t);
-	return rc;
+	return check(t, path, true);
 }
 
 /* lock_take(), once: the lock added to LOCKS as read, unless a held
@@ -307,9 +311,7 @@ static int rewrite(struct tree *t, uint64_t seq, bool drop, uint64_t from,
 		bool found = false;
 		int rc;
 
-		rc = read_locks(t, &raw, &rawlen, &ver);
-		if (rc == 0)
-			rc = decode(raw, rawlen, &l, &n);
+		rc = load(t, &raw, &rawlen, &ver, &l, &n);
 		free(raw);
 		if (rc)
 			return rc;

@@ -498,6 +498,42 @@ Test(shared, chmod_and_write_at_once_both_stay)
 	run_changers(&x, &y);
 }
 
+/* Makes the folder /w of 40 files (f00 .. f39) on drive @t. */
+static void make_w(struct tree *t)
+{
+	cr_assert_eq(tree_mknode(t, "/w", S_IFDIR | 0755, 0, 0, 0, NULL, NULL),
+		     0);
+	for (int i = 0; i < 40; i++) {
+		char p[32];
+
+		snprintf(p, sizeof(p), "/w/f%02d", i);
+		cr_assert_eq(
+		    tree_mknode(t, p, S_IFREG | 0644, 0, 0, 0, NULL, NULL), 0);
+	}
+}
+
+/* A child process opens store @u with @o and renames /w to /w2, killed
+ * by the crash hook after 2 batches (10 keys each). */
+static void rename_killed(const char *u, const struct store_options *o)
+{
+	struct store *s = NULL;
+	struct tree *t;
+	int status;
+	pid_t pid = fork();
+
+	cr_assert_neq(pid, -1);
+	if (pid == 0) {
+		setenv("PATHFS_CRASH_AFTER_BATCHES", "2", 1);
+		if (store_open(&s, u, o) || store_drive(s, "main", &t))
+			_exit(10);
+		tree_rename(t, "/w", "/w2", 0, NULL);
+		_exit(11);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+		  "the rename was not killed (status %#x)", status);
+}
+
 /*
  * A sole writer killed in the middle of a folder rename, then shared
  * writers: none serves the half-moved branch (its changes there would be
@@ -513,37 +549,16 @@ Test(shared, shared_writers_refuse_an_unfinished_rename)
 	struct store *s = NULL;
 	struct tree *t;
 	struct tree_attr at;
-	int status;
-	pid_t pid;
 
 	snprintf(u, sizeof(u), "%.*s-ren?lease-ttl=2", (int)(q - url), url);
 	cr_assert_eq(store_open(&s, u, &ex), 0);
 	cr_assert_eq(store_drive_create(s, "main", getuid(), getgid()), 0);
 	cr_assert_eq(store_drive(s, "main", &t), 0);
-	cr_assert_eq(tree_mknode(t, "/w", S_IFDIR | 0755, 0, 0, 0, NULL, NULL),
-		     0);
-	for (int i = 0; i < 40; i++) {
-		char p[32];
-
-		snprintf(p, sizeof(p), "/w/f%02d", i);
-		cr_assert_eq(
-		    tree_mknode(t, p, S_IFREG | 0644, 0, 0, 0, NULL, NULL), 0);
-	}
+	make_w(t);
 	store_close(s);
 	s = NULL;
 
-	pid = fork();
-	cr_assert_neq(pid, -1);
-	if (pid == 0) {
-		setenv("PATHFS_CRASH_AFTER_BATCHES", "2", 1);
-		if (store_open(&s, u, &ex) || store_drive(s, "main", &t))
-			_exit(10);
-		tree_rename(t, "/w", "/w2", 0, NULL);
-		_exit(11);
-	}
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
-	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
-		  "the rename was not killed (status %#x)", status);
+	rename_killed(u, &ex);
 	sleep(3); /* its lease expires */
 
 	cr_expect_eq(store_open(&s, u, &sh), -ENOTRECOVERABLE);
@@ -955,36 +970,13 @@ Test(shared, a_stopped_writers_rename_is_finished_by_another)
 	struct tree_attr at;
 	size_t done = 9;
 	pthread_t th;
-	int status;
-	pid_t pid;
 
 	snprintf(u, sizeof(u), "%.*s-take?lease-ttl=2", (int)(q - url), url);
 	cr_assert_eq(store_open(&s, u, &sh), 0);
 	cr_assert_eq(store_drive_create(s, "main", getuid(), getgid()), 0);
 	cr_assert_eq(store_drive(s, "main", &t), 0);
-	cr_assert_eq(tree_mknode(t, "/w", S_IFDIR | 0755, 0, 0, 0, NULL, NULL),
-		     0);
-	for (int i = 0; i < 40; i++) {
-		char p[32];
-
-		snprintf(p, sizeof(p), "/w/f%02d", i);
-		cr_assert_eq(make_file(t, p, NULL), 0);
-	}
-	pid = fork();
-	cr_assert_neq(pid, -1);
-	if (pid == 0) {
-		struct store *c = NULL;
-		struct tree *ct;
-
-		setenv("PATHFS_CRASH_AFTER_BATCHES", "2", 1);
-		if (store_open(&c, u, &sh) || store_drive(c, "main", &ct))
-			_exit(10);
-		tree_rename(ct, "/w", "/w2", 0, NULL);
-		_exit(11);
-	}
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
-	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
-		  "the rename was not killed (status %#x)", status);
+	make_w(t);
+	rename_killed(u, &sh);
 	cr_expect_eq(store_open(&s2, u, &sh), 0, "a shared open meanwhile");
 	store_close(s2);
 	late.s = s;

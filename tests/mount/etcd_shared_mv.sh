@@ -29,18 +29,6 @@ mkdir -p "$B"
 tree_of() { (cd "$1" && find . -printf '%p %s\n' | LC_ALL=C sort); }
 same_trees() { [ "$(tree_of "$A")" = "$(tree_of "$B")" ]; }
 
-# mount_b [OPTIONS]: B, a second -o shared daemon of the drive
-mount_b() {
-	"$PATHFS" -o shared -o "log=$T/b.log" "$@" "$STORE" "$B"
-	local i
-	for i in $(seq 1 100); do
-		mountpoint -q "$B" && return 0
-		sleep 0.05
-	done
-	echo "B did not mount" >&2
-	return 1
-}
-
 # fill DIR N: N files of 10 bytes in DIR
 fill() {
 	python3 - "$1" "$2" <<'EOF'
@@ -92,7 +80,7 @@ landed() {
 
 # ---- mv of a non-empty folder is a rename ------------------------------------
 pfs_mount -o shared -o "log=$T/a.log"
-mount_b
+MNT=$B pfs_mount -o shared -o "log=$T/b.log"
 mkdir -p "$A/src/sub/deeper"
 for i in $(seq 1 20); do head -c $((i * 1000)) /dev/urandom >"$A/src/sub/f$i"; done
 echo deep >"$A/src/sub/deeper/d"
