@@ -6,8 +6,10 @@
 #  - B creates files inside a folder of 1,000 entries while A moves it:
 #    each create lands before the move (and moves with it) or, held off by
 #    the rename's branch lock, fails with ENOENT once the folder is gone;
-#    none is lost, none is left under the old name, both mounts list the
-#    same tree and fsck is clean;
+#    none is lost, none is left under the old name; a file B holds open
+#    there takes every write (before, during and after the move: the
+#    writes follow the file to its new place), both mounts list the same
+#    tree and fsck is clean;
 #  - A's daemon dies in the middle of such a move (its crash hook,
 #    PATHFS_CRASH_AFTER_BATCHES, after 5 batches of 50 entries) while B keeps
 #    creating inside the folder: B's creates wait; once A's lease (4 s) has
@@ -65,6 +67,30 @@ with open(out, "w") as o:
         i += 1
 EOF
 
+# writer FILE OUT STOPFILE: opens FILE (new) and writes a numbered line to
+# it every 20 ms until STOPFILE exists (then 3 more), then closes it; OUT
+# gets the number of lines written, or the error that stopped it
+cat >"$T/writer.py" <<'EOF'
+import os, sys, time
+f, out, stop = sys.argv[1:4]
+n, after = 0, None
+try:
+    with open(f, "w") as w:
+        while after is None or after > 0:
+            if after is None and os.path.exists(stop):
+                after = 3
+            elif after is not None:
+                after -= 1
+            w.write(f"line {n}\n")
+            w.flush()
+            n += 1
+            time.sleep(0.02)
+    r = str(n)
+except OSError as e:
+    r = f"{e.strerror} after {n}"
+open(out, "w").write(r + "\n")
+EOF
+
 # landed OUT DIR OLD: the names OUT says were created that are not in DIR,
 # or are still under OLD, and the failures other than ENOENT
 landed() {
@@ -104,11 +130,13 @@ check "B sees the folder of 1,000" seen 10000 "big on B" \
 rm -f "$T/mv.done"
 python3 "$T/creator.py" "$B/big" "$T/race.out" "$T/mv.done" n &
 cpid=$!
+python3 "$T/writer.py" "$B/big/held" "$T/held.out" "$T/mv.done" &
+wpid=$!
 sleep 0.5
 rc=0
 mv "$A/big" "$A/moved" 2>"$T/mv.err" || rc=$?
 touch "$T/mv.done"
-wait "$cpid"
+wait "$cpid" "$wpid"
 check "mv of the folder of 1,000 while B creates in it ($(cat "$T/mv.err"))" [ "$rc" -eq 0 ]
 echo "# creates on B during the move: $(awk '{print $2}' "$T/race.out" | sort | uniq -c | paste -sd ' ');" \
 	"slowest $(sort -k3 -n "$T/race.out" | tail -n1 | awk '{print $3}') s"
@@ -118,6 +146,9 @@ check "... as B lists it" seen 10000 "B lists" \
 	is "landed '$T/race.out' '$B/moved' '$B/big'" ""
 check "... the folder's 1,000 files moved" \
 	is "ls '$A/moved' | grep -c '^f'" 1000
+held=$(cat "$T/held.out")
+check "... a file B held open there took every write, in the moved folder ($held lines)" \
+	seen 10000 "held file" bash -c "[ '$held' -gt 0 ] 2>/dev/null && [ \$(wc -l <'$A/moved/held') = '$held' ]"
 check "... the same tree on both" seen 10000 "trees" same_trees
 check "fsck through a daemon is clean" pfs_fsck
 pfs_umount
