@@ -5,7 +5,7 @@ set -euo pipefail
 pkgs=(fuse3 libfuse3-dev librocksdb-dev libcriterion-dev meson ninja-build
       pkg-config gcc libc6-dev rsync attr acl git gnuplot-nox util-linux
       coreutils findutils tar xxd procps psmisc python3 sqlite3 e2fsprogs
-      etcd-server etcd-client libcurl4-openssl-dev libjson-c-dev)
+      etcd-server etcd-client libcurl4-openssl-dev libjson-c-dev iproute2)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||

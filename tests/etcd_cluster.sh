@@ -24,7 +24,9 @@
 # 2 GiB), ETCD_EXTRA (more flags), ETCD_TLS (at start: a pki folder; the
 # members then serve clients over TLS only, wanting a client certificate
 # signed by its CA; peers stay on plain http, on loopback; DIR/tls keeps it
-# for the other commands).
+# for the other commands), ETCD_NETNS (at start: a tests/netns.sh DIR whose
+# cluster namespace exists; the members then run there, on 10.77.0.1, and
+# so do the commands above: DIR/netns keeps it).
 # Members log to DIR/N.log. Stops only the processes it started.
 set -euo pipefail
 
@@ -33,13 +35,24 @@ dir=${2:?DIR}
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
 
+# host: the members' address; in_ns CMD...: CMD where the members run
+host() { if [ -f "$dir/netns" ]; then echo 10.77.0.1; else echo 127.0.0.1; fi; }
+in_ns() {
+	if [ -f "$dir/netns" ]; then
+		"$(dirname "$0")/netns.sh" exec "$(cat "$dir/netns")" cluster "$@"
+	else
+		"$@"
+	fi
+}
+
 member_args() { # N: the flags member N was started with
-	local n=$1 base
+	local n=$1 base h
 	base=$(cat "$dir/base")
+	h=$(host)
 	local cport=$((base + 2 * (n - 1))) pport=$((base + 2 * (n - 1) + 1))
 	local cluster="" i
 	for i in 1 2 3; do
-		cluster+="m$i=http://127.0.0.1:$((base + 2 * (i - 1) + 1)),"
+		cluster+="m$i=http://$h:$((base + 2 * (i - 1) + 1)),"
 	done
 	local scheme=http tls=()
 	if [ -f "$dir/tls" ]; then
@@ -50,11 +63,11 @@ member_args() { # N: the flags member N was started with
 			--trusted-ca-file "$pki/ca.crt" --client-cert-auth)
 	fi
 	echo --name "m$n" --data-dir "$dir/m$n" \
-		--listen-client-urls "$scheme://127.0.0.1:$cport" \
-		--advertise-client-urls "$scheme://127.0.0.1:$cport" \
+		--listen-client-urls "$scheme://$h:$cport" \
+		--advertise-client-urls "$scheme://$h:$cport" \
 		"${tls[@]}" \
-		--listen-peer-urls "http://127.0.0.1:$pport" \
-		--initial-advertise-peer-urls "http://127.0.0.1:$pport" \
+		--listen-peer-urls "http://$h:$pport" \
+		--initial-advertise-peer-urls "http://$h:$pport" \
 		--initial-cluster "${cluster%,}" \
 		--initial-cluster-token "pathfs-$base" \
 		--initial-cluster-state new \
@@ -63,9 +76,10 @@ member_args() { # N: the flags member N was started with
 }
 
 endpoints() {
-	local base
+	local base h
 	base=$(cat "$dir/base")
-	echo "127.0.0.1:$base,127.0.0.1:$((base + 2)),127.0.0.1:$((base + 4))"
+	h=$(host)
+	echo "$h:$base,$h:$((base + 2)),$h:$((base + 4))"
 }
 
 # ctl ARGS...: etcdctl on endpoints @ARGS' first ("all" or one h:p), with
@@ -76,11 +90,11 @@ ctl() {
 	[ "$eps" = all ] && eps=$(endpoints)
 	if [ -f "$dir/tls" ]; then
 		pki=$(cat "$dir/tls")
-		ETCDCTL_API=3 etcdctl --endpoints "$(sed 's|[^,]*|https://&|g' <<<"$eps")" \
+		ETCDCTL_API=3 in_ns etcdctl --endpoints "$(sed 's|[^,]*|https://&|g' <<<"$eps")" \
 			--cacert "$pki/ca.crt" --cert "$pki/client.crt" \
 			--key "$pki/client.key" "$@"
 	else
-		ETCDCTL_API=3 etcdctl --endpoints "$eps" "$@"
+		ETCDCTL_API=3 in_ns etcdctl --endpoints "$eps" "$@"
 	fi
 }
 
@@ -110,10 +124,17 @@ make_pki() {
 	openssl verify -CAfile "$d/ca.crt" "$d/server.crt" "$d/client.crt" >/dev/null
 }
 
+# netns_exec: the command words that run a member in the cluster namespace
+netns_exec() {
+	[ -f "$dir/netns" ] &&
+		echo "$(dirname "$0")/netns.sh exec $(cat "$dir/netns") cluster"
+	return 0
+}
+
 start_member() { # N
 	local n=$1
 	# shellcheck disable=SC2046
-	setsid etcd $(member_args "$n") >>"$dir/$n.log" 2>&1 </dev/null &
+	setsid $(netns_exec) etcd $(member_args "$n") >>"$dir/$n.log" 2>&1 </dev/null &
 	echo $! >"$dir/$n.pid"
 }
 
@@ -147,6 +168,9 @@ start)
 	if [ -n "${ETCD_TLS:-}" ]; then
 		(cd "$ETCD_TLS" && pwd) >"$dir/tls"
 	fi
+	if [ -n "${ETCD_NETNS:-}" ]; then
+		(cd "$ETCD_NETNS" && pwd) >"$dir/netns"
+	fi
 	# a port free when checked may be taken before its member binds it
 	# (another cluster starting, a client's ephemeral port): a member that
 	# dies is found out at once, and the cluster starts again elsewhere
@@ -156,7 +180,7 @@ start)
 			base=$((base - base % 2))
 			busy=0
 			for p in $(seq "$base" $((base + 5))); do
-				if ss -Htan "sport = :$p" | grep -q .; then
+				if in_ns ss -Htan "sport = :$p" | grep -q .; then
 					busy=1
 				fi
 			done
@@ -188,7 +212,7 @@ stop)
 leader)
 	base=$(cat "$dir/base")
 	for n in 1 2 3; do
-		ep=127.0.0.1:$((base + 2 * (n - 1)))
+		ep=$(host):$((base + 2 * (n - 1)))
 		if ctl "$ep" --command-timeout=2s \
 			endpoint status -w json 2>/dev/null |
 			python3 -c 'import json,sys; s=json.load(sys.stdin)[0]["Status"]; sys.exit(0 if s["leader"]==s["header"]["member_id"] else 1)'; then
