@@ -6,13 +6,8 @@
 #  - a file written and closed on A reads whole on B (cmp); A's create,
 #    rename and unlink show in `ls -l` on B within 1 s (each time measured;
 #    etcd_watch allows the same 1 s for a -o ro mount at load), and B's on A;
-#  - racing creates of one name (O_EXCL) from A and B, 200 rounds: exactly
-#    one wins each round;
-#  - the rename-cycle race, A renames a into b/ while B renames b into a/,
-#    100 rounds: one of the two fails each round, and find lists both
-#    folders on both mounts (none cut off from the root);
-#  - rmdir on A racing a create inside on B, 100 rounds: the folder stays
-#    with the file or both are gone; both mounts list the same tree;
+#  - the races of lib.sh's shared_races (racing O_EXCL creates, the
+#    rename cycle, rmdir racing a create inside) between A and B;
 #  - mv of a non-empty folder leaves the tree intact, on both mounts
 #    (etcd_shared_mv: the folder rename among shared writers);
 #  - pathfsctl fsck clean through a daemon, and unmounted at the end.
@@ -21,8 +16,8 @@
 # work through, its own changes' echoes among them, and a walk of a few
 # hundred names there is slow meanwhile: the checks after a race get 10 s
 # (1.6 to 4.3 s measured on the 2-core test machine).
-# Both daemons run on this machine (one network namespace): daemons on
-# machines of their own (network namespaces) are issue 24's next slice.
+# Both daemons run on this machine (one network namespace): etcd_netns.sh
+# runs them on machines of their own (network namespaces).
 source "$(dirname "$0")/lib.sh"
 sanitizer_logs
 
@@ -34,9 +29,6 @@ mkdir -p "$B" "$T/c"
 
 # listing DIR: `ls -l` of DIR, names and sizes only (the same on both mounts)
 listing() { ls -l "$1" | awk 'NR > 1 {print $5, $9}' | paste -sd ' '; }
-# tree_of MNT: every path below MNT, sorted, relative
-tree_of() { (cd "$1" && find . | LC_ALL=C sort); }
-same_trees() { [ "$(tree_of "$A")" = "$(tree_of "$B")" ]; }
 
 # ---- refused ---------------------------------------------------------------
 rc=0
@@ -97,94 +89,7 @@ check "... with its file" is "cat '$A/dir2/x'" x
 rm -r "$A/dir2" "$A/fromb"
 
 # ---- races -------------------------------------------------------------------
-cat >"$T/race.py" <<'EOF'
-# race.py KIND ROUNDS A B: each round, one thread on mount A and one on mount
-# B, released together (a barrier), race as KIND says; prints one line per
-# round: "round A-result B-result" (ok or the errno's name).
-import errno, os, sys, threading, time
-kind, rounds, ma, mb = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
-
-def res(f):
-    try:
-        f()
-        return "ok"
-    except OSError as e:
-        return errno.errorcode[e.errno]
-
-def excl(p):
-    os.close(os.open(p, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
-
-def visible(p):  # the other mount sees what A made (its watch), 5 s at most
-    for _ in range(250):
-        if os.path.exists(p):
-            return
-        time.sleep(0.02)
-    sys.exit("not seen: " + p)
-
-ops = {
-    "create": (lambda i: None,
-               lambda i: excl(f"{ma}/c{i}"), lambda i: excl(f"{mb}/c{i}")),
-    "cycle": (lambda i: (os.mkdir(f"{ma}/a{i}"), os.mkdir(f"{ma}/b{i}"),
-                         visible(f"{mb}/a{i}"), visible(f"{mb}/b{i}")),
-              lambda i: os.rename(f"{ma}/a{i}", f"{ma}/b{i}/a{i}"),
-              lambda i: os.rename(f"{mb}/b{i}", f"{mb}/a{i}/b{i}")),
-    "rmdir": (lambda i: (os.mkdir(f"{ma}/d{i}"), visible(f"{mb}/d{i}")),
-              lambda i: os.rmdir(f"{ma}/d{i}"), lambda i: excl(f"{mb}/d{i}/f")),
-}
-prep, fa, fb = ops[kind]
-for i in range(rounds):
-    prep(i)
-    go = threading.Barrier(2)
-    out = {}
-    def run(side, f):
-        go.wait()
-        out[side] = res(lambda: f(i))
-    ts = [threading.Thread(target=run, args=("a", fa)),
-          threading.Thread(target=run, args=("b", fb))]
-    for t in ts: t.start()
-    for t in ts: t.join()
-    print(i, out["a"], out["b"], flush=True)
-EOF
-
-python3 "$T/race.py" create 200 "$A" "$B" >"$T/create.out" || true
-check "create race: 200 rounds ran" [ "$(wc -l <"$T/create.out")" = 200 ]
-check "create race: exactly one wins each round ($(awk '{print $2, $3}' "$T/create.out" | sort | uniq -c | paste -sd ' '))" \
-	bash -c "awk '!((\$2 == \"ok\" && \$3 == \"EEXIST\") || (\$2 == \"EEXIST\" && \$3 == \"ok\")) {bad++} END {exit bad > 0}' '$T/create.out'"
-check "... 200 files on both mounts" \
-	seen 1000 "created" bash -c "[ \$(ls '$A' | grep -c '^c') = 200 ] && [ \$(ls '$B' | grep -c '^c') = 200 ]"
-rm -f "$A"/c*
-
-python3 "$T/race.py" cycle 100 "$A" "$B" >"$T/cycle.out" || true
-check "rename cycle: 100 rounds ran" [ "$(wc -l <"$T/cycle.out")" = 100 ]
-check "rename cycle: one of the two fails each round ($(awk '{print $2, $3}' "$T/cycle.out" | sort | uniq -c | paste -sd ' '))" \
-	bash -c "awk '(\$2 == \"ok\") == (\$3 == \"ok\") {bad++} END {exit bad > 0}' '$T/cycle.out'"
-# cut_off MNT: the folders of the rounds that find does not list below MNT
-for ((i = 0; i < 100; i++)); do echo "a$i"; echo "b$i"; done | LC_ALL=C sort >"$T/cycle.names"
-cut_off() {
-	(cd "$1" && find . -type d -printf '%f\n') | LC_ALL=C sort |
-		comm -23 "$T/cycle.names" - | paste -sd ' '
-}
-check "... both folders reachable from the root on A" seen 10000 "cycle on A" is "cut_off '$A'" ""
-check "... and on B" seen 10000 "cycle on B" is "cut_off '$B'" ""
-check "... the same tree on both" seen 10000 "cycle trees" same_trees
-
-python3 "$T/race.py" rmdir 100 "$A" "$B" >"$T/rmdir.out" || true
-check "rmdir race: 100 rounds ran" [ "$(wc -l <"$T/rmdir.out")" = 100 ]
-check "rmdir race: the folder stays with the file, or both are gone ($(awk '{print $2, $3}' "$T/rmdir.out" | sort | uniq -c | paste -sd ' '))" \
-	bash -c "awk '!((\$2 == \"ok\" && \$3 == \"ENOENT\") || (\$2 == \"ENOTEMPTY\" && \$3 == \"ok\")) {bad++} END {exit bad > 0}' '$T/rmdir.out'"
-# lost MNT: the rounds whose outcome MNT does not show
-lost() {
-	awk '{print $1, $2}' "$T/rmdir.out" | while read -r i a; do
-		if [ "$a" = ok ]; then
-			[ ! -e "$1/d$i" ] || echo "$i"
-		else
-			[ -f "$1/d$i/f" ] || echo "$i"
-		fi
-	done | paste -sd ' '
-}
-check "... as A lists it" seen 10000 "rmdir on A" is "lost '$A'" ""
-check "... and B" seen 10000 "rmdir on B" is "lost '$B'" ""
-check "... the same tree on both" seen 10000 "rmdir trees" same_trees
+shared_races "$A" "$B"
 check "fsck through a daemon is clean" pfs_fsck
 
 # ---- mv of a non-empty folder -----------------------------------------------

@@ -290,6 +290,66 @@ seen() {
 }
 is() { [ "$(eval "$1")" = "$2" ]; } # is 'COMMAND' TEXT
 
+# tree_of MNT: every path below MNT, sorted, relative; same_trees MA MB:
+# whether two mounts list the same paths
+tree_of() { (cd "$1" && find . | LC_ALL=C sort); }
+same_trees() { [ "$(tree_of "$1")" = "$(tree_of "$2")" ]; }
+
+# shared_races MA MB: the races of two -o shared mounts of one drive (the
+# etcd suites; tests/helpers/race.py runs each round, a thread per mount),
+# each with its checks:
+#  - racing creates of one name (O_EXCL), 200 rounds: exactly one wins
+#    each round, and both mounts list the 200 files;
+#  - the rename-cycle race, MA renames a into b/ while MB renames b into
+#    a/, 100 rounds: one of the two fails each round, and find lists both
+#    folders on both mounts (none cut off from the root);
+#  - rmdir on MA racing a create inside on MB, 100 rounds: the folder
+#    stays with the file or both are gone, as both mounts list it.
+# After a race's burst each mount's watch has a backlog to work through:
+# the checks after a race get 10 s.
+shared_races() {
+	local A=$1 B=$2 i
+	python3 "$TESTS_DIR/helpers/race.py" create 200 "$A" "$B" >"$T/create.out" || true
+	check "create race: 200 rounds ran" [ "$(wc -l <"$T/create.out")" = 200 ]
+	check "create race: exactly one wins each round ($(awk '{print $2, $3}' "$T/create.out" | sort | uniq -c | paste -sd ' '))" \
+		bash -c "awk '!((\$2 == \"ok\" && \$3 == \"EEXIST\") || (\$2 == \"EEXIST\" && \$3 == \"ok\")) {bad++} END {exit bad > 0}' '$T/create.out'"
+	check "... 200 files on both mounts" \
+		seen 1000 "created" bash -c "[ \$(ls '$A' | grep -c '^c') = 200 ] && [ \$(ls '$B' | grep -c '^c') = 200 ]"
+	rm -f "$A"/c*
+
+	python3 "$TESTS_DIR/helpers/race.py" cycle 100 "$A" "$B" >"$T/cycle.out" || true
+	check "rename cycle: 100 rounds ran" [ "$(wc -l <"$T/cycle.out")" = 100 ]
+	check "rename cycle: one of the two fails each round ($(awk '{print $2, $3}' "$T/cycle.out" | sort | uniq -c | paste -sd ' '))" \
+		bash -c "awk '(\$2 == \"ok\") == (\$3 == \"ok\") {bad++} END {exit bad > 0}' '$T/cycle.out'"
+	# cut_off MNT: the folders of the rounds that find does not list below MNT
+	for ((i = 0; i < 100; i++)); do echo "a$i"; echo "b$i"; done | LC_ALL=C sort >"$T/cycle.names"
+	cut_off() {
+		(cd "$1" && find . -type d -printf '%f\n') | LC_ALL=C sort |
+			comm -23 "$T/cycle.names" - | paste -sd ' '
+	}
+	check "... both folders reachable from the root on A" seen 10000 "cycle on A" is "cut_off '$A'" ""
+	check "... and on B" seen 10000 "cycle on B" is "cut_off '$B'" ""
+	check "... the same tree on both" seen 10000 "cycle trees" same_trees "$A" "$B"
+
+	python3 "$TESTS_DIR/helpers/race.py" rmdir 100 "$A" "$B" >"$T/rmdir.out" || true
+	check "rmdir race: 100 rounds ran" [ "$(wc -l <"$T/rmdir.out")" = 100 ]
+	check "rmdir race: the folder stays with the file, or both are gone ($(awk '{print $2, $3}' "$T/rmdir.out" | sort | uniq -c | paste -sd ' '))" \
+		bash -c "awk '!((\$2 == \"ok\" && \$3 == \"ENOENT\") || (\$2 == \"ENOTEMPTY\" && \$3 == \"ok\")) {bad++} END {exit bad > 0}' '$T/rmdir.out'"
+	# lost MNT: the rounds whose outcome MNT does not show
+	lost() {
+		awk '{print $1, $2}' "$T/rmdir.out" | while read -r i a; do
+			if [ "$a" = ok ]; then
+				[ ! -e "$1/d$i" ] || echo "$i"
+			else
+				[ -f "$1/d$i/f" ] || echo "$i"
+			fi
+		done | paste -sd ' '
+	}
+	check "... as A lists it" seen 10000 "rmdir on A" is "lost '$A'" ""
+	check "... and B" seen 10000 "rmdir on B" is "lost '$B'" ""
+	check "... the same tree on both" seen 10000 "rmdir trees" same_trees "$A" "$B"
+}
+
 # pfs_fsck [DRIVE]: pathfsctl fsck of $STORE (mounted or not); exit 0 = clean.
 # Prints the findings on stderr.
 pfs_fsck() {
