@@ -13,7 +13,8 @@
 #    once: two processes in A's folder st, two in B's folder sb (each in a
 #    subtree of its own, every result predicted by its model, and in the
 #    folder's shared/ folder among the others), and two more from B in
-#    st/shared, racing A's there; then fsck clean, both mounts listing the
+#    st/shared, racing A's there (ESTALE let pass there, and counted:
+#    fs/watch.c's limit); then fsck clean, both mounts listing the
 #    same tree (find with types, sizes, modes and link counts), and each
 #    machine reading the other's subtrees as their models say;
 #  - git clone of a local repository on A, then on B: git fsck --full,
@@ -115,7 +116,7 @@ check "each machine's stress folder on the other" \
 stress() { # WHAT ARGS...: rel_stress ARGS..., its output in $T/WHAT.out
 	local what=$1
 	shift
-	timeout 300 "$STRESS" --exdev-ok -t "$SECS" "$@" >"$T/$what.out" 2>&1
+	timeout 300 "$STRESS" --shared-mount -t "$SECS" "$@" >"$T/$what.out" 2>&1
 }
 stress a -n 2 -S "$SEED" -m "$T/man-a" "$A/st" &
 sa=$!
@@ -130,6 +131,12 @@ for w in a:$sa b:$sb ab:$sab; do
 		[ "$rc" = 0 ]
 	[ "$rc" = 0 ] || tail -n 20 "$T/${w%%:*}.out" >&2
 done
+# a known limit (rel_stress --shared-mount lets it pass, in the shared
+# folders only): a call through a folder the other machine changed in the
+# same moment can answer ESTALE (fs/watch.c)
+echo "# ESTALE answered to racing calls in the shared folders: $(cat "$T"/a.out \
+	"$T"/b.out "$T"/ab.out | sed -n 's/.*(\([0-9]*\) ESTALE).*/\1/p' |
+	awk '{s += $1} END {print s + 0}')"
 check "fsck through A's daemon is clean after the stress" pfs_fsck
 check "both mounts list the same tree (types, sizes, modes, links)" \
 	seen 10000 "stress trees" same_stat
