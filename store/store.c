@@ -760,4 +760,5 @@ void store_kv_counts(const struct store *s, struct store_kv_counts *out)
 	out->seeks = c.seeks;
 	out->nexts = c.nexts;
 	out->commits = c.commits;
+	out->conflicts = c.conflicts;
 }

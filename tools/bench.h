@@ -38,6 +38,7 @@ struct bench_opts {
 	const char *floor;	/* --floor: pathfs-floor binary */
 	uint64_t write_mb;	/* --write-mb: sequential write/read size */
 	uint64_t churn;		/* --churn: create/stat/unlink count */
+	unsigned writers;	/* --writers: backends: shared writers, 0 off */
 	uint64_t big_mb;	/* --big-mb: content: the full drive's file */
 	uint64_t content_files; /* --content-files: content churn count */
 	uint64_t pwrites;	/* --pwrites: content: 4 KiB pwrites */
@@ -221,6 +222,8 @@ int bench_mount(const struct bench_opts *o);
 int bench_rename(const struct bench_opts *o);
 int bench_content(const struct bench_opts *o);
 int bench_backends(const struct bench_opts *o);
+/* bench_writers.c: backends --writers, on the cluster at @eps */
+int bench_writers(const struct bench_opts *o, const char *eps);
 
 /* bench_etcd.c: starts a 3-member etcd cluster on loopback ports with its
  * data in @dir (made by the caller), waits until it serves, and writes its

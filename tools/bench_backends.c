@@ -28,6 +28,9 @@
  *   dropped. Every step checks what it can (entry counts, lines, the bytes
  *   read back, the tree moved); a failed step is FAIL and exit status 1.
  *
+ * --writers N: create/stat/unlink by several writers of one etcd drive
+ * through the store instead (bench_writers.c), on the same cluster.
+ *
  * Not in `all`: it needs etcd (etcd-server, etcd-client) and takes minutes.
  *
  * Limits: needs root (mounts, drop_caches). The three members share this
@@ -509,6 +512,10 @@ int bench_backends(const struct bench_opts *o)
 	}
 	progress("backends: pathfs %s, etcd %s, temp %s", c.m.pathfs,
 		 c.endpoints, c.m.dir);
+	if (o->writers) { /* shared writers through the store instead */
+		rc = bench_writers(o, c.endpoints);
+		goto out;
+	}
 	for (r = 0; r < o->runs; r++)
 		for (k = 0; k < NB; k++) /* alternate who goes first */
 			run_backend(&c, r % 2 ? NB - 1 - k : k, r);

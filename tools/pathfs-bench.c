@@ -10,7 +10,7 @@
  *   pathfs-bench content [--big-mb M] [--content-files N] [--pwrites N]
  *                        [--sqlite-rows N] [--host DIR] [--tmpfs DIR]
  *   pathfs-bench backends [--etcd HOST:PORT,...] [--files N] [--churn N]
- *                        [--write-mb M]
+ *                        [--write-mb M] [--writers N]
  *   pathfs-bench all     (subtree, mount, rename in turn)
  *
  * Every variant runs --runs times (default 3), the targets in alternation
@@ -97,6 +97,10 @@ static void usage(FILE *f)
 	    "                      after); --files 2000 --fanout 20\n"
 	    "                      --depth 1 --churn 500 --write-mb 64\n"
 	    "                      unless given\n"
+	    "  --writers N         instead: create/stat/unlink through the\n"
+	    "                      store by a sole writer and by 1..N shared\n"
+	    "                      writers of one etcd drive, --churn files\n"
+	    "                      each (200 unless given)\n"
 	    "\n"
 	    "rename:\n"
 	    "  --sizes N,N,...     branch sizes (1000,10000,100000,1000000)\n"
@@ -163,6 +167,7 @@ enum {
 	OPT_PATHFSCTL,
 	OPT_WRITE_MB,
 	OPT_CHURN,
+	OPT_WRITERS,
 	OPT_SIZES,
 	OPT_HOST_MAX,
 	OPT_KEEP,
@@ -194,6 +199,7 @@ static const struct option longopts[] = {
     {"pathfsctl", required_argument, NULL, OPT_PATHFSCTL},
     {"write-mb", required_argument, NULL, OPT_WRITE_MB},
     {"churn", required_argument, NULL, OPT_CHURN},
+    {"writers", required_argument, NULL, OPT_WRITERS},
     {"big-mb", required_argument, NULL, OPT_BIG_MB},
     {"content-files", required_argument, NULL, OPT_CONTENT_FILES},
     {"pwrites", required_argument, NULL, OPT_PWRITES},
@@ -285,6 +291,7 @@ int main(int argc, char **argv)
 		case OPT_SIZE:
 		case OPT_WRITE_MB:
 		case OPT_CHURN:
+		case OPT_WRITERS:
 		case OPT_HOST_MAX:
 		case OPT_BIG_MB:
 		case OPT_CONTENT_FILES:
@@ -362,6 +369,9 @@ int main(int argc, char **argv)
 			break;
 		case OPT_CHURN:
 			o.churn = v;
+			break;
+		case OPT_WRITERS:
+			o.writers = (unsigned)v;
 			break;
 		case OPT_BIG_MB:
 			o.big_mb = v;
@@ -462,7 +472,7 @@ int main(int argc, char **argv)
 		if (!GIVEN(OPT_DEPTH))
 			o.depth = 1;
 		if (!GIVEN(OPT_CHURN))
-			o.churn = 500;
+			o.churn = o.writers ? 200 : 500;
 		if (!GIVEN(OPT_WRITE_MB))
 			o.write_mb = 64;
 #undef GIVEN

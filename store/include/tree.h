@@ -280,6 +280,8 @@ struct store_kv_counts {
 	uint64_t seeks;	       /* iterator seeks */
 	uint64_t nexts;	       /* iterator steps */
 	uint64_t commits;      /* batches committed */
+	uint64_t conflicts;    /* of them, refused because a key read changed
+				  (a shared writer's retry, -EAGAIN) */
 };
 void store_kv_counts(const struct store *s, struct store_kv_counts *out);
 
