@@ -46,14 +46,16 @@ on() {
 	shift
 	"$NETNS" exec "$PATHFS_TEST_NETNS" "$n" "$@"
 }
-# pathfsctl and kvkeys of machine N: what pfs_fsck and kv_count run
-for n in 1 2; do
+# on_script FILE N PROGRAM: FILE runs PROGRAM on machine N
+on_script() {
 	printf '#!/bin/sh\nexec "%s" exec "%s" %s "%s" "$@"\n' "$NETNS" \
-		"$PATHFS_TEST_NETNS" "$n" "$PATHFSCTL" >"$T/bin/ctl$n"
-	printf '#!/bin/sh\nexec "%s" exec "%s" %s "%s" "$@"\n' "$NETNS" \
-		"$PATHFS_TEST_NETNS" "$n" "$KVKEYS" >"$T/bin/kvkeys$n"
-	chmod +x "$T/bin/ctl$n" "$T/bin/kvkeys$n"
-done
+		"$PATHFS_TEST_NETNS" "$2" "$3" >"$1"
+	chmod +x "$1"
+}
+# pathfsctl on machine N ($T/bin/ctlN); what pfs_fsck and kv_count run: A's
+on_script "$T/bin/ctl1" 1 "$PATHFSCTL"
+on_script "$T/bin/ctl2" 2 "$PATHFSCTL"
+on_script "$T/bin/kvkeys1" 1 "$KVKEYS"
 PATHFSCTL=$T/bin/ctl1
 KVKEYS=$T/bin/kvkeys1
 # mount_on N DIR: machine N's daemon mounts the drive -o shared on DIR
