@@ -28,12 +28,10 @@
  * ends the run quietly (exit status 0).
  *
  * --shared-mount: DIR is on one of several -o shared mounts of a drive
- * (tests/mount/etcd_netns.sh), where a rename of a non-empty folder answers
- * EXDEV (mv then copies): that answer is expected too, and changes nothing.
- * In the shared area, where another mount races, ESTALE is let pass too,
- * counted and said at the end ("N ESTALE"): a call through a folder that
- * the other mount removed or renamed in the same moment, whose entry this
- * mount's kernel still held (fs/watch.c's limit: the kernel retries once,
+ * (tests/mount/etcd_netns.sh), where another mount races the shared area:
+ * there ESTALE is let pass too, counted and said at the end ("N ESTALE"):
+ * a call through a folder that the other mount removed or renamed in the
+ * same moment, whose entry this mount's kernel still held (fs/watch.c's limit: the kernel retries once,
  * a race that outlasts the retry answers ESTALE to the caller, as NFS
  * clients can).
  *
@@ -639,8 +637,6 @@ static int op_rename(struct worker *w)
 		want = EISDIR;
 	else if (eb && eb->type == 'd' && has_children(w, b))
 		want = ENOTEMPTY, alt = EEXIST;
-	if (shared_mount && !want && ea->type == 'd' && has_children(w, a))
-		alt = EXDEV;
 	if (ea->type == 'd' && strlen(b) + 200 > sizeof(a))
 		return 0;
 	real(w, ra, sizeof(ra), a);
@@ -958,8 +954,6 @@ static int shared_op(struct worker *w)
 	for (i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++)
 		if (got == allowed[i])
 			return 0;
-	if (shared_mount && got == EXDEV && k >= 3 && k <= 4)
-		return 0;
 	if (shared_mount && got == ESTALE) {
 		w->estale++;
 		return 0;
