@@ -273,7 +273,8 @@ static int take_once(struct tree *t, uint64_t seq, const char *src,
 		rc = lock_check_path(t, dst);
 	if (rc)
 		return rc;
-	sbuf_add(&v, sect.raw, sect.rawlen);
+	if (sect.rawlen) /* else the first lock */
+		sbuf_add(&v, sect.raw, sect.rawlen);
 	encode_one(&v, &e);
 	key_locks(&k, t->name);
 	b = kv_batch_new(t->store->kv);
