@@ -366,44 +366,40 @@ uint64_t lock_own(uint64_t seq)
 	return was;
 }
 
-bool lock_section_end(struct tree *t)
+/* Waits until LOCKS differs from @seen (@len bytes): true then, or on an
+ * error reading it (the retry meets the error); false after LOCK_WAIT_S. */
+static bool wait_change(struct tree *t, const char *seen, size_t seenlen)
 {
 	struct timespec nap = {0, 20 * 1000 * 1000};
 	time_t until = time(NULL) + LOCK_WAIT_S;
-	bool was = sect.blocked;
-	char *seen = sect.raw;
-	size_t seenlen = sect.rawlen;
 
-	sect.raw = NULL;
-	sect_clear();
-	if (!was) {
-		free(seen);
-		return false;
-	}
-	/* a lock kept the change out: wait for LOCKS to change */
 	for (;;) {
 		char *v = NULL;
 		size_t len = 0;
 		bool same;
 
-		if (read_locks(t, &v, &len, NULL)) {
-			free(seen);
-			return true; /* the retry meets the error */
-		}
+		if (read_locks(t, &v, &len, NULL))
+			return true;
 		same = len == seenlen && (len == 0 || !memcmp(v, seen, len));
 		free(v);
 		if (!same)
-			break;
+			return true;
 		if (time(NULL) >= until) {
 			plog(LOG_WARNING,
 			     "drive %s: a folder rename held a branch for "
 			     "%d s: the change waiting for it fails (EAGAIN)",
 			     t->name, LOCK_WAIT_S);
-			free(seen);
 			return false;
 		}
 		nanosleep(&nap, NULL);
 	}
-	free(seen);
-	return true;
+}
+
+bool lock_section_end(struct tree *t)
+{
+	/* a lock kept the change out: again once LOCKS changed */
+	bool again = sect.blocked && wait_change(t, sect.raw, sect.rawlen);
+
+	sect_clear();
+	return again;
 }
