@@ -81,10 +81,56 @@ int fs_do_open(struct fs *fs, const struct fs_who *w, uint64_t ino, int flags,
 	return fs_do_open_new(fs, w, ino, flags, out, keep_cache);
 }
 
+/*
+ * Counts one open of @ino. A shared writer's first open of it here also
+ * tells the other writers (tree_hold, store/hold.c), before the open
+ * answers: if one of them removes its last name, it stays for the opens
+ * here. Errors: -ENOENT (removed meanwhile), tree_hold()'s.
+ */
+static int open_count(struct fs *fs, uint64_t ino)
+{
+	pthread_mutex_t *m = open_stripe(fs, ino);
+	int rc;
+
+	/* counted before any unlink can look: see fs_do_remove() */
+	pthread_mutex_lock(m);
+	rc = itab_open(fs, ino);
+	if (rc == 0 && tree_shared(fs->tree) && itab_nopen(fs, ino) == 1) {
+		rc = tree_hold(fs->tree, ino);
+		if (rc)
+			fs_reclaim(fs, itab_close(fs, ino));
+	}
+	pthread_mutex_unlock(m);
+	return rc;
+}
+
+/* Counts one release of @ino, a shared writer's last one dropping its
+ * hold; then reclaims what is due (itab_close). */
+static void close_count(struct fs *fs, uint64_t ino)
+{
+	pthread_mutex_t *m = open_stripe(fs, ino);
+	uint64_t due;
+	int rc;
+
+	if (!tree_shared(fs->tree)) {
+		fs_reclaim(fs, itab_close(fs, ino));
+		return;
+	}
+	pthread_mutex_lock(m);
+	due = itab_close(fs, ino);
+	rc = itab_nopen(fs, ino) ? 0 : tree_unhold(fs->tree, ino);
+	pthread_mutex_unlock(m);
+	if (rc)
+		plog(LOG_WARNING,
+		     "inode %llu: its hold stays until this writer's lease "
+		     "ends: %s",
+		     (unsigned long long)ino, strerror(-rc));
+	fs_reclaim(fs, due);
+}
+
 int fs_do_open_new(struct fs *fs, const struct fs_who *w, uint64_t ino,
 		   int flags, struct fh **out, bool *keep_cache)
 {
-	pthread_mutex_t *m = open_stripe(fs, ino);
 	struct tree_attr in, a;
 	struct fh *fh;
 	struct fs_path p = {0};
@@ -97,10 +143,7 @@ int fs_do_open_new(struct fs *fs, const struct fs_who *w, uint64_t ino,
 		return -ENOMEM;
 	fh->ino = ino;
 	fh->append = (flags & O_APPEND) && !fs->writeback;
-	/* counted open before any unlink can look: see fs_do_remove() */
-	pthread_mutex_lock(m);
-	rc = itab_open(fs, ino);
-	pthread_mutex_unlock(m);
+	rc = open_count(fs, ino);
 	if (rc)
 		goto out;
 	if (flags & O_TRUNC) {
@@ -115,7 +158,7 @@ int fs_do_open_new(struct fs *fs, const struct fs_who *w, uint64_t ino,
 		}
 		fs_path_release(&p);
 		if (rc) {
-			fs_reclaim(fs, itab_close(fs, ino));
+			close_count(fs, ino);
 			goto out;
 		}
 		/* a truncate by open(O_TRUNC): a change of content too */
@@ -155,7 +198,7 @@ static void fh_free(struct fs *fs, struct fh *fh)
 
 void fs_do_release(struct fs *fs, uint64_t ino, struct fh *fh)
 {
-	fs_reclaim(fs, itab_close(fs, ino));
+	close_count(fs, ino);
 	fh_free(fs, fh);
 }
 

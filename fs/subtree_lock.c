@@ -145,9 +145,10 @@ void fs_leave(struct fs *fs)
  * in flight: the writer moved or removed the node before the watch told the
  * table. The store's reverse index says where it is now (tree_find_ino);
  * the retry goes there (the watch moves the table soon). @p gets that path,
- * or NULL when the inode is addressed by number (a hard link). Errors:
- * those of tree_find_ino(): -ENOENT when it has no name left (an orphan the
- * writer keeps for its own opens: this mount cannot keep it from being
+ * or NULL when the inode is addressed by number (a hard link, or an
+ * orphan that a shared writer's opens hold: tree_hold). Errors: those of
+ * tree_find_ino(): -ENOENT when it has no name left (an orphan the writer
+ * keeps for its own opens: a -o ro mount cannot keep it from being
  * reclaimed at any moment) or the writer moved it between the index's reads.
  */
 static int follow_store(struct fs *fs, uint64_t ino, struct fs_path *p)
@@ -158,6 +159,9 @@ static int follow_store(struct fs *fs, uint64_t ino, struct fs_path *p)
 	int rc;
 
 	rc = tree_find_ino(fs->tree, ino, &path, &a);
+	if (rc == -ENOENT && tree_shared(fs->tree) && itab_nopen(fs, ino) &&
+	    tree_getattr(fs->tree, NULL, ino, &a) == 0)
+		rc = 0; /* an orphan kept for the opens here (tree_hold) */
 	if (rc == 0 && !path) {
 		itab_flags(fs, ino, INODE_LINKED, 0);
 		p->path = NULL;

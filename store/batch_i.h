@@ -83,6 +83,8 @@ int tree_batch_dir_touch(struct tree *t, struct kv_batch *b, const char *dir,
  *  - a link of a hard-linked inode: INODE nlink - 1 and ctime = @now_ns;
  *  - a last link: with TREE_KEEP_ORPHAN in @flags the inode becomes an orphan
  *    (INODE#ino with nlink 0 + ORPHAN#ino) and *orphan (may be NULL) = ino;
+ *    so does one another shared writer holds open (hold.c), but for them
+ *    (*orphan = 0, marked HOLD_ORPHAN_MARK);
  *    so does a regular file whose blocks do not fit one batch's drop
  *    (tree_content_fits) with TREE_PARK_BIG, which the caller reclaims
  *    (tree_reclaim: in slices) once @b is committed and its locks dropped;
@@ -93,8 +95,11 @@ int tree_batch_dir_touch(struct tree *t, struct kv_batch *b, const char *dir,
  */
 /* Adds to @b the ORPHAN mark of @ino. Its value names the shared writer that
  * made it, 16 hex digits (kv_writer_id; "" for a sole writer): once that
- * writer is gone, another frees the orphan (tree_reclaim_dead). */
-void tree_batch_put_orphan(struct tree *t, struct kv_batch *b, uint64_t ino);
+ * writer is gone, another frees the orphan (tree_reclaim_dead). @held: an
+ * orphan kept only for the other writers that hold it open, marked
+ * HOLD_ORPHAN_MARK (hold.c). */
+void tree_batch_put_orphan(struct tree *t, struct kv_batch *b, uint64_t ino,
+			   bool held);
 
 #define TREE_PARK_BIG 0x100 /* tree_batch_remove(): see there */
 int tree_batch_remove(struct tree *t, struct kv_batch *b, const char *path,

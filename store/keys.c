@@ -185,7 +185,7 @@ static const char *const kind_names[KEY_KINDS] = {
     [KEY_INODE] = "INODE#",   [KEY_ORPHAN] = "ORPHAN#",
     [KEY_PARENT] = "PARENT#", [KEY_JOURNAL] = "JOURNAL#",
     [KEY_XTMP] = "XTMP#",     [KEY_SECRET] = "SECRET",
-    [KEY_LOCKS] = "LOCKS",
+    [KEY_LOCKS] = "LOCKS",    [KEY_HOLD] = "HOLD#",
 };
 
 const char *key_kind_name(enum key_kind kind)
@@ -407,6 +407,11 @@ void key_inode(struct sbuf *b, const char *drive, uint64_t ino)
 void key_orphan(struct sbuf *b, const char *drive, uint64_t ino)
 {
 	key_kind_ino(b, drive, KEY_ORPHAN, ino);
+}
+
+void key_hold(struct sbuf *b, const char *drive, uint64_t ino)
+{
+	key_kind_ino(b, drive, KEY_HOLD, ino);
 }
 
 void key_parent(struct sbuf *b, const char *drive, uint64_t ino)

@@ -23,6 +23,8 @@
  *   DRIVE#<d>|LOCKS                        the branches shared writers'
  *                                          folder renames hold
  *                                          (branch_lock.c)
+ *   DRIVE#<d>|HOLD#<ino:016x>              the shared writers that have
+ *                                          inode ino open (hold.c)
  *
  * Children of folder P are the keys starting PATH#P// (PATH#// for the root):
  * one contiguous run. The subtree below P is the keys starting PATH#P/ (the
@@ -86,6 +88,7 @@ enum key_kind {
 	KEY_XTMP,
 	KEY_SECRET,
 	KEY_LOCKS,
+	KEY_HOLD,
 	KEY_KINDS /* how many */
 };
 /* "META", "PATH#", "DATA#", ...: the kind as spelt in its keys (static). */
@@ -133,7 +136,7 @@ void key_xattr_range(struct sbuf *lo, struct sbuf *hi, const char *drive,
  * orphans, ...), for fsck and housekeeping scans. */
 void key_kind_range(struct sbuf *lo, struct sbuf *hi, const char *drive,
 		    enum key_kind kind);
-/* ino (seq) of a DATA/XATTR/INODE/ORPHAN/PARENT/JOURNAL/XTMP key (the 16 hex
+/* ino (seq) of a DATA/XATTR/INODE/ORPHAN/PARENT/JOURNAL/XTMP/HOLD key (the 16 hex
  * digits after the kind); -EINVAL if malformed or of another kind. */
 int key_ino_decode(const char *key, size_t len, size_t plen, enum key_kind kind,
 		   uint64_t *ino);
@@ -161,5 +164,6 @@ void key_xtmp_map(struct sbuf *b, const char *drive, uint64_t seq,
 void key_xtmp_mark(struct sbuf *b, const char *drive, uint64_t seq);
 void key_secret(struct sbuf *b, const char *drive);
 void key_locks(struct sbuf *b, const char *drive);
+void key_hold(struct sbuf *b, const char *drive, uint64_t ino);
 
 #endif

@@ -45,6 +45,7 @@
 #include "content_i.h"
 #include "drive_i.h"
 #include "flags_i.h"
+#include "hold_i.h"
 #include "log.h"
 #include "parent_i.h"
 #include "tree_i.h"
@@ -295,13 +296,16 @@ int tree_batch_dir_touch(struct tree *t, struct kv_batch *b, const char *dir,
 	return rc;
 }
 
-void tree_batch_put_orphan(struct tree *t, struct kv_batch *b, uint64_t ino)
+void tree_batch_put_orphan(struct tree *t, struct kv_batch *b, uint64_t ino,
+			   bool held)
 {
 	uint64_t id = kv_writer_id(t->store->kv);
 	struct sbuf k = {0};
 	char v[17] = "";
 
-	if (id)
+	if (held)
+		snprintf(v, sizeof(v), "%s", HOLD_ORPHAN_MARK);
+	else if (id)
 		snprintf(v, sizeof(v), "%016llx", (unsigned long long)id);
 	key_orphan(&k, t->name, ino);
 	kv_batch_put(b, k.buf, k.len, v, strlen(v));
@@ -316,6 +320,7 @@ int tree_batch_remove(struct tree *t, struct kv_batch *b, const char *path,
 	struct node in = {0};
 	struct tree_attr a;
 	const char *target = n->target;
+	bool held = false;
 	int rc = 0;
 
 	if (orphan)
@@ -354,15 +359,22 @@ int tree_batch_remove(struct tree *t, struct kv_batch *b, const char *path,
 	 * as the name goes, so no crash can leave one without the other */
 	sbuf_reset(&k);
 	key_inode(&k, t->name, a.ino);
-	if ((flags & TREE_KEEP_ORPHAN) ||
+	/* open on another writer: kept for it (not ours to reclaim) unless
+	 * this one uses it too (hold.c) */
+	if (!S_ISDIR(a.mode))
+		rc = hold_by_others(t, a.ino, &held);
+	if (rc)
+		goto out;
+	held = held && !(flags & TREE_KEEP_ORPHAN);
+	if ((flags & TREE_KEEP_ORPHAN) || held ||
 	    ((flags & TREE_PARK_BIG) && !tree_content_fits(t, &a))) {
 		a.flags |= TREE_F_LINKED;
 		a.nlink = 0;
 		a.ctime_ns = now_ns;
 		node_encode(&v, &a, target);
 		kv_batch_put(b, k.buf, k.len, v.buf, v.len);
-		tree_batch_put_orphan(t, b, a.ino);
-		if (orphan)
+		tree_batch_put_orphan(t, b, a.ino, held);
+		if (orphan && !held)
 			*orphan = a.ino;
 		goto out;
 	}

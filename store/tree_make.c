@@ -260,7 +260,7 @@ static int mktmp_once(struct tree *t, const char *dir, mode_t mode,
 	key_inode(&k, t->name, a.ino);
 	node_encode(&v, &a, NULL);
 	kv_batch_put(b, k.buf, k.len, v.buf, v.len);
-	tree_batch_put_orphan(t, b, a.ino);
+	tree_batch_put_orphan(t, b, a.ino, false);
 	rc = tree_commit(t, b);
 	if (rc == 0 && out)
 		*out = a;

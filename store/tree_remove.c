@@ -29,6 +29,7 @@
 #include "crash_hook_i.h"
 #include "drive_i.h"
 #include "flags_i.h"
+#include "hold_i.h"
 #include "log.h"
 #include "tree_i.h"
 
@@ -162,12 +163,37 @@ int tree_remove(struct tree *t, const char *path, uint64_t ino, bool dir,
 	return remove_node(t, path, ino, dir, flags, orphan);
 }
 
+/* An orphan another shared writer holds open (hold.c) is theirs to free:
+ * adds to @b its mark's hand-over to them (HOLD_ORPHAN_MARK), if not yet,
+ * and says -EBUSY; 0 if no other writer holds it. */
+static int hand_over(struct tree *t, struct kv_batch *b, uint64_t ino)
+{
+	struct sbuf k = {0};
+	char *v = NULL;
+	size_t len = 0;
+	bool others;
+	int rc;
+
+	rc = hold_by_others(t, ino, &others);
+	if (rc || !others)
+		return rc;
+	key_orphan(&k, t->name, ino);
+	rc = kv_get(t->store->kv, k.buf, k.len, &v, &len);
+	if (rc == 0 && (len != strlen(HOLD_ORPHAN_MARK) ||
+			memcmp(v, HOLD_ORPHAN_MARK, len)))
+		tree_batch_put_orphan(t, b, ino, true);
+	free(v);
+	sbuf_release(&k);
+	return rc ? rc : -EBUSY;
+}
+
 /* Adds to @b the deletes that free orphan @ino: its ORPHAN mark, INODE
  * record, content and xattrs; a file too big for one batch's drop is first
  * shrunk in slices, commits of their own that count as batches of @h
  * (tree_shrink_in_slices); *blocks (may be NULL) += the blocks @b drops.
- * Caller holds @ino's stripe.
- * Errors: -ENOENT (not an orphan), -EIO, and a slice's commit's. */
+ * Caller holds @ino's stripe. One another shared writer holds open:
+ * -EBUSY, @b hands it over (hand_over).
+ * Errors: -ENOENT (not an orphan), -EBUSY, -EIO, and a slice's commit's. */
 static int reclaim_add(struct tree *t, struct kv_batch *b, uint64_t ino,
 		       struct crash_hook *h, uint64_t *blocks)
 {
@@ -190,6 +216,14 @@ static int reclaim_add(struct tree *t, struct kv_batch *b, uint64_t ino,
 		sbuf_reset(&k);
 		if (mrc) {
 			rc = mrc;
+			goto out;
+		}
+	}
+	if (tree_shared(t)) {
+		int hrc = hand_over(t, b, ino);
+
+		if (hrc) {
+			rc = hrc;
 			goto out;
 		}
 	}
@@ -230,8 +264,11 @@ int tree_reclaim(struct tree *t, uint64_t ino)
 	tree_lock_inodes(t, ino, 0, 0, 0);
 	b = kv_batch_new(t->store->kv);
 	rc = reclaim_add(t, b, ino, &h, NULL);
-	if (rc == 0)
-		rc = tree_commit(t, b);
+	if ((rc == 0 || rc == -EBUSY) && kv_batch_count(b)) {
+		int crc = tree_commit(t, b);
+
+		rc = crc ? crc : rc;
+	}
 	tree_unlock_inodes(t, ino, 0, 0, 0);
 	kv_batch_free(b);
 	return rc;
@@ -250,7 +287,7 @@ int tree_reclaim_many(struct tree *t, const uint64_t *inos, size_t n,
 		 * engine's limit, or past half a slice of blocks (each
 		 * orphan's drop is at most the other half), is committed
 		 * before the next one starts */
-		if (in_b &&
+		if (kv_batch_count(b) &&
 		    (kv_batch_count(b) >= max || blocks > tree_drop_slice(t))) {
 			rc = tree_commit(t, b);
 			if (rc)
@@ -267,10 +304,11 @@ int tree_reclaim_many(struct tree *t, const uint64_t *inos, size_t n,
 		tree_unlock_inodes(t, inos[i], 0, 0, 0);
 		if (rc == 0)
 			in_b++;
-		else if (rc == -ENOENT)
-			rc = 0; /* not (or no longer) an orphan */
+		else if (rc == -ENOENT || rc == -EBUSY)
+			rc = 0; /* not (or no longer) an orphan, or held by
+				   another writer (its hand-over is in b) */
 	}
-	if (rc == 0 && in_b) {
+	if (rc == 0 && kv_batch_count(b)) { /* (hand-overs count none) */
 		rc = tree_commit(t, b);
 		if (rc == 0)
 			done += in_b;
@@ -320,6 +358,10 @@ static int reclaim_marks(struct tree *t, bool dead, size_t *count)
 		rc = kv_writers(t->store->kv, &live, &nlive);
 	if (rc == 0 && dead && nlive == 0)
 		rc = -EIO; /* not even this writer: fenced, leave them */
+	/* the holds of stopped writers go first: an orphan only they held
+	 * open is then free to go (hold.c) */
+	if (rc == 0 && dead)
+		rc = hold_prune(t, live, nlive);
 	if (rc)
 		goto out;
 	for (; kv_iter_valid(it); kv_iter_next(it)) {
@@ -337,8 +379,10 @@ static int reclaim_marks(struct tree *t, bool dead, size_t *count)
 			continue;
 		/* several writers may free one: its reads condition it */
 		rc = TREE_TRACKED(t, tree_reclaim(t, ino));
-		if (rc == -ENOENT)
-			rc = 0;
+		if (rc == -ENOENT || rc == -EBUSY) {
+			rc = 0; /* freed by another, or held open by one */
+			continue;
+		}
 		if (rc)
 			goto out;
 		n++;
@@ -357,7 +401,10 @@ out:
 
 int tree_reclaim_orphans(struct tree *t, size_t *count)
 {
-	return reclaim_marks(t, false, count);
+	/* a sole writer: the shared writers' holds are all stale */
+	int rc = hold_prune(t, NULL, 0);
+
+	return rc ? rc : reclaim_marks(t, false, count);
 }
 
 int tree_reclaim_dead(struct tree *t, size_t *count)

@@ -344,6 +344,7 @@ Test(keys, every_kind_in_its_own_range)
 	key_xtmp_map(&k[KEY_XTMP], "d", 7, 9);
 	key_secret(&k[KEY_SECRET], "d");
 	key_locks(&k[KEY_LOCKS], "d");
+	key_hold(&k[KEY_HOLD], "d", 7);
 	for (int r = 0; r < KEY_KINDS; r++) {
 		sbuf_reset(&lo);
 		sbuf_reset(&hi);

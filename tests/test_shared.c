@@ -997,3 +997,218 @@ Test(shared, a_stopped_writers_rename_is_finished_by_another)
 	assert_fsck_clean(t);
 	store_close(s);
 }
+
+/* Inode of @path on @t, and whether its ORPHAN mark and HOLD# are there. */
+static uint64_t ino_of(struct tree *t, const char *path)
+{
+	struct tree_attr at;
+
+	cr_assert_eq(tree_lookup(t, path, &at), 0, "%s", path);
+	return at.ino;
+}
+
+static bool has_key(struct tree *t,
+		    void (*key)(struct sbuf *, const char *, uint64_t),
+		    uint64_t ino)
+{
+	struct sbuf k = {0};
+	char *v = NULL;
+	size_t len;
+	int rc;
+
+	key(&k, t->name, ino);
+	rc = kv_get(t->store->kv, k.buf, k.len, &v, &len);
+	free(v);
+	sbuf_release(&k);
+	cr_assert(rc == 0 || rc == -ENOENT, "kv_get: %d", rc);
+	return rc == 0;
+}
+
+/* Whether inode @ino is an orphan: its record is there, by number. */
+static bool kept(struct tree *t, uint64_t ino)
+{
+	struct node n = {0};
+	int rc = tree_get_inode(t, ino, &n);
+
+	node_release(&n);
+	return rc == 0 && has_key(t, key_orphan, ino);
+}
+
+/* Whether inode @ino is gone without a trace: no record, mark or hold. */
+static bool freed(struct tree *t, uint64_t ino)
+{
+	struct node n = {0};
+	int rc = tree_get_inode(t, ino, &n);
+
+	node_release(&n);
+	return rc == -ENOENT && !has_key(t, key_orphan, ino) &&
+	       !has_key(t, key_hold, ino);
+}
+
+static void expect_bytes(struct tree *t, uint64_t ino, const char *want)
+{
+	char buf[64] = "";
+	size_t n = 0;
+
+	cr_assert_eq(tree_read(t, NULL, ino, 0, sizeof(buf), buf, &n), 0);
+	cr_expect(n == strlen(want) && !memcmp(buf, want, n),
+		  "read %zu bytes: %.*s", n, (int)n, buf);
+}
+
+/*
+ * A file open on one writer (its hold, as the daemon takes at the first
+ * open) whose last name the other writer removes stays readable and
+ * writable there, as on one machine (POSIX), and is freed, content and
+ * all, when that writer closes it. Without holds the remover freed it at
+ * once and the reader's bytes were gone.
+ */
+Test(shared, a_file_open_on_one_writer_outlives_its_unlink_by_another)
+{
+	struct tree *ta = drive_of(a), *tb = drive_of(b);
+	uint64_t ino, orphan = 9;
+
+	cr_assert_eq(make_file(ta, "/f", NULL), 0);
+	cr_assert_eq(tree_write(ta, "/f", 0, 0, "bytes", 5, false, NULL), 0);
+	ino = ino_of(tb, "/f");
+	cr_assert_eq(tree_hold(tb, ino), 0);
+	cr_assert_eq(tree_hold(tb, ino), 0, "a second hold is the same");
+
+	cr_assert_eq(tree_unlink(ta, "/f", 0, &orphan), 0);
+	cr_expect_eq(orphan, 0, "kept for b, not a's to reclaim");
+	cr_expect_eq(tree_lookup(ta, "/f", &(struct tree_attr){0}), -ENOENT);
+	expect_bytes(tb, ino, "bytes");
+	cr_assert_eq(tree_write(tb, NULL, ino, 5, "+more", 5, false, NULL), 0);
+	expect_bytes(tb, ino, "bytes+more");
+	cr_expect(kept(ta, ino));
+
+	cr_assert_eq(tree_unhold(tb, ino), 0);
+	cr_expect(freed(ta, ino), "the last close frees it");
+}
+
+/* Both writers have the file open and one of them removes it: its own
+ * reclaim (at its last close and forget) hands it over to the other
+ * (-EBUSY, kept), whose close frees it; and a hold after the removal
+ * committed finds no inode. */
+Test(shared, the_removers_reclaim_leaves_it_to_the_other_holder)
+{
+	struct tree *ta = drive_of(a), *tb = drive_of(b);
+	uint64_t ino, orphan = 0;
+	size_t n = 9;
+
+	cr_assert_eq(make_file(ta, "/f", NULL), 0);
+	cr_assert_eq(tree_write(ta, "/f", 0, 0, "bytes", 5, false, NULL), 0);
+	ino = ino_of(ta, "/f");
+	cr_assert_eq(tree_hold(ta, ino), 0);
+	cr_assert_eq(tree_hold(tb, ino), 0);
+	cr_assert_eq(tree_unlink(ta, "/f", TREE_KEEP_ORPHAN, &orphan), 0);
+	cr_assert_eq(orphan, ino, "a uses it: a's orphan");
+	cr_assert_eq(tree_unhold(ta, ino), 0);
+	/* the daemon's reclaim, at a's last FORGET */
+	cr_expect_eq(tree_reclaim_many(ta, &ino, 1, &n), 0);
+	cr_expect_eq(n, 0, "b still has it open");
+	cr_expect_eq(tree_reclaim(ta, ino), -EBUSY);
+	cr_expect_eq(tree_reclaim_dead(ta, NULL), 0);
+	expect_bytes(tb, ino, "bytes");
+	cr_assert_eq(tree_unhold(tb, ino), 0);
+	cr_expect(freed(ta, ino));
+
+	/* removed, then opened: the open finds nothing */
+	cr_assert_eq(make_file(ta, "/g", NULL), 0);
+	ino = ino_of(tb, "/g");
+	cr_assert_eq(tree_unlink(ta, "/g", 0, NULL), 0);
+	cr_expect_eq(tree_hold(tb, ino), -ENOENT);
+	cr_expect(freed(ta, ino));
+}
+
+static uint64_t held_ino[ROUNDS];
+
+/* The daemon's open of @path: its inode, then the hold. */
+static int open_path(struct tree *t, const char *path, const char *unused)
+{
+	struct tree_attr at;
+	int rc = tree_lookup(t, path, &at);
+
+	if (rc)
+		return rc;
+	held_ino[atoi(path + 3)] = at.ino;
+	return tree_hold(t, at.ino);
+}
+
+/* An open on one writer racing the unlink on the other: either the open
+ * came first and the file stays until its close, or the unlink did and
+ * the open fails (ENOENT); never an open of a freed file. */
+Test(shared, an_open_racing_an_unlink_holds_or_fails)
+{
+	struct racer x = {.op = open_path, .fmt1 = "/f-%d", .stagger_us = 300};
+	struct racer y = {.op = remove_file, .fmt1 = "/f-%d"};
+	struct tree *ta;
+	int first = 0;
+
+	make_files("/f-%d");
+	run_race(&x, &y);
+	ta = x.t;
+	for (int i = 0; i < ROUNDS; i++) {
+		cr_assert_eq(y.rc[i], 0, "round %d: unlink %d", i, y.rc[i]);
+		if (x.rc[i] == 0) {
+			first++;
+			cr_expect(kept(ta, held_ino[i]), "round %d", i);
+			cr_assert_eq(tree_unhold(ta, held_ino[i]), 0);
+		} else {
+			cr_expect(x.rc[i] == -ENOENT, "round %d: open %d", i,
+				  x.rc[i]);
+		}
+		cr_expect(freed(ta, held_ino[i]) || !held_ino[i], "round %d",
+			  i);
+	}
+	cr_log_info("opens that came first: %d of %d", first, ROUNDS);
+}
+
+/*
+ * A writer that stops (killed, cut off) with a file open, removed by the
+ * other meanwhile: its hold keeps the file while its lease runs; once it
+ * expired, the other's periodic reclaim drops the hold and frees the file.
+ */
+Test(shared, a_stopped_writers_hold_is_dropped_by_another)
+{
+	struct store_options sh = {.create = true, .shared = true};
+	char u[PATH_MAX], *q = strchr(url, '?');
+	struct store *s = NULL;
+	struct tree *t;
+	uint64_t ino;
+	int fds[2], status;
+	size_t n = 9;
+	pid_t pid;
+
+	snprintf(u, sizeof(u), "%.*s-hold?lease-ttl=4", (int)(q - url), url);
+	cr_assert_eq(store_open(&s, u, &sh), 0);
+	cr_assert_eq(store_drive_create(s, "main", getuid(), getgid()), 0);
+	cr_assert_eq(store_drive(s, "main", &t), 0);
+	cr_assert_eq(make_file(t, "/f", NULL), 0);
+	ino = ino_of(t, "/f");
+	cr_assert_eq(pipe(fds), 0);
+	pid = fork();
+	cr_assert_neq(pid, -1);
+	if (pid == 0) {
+		struct store *c;
+		struct tree *ct;
+		char ok = 1;
+
+		if (store_open(&c, u, &sh) || store_drive(c, "main", &ct) ||
+		    tree_hold(ct, ino) || write(fds[1], &ok, 1) != 1)
+			_exit(10);
+		_exit(0); /* stops holding it: no unhold, its lease runs out */
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	close(fds[0]);
+	close(fds[1]);
+	cr_assert_eq(tree_unlink(t, "/f", 0, NULL), 0);
+	cr_assert_eq(tree_reclaim_dead(t, &n), 0);
+	cr_expect_eq(n, 0, "the stopped writer's lease still runs");
+	cr_expect(kept(t, ino));
+	sleep(6);
+	cr_assert_eq(tree_reclaim_dead(t, &n), 0);
+	cr_expect_eq(n, 1);
+	cr_expect(freed(t, ino), "its hold dropped, the file freed");
+	store_close(s);
+}

@@ -596,8 +596,10 @@ int tree_rmdir(struct tree *t, const char *path);
 int tree_remove(struct tree *t, const char *path, uint64_t ino, bool dir,
 		unsigned flags, uint64_t *orphan);
 
-/* Frees orphan inode @ino: its attributes, content and xattrs.
- * Errors: -ENOENT (not an orphan), -EIO. */
+/* Frees orphan inode @ino: its attributes, content and xattrs. Among
+ * shared writers, one another writer holds open (tree_hold) is left to
+ * them instead: its mark is handed over, -EBUSY.
+ * Errors: -ENOENT (not an orphan), -EBUSY, -EIO. */
 int tree_reclaim(struct tree *t, uint64_t ino);
 
 /*
@@ -609,6 +611,18 @@ int tree_reclaim(struct tree *t, uint64_t ino);
  * to do (store_open frees every orphan). Errors: as tree_reclaim, -EIO.
  */
 int tree_reclaim_dead(struct tree *t, size_t *count);
+/*
+ * One writer of several (store_options.shared): records that inode @ino is
+ * open here (HOLD#, store/hold.c), so that if another writer removes its
+ * last name it stays an orphan until this writer calls tree_unhold(). Call
+ * at the first open of @ino here, before that open answers, and
+ * tree_unhold() at its last close; the last holder's tree_unhold() frees
+ * an orphan kept for its holders. A sole writer: nothing to do (0).
+ * Errors: -ENOENT (no inode @ino any more: removed before the open),
+ * -EIO, -EROFS (fenced), -ENOSPC, and as tree_reclaim().
+ */
+int tree_hold(struct tree *t, uint64_t ino);
+int tree_unhold(struct tree *t, uint64_t ino);
 /* Whether @t's store is open as one writer of several (store_options.shared). */
 bool tree_shared(const struct tree *t);
 

@@ -8,6 +8,8 @@
 #    etcd_watch allows the same 1 s for a -o ro mount at load), and B's on A;
 #  - the races of lib.sh's shared_races (racing O_EXCL creates, the
 #    rename cycle, rmdir racing a create inside) between A and B;
+#  - a file open on B and removed on A reads and writes whole on B, and
+#    is freed (no orphan, no hold left) once B closes it;
 #  - mv of a non-empty folder leaves the tree intact, on both mounts
 #    (etcd_shared_mv: the folder rename among shared writers);
 #  - pathfsctl fsck clean through a daemon, and unmounted at the end.
@@ -91,6 +93,24 @@ rm -r "$A/dir2" "$A/fromb"
 # ---- races -------------------------------------------------------------------
 shared_races "$A" "$B"
 check "fsck through a daemon is clean" pfs_fsck
+
+# ---- a file open on B, removed on A ------------------------------------------
+# As on one machine (POSIX), a removed file stays for the descriptors open
+# on it: B's open holds it (store/hold.c) until B closes it, then it goes.
+held_counts() { echo "$(kv_count 'DRIVE#main|ORPHAN#') $(kv_count 'DRIVE#main|HOLD#')"; }
+head -c 200000 /dev/urandom >"$T/held"
+cp "$T/held" "$A/held"
+check "a file open on B" seen 1000 "held on B" cmp -s "$B/held" "$T/held"
+exec 7<"$B/held" 8>>"$B/held"
+rm "$A/held"
+check "... removed on A: gone from B's folder" seen 1000 "rm on B" \
+	bash -c "[ ! -e '$B/held' ]"
+check "... still reads whole on B" bash -c "cmp - '$T/held' <&7"
+printf tail >&8
+check "... takes B's write" is "tail -c 4 /dev/fd/7" tail
+check "... kept in the store for B (orphans, holds)" is held_counts "1 1"
+exec 7<&- 8>&-
+check "... freed once B closed it" seen 5000 "freed" is held_counts "0 0"
 
 # ---- mv of a non-empty folder -----------------------------------------------
 mkdir -p "$A/src/sub/deeper" "$A/src/.hidden dir"

@@ -1,0 +1,312 @@
+/*
+ * hold.c - the inodes shared writers have open, so that a file one of them
+ * has open outlives its last name removed by another (POSIX: an unlinked
+ * file stays readable and writable through the descriptors open on it).
+ *
+ * A writer knows its own opens (the daemon's inode table, TREE_KEEP_ORPHAN),
+ * not another machine's. So each shared writer records its opens in the
+ * drive: HOLD#<ino> lists the writers (kv_writer_id, 16 hex digits each)
+ * that have @ino open, taken at the inode's first open there and dropped at
+ * its last close (tree_hold, tree_unhold), as an NFSv4 server keeps a
+ * client's open state. The removal of a last name (tree_batch_remove) and
+ * the reclaim of an orphan (tree_reclaim) read the list, tracked, so a hold
+ * and a removal that race are ordered by their conditioned commits: the
+ * open then either sees no inode (-ENOENT, the removal came first) or is
+ * seen (the orphan stays).
+ *
+ * An orphan kept only for other writers has the mark HOLD_ORPHAN_MARK ("*"):
+ * the last holder's close frees it. One its maker keeps for its own use
+ * names the maker, which at its reclaim hands it over ("*") if others still
+ * hold it. A writer that stops with holds (killed, cut off) leaves them;
+ * the others' periodic reclaim (tree_reclaim_dead) drops the holds of
+ * writers that no longer hold the store, then frees the orphans nobody
+ * holds. A sole writer's open drops every hold (no shared writer is left)
+ * and frees every orphan.
+ *
+ * Costs: a shared writer's first open of an inode and its last close are a
+ * commit each (etcd: a read and a txn); a sole writer pays nothing, not even
+ * a read. Limits: only opens hold: a file known to another writer's kernel
+ * but not open there (an O_PATH descriptor, a cached entry) is freed by the
+ * remover, and that writer's later requests on it are ESTALE. -o ro
+ * followers of a sole writer hold nothing (they write nothing): a file open
+ * on a follower whose name the writer removes is freed.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "batch_i.h"
+#include "hold_i.h"
+#include "keys_i.h"
+#include "log.h"
+#include "tree_i.h"
+
+#define ID_HEX 16
+
+/* The hex of writer @id into @hex (ID_HEX digits, no NUL). */
+static void id_hex(char hex[ID_HEX], uint64_t id)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (int i = ID_HEX - 1; i >= 0; i--, id >>= 4)
+		hex[i] = digits[id & 0xf];
+}
+
+/* Whether the list @v (@len bytes) names writer @hex; its offset in *at. */
+static bool names(const char *v, size_t len, const char hex[ID_HEX], size_t *at)
+{
+	for (size_t i = 0; i + ID_HEX <= len; i += ID_HEX)
+		if (!memcmp(v + i, hex, ID_HEX)) {
+			if (at)
+				*at = i;
+			return true;
+		}
+	return false;
+}
+
+/* Reads HOLD#@ino into *v (NULL and 0 when there is none). */
+static int read_holds(struct tree *t, uint64_t ino, char **v, size_t *len)
+{
+	struct sbuf k = {0};
+	int rc;
+
+	key_hold(&k, t->name, ino);
+	rc = kv_get(t->store->kv, k.buf, k.len, v, len);
+	sbuf_release(&k);
+	if (rc == -ENOENT) {
+		*v = NULL;
+		*len = 0;
+		rc = 0;
+	}
+	if (rc == 0 && *len % ID_HEX) {
+		plog(LOG_ERR, "drive %s: inode %llu: malformed hold list",
+		     t->name, (unsigned long long)ino);
+		*len -= *len % ID_HEX; /* whole ids only */
+	}
+	return rc;
+}
+
+/* Adds to @b HOLD#@ino set to the @len bytes @v (none: deleted). */
+static void put_holds(struct tree *t, struct kv_batch *b, uint64_t ino,
+		      const char *v, size_t len)
+{
+	struct sbuf k = {0};
+
+	key_hold(&k, t->name, ino);
+	if (len)
+		kv_batch_put(b, k.buf, k.len, v, len);
+	else
+		kv_batch_delete(b, k.buf, k.len);
+	sbuf_release(&k);
+}
+
+int hold_by_others(struct tree *t, uint64_t ino, bool *others)
+{
+	char hex[ID_HEX], *v = NULL;
+	size_t len, at = 0;
+	int rc;
+
+	*others = false;
+	if (!tree_shared(t))
+		return 0;
+	rc = read_holds(t, ino, &v, &len);
+	if (rc)
+		return rc;
+	id_hex(hex, kv_writer_id(t->store->kv));
+	/* anyone but this writer: it is named once at most */
+	*others = len > (names(v, len, hex, &at) ? ID_HEX : 0);
+	free(v);
+	return 0;
+}
+
+/* Whether inode @ino still exists: a name (its PARENT# record, for a node
+ * of one name) or an INODE# record (hard-linked, or an orphan). Tracked
+ * reads, so its removal after them fails the caller's commit. */
+static int inode_exists(struct tree *t, uint64_t ino)
+{
+	struct sbuf k = {0};
+	char *v = NULL;
+	size_t len;
+	int rc;
+
+	key_parent(&k, t->name, ino);
+	rc = kv_get(t->store->kv, k.buf, k.len, &v, &len);
+	if (rc == -ENOENT) {
+		sbuf_reset(&k);
+		key_inode(&k, t->name, ino);
+		rc = kv_get(t->store->kv, k.buf, k.len, &v, &len);
+	}
+	free(v);
+	sbuf_release(&k);
+	return rc;
+}
+
+static int hold_once(struct tree *t, uint64_t ino)
+{
+	struct kv_batch *b = NULL;
+	struct sbuf nv = {0};
+	char hex[ID_HEX], *v = NULL;
+	size_t len;
+	int rc;
+
+	rc = read_holds(t, ino, &v, &len);
+	if (rc == 0)
+		rc = inode_exists(t, ino);
+	if (rc)
+		goto out;
+	id_hex(hex, kv_writer_id(t->store->kv));
+	if (names(v, len, hex, NULL))
+		goto out; /* already (a hold a crash of ours left) */
+	if (len)	  /* (none: v is NULL, no memcpy from it) */
+		sbuf_add(&nv, v, len);
+	sbuf_add(&nv, hex, ID_HEX);
+	b = kv_batch_new(t->store->kv);
+	put_holds(t, b, ino, nv.buf, nv.len);
+	rc = tree_commit(t, b);
+out:
+	kv_batch_free(b);
+	sbuf_release(&nv);
+	free(v);
+	return rc;
+}
+
+int tree_hold(struct tree *t, uint64_t ino)
+{
+	if (!tree_shared(t))
+		return 0;
+	return TREE_TRACKED(t, hold_once(t, ino));
+}
+
+/* Whether orphan @ino's mark is HOLD_ORPHAN_MARK (tracked read). */
+static int marked_held(struct tree *t, uint64_t ino, bool *held)
+{
+	struct sbuf k = {0};
+	char *v = NULL;
+	size_t len;
+	int rc;
+
+	key_orphan(&k, t->name, ino);
+	rc = kv_get(t->store->kv, k.buf, k.len, &v, &len);
+	*held = rc == 0 && len == strlen(HOLD_ORPHAN_MARK) &&
+		!memcmp(v, HOLD_ORPHAN_MARK, len);
+	free(v);
+	sbuf_release(&k);
+	return rc == -ENOENT ? 0 : rc;
+}
+
+/* Drops this writer from HOLD#@ino; *last: nobody holds it now and it is an
+ * orphan kept for its holders only, for the caller to free. */
+static int unhold_once(struct tree *t, uint64_t ino, bool *last)
+{
+	struct kv_batch *b = NULL;
+	char hex[ID_HEX], *v = NULL;
+	size_t len, at;
+	int rc;
+
+	*last = false;
+	rc = read_holds(t, ino, &v, &len);
+	if (rc)
+		goto out;
+	id_hex(hex, kv_writer_id(t->store->kv));
+	if (!names(v, len, hex, &at))
+		goto out;
+	memmove(v + at, v + at + ID_HEX, len - at - ID_HEX);
+	len -= ID_HEX;
+	if (len == 0)
+		rc = marked_held(t, ino, last);
+	if (rc)
+		goto out;
+	b = kv_batch_new(t->store->kv);
+	put_holds(t, b, ino, v, len);
+	rc = tree_commit(t, b);
+	if (rc)
+		*last = false;
+out:
+	kv_batch_free(b);
+	free(v);
+	return rc;
+}
+
+int tree_unhold(struct tree *t, uint64_t ino)
+{
+	bool last;
+	int rc;
+
+	if (!tree_shared(t))
+		return 0;
+	rc = TREE_TRACKED(t, unhold_once(t, ino, &last));
+	if (rc == 0 && last) {
+		/* a crash before this leaves it to tree_reclaim_dead */
+		rc = TREE_TRACKED(t, tree_reclaim(t, ino));
+		if (rc == -ENOENT || rc == -EBUSY)
+			rc = 0; /* freed by another, or held again */
+	}
+	return rc;
+}
+
+/* Drops the writers not in @live from HOLD#@ino. */
+static int prune_once(struct tree *t, uint64_t ino, const uint64_t *live,
+		      size_t nlive)
+{
+	struct kv_batch *b = NULL;
+	char *v = NULL;
+	size_t len, kept = 0;
+	int rc;
+
+	rc = read_holds(t, ino, &v, &len);
+	if (rc)
+		goto out;
+	for (size_t i = 0; i < len; i += ID_HEX) {
+		bool alive = false;
+
+		for (size_t j = 0; j < nlive && !alive; j++) {
+			char hex[ID_HEX];
+
+			id_hex(hex, live[j]);
+			alive = !memcmp(v + i, hex, ID_HEX);
+		}
+		if (alive) {
+			memmove(v + kept, v + i, ID_HEX);
+			kept += ID_HEX;
+		}
+	}
+	if (kept == len)
+		goto out;
+	b = kv_batch_new(t->store->kv);
+	put_holds(t, b, ino, v, kept);
+	rc = tree_commit(t, b);
+out:
+	kv_batch_free(b);
+	free(v);
+	return rc;
+}
+
+int hold_prune(struct tree *t, const uint64_t *live, size_t nlive)
+{
+	struct sbuf lo = {0}, hi = {0}, pre = {0};
+	struct kv_iter *it = NULL;
+	int rc;
+
+	key_drive_prefix(&pre, t->name);
+	key_kind_range(&lo, &hi, t->name, KEY_HOLD);
+	rc = kv_iter_open(&it, t->store->kv, lo.buf, lo.len, hi.buf, hi.len);
+	for (; rc == 0 && kv_iter_valid(it); kv_iter_next(it)) {
+		size_t klen;
+		const char *key = kv_iter_key(it, &klen);
+		uint64_t ino;
+
+		if (key_ino_decode(key, klen, pre.len, KEY_HOLD, &ino)) {
+			plog(LOG_ERR, "drive %s: malformed hold key %.*s",
+			     t->name, (int)klen, key);
+			continue;
+		}
+		rc = TREE_TRACKED(t, prune_once(t, ino, live, nlive));
+	}
+	if (rc == 0)
+		rc = kv_iter_status(it);
+	kv_iter_free(it);
+	sbuf_release(&lo);
+	sbuf_release(&hi);
+	sbuf_release(&pre);
+	return rc;
+}

@@ -1,0 +1,35 @@
+/*
+ * hold_i.h - which shared writers have an inode open (hold.c): what the
+ * removal of a last name and the reclaim of an orphan ask.
+ *
+ * Internal to store/.
+ */
+#ifndef PATHFS_HOLD_I_H
+#define PATHFS_HOLD_I_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "drive_i.h"
+
+/* The ORPHAN mark of an orphan that no writer made for its own use: it
+ * stays while writers hold it open (HOLD#), and the last one to close it
+ * frees it (tree_unhold) */
+#define HOLD_ORPHAN_MARK "*"
+
+/*
+ * Whether a shared writer other than this one has @ino open: *others. A
+ * read of HOLD#ino, tracked inside a conditioned change (TREE_TRACKED), so
+ * a hold taken after the read fails the change's commit. Not a shared
+ * writer: *others false, nothing read. Errors: -EIO, -ENOMEM.
+ */
+int hold_by_others(struct tree *t, uint64_t ino, bool *others);
+
+/*
+ * Drops from every HOLD# of drive @t the writers that are not among the
+ * @nlive writers @live (stopped: their lease expired), each rewrite
+ * conditioned on what it read. Errors: -EIO, -ENOMEM, as tree_commit.
+ */
+int hold_prune(struct tree *t, const uint64_t *live, size_t nlive);
+
+#endif
