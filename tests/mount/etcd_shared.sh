@@ -8,8 +8,9 @@
 #    etcd_watch allows the same 1 s for a -o ro mount at load), and B's on A;
 #  - the races of lib.sh's shared_races (racing O_EXCL creates, the
 #    rename cycle, rmdir racing a create inside) between A and B;
-#  - a file open on B and removed on A reads and writes whole on B, and
-#    is freed (no orphan, no hold left) once B closes it;
+#  - a file open on B and removed on A (rm, or an editor's save renaming
+#    a new version over it) reads and writes whole on B, and is freed (no
+#    orphan, no hold left) once B closes it;
 #  - mv of a non-empty folder leaves the tree intact, on both mounts
 #    (etcd_shared_mv: the folder rename among shared writers);
 #  - pathfsctl fsck clean through a daemon, and unmounted at the end.
@@ -110,6 +111,19 @@ printf tail >&8
 check "... takes B's write" is "tail -c 4 /dev/fd/7" tail
 check "... kept in the store for B (orphans, holds)" is held_counts "1 1"
 exec 7<&- 8>&-
+check "... freed once B closed it" seen 5000 "freed" is held_counts "0 0"
+# an editor's save on A (write, fsync, rename over) while B reads the old
+head -c 100000 /dev/urandom >"$T/old"
+cp "$T/old" "$A/doc"
+check "B opens the old document" seen 1000 "doc on B" cmp -s "$B/doc" "$T/old"
+exec 7<"$B/doc"
+python3 -c 'import os, sys
+with open(sys.argv[1] + ".tmp", "w") as f:
+    f.write("new\n"); f.flush(); os.fsync(f.fileno())
+os.replace(sys.argv[1] + ".tmp", sys.argv[1])' "$A/doc"
+check "... A's save shows on B" seen 1000 "save on B" is "cat '$B/doc'" new
+check "... B still reads the old one whole" bash -c "cmp - '$T/old' <&7"
+exec 7<&-
 check "... freed once B closed it" seen 5000 "freed" is held_counts "0 0"
 
 # ---- mv of a non-empty folder -----------------------------------------------
