@@ -16,6 +16,13 @@
  * The open check (tree_set_open_check()) is kept in the drive's struct tree
  * under its check_lock.
  *
+ * Among shared writers (tree_shared) every node goes by its own
+ * conditioned change (tree_unlink, tree_rmdir: tree_track), never in
+ * unconditioned batches: another writer may create, remove or hold open
+ * (hold.c) files in the branch meanwhile. A folder another writer filled
+ * meanwhile stays and is reported (ENOTEMPTY), as rm -rf racing a create
+ * on one machine. That costs a commit per node.
+ *
  * Limits: in-branch folders keep their mtime while their files are removed
  * (they are removed next). An undecodable node is left in place and
  * reported, and so are its ancestors (not empty).
@@ -197,12 +204,14 @@ static int rm_run(struct tree *t, const char *path, struct sbuf *cursor,
 			goto out_node;
 		} else if ((rc = flags_dir_keeps(t, p.buf, &fc, &kept)) != 0) {
 			goto out_node;
-		} else if (S_ISDIR(np->a.mode) || kept ||
+		} else if (S_ISDIR(np->a.mode) || kept || tree_shared(t) ||
 			   (np->a.flags & (TREE_F_LINKED | TREE_F_PROTECT)) ||
 			   !tree_content_fits(t, &np->a) ||
 			   (keep = keep_orphan(&oc, flags, np->a.ino))) {
 			/* alone, after the batch holding its children, or of
-			 * the other links of its inode, is committed; and
+			 * the other links of its inode, is committed; every
+			 * node of a shared writer (its change conditioned on
+			 * what it read, tree_track: others work beside it); and
 			 * an inode that may be open (KEEP_ORPHAN: the daemon;
 			 * it may be written) under its stripe, by tree.c; and
 			 * a file too big for one batch's drop (tree.c parks
@@ -304,7 +313,11 @@ int rm_branch(struct tree *t, const char *path, const struct node *nd,
 	flags_dir_cache_release(&fc);
 	if (rc)
 		return rc;
-	if (S_ISDIR(nd->a.mode) && !kept && !(nd->a.flags & TREE_F_PROTECT))
+	/* among shared writers each node goes by its own conditioned change
+	 * (the walk): another writer may work in the branch meanwhile, and
+	 * may have its files open (hold.c) */
+	if (S_ISDIR(nd->a.mode) && !kept && !(nd->a.flags & TREE_F_PROTECT) &&
+	    !tree_shared(t))
 		rc = rm_batch(t, path, budget, used, flags, r, h, done);
 	if (rc || *done)
 		return rc;

@@ -1212,3 +1212,88 @@ Test(shared, a_stopped_writers_hold_is_dropped_by_another)
 	cr_expect(freed(t, ino), "its hold dropped, the file freed");
 	store_close(s);
 }
+
+/* pathfsctl rm -r on one writer of a branch in which the other has a file
+ * open: that file stays for the other (an orphan it reads on), everything
+ * else goes, and fsck is clean. Before, rm -r's batches freed it. */
+Test(shared, rm_r_keeps_a_file_the_other_writer_has_open)
+{
+	struct tree *ta = drive_of(a), *tb = drive_of(b);
+	struct tree_op_result r = {0};
+	uint64_t ino;
+
+	make_branch("/br");
+	cr_assert_eq(make_file(ta, "/br/open", NULL), 0);
+	cr_assert_eq(tree_write(ta, "/br/open", 0, 0, "bytes", 5, false, NULL),
+		     0);
+	ino = ino_of(tb, "/br/open");
+	cr_assert_eq(tree_hold(tb, ino), 0);
+	cr_assert_eq(tree_rm_r(ta, "/br", 0, NULL, 0, &r), 0);
+	cr_expect_eq(r.failed, 0);
+	cr_expect_eq(tree_lookup(tb, "/br", &(struct tree_attr){0}), -ENOENT);
+	tree_op_result_release(&r);
+	cr_expect(kept(ta, ino));
+	expect_bytes(tb, ino, "bytes");
+	cr_assert_eq(tree_unhold(tb, ino), 0);
+	cr_expect(freed(ta, ino));
+	assert_fsck_clean(ta);
+}
+
+static void *rm_r_branch(void *arg)
+{
+	struct tree_op_result *r = arg;
+
+	cr_assert_eq(tree_rm_r(drive_of(a), "/br", 0, NULL, 0, r), 0);
+	return NULL;
+}
+
+/* rm -r on one writer while the other creates files in the branch: each
+ * create either lands or fails ENOENT (its folder gone); a folder that
+ * gained a file stays with it (rm says so: ENOTEMPTY); no file is ever
+ * left under a removed folder, and fsck is clean. */
+Test(shared, rm_r_racing_creates_inside_leaves_no_file_cut_off)
+{
+	struct tree *ta = drive_of(a), *tb = drive_of(b);
+	struct tree_op_result r = {0};
+	int made[40], kept_n = 0;
+	pthread_t th;
+
+	make_branch("/br");
+	cr_assert_eq(
+	    tree_mknode(ta, "/br/sub", S_IFDIR | 0755, 0, 0, 0, NULL, NULL), 0);
+	for (int i = 0; i < 60; i++) {
+		char p[64];
+
+		snprintf(p, sizeof(p), "/br/sub/old-%d", i);
+		cr_assert_eq(make_file(ta, p, NULL), 0);
+	}
+	cr_assert_eq(pthread_create(&th, NULL, rm_r_branch, &r), 0);
+	for (int i = 0; i < 40; i++) {
+		char p[64];
+
+		snprintf(p, sizeof(p), "/br/sub/new-%d", i);
+		made[i] = make_file(tb, p, NULL);
+		cr_expect(made[i] == 0 || made[i] == -ENOENT, "%s: %d", p,
+			  made[i]);
+	}
+	pthread_join(th, NULL);
+	for (int i = 0; i < 40; i++) {
+		char p[64];
+		struct tree_attr at;
+
+		snprintf(p, sizeof(p), "/br/sub/new-%d", i);
+		if (tree_lookup(ta, p, &at) == 0) {
+			kept_n++;
+			cr_expect_eq(reachable(ta, "/br/sub"), 0, "%s cut off",
+				     p);
+			cr_expect_eq(made[i], 0);
+		}
+	}
+	cr_log_info("creates: %d kept of 40; rm -r: %llu removed, %llu failed",
+		    kept_n, (unsigned long long)r.processed,
+		    (unsigned long long)r.failed);
+	cr_expect(kept_n == 0 || r.failed > 0, "a kept file's folder is "
+					       "reported");
+	tree_op_result_release(&r);
+	assert_fsck_clean(ta);
+}
