@@ -21,7 +21,16 @@
  * between leaves that record and part of the map, which the token (it goes
  * straight to the end) or the next read-write open (replay) finishes.
  *
- * Limits: a clone between drives of different block sizes is -EXDEV. An
+ * Among shared writers a call holds the destination branch under a branch
+ * lock (branch_lock.c, a number of its own: no record comes, so a stopped
+ * writer's lock is dropped by the takeover), and the batch that hangs the
+ * root in its folder is conditioned on that folder (tree_track), done
+ * again when another writer changed it first.
+ *
+ * Limits: a clone between drives of different block sizes is -EXDEV.
+ * Among shared writers a paused clone (--max-items, waiting for its token)
+ * holds no lock between its calls: another writer's change in the partial
+ * copy meanwhile may be overwritten when it goes on. An
  * undecodable node is not copied and is reported (with mv: the clone stops
  * before it).
  */
@@ -386,16 +395,22 @@ static void clone_put(struct clone *c, const char *dpath, struct tree_attr *a,
 	sbuf_release(&v);
 }
 
+/* clone_root()'s answer when another shared writer changed the
+ * destination's parent first: nothing was written, the root goes again */
+#define CLONE_ROOT_AGAIN 1
+
 /* The clone's root (of type @mode) was added: the destination's parent
  * learns of it in the same batch, under the locks a namespace change
- * takes, and the batch is committed. Errors: as tree_get_node,
- * tree_batch_dir_touch, tree_commit. */
+ * takes, and the batch is committed; among shared writers conditioned on
+ * the parent as read (tree_track), CLONE_ROOT_AGAIN if it changed.
+ * Errors: as tree_get_node, tree_batch_dir_touch, tree_commit. */
 static int clone_root(struct clone *c, mode_t mode)
 {
 	char *parent = path_parent(c->dst);
 	struct node pn = {0};
 	int rc;
 
+	tree_track(c->dt);
 	pthread_mutex_lock(&c->dt->ns_lock);
 	rc = tree_get_node(c->dt, parent, &pn, false);
 	if (rc == 0) {
@@ -408,6 +423,8 @@ static int clone_root(struct clone *c, mode_t mode)
 		tree_unlock_inodes(c->dt, pn.a.ino, 0, 0, 0);
 	}
 	pthread_mutex_unlock(&c->dt->ns_lock);
+	if (tree_retry(c->dt, rc))
+		rc = CLONE_ROOT_AGAIN;
 	node_release(&pn);
 	free(parent);
 	return rc;
@@ -507,6 +524,10 @@ static int clone_node(struct clone *c, const char *spath, const char *dpath,
 	c->r->processed++;
 	if (root) {
 		rc = clone_root(c, a.mode);
+		if (rc == CLONE_ROOT_AGAIN) { /* as before the root */
+			c->r->processed--;
+			c->rec.phase = 0;
+		}
 		goto out;
 	}
 advance:
@@ -631,7 +652,15 @@ static int clone_run(struct clone *c, uint64_t budget, uint64_t *used,
 			goto out;
 		}
 		branch_join(&d, c->dst, rel);
-		rc = clone_node(c, p.buf, d.buf, rel);
+		for (int tries = 0;; tries++) {
+			rc = clone_node(c, p.buf, d.buf, rel);
+			if (rc != CLONE_ROOT_AGAIN)
+				break;
+			if (tries == 100) {
+				rc = -EAGAIN; /* the folder never stood still */
+				break;
+			}
+		}
 		c->checked = true;
 		if (rc == 0 && c->stop)
 			rc = clone_commit(c);
@@ -676,9 +705,18 @@ int clone_op(struct tree *t, const char *src, struct tree *dt, const char *dst,
 			  .strict = k->op == OP_MV};
 	struct sbuf pre = {0};
 	struct node n = {0};
+	uint64_t lock = 0;
 	int rc;
 
 	*done = false;
+	/* among shared writers the destination branch is this call's alone
+	 * (branch_lock.c: the others' changes there wait), from before its
+	 * checks to its last batch */
+	if (tree_shared(dt)) {
+		rc = journal_hold(dt, dst, dst, &lock);
+		if (rc)
+			return rc;
+	}
 	key_drive_prefix(&pre, t->name);
 	c.splen = pre.len;
 	sbuf_reset(&pre);
@@ -744,6 +782,8 @@ int clone_op(struct tree *t, const char *src, struct tree *dt, const char *dst,
 	}
 	rc = clone_run(&c, budget, used, done);
 out:
+	if (lock)
+		journal_unhold(dt, lock);
 	node_release(&n);
 	journal_rec_release(&c.rec);
 	for (size_t i = 0; i < c.ndirs; i++)

@@ -1297,3 +1297,61 @@ Test(shared, rm_r_racing_creates_inside_leaves_no_file_cut_off)
 	tree_op_result_release(&r);
 	assert_fsck_clean(ta);
 }
+
+static void *cp_r_branch(void *arg)
+{
+	struct tree_op_result *r = arg;
+	struct tree *t = drive_of(a);
+
+	cr_assert_eq(tree_cp_r(t, "/br", t, "/cp", 0, NULL, r), 0);
+	return NULL;
+}
+
+/* pathfsctl cp -r on one writer while the other creates beside the copy
+ * and inside it: the copy is whole, the creates beside it all land (the
+ * folder's node, which the copy's root rewrites, loses none of them), those
+ * inside land or fail ENOENT (before the copy began), and fsck is clean.
+ * Before, the copy's batches were not conditioned (fsck: the root's link
+ * count short of its entries). */
+Test(shared, cp_r_racing_creates_beside_and_inside)
+{
+	struct tree *ta = drive_of(a), *tb = drive_of(b);
+	struct tree_op_result r = {0};
+	int side = 0, inside = 0;
+	pthread_t th;
+
+	make_branch("/br");
+	for (int i = 0; i < 60; i++) {
+		char p[64];
+
+		snprintf(p, sizeof(p), "/br/f-%d", i);
+		cr_assert_eq(make_file(ta, p, NULL), 0);
+	}
+	cr_assert_eq(pthread_create(&th, NULL, cp_r_branch, &r), 0);
+	for (int i = 0; i < 30; i++) {
+		char p[64];
+		int rc;
+
+		snprintf(p, sizeof(p), "/side-%d", i);
+		cr_expect_eq(make_file(tb, p, NULL), 0, "%s", p);
+		snprintf(p, sizeof(p), "/cp/b-%d", i);
+		rc = make_file(tb, p, NULL);
+		cr_expect(rc == 0 || rc == -ENOENT, "%s: %d", p, rc);
+		inside += rc == 0;
+	}
+	pthread_join(th, NULL);
+	cr_expect_eq(r.failed, 0);
+	cr_expect_eq(r.processed, 62, "the copy: /br, f and 60 files");
+	tree_op_result_release(&r);
+	for (int i = 0; i < 30; i++) {
+		char p[64];
+
+		snprintf(p, sizeof(p), "/side-%d", i);
+		side += tree_lookup(ta, p, &(struct tree_attr){0}) == 0;
+	}
+	cr_expect_eq(side, 30);
+	cr_expect_eq(tree_lookup(ta, "/cp/f-59", &(struct tree_attr){0}), 0);
+	cr_log_info("creates inside the copy: %d of 30 landed", inside);
+	expect_no_locks(ta);
+	assert_fsck_clean(ta);
+}
