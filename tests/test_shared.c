@@ -572,6 +572,59 @@ Test(shared, shared_writers_refuse_an_unfinished_rename)
 	store_close(s);
 }
 
+/* A store of its own for a test of a writer that stops: URL @u (@tag in its
+ * name, a 4 s lease), its drive "main" on *s. */
+static struct tree *short_lease_drive(const char *tag, char *u, size_t len,
+				      struct store **s)
+{
+	struct store_options sh = {.create = true, .shared = true};
+	const char *q = strchr(url, '?');
+	struct tree *t;
+
+	snprintf(u, len, "%.*s-%s?lease-ttl=4", (int)(q - url), url, tag);
+	cr_assert_eq(store_open(s, u, &sh), 0);
+	cr_assert_eq(store_drive_create(*s, "main", getuid(), getgid()), 0);
+	cr_assert_eq(store_drive(*s, "main", &t), 0);
+	return t;
+}
+
+/* Runs @op(drive, @arg, &out) in a child that opens @u as a shared writer
+ * and stops without closing it (its lease runs out); returns out. */
+static uint64_t stopped_writer(const char *u,
+			       int (*op)(struct tree *, uint64_t, uint64_t *),
+			       uint64_t arg)
+{
+	struct store_options sh = {.shared = true};
+	uint64_t out = 0;
+	int fds[2], status;
+	pid_t pid;
+
+	cr_assert_eq(pipe(fds), 0);
+	pid = fork();
+	cr_assert_neq(pid, -1);
+	if (pid == 0) {
+		struct store *c;
+		struct tree *ct;
+
+		if (store_open(&c, u, &sh) || store_drive(c, "main", &ct) ||
+		    op(ct, arg, &out) ||
+		    write(fds[1], &out, sizeof(out)) != sizeof(out))
+			_exit(10);
+		_exit(0); /* stops: no close, its lease runs out */
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	cr_assert_eq(read(fds[0], &out, sizeof(out)), sizeof(out));
+	close(fds[0]);
+	close(fds[1]);
+	return out;
+}
+
+static int unlink_f_kept(struct tree *t, uint64_t unused, uint64_t *ino)
+{
+	return tree_unlink(t, "/f", TREE_KEEP_ORPHAN, ino);
+}
+
 /*
  * A shared writer that stops with an orphan (a file unlinked while open
  * there) and never comes back: once its lease expired, another writer
@@ -580,45 +633,20 @@ Test(shared, shared_writers_refuse_an_unfinished_rename)
  */
 Test(shared, a_stopped_writers_orphans_are_freed_by_another)
 {
-	struct store_options sh = {.create = true, .shared = true};
-	char u[PATH_MAX], *q = strchr(url, '?');
+	char u[PATH_MAX];
 	uint64_t gone = 0, mine = 0;
 	struct store *s = NULL;
-	struct tree *t;
+	struct tree *t = short_lease_drive("dead", u, sizeof(u), &s);
 	struct node n = {0};
-	int fds[2], status;
 	size_t freed = 9;
-	pid_t pid;
 
-	snprintf(u, sizeof(u), "%.*s-dead?lease-ttl=4", (int)(q - url), url);
-	cr_assert_eq(store_open(&s, u, &sh), 0);
-	cr_assert_eq(store_drive_create(s, "main", getuid(), getgid()), 0);
-	cr_assert_eq(store_drive(s, "main", &t), 0);
 	for (const char *p = "/f"; p; p = strcmp(p, "/f") ? NULL : "/g") {
 		cr_assert_eq(
 		    tree_mknode(t, p, S_IFREG | 0644, 0, 0, 0, NULL, NULL), 0);
 		cr_assert_eq(tree_write(t, p, 0, 0, "bytes", 5, false, NULL),
 			     0);
 	}
-	cr_assert_eq(pipe(fds), 0);
-	pid = fork();
-	cr_assert_neq(pid, -1);
-	if (pid == 0) {
-		struct store *c;
-		struct tree *ct;
-		uint64_t ino = 0;
-
-		if (store_open(&c, u, &sh) || store_drive(c, "main", &ct) ||
-		    tree_unlink(ct, "/f", TREE_KEEP_ORPHAN, &ino) ||
-		    write(fds[1], &ino, sizeof(ino)) != sizeof(ino))
-			_exit(10);
-		_exit(0); /* stops: no close, its lease runs out */
-	}
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
-	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	cr_assert_eq(read(fds[0], &gone, sizeof(gone)), sizeof(gone));
-	close(fds[0]);
-	close(fds[1]);
+	gone = stopped_writer(u, unlink_f_kept, 0);
 	cr_assert_eq(tree_unlink(t, "/g", TREE_KEEP_ORPHAN, &mine), 0);
 	cr_assert(gone && mine);
 
@@ -1163,6 +1191,11 @@ Test(shared, an_open_racing_an_unlink_holds_or_fails)
 	cr_log_info("opens that came first: %d of %d", first, ROUNDS);
 }
 
+static int hold_of(struct tree *t, uint64_t ino, uint64_t *unused)
+{
+	return tree_hold(t, ino);
+}
+
 /*
  * A writer that stops (killed, cut off) with a file open, removed by the
  * other meanwhile: its hold keeps the file while its lease runs; once it
@@ -1170,38 +1203,15 @@ Test(shared, an_open_racing_an_unlink_holds_or_fails)
  */
 Test(shared, a_stopped_writers_hold_is_dropped_by_another)
 {
-	struct store_options sh = {.create = true, .shared = true};
-	char u[PATH_MAX], *q = strchr(url, '?');
+	char u[PATH_MAX];
 	struct store *s = NULL;
-	struct tree *t;
+	struct tree *t = short_lease_drive("hold", u, sizeof(u), &s);
 	uint64_t ino;
-	int fds[2], status;
 	size_t n = 9;
-	pid_t pid;
 
-	snprintf(u, sizeof(u), "%.*s-hold?lease-ttl=4", (int)(q - url), url);
-	cr_assert_eq(store_open(&s, u, &sh), 0);
-	cr_assert_eq(store_drive_create(s, "main", getuid(), getgid()), 0);
-	cr_assert_eq(store_drive(s, "main", &t), 0);
 	cr_assert_eq(make_file(t, "/f", NULL), 0);
 	ino = ino_of(t, "/f");
-	cr_assert_eq(pipe(fds), 0);
-	pid = fork();
-	cr_assert_neq(pid, -1);
-	if (pid == 0) {
-		struct store *c;
-		struct tree *ct;
-		char ok = 1;
-
-		if (store_open(&c, u, &sh) || store_drive(c, "main", &ct) ||
-		    tree_hold(ct, ino) || write(fds[1], &ok, 1) != 1)
-			_exit(10);
-		_exit(0); /* stops holding it: no unhold, its lease runs out */
-	}
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
-	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	close(fds[0]);
-	close(fds[1]);
+	stopped_writer(u, hold_of, ino);
 	cr_assert_eq(tree_unlink(t, "/f", 0, NULL), 0);
 	cr_assert_eq(tree_reclaim_dead(t, &n), 0);
 	cr_expect_eq(n, 0, "the stopped writer's lease still runs");
