@@ -156,7 +156,7 @@ static int hold_once(struct tree *t, uint64_t ino)
 		goto out;
 	id_hex(hex, kv_writer_id(t->store->kv));
 	if (names(v, len, hex, NULL))
-		goto out; /* already (a hold a crash of ours left) */
+		goto out; /* already (an unhold of ours that failed) */
 	if (len)	  /* (none: v is NULL, no memcpy from it) */
 		sbuf_add(&nv, v, len);
 	sbuf_add(&nv, hex, ID_HEX);
