@@ -7,8 +7,8 @@
  * not another machine's. So each shared writer records its opens in the
  * drive: HOLD#<ino> lists the writers (kv_writer_id, 16 hex digits each)
  * that have @ino open, taken at the inode's first open there and dropped at
- * its last close (tree_hold, tree_unhold), as an NFSv4 server keeps a
- * client's open state. The removal of a last name (tree_batch_remove) and
+ * its last close (tree_hold; hold_drop, which tree_unhold calls), as an
+ * NFSv4 server keeps a client's open state. The removal of a last name (tree_batch_remove) and
  * the reclaim of an orphan (tree_reclaim) read the list, tracked, so a hold
  * and a removal that race are ordered by their conditioned commits: the
  * open then either sees no inode (-ENOENT, the removal came first) or is
@@ -227,21 +227,12 @@ out:
 	return rc;
 }
 
-int tree_unhold(struct tree *t, uint64_t ino)
+int hold_drop(struct tree *t, uint64_t ino, bool *last)
 {
-	bool last;
-	int rc;
-
+	*last = false;
 	if (!tree_shared(t))
 		return 0;
-	rc = TREE_TRACKED(t, unhold_once(t, ino, &last));
-	if (rc == 0 && last) {
-		/* a crash before this leaves it to tree_reclaim_dead */
-		rc = TREE_TRACKED(t, tree_reclaim(t, ino));
-		if (rc == -ENOENT || rc == -EBUSY)
-			rc = 0; /* freed by another, or held again */
-	}
-	return rc;
+	return TREE_TRACKED(t, unhold_once(t, ino, last));
 }
 
 /* Drops the writers not in @live from HOLD#@ino. */

@@ -26,6 +26,15 @@
 int hold_by_others(struct tree *t, uint64_t ino, bool *others);
 
 /*
+ * Drops this writer from HOLD#@ino (the last close of @ino here), in a
+ * conditioned change; *last: nobody holds it now and it is an orphan kept
+ * for its holders only (HOLD_ORPHAN_MARK), for the caller to free
+ * (tree_unhold, tree_remove.c: the freeing is removal's job). Not a shared
+ * writer: nothing, *last false. Errors: -EIO, -ENOMEM, as tree_commit.
+ */
+int hold_drop(struct tree *t, uint64_t ino, bool *last);
+
+/*
  * Drops from every HOLD# of drive @t the writers that are not among the
  * @nlive writers @live (stopped: their lease expired), each rewrite
  * conditioned on what it read. Errors: -EIO, -ENOMEM, as tree_commit.

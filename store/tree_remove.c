@@ -2,7 +2,8 @@
  * tree_remove.c - removing names: tree_unlink(), tree_rmdir(),
  * tree_remove() and the reclaiming of orphans (tree_reclaim(),
  * tree_reclaim_many() for the daemon's batches, tree_reclaim_orphans() at
- * store_open()).
+ * store_open()), and tree_unhold(), which frees an orphan at its last
+ * holder's close.
  *
  * A removal is one batch: the name, the parent folder's update and either the
  * inode's content (the last link of an inode nobody uses) or its orphan
@@ -271,6 +272,20 @@ int tree_reclaim(struct tree *t, uint64_t ino)
 	}
 	tree_unlock_inodes(t, ino, 0, 0, 0);
 	kv_batch_free(b);
+	return rc;
+}
+
+int tree_unhold(struct tree *t, uint64_t ino)
+{
+	bool last;
+	int rc = hold_drop(t, ino, &last);
+
+	if (rc == 0 && last) {
+		/* a crash before this leaves it to tree_reclaim_dead */
+		rc = TREE_TRACKED(t, tree_reclaim(t, ino));
+		if (rc == -ENOENT || rc == -EBUSY)
+			rc = 0; /* freed by another, or held again */
+	}
 	return rc;
 }
 
