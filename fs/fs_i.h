@@ -174,7 +174,6 @@ struct fs {
 	 * one of them changed after the LOOKUP read it (itab_lookup_read) */
 	struct fs_renaming *renaming, *renaming_last; /* protected by lock */
 	uint64_t rename_seq;	/* protected by lock: the last one started */
-	uint64_t renames_done;	/* protected by lock: how many finished */
 	pthread_cond_t renamed; /* with lock: one finished */
 
 	pthread_rwlock_t sublock;
@@ -220,7 +219,6 @@ struct fs_path {
 	/* buf, or NULL when the inode is addressed by number */
 	const char *path;
 	uint64_t gen;  /* fs->ns_gen when built */
-	uint64_t done; /* fs->renames_done when built */
 	/* fs_retry() on a follower: store lookups by number made */
 	unsigned follows;
 };

@@ -15,7 +15,7 @@
  *
  * Requests reach the table through the subtree lock (subtree_lock.c), which
  * builds their paths here; the table only reads the renames in flight it
- * keeps (fs->renames_done, for itab_lookup_read()) and takes fs->sublock for
+ * keeps (fs->ns_gen, for itab_lookup_read()) and takes fs->sublock for
  * itab_record_gained().
  *
  * Limits: a path is at most TREE_PATH_MAX bytes, so at most MAX_DEPTH levels
@@ -192,14 +192,18 @@ void itab_release(struct fs *fs)
 	fs->buckets = NULL;
 }
 
-/* Whether a rename finished since @read was built and moved entry @e away
- * from @name in @parent: then a store read made with @read may be older than
- * @e's place and must not be put back (itab_lookup_read). A hard-linked
- * inode keeps its place (it is addressed by number). Caller holds fs->lock. */
+/* Whether a place changed in the table since @read was built (ns_gen moved)
+ * and entry @e is no longer at @name in @parent: then a store read made
+ * with @read may be older than @e's place and must not be put back
+ * (itab_lookup_read). ns_gen, not the count of finished renames: a rename
+ * moves the table (itab_move) before fs_rename_done() counts it, and a
+ * LOOKUP in between put the old place back (rel_revalidate's move, once
+ * under ASan in CI). A hard-linked inode keeps its place (it is addressed
+ * by number). Caller holds fs->lock. */
 static bool moved_since(struct fs *fs, const struct inode *e, uint64_t parent,
 			const char *name, const struct fs_path *read)
 {
-	return e && read && fs->renames_done != read->done &&
+	return e && read && fs->ns_gen != read->gen &&
 	       e->ino != TREE_ROOT_INO && !(e->flags & INODE_LINKED) &&
 	       !same_place(e->parent, e->name, parent, name);
 }
@@ -760,7 +764,6 @@ int itab_path_locked(struct fs *fs, uint64_t ino, const char *name,
 	int depth = 0;
 
 	p->gen = fs->ns_gen;
-	p->done = fs->renames_done;
 	p->path = NULL;
 	if (!top || (top->flags & INODE_STALE))
 		return -ENOENT;

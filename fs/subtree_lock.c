@@ -277,7 +277,6 @@ void fs_rename_done(struct fs *fs, struct fs_renaming *r)
 		r->next->prev = r->prev;
 	else
 		fs->renaming_last = r->prev;
-	fs->renames_done++;
 	fs->ns_gen++;
 	pthread_cond_broadcast(&fs->renamed);
 	pthread_mutex_unlock(&fs->lock);

@@ -362,6 +362,29 @@ Test(fs_inodes, a_lookup_does_not_put_back_a_place_a_rename_changed)
 }
 
 /*
+ * The same while the rename is between its table update and its end
+ * (fs_rename_done): the table has moved 10 already, nothing has counted
+ * the rename yet. A LOOKUP that read f -> 10 before the rename's commit
+ * must not put 10 back at f there either: once the rename ends nothing
+ * moves 10 again, and its reads at f answer ENOENT (rel_revalidate's move,
+ * a read of a descriptor opened at a/f, once in CI under ASan).
+ */
+Test(fs_inodes, a_lookup_does_not_put_back_a_place_a_rename_in_flight_moved)
+{
+	struct fs_path p = {0};
+	struct fs_renaming r;
+
+	itab_lookup(&tu_fs, 10, 1, "f", 0);
+	cr_assert_eq(itab_path(&tu_fs, 1, "f", false, &p), 0);
+	fs_rename_start(&tu_fs, &r);
+	itab_move(&tu_fs, 10, 1, "g");
+	cr_expect_eq(itab_lookup_read(&tu_fs, 10, 1, "f", 0, &p), -EAGAIN);
+	fs_rename_done(&tu_fs, &r);
+	cr_expect_str_eq(path_of(10, NULL), "/g");
+	fs_path_release(&p);
+}
+
+/*
  * The same for a LOOKUP of "." (a file handle: open_by_handle_at, an NFS
  * export), which finds the inode's path in the store and then puts every
  * node of it in the table (itab_lookup_path): it read /f -> f's inode just
