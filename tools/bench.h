@@ -235,8 +235,18 @@ int etcd_start(const char *dir, char *endpoints, size_t len);
 void etcd_stop(void);
 
 /* Builds the generated tree under @root (created) of drive @t through the
- * store API; *secs (may be NULL) gets the time. Used by subtree and rename. */
+ * store API; *secs (may be NULL) gets the time. Used by subtree, rename
+ * and backends --writers. */
 int build_tree_inproc(struct tree *t, const struct shape *sh, const char *root,
 		      double *secs);
+
+/* The shape of a branch of about @n files for rename and mv: ceil(n / 1000)
+ * folders of BRANCH_PER_FOLDER files each at most. */
+#define BRANCH_PER_FOLDER 1000
+void branch_shape(struct shape *sh, uint64_t n);
+
+/* How many nodes the branch at @path of drive @t holds below it (one
+ * subtree scan) into *n. Errors: those of tree_scan_open/next. */
+int branch_count(struct tree *t, const char *path, uint64_t *n);
 
 #endif

@@ -28,8 +28,9 @@
  *   dropped. Every step checks what it can (entry counts, lines, the bytes
  *   read back, the tree moved); a failed step is FAIL and exit status 1.
  *
- * --writers N: create/stat/unlink by several writers of one etcd drive
- * through the store instead (bench_writers.c), on the same cluster.
+ * --writers N: create/stat/unlink and mv of a folder by several writers of
+ * one etcd drive through the store instead (bench_writers.c), on the same
+ * cluster.
  *
  * Not in `all`: it needs etcd (etcd-server, etcd-client) and takes minutes.
  *

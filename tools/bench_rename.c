@@ -32,36 +32,6 @@
 
 #include "bench.h"
 
-#define PER_FOLDER 1000
-
-static void shape_for(struct shape *sh, uint64_t n)
-{
-	uint64_t folders = (n + PER_FOLDER - 1) / PER_FOLDER;
-
-	sh->fanout = (unsigned)folders;
-	sh->depth = 1;
-	sh->per_leaf = (n + folders - 1) / folders;
-	sh->size = 0;
-}
-
-static int count_branch(struct tree *t, const char *path, uint64_t *n)
-{
-	struct tree_scan *sc = NULL;
-	struct tree_attr a;
-	const char *p;
-	int rc;
-
-	*n = 0;
-	rc = tree_scan_open(&sc, t, path);
-	if (rc)
-		goto out;
-	while ((rc = tree_scan_next(sc, &p, &a)) == 1)
-		(*n)++;
-out:
-	tree_scan_free(sc);
-	return rc;
-}
-
 static int mkfile(void *ctx, const char *path, bool dir)
 {
 	int fd;
@@ -101,7 +71,7 @@ static int inproc(const struct bench_opts *o, struct tree *t, uint64_t n,
 				 strerror(-rc));
 			return rc;
 		}
-		rc = count_branch(t, dst, &seen);
+		rc = branch_count(t, dst, &seen);
 		if (rc || seen != entries) {
 			progress("after rename %s has %llu entries, expected "
 				 "%llu",
@@ -143,7 +113,7 @@ static uint64_t image_mb(const struct bench_opts *o)
 	uint64_t kib = 0;
 
 	for (size_t i = 0; i < o->nsizes; i++) {
-		shape_for(&sh, o->sizes[i]);
+		branch_shape(&sh, o->sizes[i]);
 		kib += shape_entries(&sh, 0);
 	}
 	return 1024 + kib * 2 / 1024;
@@ -158,7 +128,7 @@ static uint64_t image_inodes(const struct bench_opts *o)
 	for (size_t i = 0; i < o->nsizes; i++) {
 		if (o->sizes[i] > o->host_max)
 			continue;
-		shape_for(&sh, o->sizes[i]);
+		branch_shape(&sh, o->sizes[i]);
 		n += shape_entries(&sh, 0);
 	}
 	return n;
@@ -242,7 +212,7 @@ int bench_rename(const struct bench_opts *o)
 		uint64_t n = o->sizes[i];
 
 		snprintf(p, sizeof(p), "/r%llu", (unsigned long long)n);
-		shape_for(&sh, n);
+		branch_shape(&sh, n);
 		ent[i] = shape_entries(&sh, 0);
 		progress("rename: building %s (%llu entries)", p,
 			 (unsigned long long)ent[i]);
@@ -272,7 +242,7 @@ int bench_rename(const struct bench_opts *o)
 				continue;
 			snprintf(p, sizeof(p), "%s/r%llu", host,
 				 (unsigned long long)o->sizes[i]);
-			shape_for(&sh, o->sizes[i]);
+			branch_shape(&sh, o->sizes[i]);
 			progress("rename: building %s on the host", p);
 			if (mkdir(p, 0755) ||
 			    shape_walk(&sh, p, 0, mkfile, NULL)) {

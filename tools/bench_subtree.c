@@ -93,6 +93,34 @@ out:
 	return rc;
 }
 
+void branch_shape(struct shape *sh, uint64_t n)
+{
+	uint64_t folders = (n + BRANCH_PER_FOLDER - 1) / BRANCH_PER_FOLDER;
+
+	sh->fanout = (unsigned)folders;
+	sh->depth = 1;
+	sh->per_leaf = (n + folders - 1) / folders;
+	sh->size = 0;
+}
+
+int branch_count(struct tree *t, const char *path, uint64_t *n)
+{
+	struct tree_scan *sc = NULL;
+	struct tree_attr a;
+	const char *p;
+	int rc;
+
+	*n = 0;
+	rc = tree_scan_open(&sc, t, path);
+	if (rc)
+		goto out;
+	while ((rc = tree_scan_next(sc, &p, &a)) == 1)
+		(*n)++;
+out:
+	tree_scan_free(sc);
+	return rc;
+}
+
 /* What one way of reading a branch saw and cost. */
 struct readout {
 	uint64_t entries, dirs, bytes;

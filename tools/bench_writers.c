@@ -20,6 +20,16 @@
  * each is one retry of the operation, TREE_TRACKED), all handles summed,
  * and per 100 files.
  *
+ * Then `mv` of a folder of --files entries (a branch of folders of 1,000
+ * files, built through the store and copied with tree_cp_r), on one more
+ * drive: the sole writer moves one such folder, then 1, 2, ... N shared
+ * writers each move a folder of their own at once (tree_rename: the
+ * journaled key rewrite, under the branch lock among shared writers, whose
+ * LOCKS key every rename takes and drops in commits conditioned on it).
+ * Reported per row: the aggregate rate (entries moved by all writers /
+ * wall time) and the conflicts, as above. After each row every branch must
+ * be whole at its new place, as bench_rename checks.
+ *
  * Limits: the cluster's three members, the writers and this process share
  * one machine: the numbers are a loopback cluster's at that machine's load.
  * A failed operation stops its writer and fails the row (exit status 1).
@@ -164,6 +174,199 @@ out:
 	return rc;
 }
 
+/* ---- mv of a folder per writer ------------------------------------------ */
+
+struct mover {
+	struct tree *t;
+	char src[32], dst[32]; /* this row's move */
+	pthread_barrier_t *go;
+	int rc;
+};
+
+static void *mover_run(void *arg)
+{
+	struct mover *m = arg;
+
+	pthread_barrier_wait(m->go);
+	m->rc = tree_rename(m->t, m->src, m->dst, 0, NULL);
+	return NULL;
+}
+
+/* The folder of writer @k, at @at (0: /big<k>, 1: /moved<k>), into @buf. */
+static void mv_name(char buf[32], unsigned k, int at)
+{
+	snprintf(buf, 32, at ? "/moved%u" : "/big%u", k);
+}
+
+/*
+ * One mv row: @n handles of @url (@shared or the sole writer), writer k
+ * moving its folder from where at[k] says to the other place, all at once.
+ * The result in *r; every branch is checked whole (@entries below it) at
+ * its new place, and at[] follows.
+ */
+static int mv_row(const char *url, unsigned n, bool shared, uint64_t entries,
+		  int at[MAX_WRITERS], struct row *r)
+{
+	struct store_options so = {.shared = shared};
+	struct store *s[MAX_WRITERS] = {0};
+	struct mover m[MAX_WRITERS] = {0};
+	pthread_t th[MAX_WRITERS];
+	struct store_kv_counts c0[MAX_WRITERS], c1;
+	pthread_barrier_t go;
+	unsigned k;
+	double t0;
+	int rc = 0;
+
+	for (k = 0; k < n && !rc; k++) {
+		rc = store_open(&s[k], url, &so);
+		if (!rc)
+			rc = store_drive(s[k], "main", &m[k].t);
+		mv_name(m[k].src, k, at[k]);
+		mv_name(m[k].dst, k, !at[k]);
+		m[k].go = &go;
+	}
+	if (rc) {
+		progress("writers: mv: cannot open %s: %s", url, strerror(-rc));
+		goto out;
+	}
+	pthread_barrier_init(&go, NULL, n + 1);
+	for (k = 0; k < n; k++) {
+		store_kv_counts(s[k], &c0[k]);
+		if (pthread_create(&th[k], NULL, mover_run, &m[k]))
+			abort(); /* the barrier would wait for ever */
+	}
+	pthread_barrier_wait(&go);
+	t0 = now_s();
+	for (k = 0; k < n; k++)
+		pthread_join(th[k], NULL);
+	r->secs = now_s() - t0;
+	pthread_barrier_destroy(&go);
+	for (k = 0; k < n; k++) {
+		uint64_t seen = 0;
+		int crc = m[k].rc;
+
+		store_kv_counts(s[k], &c1);
+		r->conflicts += c1.conflicts - c0[k].conflicts;
+		if (!crc)
+			crc = branch_count(m[k].t, m[k].dst, &seen);
+		if (crc || seen != entries) {
+			progress("writers: FAIL mv %s %s: %s (%llu of %llu "
+				 "entries there)",
+				 m[k].src, m[k].dst,
+				 crc ? strerror(-crc) : "moved",
+				 (unsigned long long)seen,
+				 (unsigned long long)entries);
+			r->failed = true;
+		} else {
+			at[k] = !at[k];
+		}
+	}
+out:
+	for (k = 0; k < n; k++)
+		store_close(s[k]);
+	return rc;
+}
+
+/*
+ * Builds /big0 of about @files files on a fresh drive of the cluster at
+ * @eps (named by the caller into @url) and copies it to /big1.. /big<n-1>,
+ * through the sole writer. *entries gets the nodes below each.
+ */
+static int mv_setup(const char *url, unsigned n, uint64_t files,
+		    uint64_t *entries)
+{
+	struct store_options so = {.create = true};
+	struct store *s = NULL;
+	struct tree *t = NULL;
+	struct shape sh;
+	char dst[32];
+	double secs;
+	unsigned k;
+	int rc;
+
+	branch_shape(&sh, files);
+	*entries = shape_entries(&sh, 0);
+	rc = store_open(&s, url, &so);
+	if (!rc)
+		rc = store_drive_create(s, "main", 0, 0);
+	if (!rc)
+		rc = store_drive(s, "main", &t);
+	if (!rc)
+		rc = build_tree_inproc(t, &sh, "/big0", &secs);
+	if (!rc)
+		progress("writers: mv: built /big0, %llu entries, in %.1f s",
+			 (unsigned long long)*entries, secs);
+	for (k = 1; k < n && !rc; k++) {
+		struct tree_op_result res = {0};
+
+		mv_name(dst, k, 0);
+		rc = tree_cp_r(t, "/big0", t, dst, 0, NULL, &res);
+		if (!rc && res.token)
+			rc = -EIO; /* no budget: it must finish */
+		tree_op_result_release(&res);
+	}
+	if (rc)
+		progress("writers: mv: cannot set up drive %s: %s", url,
+			 strerror(-rc));
+	store_close(s);
+	return rc;
+}
+
+/* The mv table: the sole writer, then 1..@max shared writers at once. */
+static int bench_mv(const struct bench_opts *o, const char *eps, unsigned max,
+		    bool *failed)
+{
+	int at[MAX_WRITERS] = {0};
+	uint64_t entries = 0;
+	char url[1024], name[128], label[32], metric[64];
+	unsigned n;
+	int rc;
+
+	snprintf(name, sizeof(name), "pathfs-bench-mv-%d", (int)getpid());
+	snprintf(url, sizeof(url), "etcd://%s/%s?lease-ttl=30", eps, name);
+	rc = mv_setup(url, max ? max : 1, o->files, &entries);
+	if (rc)
+		goto out;
+	printf("\nmv of a folder of %llu entries, each writer its own, all "
+	       "at once, one etcd drive\n",
+	       (unsigned long long)entries);
+	printf("%-14s %9s %8s %11s %9s\n", "writers", "entries", "secs",
+	       "entries/s", "conflicts");
+	for (n = 0; n <= max && !rc; n++) {
+		struct row r = {0};
+		double total;
+
+		if (n)
+			snprintf(label, sizeof(label), "%u-shared", n);
+		else
+			snprintf(label, sizeof(label), "sole");
+		progress("writers: mv: %s", label);
+		rc = mv_row(url, n ? n : 1, n > 0, entries, at, &r);
+		if (rc)
+			break;
+		total = (double)(n ? n : 1) * (double)entries;
+		printf("%-14s %9.0f %8.2f %11.0f %9llu%s\n", label, total,
+		       r.secs, r.failed ? NAN : total / r.secs,
+		       (unsigned long long)r.conflicts,
+		       r.failed ? "  FAIL" : "");
+		fflush(stdout);
+		snprintf(metric, sizeof(metric), "mv_%s", label);
+		res_add("writers", "etcd", metric,
+			r.failed ? NAN : total / r.secs, "entries/s");
+		snprintf(metric, sizeof(metric), "mv_conflicts_%s", label);
+		res_add("writers", "etcd", metric, (double)r.conflicts,
+			"commits");
+		*failed |= r.failed;
+	}
+out:
+	if (run_sh("ETCDCTL_API=3 etcdctl --endpoints '%s' del --prefix "
+		   "'%s/' >/dev/null",
+		   eps, name))
+		progress("could not delete the drive's keys %s/ from etcd",
+			 name);
+	return rc;
+}
+
 /* Prints and records one row. */
 static void report_row(const char *label, const char *folder, unsigned n,
 		       uint64_t files, const struct row *r)
@@ -216,5 +419,7 @@ int bench_writers(const struct bench_opts *o, const char *eps)
 		failed |= own.failed || one.failed;
 		fflush(stdout);
 	}
+	if (!rc)
+		rc = bench_mv(o, eps, max, &failed);
 	return rc ? rc : failed ? -EIO : 0;
 }

@@ -100,7 +100,9 @@ static void usage(FILE *f)
 	    "  --writers N         instead: create/stat/unlink through the\n"
 	    "                      store by a sole writer and by 1..N shared\n"
 	    "                      writers of one etcd drive, --churn files\n"
-	    "                      each (200 unless given)\n"
+	    "                      each (200 unless given), then mv of a\n"
+	    "                      folder of --files entries each (10000\n"
+	    "                      unless given)\n"
 	    "\n"
 	    "rename:\n"
 	    "  --sizes N,N,...     branch sizes (1000,10000,100000,1000000)\n"
@@ -466,7 +468,7 @@ int main(int argc, char **argv)
 		 * 20-60 ms on etcd: 2,000 files in 20 folders of 100 etc. */
 #define GIVEN(opt) (given & (1ull << ((opt)-OPT_RUNS)))
 		if (!GIVEN(OPT_FILES))
-			o.files = 2000;
+			o.files = o.writers ? 10000 : 2000;
 		if (!GIVEN(OPT_FANOUT))
 			o.fanout = 20;
 		if (!GIVEN(OPT_DEPTH))
