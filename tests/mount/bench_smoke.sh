@@ -145,6 +145,19 @@ done
 check "rename, content: nothing left mounted" bash -c \
 	"! awk -v t='$T' 'index(\$2, t) == 1' /proc/mounts | grep -q ."
 
+# --- backends --writers: shared writers of one etcd drive, tiny --------------
+# (the bench starts its own 3-member cluster on loopback and stops it)
+check "backends --writers runs" "${B[@]}" backends --writers 2 --churn 5 \
+	--files 150 --runs 1 --csv "$T/wr.csv"
+check "writers csv: no failed rows" no_nan "$T/wr.csv" writers
+for n in sole 1-shared 2-shared; do
+	check "writers: $n create/stat/unlink measured" positive \
+		"$(csv_get "$T/wr.csv" writers etcd \
+			create_stat_unlink_${n}_one files/s)"
+	check "writers: $n mv of its folder measured" positive \
+		"$(csv_get "$T/wr.csv" writers etcd mv_$n entries/s)"
+done
+
 # --- usage errors --------------------------------------------------------------
 check "unknown benchmark is a usage error" usage_fails "$PATHFS_BENCH" nosuch
 check "bad number is a usage error" usage_fails "$PATHFS_BENCH" subtree \
