@@ -100,23 +100,35 @@ static void put_holds(struct tree *t, struct kv_batch *b, uint64_t ino,
 	sbuf_release(&k);
 }
 
-int hold_by_others(struct tree *t, uint64_t ino, bool *others)
+/* Whether a writer other than this one (@self false), or any (@self
+ * true), holds @ino open: *held. */
+static int held_by(struct tree *t, uint64_t ino, bool self, bool *held)
 {
 	char hex[ID_HEX], *v = NULL;
 	size_t len, at = 0;
 	int rc;
 
-	*others = false;
+	*held = false;
 	if (!tree_shared(t))
 		return 0;
 	rc = read_holds(t, ino, &v, &len);
 	if (rc)
 		return rc;
 	id_hex(hex, kv_writer_id(t->store->kv));
-	/* anyone but this writer: it is named once at most */
-	*others = len > (names(v, len, hex, &at) ? ID_HEX : 0);
+	/* this writer is named once at most */
+	*held = len > (!self && names(v, len, hex, &at) ? ID_HEX : 0);
 	free(v);
 	return 0;
+}
+
+int hold_by_others(struct tree *t, uint64_t ino, bool *others)
+{
+	return held_by(t, ino, false, others);
+}
+
+int hold_by_any(struct tree *t, uint64_t ino, bool *held)
+{
+	return held_by(t, ino, true, held);
 }
 
 /* Whether inode @ino still exists: a name (its PARENT# record, for a node

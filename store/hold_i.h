@@ -24,6 +24,11 @@
  * writer: *others false, nothing read. Errors: -EIO, -ENOMEM.
  */
 int hold_by_others(struct tree *t, uint64_t ino, bool *others);
+/* As hold_by_others(), this writer counted too: what an orphan's reclaim
+ * asks (an orphan this writer holds open is not its to free either: its
+ * own periodic sweep, tree_reclaim_dead, freed such a file under its own
+ * open descriptors). */
+int hold_by_any(struct tree *t, uint64_t ino, bool *held);
 
 /*
  * Drops this writer from HOLD#@ino (the last close of @ino here), in a

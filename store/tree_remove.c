@@ -164,19 +164,21 @@ int tree_remove(struct tree *t, const char *path, uint64_t ino, bool dir,
 	return remove_node(t, path, ino, dir, flags, orphan);
 }
 
-/* An orphan another shared writer holds open (hold.c) is theirs to free:
- * adds to @b its mark's hand-over to them (HOLD_ORPHAN_MARK), if not yet,
- * and says -EBUSY; 0 if no other writer holds it. */
+/* An orphan a shared writer holds open (hold.c), this one included, is
+ * its holders' to free (the last one's close: tree_unhold): adds to @b its
+ * mark's hand-over to them (HOLD_ORPHAN_MARK), if not yet, and says
+ * -EBUSY; 0 if nobody holds it. (This writer's own hold counts: its
+ * periodic sweep, tree_reclaim_dead, meets the orphans it holds too.) */
 static int hand_over(struct tree *t, struct kv_batch *b, uint64_t ino)
 {
 	struct sbuf k = {0};
 	char *v = NULL;
 	size_t len = 0;
-	bool others;
+	bool held;
 	int rc;
 
-	rc = hold_by_others(t, ino, &others);
-	if (rc || !others)
+	rc = hold_by_any(t, ino, &held);
+	if (rc || !held)
 		return rc;
 	key_orphan(&k, t->name, ino);
 	rc = kv_get(t->store->kv, k.buf, k.len, &v, &len);

@@ -1113,6 +1113,33 @@ Test(shared, a_file_open_on_one_writer_outlives_its_unlink_by_another)
 	cr_expect(freed(ta, ino), "the last close frees it");
 }
 
+/* The holder's own sweep of stopped writers' orphans (tree_reclaim_dead,
+ * every 5 s in a shared daemon) meets the orphan it holds open, marked
+ * for its holders: not its to free while it holds it (it freed it: an
+ * editor's save on one machine made the old version's reads on the other
+ * answer ESTALE, etcd_shared in 1 of 3 runs). */
+Test(shared, the_holders_own_sweep_leaves_the_orphan_it_holds)
+{
+	struct tree *ta = drive_of(a), *tb = drive_of(b);
+	uint64_t ino, orphan = 9;
+	size_t n = 9;
+
+	cr_assert_eq(make_file(ta, "/f", NULL), 0);
+	cr_assert_eq(tree_write(ta, "/f", 0, 0, "bytes", 5, false, NULL), 0);
+	ino = ino_of(tb, "/f");
+	cr_assert_eq(tree_hold(tb, ino), 0);
+	cr_assert_eq(tree_unlink(ta, "/f", 0, &orphan), 0);
+	cr_expect_eq(orphan, 0, "kept for b");
+	cr_expect_eq(tree_reclaim_dead(tb, &n), 0);
+	cr_expect_eq(n, 0, "b's sweep frees nothing b holds");
+	cr_expect_eq(tree_reclaim_dead(ta, &n), 0);
+	cr_expect_eq(n, 0, "nor a's");
+	expect_bytes(tb, ino, "bytes");
+	cr_expect(kept(ta, ino));
+	cr_assert_eq(tree_unhold(tb, ino), 0);
+	cr_expect(freed(ta, ino), "b's last close frees it");
+}
+
 /* Both writers have the file open and one of them removes it: its own
  * reclaim (at its last close and forget) hands it over to the other
  * (-EBUSY, kept), whose close frees it; and a hold after the removal
