@@ -147,11 +147,21 @@ int fs_do_readdir(struct fs *fs, uint64_t ino, size_t size, off_t off,
 		n = pack(ctx, buf + pos, size - pos, name, &e, (off_t)cookie);
 		if (n > size - pos)
 			break;
-		/* readdirplus entries count as lookups in the kernel */
-		if (plus && a.ino &&
-		    itab_lookup(fs, a.ino, ino, name, a.flags) < 0) {
-			rc = -ENOMEM;
-			break;
+		/* readdirplus entries count as lookups in the kernel; one a
+		 * rename moved in the table after this listing's read is
+		 * sent without its node (ino 0: the kernel looks it up) */
+		if (plus && a.ino) {
+			int lrc =
+			    itab_lookup_read(fs, a.ino, ino, name, a.flags, &p);
+
+			if (lrc == -EAGAIN) {
+				e.ino = 0;
+				pack(ctx, buf + pos, size - pos, name, &e,
+				     (off_t)cookie);
+			} else if (lrc < 0) {
+				rc = -ENOMEM;
+				break;
+			}
 		}
 		dircookies_put(fs->cookies, ino, cookie, name, namelen);
 		pos += n;

@@ -85,21 +85,26 @@
 #define INODE_PAGES_STALE 0x10
 /* an O_TMPFILE file (an orphan from birth): linkat(2) may give it a name */
 #define INODE_TMPFILE 0x20
-/* its record had no POSIX ACL when the kernel was last told of it (a read-
- * write mount only, the store's one writer): a GETXATTR of an ACL answers
- * ENODATA without a store read (ls -l asks every file). itab_record_gained()
- * clears it; see itab_lookup() for why it cannot go stale. */
+/* its record had no POSIX ACL when the kernel was last told of it: a
+ * GETXATTR of an ACL answers ENODATA without a store read (ls -l asks every
+ * file). Set by the store's one writer, and by a mount that watches the
+ * others' changes (-o ro, -o shared on etcd) for a read no change it heard
+ * of overtook. itab_record_gained() clears it after a change here,
+ * itab_changed_elsewhere() after one the watch heard of; see itab_lookup()
+ * for why it cannot go stale (a watching mount: no longer than the watch's
+ * lag). */
 #define INODE_NO_ACL 0x40
 /* its record was neither immutable nor append-only (the inode flags an open
- * for writing checks) when the kernel was last told of it (read-write mount
- * only, as INODE_NO_ACL): OPEN answers without a store read for the flags.
+ * for writing checks) when the kernel was last told of it (set and cleared
+ * as INODE_NO_ACL): OPEN answers without a store read for the flags.
  * itab_record_gained() clears it after every SETFLAGS, the one way flags
  * change; a hard-linked inode's record is never trusted for it. */
 #define INODE_NO_FLAGS 0x80
 /* made by this daemon's CREATE, and no security.capability set on it since
  * (a new file has none): a GETXATTR of it (the kernel asks before the first
  * write to a file, to drop it) answers ENODATA without a store read.
- * itab_record_gained() clears it after a SETXATTR of it. */
+ * itab_record_gained() clears it after a SETXATTR of it, and
+ * itab_changed_elsewhere() after another writer's change of it. */
 #define INODE_NO_CAPS 0x100
 
 struct inode {
@@ -167,7 +172,9 @@ struct fs {
 	 * changes it, and at every fs_rename_done(): a path built before
 	 * may be stale (see "One place per request" above) */
 	uint64_t ns_gen;
-	uint64_t gained_gen; /* protected by lock: itab_record_gained() */
+	/* protected by lock: itab_record_gained() and
+	 * itab_changed_elsewhere() calls */
+	uint64_t gained_gen;
 	/* renames between their store call and their table update, oldest
 	 * first: a request that got -ENOENT waits for every one that started
 	 * before it failed (fs_retry), and a LOOKUP does not put back a place
@@ -218,7 +225,8 @@ struct fs_path {
 	size_t cap; /* bytes at buf */
 	/* buf, or NULL when the inode is addressed by number */
 	const char *path;
-	uint64_t gen;  /* fs->ns_gen when built */
+	uint64_t gen;	 /* fs->ns_gen when built */
+	uint64_t gained; /* fs->gained_gen when built */
 	/* fs_retry() on a follower: store lookups by number made */
 	unsigned follows;
 };
@@ -326,11 +334,19 @@ bool itab_has_flag(struct fs *fs, uint64_t ino, unsigned flag);
  * of a record and its itab_lookup() (they hold fs->sublock for read), then
  * clears @flag. The caller holds no lock. */
 void itab_record_gained(struct fs *fs, uint64_t ino, unsigned flag);
-/* The count of itab_record_gained() calls, read before a store call that
- * makes an inode, for itab_flag_unless_gained(). */
+/* The watch (watch.c) heard that another writer changed the record,
+ * content or extended attributes of @ino (0: of any inode, the watch lost
+ * track): its INODE_NO_* flags are cleared, and a read made before this
+ * (a path built before: fs_path.gained) sets none (itab_lookup()). Takes
+ * fs->lock only: the watch never waits for requests. */
+void itab_changed_elsewhere(struct fs *fs, uint64_t ino);
+/* The count of itab_record_gained() and itab_changed_elsewhere() calls,
+ * read before a store call that makes an inode, for
+ * itab_flag_unless_gained(). */
 uint64_t itab_gained_gen(struct fs *fs);
-/* Sets INODE_NO_* flag @flag on @ino unless itab_record_gained() ran since
- * @gen was read (it may have been for @ino: then the flag would be stale). */
+/* Sets INODE_NO_* flag @flag on @ino unless itab_record_gained() or
+ * itab_changed_elsewhere() ran since @gen was read (it may have been for
+ * @ino: then the flag would be stale). */
 void itab_flag_unless_gained(struct fs *fs, uint64_t ino, unsigned flag,
 			     uint64_t gen);
 

@@ -208,6 +208,19 @@ static bool moved_since(struct fs *fs, const struct inode *e, uint64_t parent,
 	       !same_place(e->parent, e->name, parent, name);
 }
 
+/* Whether lookup() may set INODE_NO_ACL and INODE_NO_FLAGS from a record
+ * read with @read (NULL: read at no known moment). The store's one writer
+ * (nobody else changes records: itab_record_gained() orders its own
+ * changes), or a mount the watch tells of the others' changes when none
+ * came since @read was built. A -o ro mount of a RocksDB store, or one
+ * whose watch could not start, trusts nothing. Caller holds fs->lock. */
+static bool flags_trusted(struct fs *fs, const struct fs_path *read)
+{
+	if (!fs->ro && !fs->shared)
+		return true;
+	return fs->watch && read && read->gained == fs->gained_gen;
+}
+
 /* itab_lookup(), and itab_lookup_read() with @read. */
 static int lookup(struct fs *fs, uint64_t ino, uint64_t parent,
 		  const char *name, uint32_t attr_flags,
@@ -236,12 +249,13 @@ static int lookup(struct fs *fs, uint64_t ino, uint64_t parent,
 	 * @attr_flags were read under fs->sublock, which the caller still
 	 * holds, so an ACL or inode flags committed after that read are
 	 * followed by itab_record_gained(), which waits for this request and
-	 * clears the flag after it. A hard-linked inode's flags are not
-	 * trusted here (its name's record is not its INODE record), nor
-	 * any when another process writes the drive (-o ro, -o shared).
+	 * clears the flag after it. Another writer's are heard of by the
+	 * watch (itab_changed_elsewhere: before this, flags_trusted fails;
+	 * after, it clears them). A hard-linked inode's flags are not
+	 * trusted here (its name's record is not its INODE record).
 	 */
 	e->flags &= ~(unsigned)(INODE_NO_ACL | INODE_NO_FLAGS);
-	if (!fs->ro && !fs->shared && !(attr_flags & TREE_F_LINKED)) {
+	if (!(attr_flags & TREE_F_LINKED) && flags_trusted(fs, read)) {
 		if (!(attr_flags & (TREE_F_ACL | TREE_F_DEFACL)))
 			e->flags |= INODE_NO_ACL;
 		if (!(attr_flags & (TREE_F_IMMUTABLE | TREE_F_APPEND)))
@@ -444,6 +458,26 @@ void itab_record_gained(struct fs *fs, uint64_t ino, unsigned flag)
 		e->flags &= ~flag;
 	pthread_mutex_unlock(&fs->lock);
 	pthread_rwlock_unlock(&fs->sublock);
+}
+
+void itab_changed_elsewhere(struct fs *fs, uint64_t ino)
+{
+	const unsigned no = INODE_NO_ACL | INODE_NO_FLAGS | INODE_NO_CAPS;
+	struct inode *e;
+	size_t i;
+
+	pthread_mutex_lock(&fs->lock);
+	fs->gained_gen++;
+	if (ino) {
+		e = find(fs, ino);
+		if (e)
+			e->flags &= ~no;
+	} else {
+		for (i = 0; i < fs->nbuckets; i++)
+			for (e = fs->buckets[i]; e; e = e->next)
+				e->flags &= ~no;
+	}
+	pthread_mutex_unlock(&fs->lock);
 }
 
 uint64_t itab_gained_gen(struct fs *fs)
@@ -764,6 +798,7 @@ int itab_path_locked(struct fs *fs, uint64_t ino, const char *name,
 	int depth = 0;
 
 	p->gen = fs->ns_gen;
+	p->gained = fs->gained_gen;
 	p->path = NULL;
 	if (!top || (top->flags & INODE_STALE))
 		return -ENOENT;

@@ -211,16 +211,19 @@ static void on_change(void *ctx, const struct tree_change *c)
 	if (!c) {
 		free(w->dir);
 		w->dir = NULL;
+		itab_changed_elsewhere(fs, 0);
 		forget_negative(w);
 		forget_all(fs);
 		return;
 	}
 	if (!c->path) {
+		itab_changed_elsewhere(fs, c->ino);
 		fuse_lowlevel_notify_inval_inode(fs->se, c->ino, 0, 0);
 		return;
 	}
 	slash = strrchr(c->path, '/');
 	if (!slash || !slash[1]) { /* the root: its attributes */
+		itab_changed_elsewhere(fs, TREE_ROOT_INO);
 		fuse_lowlevel_notify_inval_inode(fs->se, TREE_ROOT_INO, 0, 0);
 		return;
 	}
@@ -229,6 +232,7 @@ static void on_change(void *ctx, const struct tree_change *c)
 	fs_inval_name(fs, parent, name);
 	if (!c->ino)
 		return;
+	itab_changed_elsewhere(fs, c->ino);
 	fuse_lowlevel_notify_inval_inode(fs->se, c->ino, 0, 0);
 	if (parent && itab_knows(fs, c->ino) &&
 	    !itab_has_flag(fs, c->ino, INODE_LINKED) &&

@@ -161,7 +161,7 @@ int fs_do_getxattr(struct fs *fs, uint64_t ino, const char *name, size_t size,
 	rc = namespace_check(name);
 	if (rc)
 		return rc;
-	if (!fs->ro && is_acl(name) && itab_has_flag(fs, ino, INODE_NO_ACL))
+	if (is_acl(name) && itab_has_flag(fs, ino, INODE_NO_ACL))
 		return -ENODATA; /* its record says it has none */
 	if (is_caps(name) && itab_has_flag(fs, ino, INODE_NO_CAPS))
 		return -ENODATA; /* made here, and none set since */

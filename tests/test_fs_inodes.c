@@ -445,6 +445,53 @@ Test(fs_inodes, a_lookup_does_not_undo_what_the_watch_moved)
 	fs_path_release(&p);
 }
 
+/*
+ * A mount that watches the other writers' changes (-o shared, -o ro on
+ * etcd) answers "no ACL" and "no inode flags" from its table too, once a
+ * LOOKUP read a record without them (ls -l asks every file for its ACL),
+ * unless the watch heard of a change of any record after that LOOKUP
+ * built its path (it may have been this one's); the watch's news of the
+ * inode, or that it lost track, clears them.
+ */
+Test(fs_inodes, a_watching_mount_trusts_a_record_no_change_overtook)
+{
+	static char watch; /* stands for a watch: only its presence is read */
+	struct fs_path p = {0};
+
+	tu_fs.shared = true;
+	cr_assert_eq(itab_path(&tu_fs, 1, "f", false, &p), 0);
+	cr_assert_eq(itab_lookup_read(&tu_fs, 10, 1, "f", 0, &p), 0);
+	cr_expect_not(itab_has_flag(&tu_fs, 10, INODE_NO_ACL),
+		      "no watch: nothing is trusted");
+	tu_fs.watch = (struct fs_watch *)&watch;
+	cr_assert_eq(itab_path(&tu_fs, 1, "f", false, &p), 0);
+	cr_assert_eq(itab_lookup_read(&tu_fs, 10, 1, "f", 0, &p), 0);
+	cr_expect(itab_has_flag(&tu_fs, 10, INODE_NO_ACL));
+	cr_expect(itab_has_flag(&tu_fs, 10, INODE_NO_FLAGS));
+	itab_changed_elsewhere(&tu_fs, 10);
+	cr_expect_not(itab_has_flag(&tu_fs, 10, INODE_NO_ACL));
+	cr_expect_not(itab_has_flag(&tu_fs, 10, INODE_NO_FLAGS));
+	/* built, then the watch heard of another inode's change, then read */
+	cr_assert_eq(itab_path(&tu_fs, 1, "f", false, &p), 0);
+	itab_changed_elsewhere(&tu_fs, 99);
+	cr_assert_eq(itab_lookup_read(&tu_fs, 10, 1, "f", 0, &p), 0);
+	cr_expect_not(itab_has_flag(&tu_fs, 10, INODE_NO_ACL),
+		      "a read older than the watch's news sets nothing");
+	/* a record with an ACL */
+	cr_assert_eq(itab_path(&tu_fs, 1, "f", false, &p), 0);
+	cr_assert_eq(itab_lookup_read(&tu_fs, 10, 1, "f", TREE_F_ACL, &p), 0);
+	cr_expect_not(itab_has_flag(&tu_fs, 10, INODE_NO_ACL));
+	cr_expect(itab_has_flag(&tu_fs, 10, INODE_NO_FLAGS));
+	/* the watch lost track (restarted): every inode's flags go */
+	itab_changed_elsewhere(&tu_fs, 0);
+	cr_expect_not(itab_has_flag(&tu_fs, 10, INODE_NO_FLAGS));
+	/* a create reads no record: trusted only by the store's one writer */
+	cr_assert_eq(itab_lookup(&tu_fs, 11, 1, "g", 0), 0);
+	cr_expect_not(itab_has_flag(&tu_fs, 11, INODE_NO_ACL));
+	tu_fs.watch = NULL;
+	fs_path_release(&p);
+}
+
 Test(fs_inodes, paths_up_to_the_limit_and_no_further)
 {
 	char name[TREE_NAME_MAX + 1];

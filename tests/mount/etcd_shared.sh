@@ -6,6 +6,8 @@
 #  - a file written and closed on A reads whole on B (cmp); A's create,
 #    rename and unlink show in `ls -l` on B within 1 s (each time measured;
 #    etcd_watch allows the same 1 s for a -o ro mount at load), and B's on A;
+#  - an ACL and the immutable flag set on A take effect on B within 1 s,
+#    though B answers them from its table once it has read the record;
 #  - the races of lib.sh's shared_races (racing O_EXCL creates, the
 #    rename cycle, rmdir racing a create inside) between A and B;
 #  - a file open on B and removed on A (rm, or an editor's save renaming
@@ -90,6 +92,26 @@ check "B's folder moved, in A's ls -l" seen 1000 "folder on B" \
 	is "ls '$A' | paste -sd ' '" "dir2 fromb"
 check "... with its file" is "cat '$A/dir2/x'" x
 rm -r "$A/dir2" "$A/fromb"
+
+# ACLs and inode flags set on A: B, once its ls -l has read the file's
+# record without them, answers "no ACL" and opens for writing from its
+# table (no store read), until its watch hears of A's change
+echo acl >"$A/acl"
+check "a file of A's on B, no ACL" seen 1000 "acl file on B" \
+	bash -c "ls -l '$B/acl' | grep -q '^-[rwx-]* '"
+setfacl -m u:4242:r "$A/acl"
+check "A's setfacl shows on B" seen 1000 "setfacl on B" \
+	bash -c "getfacl -c '$B/acl' 2>/dev/null | grep -q '^user:4242:r'"
+check "... and B's ls -l marks it" is "ls -l '$B/acl' | cut -c11" "+"
+check "B opens it for writing (not immutable yet)" bash -c ": >>'$B/acl'"
+chattr +i "$A/acl"
+check "A's chattr +i shows on B: B's open for writing fails" \
+	seen 1000 "chattr on B" bash -c "! (: >>'$B/acl') 2>/dev/null"
+chattr -i "$A/acl"
+check "... and A's chattr -i: B opens it again" \
+	seen 1000 "chattr -i on B" bash -c ": >>'$B/acl'"
+check "... its content untouched" is "cat '$B/acl'" acl
+rm "$A/acl"
 
 # ---- races -------------------------------------------------------------------
 shared_races "$A" "$B"
