@@ -8,11 +8,14 @@
  * drive: HOLD#<ino> lists the writers (kv_writer_id, 16 hex digits each)
  * that have @ino open, taken at the inode's first open there and dropped at
  * its last close (tree_hold; hold_drop, which tree_unhold calls), as an
- * NFSv4 server keeps a client's open state. The removal of a last name (tree_batch_remove) and
- * the reclaim of an orphan (tree_reclaim) read the list, tracked, so a hold
- * and a removal that race are ordered by their conditioned commits: the
- * open then either sees no inode (-ENOENT, the removal came first) or is
- * seen (the orphan stays).
+ * NFSv4 server keeps a client's open state. The removal of a last name
+ * (tree_batch_remove) and the reclaim of an orphan (tree_reclaim) read the
+ * list, tracked, so a hold and a removal that race are ordered by their
+ * conditioned commits: the open then either sees no inode (-ENOENT, the
+ * removal came first) or is seen (the orphan stays). A reclaim counts
+ * every holder, this writer too (its sweep of stopped writers' orphans
+ * meets those it holds itself); a removal counts the others (its own
+ * opens keep the orphan for it: TREE_KEEP_ORPHAN).
  *
  * An orphan kept only for other writers has the mark HOLD_ORPHAN_MARK ("*"):
  * the last holder's close frees it. One its maker keeps for its own use

@@ -25,9 +25,8 @@
  */
 int hold_by_others(struct tree *t, uint64_t ino, bool *others);
 /* As hold_by_others(), this writer counted too: what an orphan's reclaim
- * asks (an orphan this writer holds open is not its to free either: its
- * own periodic sweep, tree_reclaim_dead, freed such a file under its own
- * open descriptors). */
+ * asks, whoever runs it (a writer's sweep of stopped writers' orphans,
+ * tree_reclaim_dead, meets those it holds open itself). */
 int hold_by_any(struct tree *t, uint64_t ino, bool *held);
 
 /*
