@@ -48,7 +48,6 @@
 #define MAX_WRITERS 16
 
 struct writer {
-	struct store *s;
 	struct tree *t;
 	unsigned id;
 	const char *dir; /* the folder it works in, for this round */
@@ -83,6 +82,39 @@ static void *writer_run(void *arg)
 	return NULL;
 }
 
+/*
+ * Runs @fn on @n threads at once, thread k on @arg + k * @size (each waits
+ * on @go, set up here, before its work): *secs gets the time from their
+ * release to the last one's end, *conflicts += the conflicts of handles
+ * @s meanwhile (store_kv_counts).
+ */
+static void run_at_once(unsigned n, void *(*fn)(void *), void *arg, size_t size,
+			pthread_barrier_t *go, struct store *const *s,
+			double *secs, uint64_t *conflicts)
+{
+	struct store_kv_counts c0[MAX_WRITERS], c1;
+	pthread_t th[MAX_WRITERS];
+	unsigned k;
+	double t0;
+
+	pthread_barrier_init(go, NULL, n + 1);
+	for (k = 0; k < n; k++) {
+		store_kv_counts(s[k], &c0[k]);
+		if (pthread_create(&th[k], NULL, fn, (char *)arg + k * size))
+			abort(); /* the barrier would wait for ever */
+	}
+	pthread_barrier_wait(go);
+	t0 = now_s();
+	for (k = 0; k < n; k++)
+		pthread_join(th[k], NULL);
+	*secs = now_s() - t0;
+	pthread_barrier_destroy(go);
+	for (k = 0; k < n; k++) {
+		store_kv_counts(s[k], &c1);
+		*conflicts += c1.conflicts - c0[k].conflicts;
+	}
+}
+
 /* One row's result. */
 struct row {
 	double secs;
@@ -100,8 +132,8 @@ static int run_row(const char *eps, unsigned row, unsigned n, bool shared,
 		   uint64_t files, struct row *own, struct row *one)
 {
 	struct store_options so = {.create = true, .shared = shared};
+	struct store *s[MAX_WRITERS] = {0};
 	struct writer w[MAX_WRITERS] = {0};
-	pthread_t th[MAX_WRITERS];
 	pthread_barrier_t go;
 	char url[1024], name[128], dirs[MAX_WRITERS][32];
 	unsigned k, round;
@@ -112,11 +144,11 @@ static int run_row(const char *eps, unsigned row, unsigned n, bool shared,
 	/* a lease that outlives a loaded machine's stalls */
 	snprintf(url, sizeof(url), "etcd://%s/%s?lease-ttl=30", eps, name);
 	for (k = 0; k < n && !rc; k++) {
-		rc = store_open(&w[k].s, url, &so);
+		rc = store_open(&s[k], url, &so);
 		if (!rc && k == 0)
-			rc = store_drive_create(w[k].s, "main", 0, 0);
+			rc = store_drive_create(s[k], "main", 0, 0);
 		if (!rc)
-			rc = store_drive(w[k].s, "main", &w[k].t);
+			rc = store_drive(s[k], "main", &w[k].t);
 		w[k].id = k;
 		w[k].files = files;
 		w[k].go = &go;
@@ -136,26 +168,14 @@ static int run_row(const char *eps, unsigned row, unsigned n, bool shared,
 	}
 	for (round = 0; round < 2; round++) {
 		struct row *r = round ? one : own;
-		struct store_kv_counts c0[MAX_WRITERS], c1;
-		double t0;
 
-		pthread_barrier_init(&go, NULL, n + 1);
 		for (k = 0; k < n; k++) {
 			w[k].dir = round ? "/shared" : dirs[k];
 			w[k].rc = 0;
-			store_kv_counts(w[k].s, &c0[k]);
-			if (pthread_create(&th[k], NULL, writer_run, &w[k]))
-				abort(); /* the barrier would wait for ever */
 		}
-		pthread_barrier_wait(&go);
-		t0 = now_s();
-		for (k = 0; k < n; k++)
-			pthread_join(th[k], NULL);
-		r->secs = now_s() - t0;
-		pthread_barrier_destroy(&go);
+		run_at_once(n, writer_run, w, sizeof(w[0]), &go, s, &r->secs,
+			    &r->conflicts);
 		for (k = 0; k < n; k++) {
-			store_kv_counts(w[k].s, &c1);
-			r->conflicts += c1.conflicts - c0[k].conflicts;
 			if (w[k].rc) {
 				progress("writers: FAIL writer %u: %s", k,
 					 w[k].what);
@@ -165,7 +185,7 @@ static int run_row(const char *eps, unsigned row, unsigned n, bool shared,
 	}
 out:
 	for (k = 0; k < n; k++)
-		store_close(w[k].s);
+		store_close(s[k]);
 	if (run_sh("ETCDCTL_API=3 etcdctl --endpoints '%s' del --prefix "
 		   "'%s/' >/dev/null",
 		   eps, name))
@@ -210,11 +230,8 @@ static int mv_row(const char *url, unsigned n, bool shared, uint64_t entries,
 	struct store_options so = {.shared = shared};
 	struct store *s[MAX_WRITERS] = {0};
 	struct mover m[MAX_WRITERS] = {0};
-	pthread_t th[MAX_WRITERS];
-	struct store_kv_counts c0[MAX_WRITERS], c1;
 	pthread_barrier_t go;
 	unsigned k;
-	double t0;
 	int rc = 0;
 
 	for (k = 0; k < n && !rc; k++) {
@@ -229,24 +246,12 @@ static int mv_row(const char *url, unsigned n, bool shared, uint64_t entries,
 		progress("writers: mv: cannot open %s: %s", url, strerror(-rc));
 		goto out;
 	}
-	pthread_barrier_init(&go, NULL, n + 1);
-	for (k = 0; k < n; k++) {
-		store_kv_counts(s[k], &c0[k]);
-		if (pthread_create(&th[k], NULL, mover_run, &m[k]))
-			abort(); /* the barrier would wait for ever */
-	}
-	pthread_barrier_wait(&go);
-	t0 = now_s();
-	for (k = 0; k < n; k++)
-		pthread_join(th[k], NULL);
-	r->secs = now_s() - t0;
-	pthread_barrier_destroy(&go);
+	run_at_once(n, mover_run, m, sizeof(m[0]), &go, s, &r->secs,
+		    &r->conflicts);
 	for (k = 0; k < n; k++) {
 		uint64_t seen = 0;
 		int crc = m[k].rc;
 
-		store_kv_counts(s[k], &c1);
-		r->conflicts += c1.conflicts - c0[k].conflicts;
 		if (!crc)
 			crc = branch_count(m[k].t, m[k].dst, &seen);
 		if (crc || seen != entries) {
