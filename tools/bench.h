@@ -233,6 +233,9 @@ int bench_writers(const struct bench_opts *o, const char *eps);
 int etcd_start(const char *dir, char *endpoints, size_t len);
 /* Stops the cluster of etcd_start() (SIGKILL by pid, reaped); no-op if none. */
 void etcd_stop(void);
+/* Deletes the keys of store @name (every key under "@name/") from the
+ * cluster at @eps with etcdctl; a failure is said (progress), not fatal. */
+void etcd_drop_store(const char *eps, const char *name);
 
 /* Builds the generated tree under @root (created) of drive @t through the
  * store API; *secs (may be NULL) gets the time. Used by subtree, rename

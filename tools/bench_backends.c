@@ -200,12 +200,8 @@ static void drive_teardown(struct bctx *c, struct drive *d)
 	}
 	if (d->b == B_ROCKSDB)
 		run_sh("rm -rf '%s'", d->store);
-	else if (d->name[0] &&
-		 run_sh("ETCDCTL_API=3 etcdctl --endpoints '%s' del --prefix "
-			"'%s/' >/dev/null",
-			c->endpoints, d->name))
-		progress("could not delete the drive's keys %s/ from etcd",
-			 d->name);
+	else if (d->name[0])
+		etcd_drop_store(c->endpoints, d->name);
 }
 
 /* A fresh daemon and dropped kernel caches. */

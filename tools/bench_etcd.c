@@ -225,3 +225,12 @@ void etcd_stop(void)
 {
 	kill_members();
 }
+
+void etcd_drop_store(const char *eps, const char *name)
+{
+	if (run_sh("ETCDCTL_API=3 etcdctl --endpoints '%s' del --prefix "
+		   "'%s/' >/dev/null",
+		   eps, name))
+		progress("could not delete the drive's keys %s/ from etcd",
+			 name);
+}

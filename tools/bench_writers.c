@@ -186,11 +186,7 @@ static int run_row(const char *eps, unsigned row, unsigned n, bool shared,
 out:
 	for (k = 0; k < n; k++)
 		store_close(s[k]);
-	if (run_sh("ETCDCTL_API=3 etcdctl --endpoints '%s' del --prefix "
-		   "'%s/' >/dev/null",
-		   eps, name))
-		progress("could not delete the drive's keys %s/ from etcd",
-			 name);
+	etcd_drop_store(eps, name);
 	return rc;
 }
 
@@ -364,11 +360,7 @@ static int bench_mv(const struct bench_opts *o, const char *eps, unsigned max,
 		*failed |= r.failed;
 	}
 out:
-	if (run_sh("ETCDCTL_API=3 etcdctl --endpoints '%s' del --prefix "
-		   "'%s/' >/dev/null",
-		   eps, name))
-		progress("could not delete the drive's keys %s/ from etcd",
-			 name);
+	etcd_drop_store(eps, name);
 	return rc;
 }
 
