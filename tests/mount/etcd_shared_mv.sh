@@ -10,8 +10,9 @@
 #    there takes every write (before, during and after the move: the
 #    writes follow the file to its new place), both mounts list the same
 #    tree and fsck is clean;
-#  - A's daemon dies in the middle of such a move (its crash hook,
-#    PATHFS_CRASH_AFTER_BATCHES, after 5 batches of 50 entries) while B keeps
+#  - A's daemon is killed (SIGKILL, its crash hook PATHFS_CRASH_AFTER_BATCHES)
+#    halfway through the move of a folder of over 10,010 entries (ten folders of
+#    1,000 files; 100 of its 200 batches of 50 entries) while B keeps
 #    creating inside the folder: B's creates wait; once A's lease (4 s) has
 #    expired, B takes the rename over (its reclaim thread, every 5 s) and
 #    finishes it: the folder is whole at the new name, B's waiting create
@@ -167,32 +168,43 @@ abort_conn() {
 	echo 1 >"/sys/fs/fuse/connections/${dev#*:}/abort"
 }
 gone() { ! kill -0 "$1" 2>/dev/null || grep -q '^State:.*Z' "/proc/$1/status"; }
-PATHFS_CRASH_AFTER_BATCHES=5 pfs_mount -o shared -o "log=$T/a2.log" -o rename_batch=50
+files_in() { find "$1" -name 'f*' | wc -l; }
+# /ten: /moved's 1,000 files and nine copies of them, cloned by pathfsctl
+# on the unmounted drive
+mkdir "$B/ten"
+mv "$B/moved" "$B/ten/c0"
+MNT=$B pfs_umount
+for i in $(seq 1 9); do
+	"$PATHFSCTL" -s "$STORE" cp -r /ten/c0 "/ten/c$i" >/dev/null 2>"$T/cp.err" ||
+		{ cat "$T/cp.err" >&2; break; }
+done
+MNT=$B pfs_mount -o shared -o "log=$T/b.log"
+check "a folder of over 10,010 entries" is "files_in '$B/ten'" 10000
+PATHFS_CRASH_AFTER_BATCHES=100 pfs_mount -o shared -o "log=$T/a2.log" -o rename_batch=50
 pa=$(pgrep -f "pathfs .*$A" | head -n1 || true)
 rm -f "$T/mv.done"
-python3 "$T/creator.py" "$B/moved" "$T/kill.out" "$T/mv.done" k &
+python3 "$T/creator.py" "$B/ten" "$T/kill.out" "$T/mv.done" k &
 cpid=$!
 sleep 0.5
-mv "$A/moved" "$A/again" 2>/dev/null &
+mv "$A/ten" "$A/again" 2>/dev/null &
 mpid=$!
 check "the mv on A: the daemon died" seen 30000 "A died" gone "$pa"
 t0=$(date +%s)
 abort_conn "$A"
 wait "$mpid" || true
 pfs_reap
-check "B took the rename over" seen 30000 "takeover" \
-	grep -q "taking over /moved -> /again" "$T/b.log"
-check "... and finished it" seen 30000 "finished" \
-	bash -c "[ -e '$B/again/f0999' ] && [ ! -e '$B/moved' ]"
+check "B took the rename over" seen 60000 "takeover" \
+	grep -q "taking over /ten -> /again" "$T/b.log"
+check "... and finished it" seen 60000 "finished" \
+	bash -c "[ -e '$B/again/c9/f0999' ] && [ ! -e '$B/ten' ]"
 touch "$T/mv.done"
 wait "$cpid"
 echo "# B's creates meanwhile: $(awk '{print $2}' "$T/kill.out" | sort | uniq -c | paste -sd ' ');" \
 	"the slowest waited $(sort -k3 -n "$T/kill.out" | tail -n1 | awk '{print $3}') s;" \
 	"done $(($(date +%s) - t0)) s after A died"
-check "... the folder's 1,000 files there" \
-	is "ls '$B/again' | grep -c '^f'" 1000
+check "... the folder's 10,000 files there" is "files_in '$B/again'" 10000
 check "... B's creates landed there or failed ENOENT" \
-	is "landed '$T/kill.out' '$B/again' '$B/moved'" ""
+	is "landed '$T/kill.out' '$B/again' '$B/ten'" ""
 check "... a create of B waited for the takeover" \
 	awk '$3 > 2 {found = 1} END {exit !found}' "$T/kill.out"
 check "fsck is clean (no journal record left either)" pfs_fsck
