@@ -78,16 +78,29 @@ int fs_do_open(struct fs *fs, const struct fs_who *w, uint64_t ino, int flags,
 	rc = open_flags_allow(fs, ino, flags);
 	if (rc)
 		return rc;
-	return fs_do_open_new(fs, w, ino, flags, out, keep_cache);
+	return fs_do_open_new(fs, w, ino, flags, false, out, keep_cache);
+}
+
+/* Caller holds @ino's open stripe. Drops this writer's hold of @ino. */
+static void unhold(struct fs *fs, uint64_t ino)
+{
+	int rc = tree_unhold(fs->tree, ino);
+
+	if (rc)
+		plog(LOG_WARNING,
+		     "inode %llu: its hold stays until this writer's lease "
+		     "ends: %s",
+		     (unsigned long long)ino, strerror(-rc));
 }
 
 /*
  * Counts one open of @ino. A shared writer's first open of it here also
  * tells the other writers (tree_hold, store/hold.c), before the open
  * answers: if one of them removes its last name, it stays for the opens
- * here. Errors: -ENOENT (removed meanwhile), tree_hold()'s.
+ * here; @held: the commit that made it did (tree_mkfile_held). Errors:
+ * -ENOENT (removed meanwhile), tree_hold()'s.
  */
-static int open_count(struct fs *fs, uint64_t ino)
+static int open_count(struct fs *fs, uint64_t ino, bool held)
 {
 	pthread_mutex_t *m = open_stripe(fs, ino);
 	int rc;
@@ -95,22 +108,29 @@ static int open_count(struct fs *fs, uint64_t ino)
 	/* counted before any unlink can look: see fs_do_remove() */
 	pthread_mutex_lock(m);
 	rc = itab_open(fs, ino);
-	if (rc == 0 && tree_shared(fs->tree) && itab_nopen(fs, ino) == 1) {
+	if (!tree_shared(fs->tree)) {
+		/* nobody to tell */
+	} else if (rc == 0 && !held && itab_nopen(fs, ino) == 1) {
 		rc = tree_hold(fs->tree, ino);
 		if (rc)
 			fs_reclaim(fs, itab_close(fs, ino));
+	} else if (rc && held) {
+		unhold(fs, ino); /* made held, but not opened */
 	}
 	pthread_mutex_unlock(m);
 	return rc;
 }
 
-/* Counts one release of @ino, a shared writer's last one dropping its
- * hold; then reclaims what is due (itab_close). */
+/*
+ * Counts one release of @ino; then reclaims what is due (itab_close). A
+ * shared writer's last one drops its hold: soon, on the reclaim thread
+ * (fs_unhold_later), or at once when it leaves an orphan of this writer's
+ * to free (its reclaim would find the hold and keep it).
+ */
 static void close_count(struct fs *fs, uint64_t ino)
 {
 	pthread_mutex_t *m = open_stripe(fs, ino);
 	uint64_t due;
-	int rc;
 
 	if (!tree_shared(fs->tree)) {
 		fs_reclaim(fs, itab_close(fs, ino));
@@ -118,18 +138,24 @@ static void close_count(struct fs *fs, uint64_t ino)
 	}
 	pthread_mutex_lock(m);
 	due = itab_close(fs, ino);
-	rc = itab_nopen(fs, ino) ? 0 : tree_unhold(fs->tree, ino);
+	if (!itab_nopen(fs, ino) && (due || !fs_unhold_later(fs, ino)))
+		unhold(fs, ino);
 	pthread_mutex_unlock(m);
-	if (rc)
-		plog(LOG_WARNING,
-		     "inode %llu: its hold stays until this writer's lease "
-		     "ends: %s",
-		     (unsigned long long)ino, strerror(-rc));
 	fs_reclaim(fs, due);
 }
 
+void fs_unhold_closed(struct fs *fs, uint64_t ino)
+{
+	pthread_mutex_t *m = open_stripe(fs, ino);
+
+	pthread_mutex_lock(m);
+	if (!itab_nopen(fs, ino))
+		unhold(fs, ino);
+	pthread_mutex_unlock(m);
+}
+
 int fs_do_open_new(struct fs *fs, const struct fs_who *w, uint64_t ino,
-		   int flags, struct fh **out, bool *keep_cache)
+		   int flags, bool held, struct fh **out, bool *keep_cache)
 {
 	struct tree_attr in, a;
 	struct fh *fh;
@@ -143,7 +169,7 @@ int fs_do_open_new(struct fs *fs, const struct fs_who *w, uint64_t ino,
 		return -ENOMEM;
 	fh->ino = ino;
 	fh->append = (flags & O_APPEND) && !fs->writeback;
-	rc = open_count(fs, ino);
+	rc = open_count(fs, ino, held);
 	if (rc)
 		goto out;
 	if (flags & O_TRUNC) {
@@ -238,7 +264,7 @@ int fs_do_create(struct fs *fs, const struct fs_who *w, uint64_t parent,
 	int rc;
 
 	rc = fs_do_mknode(fs, &ctx, parent, name, (mode & 07777) | S_IFREG, 0,
-			  NULL, &a);
+			  NULL, true, &a);
 	if (rc == -EEXIST && !(flags & O_EXCL)) {
 		/* created meanwhile by someone else: open it (and truncate it
 		 * as an open would, clearing set-user-ID as a truncate does) */
@@ -268,7 +294,8 @@ int fs_do_create(struct fs *fs, const struct fs_who *w, uint64_t parent,
 		 * (by a lookup of the name and a SETXATTR meanwhile) */
 		if (!fs->ro)
 			itab_flag_unless_gained(fs, a.ino, INODE_NO_CAPS, gen);
-		rc = fs_do_open_new(fs, w, a.ino, flags & ~O_TRUNC, fh, NULL);
+		rc = fs_do_open_new(fs, w, a.ino, flags & ~O_TRUNC, true, fh,
+				    NULL);
 		if (rc)
 			fs_reclaim(fs, itab_forget(fs, a.ino, 1));
 	}

@@ -196,9 +196,13 @@ struct fs {
 	pthread_cond_t rq_cond; /* with rq_lock: queued, or stop */
 	uint64_t *rq;		/* protected by rq_lock */
 	size_t rq_n, rq_cap;	/* protected by rq_lock */
-	bool rq_started;	/* protected by rq_lock: rq_thread runs */
-	bool rq_stop;		/* protected by rq_lock: queue no more */
-	bool rq_dead;		/* protected by rq_lock: also frees stopped
+	/* and the holds of files closed here, dropped by that thread too
+	 * (fs_unhold_later) */
+	uint64_t *uq;	     /* protected by rq_lock */
+	size_t uq_n, uq_cap; /* protected by rq_lock */
+	bool rq_started;     /* protected by rq_lock: rq_thread runs */
+	bool rq_stop;	     /* protected by rq_lock: queue no more */
+	bool rq_dead;	     /* protected by rq_lock: also frees stopped
 				 * writers' orphans (fs_reclaim_dead) */
 	pthread_t rq_thread;
 
@@ -447,8 +451,19 @@ void fs_reclaim_dead(struct fs *fs);
  */
 void fs_reclaim(struct fs *fs, uint64_t ino);
 /*
- * Frees every queued orphan and ends the thread; later fs_reclaim() calls
- * free at once. Before the store closes (fs_destroy at unmount).
+ * One writer of several: drops this writer's hold of @ino (closed here, no
+ * orphan of its own to free) soon, on the same thread, off the RELEASE's
+ * path: fs_unhold_closed() then. False if it cannot be queued (the caller
+ * drops it at once).
+ */
+bool fs_unhold_later(struct fs *fs, uint64_t ino);
+/* Drops this writer's hold of @ino unless it was opened here again
+ * meanwhile (files.c, under the inode's open stripe). */
+void fs_unhold_closed(struct fs *fs, uint64_t ino);
+/*
+ * Frees every queued orphan, drops every queued hold and ends the thread;
+ * later fs_reclaim() calls free at once, fs_unhold_later() ones refuse.
+ * Before the store closes (fs_destroy at unmount).
  */
 void fs_reclaim_stop(struct fs *fs);
 

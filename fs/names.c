@@ -274,11 +274,13 @@ void fs_readlink(fuse_req_t req, fuse_ino_t ino)
  * Creates @name in @parent. Owner from the request; in a set-group-ID folder
  * the group is the folder's and a new folder inherits the bit. The mode is
  * the request's less its umask, or what the folder's default ACL gives
- * (tree_mknode_umask).
+ * (tree_mknode_umask). @opened: a regular file the caller opens at once
+ * (CREATE), which a shared writer holds from the commit that makes it
+ * (tree_mkfile_held: fs_do_open_new(..., held) then).
  */
 int fs_do_mknode(struct fs *fs, const struct fuse_ctx *ctx, uint64_t parent,
 		 const char *name, mode_t mode, uint64_t rdev,
-		 const char *target, struct tree_attr *a)
+		 const char *target, bool opened, struct tree_attr *a)
 {
 	struct fs_path p = {0};
 	int rc;
@@ -292,8 +294,12 @@ int fs_do_mknode(struct fs *fs, const struct fuse_ctx *ctx, uint64_t parent,
 		goto out;
 	/* the store gives a set-group-ID folder's group (and bit) */
 	do
-		rc = tree_mknode_umask(fs->tree, p.path, mode, ctx->umask,
-				       ctx->uid, ctx->gid, rdev, target, a);
+		rc = opened
+			 ? tree_mkfile_held(fs->tree, p.path, mode, ctx->umask,
+					    ctx->uid, ctx->gid, a)
+			 : tree_mknode_umask(fs->tree, p.path, mode, ctx->umask,
+					     ctx->uid, ctx->gid, rdev, target,
+					     a);
 	while (fs_retry(fs, &rc, parent, name, &p));
 	if (!rc)
 		rc = itab_lookup(fs, a->ino, parent, name, a->flags);
@@ -330,7 +336,7 @@ void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	else
 		rc = fs_do_mknode(req_fs(req), ctx, parent, name, mode,
 				  (S_ISCHR(mode) || S_ISBLK(mode)) ? rdev : 0,
-				  NULL, &a);
+				  NULL, false, &a);
 	reply_made(req, rc, &a);
 }
 
@@ -338,7 +344,7 @@ void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
 	struct tree_attr a;
 	int rc = fs_do_mknode(req_fs(req), fuse_req_ctx(req), parent, name,
-			      (mode & 07777) | S_IFDIR, 0, NULL, &a);
+			      (mode & 07777) | S_IFDIR, 0, NULL, false, &a);
 
 	reply_made(req, rc, &a);
 }
@@ -353,7 +359,7 @@ void fs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 		rc = -ENAMETOOLONG;
 	else
 		rc = fs_do_mknode(req_fs(req), fuse_req_ctx(req), parent, name,
-				  S_IFLNK | 0777, 0, link, &a);
+				  S_IFLNK | 0777, 0, link, false, &a);
 	reply_made(req, rc, &a);
 }
 

@@ -124,7 +124,7 @@ int fs_do_readlink(struct fs *fs, uint64_t ino, char **target);
 /* Creates @name in @parent (any node type); counts one lookup. */
 int fs_do_mknode(struct fs *fs, const struct fuse_ctx *ctx, uint64_t parent,
 		 const char *name, mode_t mode, uint64_t rdev,
-		 const char *target, struct tree_attr *a);
+		 const char *target, bool opened, struct tree_attr *a);
 
 /* A hard link @newname in @newparent to @ino (an O_TMPFILE file's first
  * name: no longer an orphan); *a its attributes; counts one lookup.
@@ -157,7 +157,7 @@ int fs_do_open(struct fs *fs, const struct fs_who *w, uint64_t ino, int flags,
 /* As fs_do_open(), for a node just made (create, O_TMPFILE): it has no
  * immutable or append-only flag (never inherited), so none is read. */
 int fs_do_open_new(struct fs *fs, const struct fs_who *w, uint64_t ino,
-		   int flags, struct fh **out, bool *keep_cache);
+		   int flags, bool held, struct fh **out, bool *keep_cache);
 /* Ends an open of @ino made by fs_do_open() and frees @fh (may be NULL). */
 void fs_do_release(struct fs *fs, uint64_t ino, struct fh *fh);
 /*

@@ -28,6 +28,15 @@
  * first it finishes such a writer's folder renames, whose branch locks keep
  * the other writers out of both branches until then (tree_journal_takeover).
  *
+ * A shared writer's last close of a file drops its hold (HOLD#, see
+ * store/hold.c) through this thread too (fs_unhold_later), off the
+ * RELEASE's path: a commit of its own per file, which made `: > f` wait
+ * for three commits where the sole writer waits for one. A hold dropped
+ * RECLAIM_DELAY_MS late keeps the file a little longer for nobody: another
+ * writer removing it meanwhile leaves an orphan marked for its holders,
+ * which this drop then frees (tree_unhold); an open here in between finds
+ * its hold still there (tree_hold reads, no commit) and the drop skips it.
+ *
  * Limits: one thread; the queue grows while the store is slower than the
  * kernel forgets (a batch frees an orphan in a few us, the kernel sends at
  * most one FORGET per round trip of the unlink). If the queue cannot grow
@@ -68,6 +77,9 @@ void fs_reclaim_release(struct fs *fs)
 	free(fs->rq);
 	fs->rq = NULL;
 	fs->rq_n = fs->rq_cap = 0;
+	free(fs->uq);
+	fs->uq = NULL;
+	fs->uq_n = fs->uq_cap = 0;
 	pthread_cond_destroy(&fs->rq_cond);
 	pthread_mutex_destroy(&fs->rq_lock);
 }
@@ -126,12 +138,12 @@ static void *reclaimer(void *arg)
 {
 	struct fs *fs = arg;
 	struct timespec ts;
-	uint64_t *v;
-	size_t n;
+	uint64_t *v, *u;
+	size_t n, un;
 
 	pthread_mutex_lock(&fs->rq_lock);
 	for (;;) {
-		while (!fs->rq_n && !fs->rq_stop) {
+		while (!fs->rq_n && !fs->uq_n && !fs->rq_stop) {
 			if (!fs->rq_dead) {
 				pthread_cond_wait(&fs->rq_cond, &fs->rq_lock);
 				continue;
@@ -145,7 +157,7 @@ static void *reclaimer(void *arg)
 				pthread_mutex_lock(&fs->rq_lock);
 			}
 		}
-		if (!fs->rq_n)
+		if (!fs->rq_n && !fs->uq_n)
 			break; /* stopped with nothing left */
 		/* gather what comes soon after the first into one commit */
 		deadline(&ts);
@@ -157,8 +169,16 @@ static void *reclaimer(void *arg)
 		n = fs->rq_n;
 		fs->rq = NULL;
 		fs->rq_n = fs->rq_cap = 0;
+		u = fs->uq;
+		un = fs->uq_n;
+		fs->uq = NULL;
+		fs->uq_n = fs->uq_cap = 0;
 		pthread_mutex_unlock(&fs->rq_lock);
-		reclaim_now(fs, v, n);
+		for (size_t i = 0; i < un; i++)
+			fs_unhold_closed(fs, u[i]);
+		free(u);
+		if (n)
+			reclaim_now(fs, v, n);
 		free(v);
 		pthread_mutex_lock(&fs->rq_lock);
 	}
@@ -176,24 +196,26 @@ static bool started(struct fs *fs)
 	return fs->rq_started;
 }
 
-/* Caller holds rq_lock. Appends @ino, starting the thread the first time.
- * Returns false if the caller must free it itself. */
-static bool enqueue(struct fs *fs, uint64_t ino)
+/* Caller holds rq_lock. Appends @ino to the queue *@q of *@n (room for
+ * *@cap), starting the thread the first time. Returns false if the caller
+ * must do the work itself. */
+static bool enqueue(struct fs *fs, uint64_t **q, size_t *n, size_t *cap,
+		    uint64_t ino)
 {
 	if (fs->rq_stop || !started(fs))
 		return false;
-	if (fs->rq_n == fs->rq_cap) {
-		size_t cap = fs->rq_cap ? 2 * fs->rq_cap : 256;
-		uint64_t *v = realloc(fs->rq, cap * sizeof(*v));
+	if (*n == *cap) {
+		size_t more = *cap ? 2 * *cap : 256;
+		uint64_t *v = realloc(*q, more * sizeof(*v));
 
 		if (!v)
 			return false;
-		fs->rq = v;
-		fs->rq_cap = cap;
+		*q = v;
+		*cap = more;
 	}
-	fs->rq[fs->rq_n++] = ino;
+	(*q)[(*n)++] = ino;
 	/* wake the thread from its idle wait, or from gathering when full */
-	if (fs->rq_n == 1 || fs->rq_n == RECLAIM_BATCH)
+	if (fs->rq_n + fs->uq_n == 1 || *n == RECLAIM_BATCH)
 		pthread_cond_signal(&fs->rq_cond);
 	return true;
 }
@@ -205,10 +227,20 @@ void fs_reclaim(struct fs *fs, uint64_t ino)
 	if (!ino)
 		return;
 	pthread_mutex_lock(&fs->rq_lock);
-	queued = enqueue(fs, ino);
+	queued = enqueue(fs, &fs->rq, &fs->rq_n, &fs->rq_cap, ino);
 	pthread_mutex_unlock(&fs->rq_lock);
 	if (!queued)
 		reclaim_now(fs, &ino, 1);
+}
+
+bool fs_unhold_later(struct fs *fs, uint64_t ino)
+{
+	bool queued;
+
+	pthread_mutex_lock(&fs->rq_lock);
+	queued = enqueue(fs, &fs->uq, &fs->uq_n, &fs->uq_cap, ino);
+	pthread_mutex_unlock(&fs->rq_lock);
+	return queued;
 }
 
 void fs_reclaim_dead(struct fs *fs)

@@ -52,7 +52,7 @@ int fs_do_tmpfile(struct fs *fs, const struct fs_who *w, uint64_t parent,
 	fs_leave(fs);
 	if (rc)
 		goto out;
-	rc = fs_do_open_new(fs, w, a->ino, flags & ~O_TRUNC, fh, NULL);
+	rc = fs_do_open_new(fs, w, a->ino, flags & ~O_TRUNC, false, fh, NULL);
 	if (rc)
 		fs_reclaim(fs, itab_forget(fs, a->ino, 1));
 out:

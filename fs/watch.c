@@ -239,8 +239,8 @@ static void on_change(void *ctx, const struct tree_change *c)
 		return;
 	}
 	name = slash + 1;
-	parent = dir_ino(w, c->path, slash == c->path ? 1 : slash - c->path,
-			 c->rev);
+	parent =
+	    dir_ino(w, c->path, slash == c->path ? 1 : slash - c->path, c->rev);
 	fs_inval_name(fs, parent, name);
 	if (!c->ino)
 		return;

@@ -185,6 +185,16 @@ out:
 	return rc;
 }
 
+void hold_batch_new(struct tree *t, struct kv_batch *b, uint64_t ino)
+{
+	char hex[ID_HEX];
+
+	if (!tree_shared(t))
+		return;
+	id_hex(hex, kv_writer_id(t->store->kv));
+	put_holds(t, b, ino, hex, ID_HEX);
+}
+
 int tree_hold(struct tree *t, uint64_t ino)
 {
 	if (!tree_shared(t))

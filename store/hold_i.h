@@ -29,6 +29,10 @@ int hold_by_others(struct tree *t, uint64_t ino, bool *others);
  * tree_reclaim_dead, meets those it holds open itself). */
 int hold_by_any(struct tree *t, uint64_t ino, bool *held);
 
+/* Adds to @b this writer's hold of @ino, an inode @b makes (nobody else can
+ * hold it yet: no read needed). A sole writer: nothing. */
+void hold_batch_new(struct tree *t, struct kv_batch *b, uint64_t ino);
+
 /*
  * Drops this writer from HOLD#@ino (the last close of @ino here), in a
  * conditioned change; *last: nobody holds it now and it is an orphan kept

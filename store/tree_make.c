@@ -27,6 +27,7 @@
 #include "branch_lock_i.h"
 #include "drive_i.h"
 #include "flags_i.h"
+#include "hold_i.h"
 #include "parent_i.h"
 #include "tree_i.h"
 
@@ -128,7 +129,7 @@ int tree_mknode(struct tree *t, const char *path, mode_t mode, uid_t uid,
 /* tree_mknode_umask() once: its reads and its one commit. */
 static int mknode_once(struct tree *t, const char *path, mode_t mode,
 		       mode_t umask, uid_t uid, gid_t gid, uint64_t rdev,
-		       const char *target, struct tree_attr *out)
+		       const char *target, bool held, struct tree_attr *out)
 {
 	char *parent = NULL;
 	struct node pn = {0};
@@ -193,6 +194,8 @@ static int mknode_once(struct tree *t, const char *path, mode_t mode,
 		goto out;
 	tree_batch_put_node(t, b, path, &a, target);
 	parent_batch_put(t, b, a.ino, pn.a.ino, path);
+	if (held)
+		hold_batch_new(t, b, a.ino);
 	rc = tree_commit(t, b);
 	if (rc == 0)
 		rc = flags_sync(t, pn.a.flags);
@@ -213,8 +216,16 @@ int tree_mknode_umask(struct tree *t, const char *path, mode_t mode,
 		      mode_t umask, uid_t uid, gid_t gid, uint64_t rdev,
 		      const char *target, struct tree_attr *out)
 {
-	return TREE_TRACKED(
-	    t, mknode_once(t, path, mode, umask, uid, gid, rdev, target, out));
+	return TREE_TRACKED(t, mknode_once(t, path, mode, umask, uid, gid, rdev,
+					   target, false, out));
+}
+
+int tree_mkfile_held(struct tree *t, const char *path, mode_t mode,
+		     mode_t umask, uid_t uid, gid_t gid, struct tree_attr *out)
+{
+	return TREE_TRACKED(t,
+			    mknode_once(t, path, S_IFREG | (mode & 07777),
+					umask, uid, gid, 0, NULL, true, out));
 }
 
 /* tree_mktmp() once: its reads and its one commit. */

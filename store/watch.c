@@ -33,8 +33,8 @@ struct tree_watch {
 	struct kv_watch *w;
 };
 
-static void watch_change(void *arg, long long rev, const char *key,
-			 size_t klen, const char *value, size_t vlen)
+static void watch_change(void *arg, long long rev, const char *key, size_t klen,
+			 const char *value, size_t vlen)
 {
 	struct tree_watch *tw = arg;
 	struct tree_change c = {.rev = rev};

@@ -103,7 +103,7 @@ Test(fs_ops, create_of_an_existing_name_opens_it_or_refuses)
 
 	cr_assert_eq(fs_do_mknode(&tu_fs, &(struct fuse_ctx){.uid = 1000},
 				  TREE_ROOT_INO, "d", S_IFDIR | 0755, 0, NULL,
-				  &a),
+				  false, &a),
 		     0);
 	cr_expect_eq(fs_do_create(&tu_fs, &user, TREE_ROOT_INO, "d", 0600,
 				  O_CREAT | O_RDWR, &e, &fh),
@@ -328,7 +328,7 @@ Test(fs_ops, unlink_and_rmdir_read_the_node_twice_and_commit_once)
 
 	cr_assert_eq(fs_do_mknode(&tu_fs, &(struct fuse_ctx){.uid = 1000},
 				  TREE_ROOT_INO, "d", S_IFDIR | 0755, 0, NULL,
-				  &d),
+				  false, &d),
 		     0);
 	store_kv_counts(tu_store, &k0);
 	cr_assert_eq(fs_do_remove(&tu_fs, TREE_ROOT_INO, "d", true), 0);
@@ -347,7 +347,7 @@ Test(fs_ops, tmpfile_in_a_set_group_id_folder_takes_its_group)
 
 	cr_assert_eq(fs_do_mknode(&tu_fs, &(struct fuse_ctx){.uid = 0},
 				  TREE_ROOT_INO, "shared", S_IFDIR | 02777, 0,
-				  NULL, &d),
+				  NULL, false, &d),
 		     0);
 	st.st_gid = 50;
 	st.st_mode = 02777;

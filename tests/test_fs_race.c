@@ -454,11 +454,11 @@ static void fixture(void)
 	struct tree_attr a;
 
 	cr_assert_eq(fs_do_mknode(&tu_fs, &c, TREE_ROOT_INO, "a",
-				  S_IFDIR | 0755, 0, NULL, &a),
+				  S_IFDIR | 0755, 0, NULL, false, &a),
 		     0);
 	dir_a = a.ino;
 	cr_assert_eq(fs_do_mknode(&tu_fs, &c, TREE_ROOT_INO, "b",
-				  S_IFDIR | 0755, 0, NULL, &a),
+				  S_IFDIR | 0755, 0, NULL, false, &a),
 		     0);
 	dir_b = a.ino;
 	put_node(false);

@@ -1113,6 +1113,38 @@ Test(shared, a_file_open_on_one_writer_outlives_its_unlink_by_another)
 	cr_expect(freed(ta, ino), "the last close frees it");
 }
 
+/*
+ * A file one writer makes for an open (tree_mkfile_held, the daemon's
+ * CREATE) is held from the commit that makes it, with no commit of its
+ * own: the other writer's unlink right after keeps it, and the maker's
+ * close frees it. A sole writer's holds nothing.
+ */
+Test(shared, a_file_made_held_is_held_from_its_first_commit)
+{
+	struct tree *ta = drive_of(a), *tb = drive_of(b);
+	struct store_kv_counts before, after;
+	struct tree_attr at;
+	uint64_t orphan = 9;
+
+	/* b's first range of inode numbers is a commit of its own */
+	cr_assert_eq(make_file(tb, "/first", NULL), 0);
+	store_kv_counts(b, &before);
+	cr_assert_eq(tree_mkfile_held(tb, "/f", 0644, 022, 0, 0, &at), 0);
+	store_kv_counts(b, &after);
+	cr_expect_eq(after.commits - before.commits, 1, "%llu commits",
+		     (unsigned long long)(after.commits - before.commits));
+	cr_expect(has_key(ta, key_hold, at.ino), "held");
+	cr_assert_eq(tree_write(tb, "/f", at.ino, 0, "bytes", 5, false, NULL),
+		     0);
+
+	cr_assert_eq(tree_unlink(ta, "/f", 0, &orphan), 0);
+	cr_expect_eq(orphan, 0, "kept for b, not a's to reclaim");
+	expect_bytes(tb, at.ino, "bytes");
+	cr_expect(kept(ta, at.ino));
+	cr_assert_eq(tree_unhold(tb, at.ino), 0);
+	cr_expect(freed(ta, at.ino), "the maker's close frees it");
+}
+
 /* The holder's own sweep of stopped writers' orphans (tree_reclaim_dead,
  * every 5 s in a shared daemon) meets the orphan it holds open, marked
  * for its holders: not its to free while it holds it (it freed it: an

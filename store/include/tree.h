@@ -515,6 +515,14 @@ int tree_mknode(struct tree *t, const char *path, mode_t mode, uid_t uid,
 int tree_mknode_umask(struct tree *t, const char *path, mode_t mode,
 		      mode_t umask, uid_t uid, gid_t gid, uint64_t rdev,
 		      const char *target, struct tree_attr *out);
+/*
+ * As tree_mknode_umask() for a regular file the caller opens as it makes it
+ * (open with O_CREAT): one writer of several records its hold of the file
+ * (tree_hold) in the commit that makes it, not in one of its own; the
+ * caller's tree_unhold() at the last close drops it.
+ */
+int tree_mkfile_held(struct tree *t, const char *path, mode_t mode,
+		     mode_t umask, uid_t uid, gid_t gid, struct tree_attr *out);
 
 /*
  * Adds hard link @newpath to the file at @oldpath (not a folder: -EPERM).

@@ -240,8 +240,8 @@ struct kv_watch {
 };
 
 /* The backend's change: handed out unless this process made it quietly. */
-static void watch_change(void *arg, long long rev, const char *key,
-			 size_t klen, const char *value, size_t vlen)
+static void watch_change(void *arg, long long rev, const char *key, size_t klen,
+			 const char *value, size_t vlen)
 {
 	struct kv_watch *w = arg;
 

@@ -119,7 +119,8 @@ check "fsck through a daemon is clean" pfs_fsck
 
 # ---- a file open on B, removed on A ------------------------------------------
 # As on one machine (POSIX), a removed file stays for the descriptors open
-# on it: B's open holds it (store/hold.c) until B closes it, then it goes.
+# on it: B's open holds it (store/hold.c) until B closes it, then it goes
+# (B's last close drops the hold on B's reclaim thread, soon after).
 # held_counts INO: the ORPHAN mark and HOLD# list of inode INO (0 or 1
 # each; ino_of FILE: the number, 16 hex digits, taken while it has a name)
 ino_of() { printf '%016x' "$(stat -c %i "$1")"; }
@@ -137,6 +138,18 @@ printf tail >&8
 check "... takes B's write" is "tail -c 4 /dev/fd/7" tail
 check "... kept in the store for B (orphan, hold)" is "held_counts $ino" "1 1"
 exec 7<&- 8>&-
+check "... freed once B closed it" seen 5000 "freed" is "held_counts $ino" "0 0"
+# a file B creates and keeps open (held from the commit that makes it, no
+# commit of its own: tree_mkfile_held), removed on A at once
+exec 7<>"$B/new"
+printf made >&7
+ino=$(ino_of "$B/new")
+check "a file B created and keeps open, seen on A" seen 1000 "new on A" \
+	bash -c "[ -e '$A/new' ]"
+rm "$A/new"
+check "... removed on A: still reads on B" is "cat /dev/fd/7" made
+check "... kept in the store for B (orphan, hold)" is "held_counts $ino" "1 1"
+exec 7>&-
 check "... freed once B closed it" seen 5000 "freed" is "held_counts $ino" "0 0"
 # an editor's save on A (write, fsync, rename over) while B reads the old
 head -c 100000 /dev/urandom >"$T/old"
