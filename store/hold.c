@@ -27,8 +27,10 @@
  * and frees every orphan.
  *
  * Costs: a shared writer's first open of an inode and its last close are a
- * commit each (etcd: a read and a txn); a sole writer pays nothing, not even
- * a read. Limits: only opens hold: a file known to another writer's kernel
+ * commit each (etcd: a read and a txn; the daemon drops holds off the
+ * RELEASE's path); a file made for an open (tree_mkfile_held) is held by
+ * the commit that makes it (hold_batch_new), at no cost of its own. A sole
+ * writer pays nothing, not even a read. Limits: only opens hold: a file known to another writer's kernel
  * but not open there (an O_PATH descriptor, a cached entry) is freed by the
  * remover, and that writer's later requests on it are ESTALE. -o ro
  * followers of a sole writer hold nothing (they write nothing): a file open
