@@ -1552,11 +1552,19 @@ Test(kv, identity_of_a_location)
 	expect_identity("etcd://h1:1/n.x-Y_/?max-txn-ops=64",
 			"etcd://h1:1/n.x-Y_");
 	expect_identity("/some/dir/", "/some/dir/");
+	expect_identity("dynamodb://tbl/", "dynamodb://tbl");
+	expect_identity("dynamodb://tbl?lease-ttl=9&endpoint=http://h:1&"
+			"region=eu-west-1",
+			"dynamodb://tbl?region=eu-west-1&endpoint=http://h:1");
+	expect_identity("dynamodb://tbl?endpoint=http://h:1&lease-ttl=9",
+			"dynamodb://tbl?endpoint=http://h:1");
 	cr_expect_eq(kv_identity("etcd://h1:1/a/b", &id), -EINVAL);
 	cr_expect_null(id);
 	cr_expect_eq(kv_identity("etcd://h1:1//", &id), -EINVAL);
 	cr_expect_eq(kv_identity("etcd:///n", &id), -EINVAL);
 	cr_expect_eq(kv_identity("etcd://,/n", &id), -EINVAL);
+	cr_expect_eq(kv_identity("dynamodb://t", &id), -EINVAL);
+	cr_expect_eq(kv_identity("dynamodb://tbl?password=x", &id), -EINVAL);
 }
 
 /* etcd+https:// names the same keys as etcd://: one identity; the TLS and

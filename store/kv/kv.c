@@ -52,6 +52,8 @@ int kv_identity(const char *where, char **out)
 {
 	if (kv_is_etcd(where))
 		return kv_etcd_identity(where, out);
+	if (kv_is_dynamodb(where))
+		return kv_ddb_identity(where, out);
 	*out = strdup(where);
 	return *out ? 0 : -ENOMEM;
 }

@@ -148,5 +148,6 @@ int kv_etcd_identity(const char *url, char **out);
 int kv_ddb_open(struct kv **out, const char *url,
 		const struct kv_options *opt);
 int kv_ddb_holder(const char *url, char *buf, size_t size);
+int kv_ddb_identity(const char *url, char **out);
 
 #endif

@@ -574,6 +574,36 @@ out:
 	return 0;
 }
 
+int kv_ddb_identity(const char *url, char **out)
+{
+	struct kvd_url u;
+	char why[256];
+	int rc = kvd_parse(url, &u, why, sizeof(why));
+
+	*out = NULL;
+	/* the table, where: the lease's TTL is no part of it */
+	if (!rc && asprintf(out, KVD_SCHEME "%s%s%s%s", u.table,
+			    u.region || u.endpoint ? "?" : "",
+			    u.region ? "region=" : "",
+			    u.region ? u.region : "") < 0)
+		rc = -ENOMEM;
+	if (!rc && u.endpoint) {
+		char *id = NULL;
+
+		if (asprintf(&id, "%s%sendpoint=%s", *out,
+			     u.region ? "&" : "", u.endpoint) < 0)
+			rc = -ENOMEM;
+		free(*out);
+		*out = id;
+	}
+	kvd_url_free(&u);
+	if (rc) {
+		free(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
 int kv_ddb_holder(const char *url, char *buf, size_t size)
 {
 	struct kvd_url u;
