@@ -1091,6 +1091,12 @@ Test(kv, one_writer_per_store)
 		return;
 	}
 	cr_assert_eq(open_at(&other, where, false), -EBUSY);
+	{ /* who holds it, as pathfsctl says it */
+		char holder[256] = "";
+
+		cr_expect_eq(kv_holder(where, holder, sizeof(holder)), 0);
+		cr_expect(strstr(holder, "(pid ") != NULL, "%s", holder);
+	}
 	cr_assert_eq(open_at(&other, where, true), 0);
 	kv_close(other);
 	put("k", "v");
