@@ -183,6 +183,8 @@ static void *worker(void *arg)
 	int res;
 
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+	/* its replies tell the kernel of its changes: the watch need not */
+	tree_watch_quiet(l->fs->tree);
 	pthread_mutex_lock(&l->lock);
 	for (;;) {
 		if (holding != l) {

@@ -1099,6 +1099,9 @@ static int serve(struct options *o, struct fuse_args *args, const char *dir,
 		start_beside(&sv, o, dir);
 		tell_mounted(&sv, o, dir, mnt);
 		if (o->single) {
+			/* as fs_loop's threads: the watch need not hand
+			 * back what the replies tell */
+			tree_watch_quiet(sv.fs.tree);
 			rc = fuse_session_loop(sv.se);
 		} else {
 			/* one reader at a time, more threads for slow

@@ -26,16 +26,22 @@
  * nothing: a cookie stands for a name, and a listing resumed after a name
  * the writer removed or added meanwhile is still right.
  * A -o shared mount (one writer of several) watches the same way, for the
- * other writers' changes. Its own come back too, already applied: they cost
- * the kernel a forgotten entry or page cache each, and a node put that
- * names a place the table does not have for it moves the inode only if the
- * store still has it there (a quick second rename of its own has moved it
- * on since: the table is right). The sole writer, and a mount of a RocksDB
- * store, do not watch: nobody else writes their drive.
+ * other writers' changes. Its own are not handed back when its request
+ * threads made them (tree_watch_quiet: the replies told the kernel, as the
+ * sole writer's do); those of its other threads are (the takeover of a
+ * dead writer's rename, pathfsctl through the daemon), and so is one of a
+ * request's whose commit answer came after the watch reached it: applied
+ * already, it costs the kernel a forgotten entry or page cache, and a node
+ * put that names a place the table does not have for it moves the inode
+ * only if the store still has it there (a quick second rename of its own has
+ * moved it on since: the table is right). The sole writer, and a mount of a
+ * RocksDB store, do not watch: nobody else writes their drive.
  *
  * Costs: the watch thread looks the folder of each changed path up in the
- * store once per run of changes in one folder (a rename of a 10,000-entry
- * folder costs a few look-ups, not 10,000).
+ * store once per run of changes in one folder within one commit (a rename
+ * of a 10,000-entry folder costs a look-up per batch, not 10,000). Not
+ * across commits: a request's change that the watch was not handed may
+ * have put another folder at that path in between.
  *
  * Limits: a deleted node's inode is not known (the
  * event has no value): a file open here whose name the writer removed keeps
@@ -70,9 +76,11 @@ struct fs_watch {
 	struct neg neg[NEG_MAX];
 	size_t neg_first, neg_count;
 	/* on the watch thread only: the folder of the last change, and its
-	 * inode then (0: not found); valid while the changes stay in it */
+	 * inode then (0: not found), valid while the changes stay in it and
+	 * in its commit, of revision dir_rev */
 	char *dir;
 	uint64_t dir_ino;
+	long long dir_rev;
 };
 
 static time_t now_s(void)
@@ -159,20 +167,23 @@ static void forget_all(struct fs *fs)
 	itab_places_free(v, n);
 }
 
-/* Inode of folder @dir (@len bytes of a path), through the one-folder
- * cache. */
-static uint64_t dir_ino(struct fs_watch *w, const char *dir, size_t len)
+/* Inode of folder @dir (@len bytes of a path) as a change of commit @rev
+ * found it, through the one-folder cache. */
+static uint64_t dir_ino(struct fs_watch *w, const char *dir, size_t len,
+			long long rev)
 {
 	struct tree_attr a;
 	char *d;
 
-	if (w->dir && strlen(w->dir) == len && !memcmp(w->dir, dir, len))
+	if (w->dir && w->dir_rev == rev && strlen(w->dir) == len &&
+	    !memcmp(w->dir, dir, len))
 		return w->dir_ino;
 	d = strndup(dir, len);
 	if (!d)
 		return 0;
 	free(w->dir);
 	w->dir = d;
+	w->dir_rev = rev;
 	w->dir_ino = tree_lookup(w->fs->tree, d, &a) ? 0 : a.ino;
 	return w->dir_ino;
 }
@@ -228,7 +239,8 @@ static void on_change(void *ctx, const struct tree_change *c)
 		return;
 	}
 	name = slash + 1;
-	parent = dir_ino(w, c->path, slash == c->path ? 1 : slash - c->path);
+	parent = dir_ino(w, c->path, slash == c->path ? 1 : slash - c->path,
+			 c->rev);
 	fs_inval_name(fs, parent, name);
 	if (!c->ino)
 		return;

@@ -33,11 +33,11 @@ struct tree_watch {
 	struct kv_watch *w;
 };
 
-static void watch_change(void *arg, const char *key, size_t klen,
-			 const char *value, size_t vlen)
+static void watch_change(void *arg, long long rev, const char *key,
+			 size_t klen, const char *value, size_t vlen)
 {
 	struct tree_watch *tw = arg;
-	struct tree_change c = {0};
+	struct tree_change c = {.rev = rev};
 	uint64_t blk;
 
 	sbuf_reset(&tw->path);
@@ -91,6 +91,11 @@ int tree_watch(struct tree *t, tree_change_fn fn, void *ctx,
 	}
 	*out = tw;
 	return 0;
+}
+
+void tree_watch_quiet(struct tree *t)
+{
+	kv_quiet(t->store->kv);
 }
 
 void tree_watch_stop(struct tree_watch *tw)

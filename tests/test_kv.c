@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1217,8 +1218,8 @@ static void seen_add(const char *fmt, const char *k, size_t klen, const char *v,
 	pthread_mutex_unlock(&seen_lock);
 }
 
-static void on_change(void *ctx, const char *k, size_t klen, const char *v,
-		      size_t vlen)
+static void on_change(void *ctx, long long rev, const char *k, size_t klen,
+		      const char *v, size_t vlen)
 {
 	if (v)
 		seen_add("put %.*s=%.*s;", k, klen, v, vlen);
@@ -1312,6 +1313,52 @@ Test(kv, watch_from_compacted_revision_resets)
 	expect_seen("reset;reset;put w/b=3;");
 	kv_watch_stop(w);
 	kv_close(ro);
+}
+
+/* A thread's commits after kv_quiet(), each a put of w/q and a put of w/r
+ * in one batch; how many failed. */
+static void *quiet_commits(void *arg)
+{
+	intptr_t failed = 0;
+
+	kv_quiet(kv);
+	for (int i = 0; i < 20; i++) {
+		struct kv_batch *b = kv_batch_new(kv);
+
+		kv_batch_put(b, "w/q", 3, "q", 1);
+		kv_batch_put(b, "w/r", 3, "r", 1);
+		failed += kv_batch_commit(kv, b, false) != 0;
+		kv_batch_free(b);
+	}
+	return (void *)failed;
+}
+
+/* A watch of the writing open does not hand out what a thread committed
+ * after kv_quiet() (its caller applied those itself), however quickly the
+ * watch meets them, and hands out every other thread's commits. */
+Test(kv, quiet_commits_are_not_handed_out)
+{
+	struct kv_watch *w;
+	pthread_t th;
+	void *failed;
+
+	seen[0] = '\0';
+	if (!on_etcd()) {
+		cr_assert(true); /* no watch on RocksDB: watch_tells_commits */
+		return;
+	}
+	cr_assert_eq(
+	    kv_watch(&w, kv, "w/", 2, "w0", 2, 0, on_change, on_reset, NULL),
+	    0);
+	expect_seen("reset;");
+	put("w/a", "1");
+	cr_assert_eq(pthread_create(&th, NULL, quiet_commits, NULL), 0);
+	put("w/b", "2");
+	cr_assert_eq(pthread_join(th, &failed), 0);
+	cr_assert_eq((intptr_t)failed, 0);
+	put("w/c", "3");
+	expect_seen("reset;put w/a=1;put w/b=2;put w/c=3;");
+	kv_watch_stop(w);
 }
 
 /* Between kv_pin() and kv_unpin() this thread's reads see the store as the
@@ -1655,8 +1702,8 @@ Test(kv, etcd_open_says_why)
 	cr_expect(strstr(why, "takes no password") != NULL, "%s", why);
 }
 
-static void no_change(void *ctx, const char *k, size_t klen, const char *v,
-		      size_t vlen)
+static void no_change(void *ctx, long long rev, const char *k, size_t klen,
+		      const char *v, size_t vlen)
 {
 }
 

@@ -906,12 +906,23 @@ void tree_set_open_check(struct tree *t,
 struct tree_change {
 	const char *path;
 	uint64_t ino;
+	long long rev; /* the commit's: one for all changes of a batch */
 };
 typedef void (*tree_change_fn)(void *ctx, const struct tree_change *c);
 struct tree_watch;
 int tree_watch(struct tree *t, tree_change_fn fn, void *ctx,
 	       struct tree_watch **out);
 void tree_watch_stop(struct tree_watch *w);
+/*
+ * Marks this thread's changes of @t's store as the caller's own, applied to
+ * its caches as it makes them (a daemon's request threads: the reply tells
+ * the kernel): this process's watches (tree_watch) do not hand them back, so
+ * they cost the caches nothing. Best effort (kv_quiet): a change the watch
+ * reaches before the commit's answer comes is handed back as any other. For
+ * the threads that serve requests only: a change made for another writer (a
+ * takeover of its rename) must be heard.
+ */
+void tree_watch_quiet(struct tree *t);
 
 /*
  * Clones the branch at @src of drive @t to @dst of drive @dt (may equal @t):

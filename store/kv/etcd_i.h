@@ -103,8 +103,9 @@ int etcd_errno(struct etcd *e, const char *msg, const char **why);
 /*
  * Watches (etcd_watch.c): a thread of its own keeps a streaming POST to
  * /v3/watch open on one member for the keys [@key, @end) (copied) from
- * revision @rev (0: from now on), and calls @change(@ctx, key, klen, value,
- * vlen) for each event in revision order, the key without its first @strip
+ * revision @rev (0: from now on), and calls @change(@ctx, rev, key, klen,
+ * value, vlen) for each event in revision order (rev: the mod revision of
+ * the commit that made it), the key without its first @strip
  * bytes (the caller's prefix): @value is the new value of a put,
  * NULL for a delete (keys and values are borrowed for the call). When the
  * watch cannot go on where it was (the stream dropped, the member went away,
@@ -116,8 +117,8 @@ int etcd_errno(struct etcd *e, const char *msg, const char **why);
  * Errors: -ENOMEM, -EAGAIN (no thread). etcd_watch_stop() ends it.
  */
 struct etcd_watch;
-typedef void (*etcd_change_fn)(void *ctx, const char *key, size_t klen,
-			       const char *value, size_t vlen);
+typedef void (*etcd_change_fn)(void *ctx, long long rev, const char *key,
+			       size_t klen, const char *value, size_t vlen);
 int etcd_watch_start(struct etcd_watch **out, struct etcd *e, const char *key,
 		     size_t klen, const char *end, size_t elen, size_t strip,
 		     long long rev, etcd_change_fn change,

@@ -151,7 +151,8 @@ static void watch_message(struct etcd_watch *w, struct json_object *m)
 			free(value);
 			return;
 		}
-		w->change(w->ctx, key + w->strip, klen - w->strip, value, vlen);
+		w->change(w->ctx, etcd_int(kv, "mod_revision"), key + w->strip,
+			  klen - w->strip, value, vlen);
 		free(key);
 		free(value);
 	}

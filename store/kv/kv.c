@@ -17,6 +17,7 @@
  * twice, though an engine may collapse them.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +91,110 @@ int kv_verify(struct kv *kv, void (*report)(void *ctx, const char *msg),
 	return kv->ops->verify ? kv->ops->verify(kv, report, ctx, found) : 0;
 }
 
+/*
+ * Quiet commits (kv_quiet), which @kv's watches do not hand out. A watch
+ * meets a change before the commit that made it has its answer (the two
+ * come by different connections), so it cannot know a revision for
+ * another's until the quiet commits in flight when it met it have ended:
+ * it waits for them. Commits join an epoch as they start; the watch turns
+ * the epoch and waits for the old one to empty, which takes a commit's
+ * round trip at most (later commits join the new epoch).
+ */
+#define KV_QUIET_REVS 256
+
+struct kv_quiet_revs {
+	pthread_mutex_t lock;
+	pthread_cond_t ended;	       /* with lock: a quiet commit ended */
+	unsigned busy[2];	       /* quiet commits in flight, by epoch */
+	unsigned epoch;		       /* the one commits join now */
+	long long revs[KV_QUIET_REVS]; /* their revisions: a ring */
+	unsigned long n;	       /* revisions ever added */
+};
+
+/* The store this thread's commits are quiet on (kv_quiet), or NULL. */
+static __thread const struct kv *quiet_kv;
+
+void kv_quiet(struct kv *kv)
+{
+	quiet_kv = kv;
+}
+
+static int quiet_new(struct kv *kv)
+{
+	struct kv_quiet_revs *q = calloc(1, sizeof(*q));
+
+	if (!q)
+		return -ENOMEM;
+	pthread_mutex_init(&q->lock, NULL);
+	pthread_cond_init(&q->ended, NULL);
+	kv->quiet = q;
+	return 0;
+}
+
+static void quiet_free(struct kv_quiet_revs *q)
+{
+	pthread_mutex_destroy(&q->lock);
+	pthread_cond_destroy(&q->ended);
+	free(q);
+}
+
+/* A quiet commit starts: the epoch it joined. */
+static unsigned quiet_begin(struct kv_quiet_revs *q)
+{
+	unsigned e;
+
+	pthread_mutex_lock(&q->lock);
+	e = q->epoch;
+	q->busy[e]++;
+	pthread_mutex_unlock(&q->lock);
+	return e;
+}
+
+/* The quiet commit of epoch @e ended, making revision @rev (<= 0: none). */
+static void quiet_end(struct kv_quiet_revs *q, unsigned e, long long rev)
+{
+	pthread_mutex_lock(&q->lock);
+	if (rev > 0)
+		q->revs[q->n++ % KV_QUIET_REVS] = rev;
+	q->busy[e]--;
+	pthread_cond_broadcast(&q->ended);
+	pthread_mutex_unlock(&q->lock);
+}
+
+/* Caller holds q->lock. */
+static bool quiet_known(const struct kv_quiet_revs *q, long long rev)
+{
+	unsigned long n = q->n < KV_QUIET_REVS ? q->n : KV_QUIET_REVS;
+
+	for (unsigned long i = 0; i < n; i++)
+		if (q->revs[i] == rev)
+			return true;
+	return false;
+}
+
+/* Whether revision @rev, which a watch met, was made by a quiet commit
+ * (one of the last KV_QUIET_REVS). */
+static bool quiet_made(struct kv_quiet_revs *q, long long rev)
+{
+	bool known;
+
+	pthread_mutex_lock(&q->lock);
+	if (!quiet_known(q, rev) && (q->busy[0] || q->busy[1])) {
+		unsigned old;
+
+		/* an earlier turn's leftovers first: they may be it too */
+		while (q->busy[q->epoch ^ 1] && !quiet_known(q, rev))
+			pthread_cond_wait(&q->ended, &q->lock);
+		old = q->epoch;
+		q->epoch ^= 1;
+		while (q->busy[old] && !quiet_known(q, rev))
+			pthread_cond_wait(&q->ended, &q->lock);
+	}
+	known = quiet_known(q, rev);
+	pthread_mutex_unlock(&q->lock);
+	return known;
+}
+
 int kv_open(struct kv **out, const char *where, const struct kv_options *opt)
 {
 	struct kv_options o = *opt;
@@ -104,6 +209,11 @@ int kv_open(struct kv **out, const char *where, const struct kv_options *opt)
 		rc = kv_ddb_open(&kv, where, &o);
 	else
 		rc = kv_rocksdb_open(&kv, where, &o);
+	if (!rc) {
+		rc = quiet_new(kv);
+		if (rc)
+			kv->ops->close(kv);
+	}
 	if (rc)
 		return rc;
 	kv->family = o.family;
@@ -123,8 +233,13 @@ int kv_open(struct kv **out, const char *where, const struct kv_options *opt)
 
 void kv_close(struct kv *kv)
 {
-	if (kv)
-		kv->ops->close(kv);
+	struct kv_quiet_revs *q;
+
+	if (!kv)
+		return;
+	q = kv->quiet;
+	kv->ops->close(kv); /* its watches were stopped: none waits on q */
+	quiet_free(q);
 }
 
 bool kv_read_only(const struct kv *kv)
@@ -135,7 +250,35 @@ bool kv_read_only(const struct kv *kv)
 struct kv_watch {
 	const struct kv_ops *ops;
 	void *w; /* the backend's */
+	struct kv *kv;
+	kv_change_fn change;
+	void (*reset)(void *ctx);
+	void *ctx;
+	long long rev; /* of the last change met, and whether it was quiet */
+	bool quiet;
 };
+
+/* The backend's change: handed out unless this process made it quietly. */
+static void watch_change(void *arg, long long rev, const char *key,
+			 size_t klen, const char *value, size_t vlen)
+{
+	struct kv_watch *w = arg;
+
+	if (rev > 0 && rev != w->rev) { /* a commit's first change */
+		w->rev = rev;
+		w->quiet = quiet_made(w->kv->quiet, rev);
+	}
+	if (rev > 0 && w->quiet)
+		return;
+	w->change(w->ctx, rev, key, klen, value, vlen);
+}
+
+static void watch_reset(void *arg)
+{
+	struct kv_watch *w = arg;
+
+	w->reset(w->ctx);
+}
 
 int kv_watch(struct kv_watch **out, struct kv *kv, const char *lo, size_t lolen,
 	     const char *hi, size_t hilen, long long rev, kv_change_fn change,
@@ -151,8 +294,12 @@ int kv_watch(struct kv_watch **out, struct kv *kv, const char *lo, size_t lolen,
 	if (!w)
 		return -ENOMEM;
 	w->ops = kv->ops;
-	rc = kv->ops->watch(&w->w, kv, lo, lolen, hi, hilen, rev, change, reset,
-			    ctx);
+	w->kv = kv;
+	w->change = change;
+	w->reset = reset;
+	w->ctx = ctx;
+	rc = kv->ops->watch(&w->w, kv, lo, lolen, hi, hilen, rev, watch_change,
+			    watch_reset, w);
 	if (rc) {
 		free(w);
 		return rc;
@@ -506,6 +653,9 @@ void kv_batch_clear(struct kv_batch *b)
 static int batch_commit(struct kv *kv, struct kv_batch *b, bool sync)
 {
 	const struct kv_limits *l = &kv->limits;
+	bool quiet = quiet_kv == kv && kv->ops->watch;
+	long long rev = -1;
+	unsigned epoch = 0;
 	int rc;
 
 	if (b->ops > l->batch_ops || b->bytes > l->batch_bytes ||
@@ -526,7 +676,11 @@ static int batch_commit(struct kv *kv, struct kv_batch *b, bool sync)
 		return -E2BIG;
 	}
 	KV_COUNT(kv->counts.commits);
-	rc = kv->ops->batch_commit(kv, b, sync);
+	if (quiet)
+		epoch = quiet_begin(kv->quiet);
+	rc = kv->ops->batch_commit(kv, b, sync, &rev);
+	if (quiet)
+		quiet_end(kv->quiet, epoch, rc ? -1 : rev);
 	if (rc == -EAGAIN)
 		KV_COUNT(kv->counts.conflicts);
 	return rc;

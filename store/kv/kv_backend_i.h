@@ -58,8 +58,11 @@ struct kv_ops {
 				   size_t lolen, const char *hi, size_t hilen);
 	void (*batch_clear)(struct kv_batch *b);
 	/* called only with a batch within kv->limits; checks b->conds
-	 * atomically with its writes (-EAGAIN if one fails) */
-	int (*batch_commit)(struct kv *kv, struct kv_batch *b, bool sync);
+	 * atomically with its writes (-EAGAIN if one fails); *rev: the
+	 * revision the commit made, as its watch events carry it (-1:
+	 * unknown, or an engine without watches) */
+	int (*batch_commit)(struct kv *kv, struct kv_batch *b, bool sync,
+			    long long *rev);
 	void (*batch_free)(struct kv_batch *b);
 	int (*upgrade)(struct kv *kv, size_t max_keys,
 		       void (*hook)(void *ctx, uint64_t moved), void *ctx,
@@ -92,6 +95,7 @@ struct kv {
 	/* kv.c: kv_options.family, and the calls counted (relaxed atomics) */
 	int (*family)(const char *key, size_t klen);
 	struct kv_counts counts;
+	struct kv_quiet_revs *quiet; /* kv.c: the quiet commits (kv_quiet) */
 };
 
 /* The head of every backend's iterator. */

@@ -260,7 +260,8 @@ out:
 	return rc;
 }
 
-int kve_batch_commit(struct kv *kv_, struct kv_batch *b_, bool sync)
+int kve_batch_commit(struct kv *kv_, struct kv_batch *b_, bool sync,
+		     long long *made)
 {
 	struct kve *kv = (struct kve *)kv_;
 	struct kve_batch *b = (struct kve_batch *)b_;
@@ -270,6 +271,7 @@ int kve_batch_commit(struct kv *kv_, struct kv_batch *b_, bool sync)
 	int s, rc, klen;
 
 	(void)sync; /* every commit is durable on a quorum when answered */
+	*made = -1;
 	if (kv->base.read_only || kve_is_fenced(kv))
 		return -EROFS;
 	nops = kve_normalise(b);
@@ -321,5 +323,6 @@ int kve_batch_commit(struct kv *kv_, struct kv_batch *b_, bool sync)
 	}
 out:
 	kve_give_slot(kv, s, rc ? -1 : rev);
+	*made = rc ? -1 : rev;
 	return rc;
 }

@@ -166,6 +166,7 @@ size_t kve_normalise(struct kve_batch *b);
 int kve_txn_ops(struct kve *kv, struct kve_batch *b, struct json_object *arr);
 
 /* kv_etcd_commit.c: commits, exactly once */
-int kve_batch_commit(struct kv *kv, struct kv_batch *b, bool sync);
+int kve_batch_commit(struct kv *kv, struct kv_batch *b, bool sync,
+		     long long *rev);
 
 #endif

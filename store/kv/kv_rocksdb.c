@@ -462,10 +462,13 @@ static int kvr_check(struct kvr *kv, const struct kv_batch *b)
 	return 0;
 }
 
-static int kvr_batch_commit(struct kv *kv_, struct kv_batch *b_, bool sync)
+static int kvr_batch_commit(struct kv *kv_, struct kv_batch *b_, bool sync,
+			    long long *rev)
 {
 	struct kvr *kv = (struct kvr *)kv_;
 	int rc = 0;
+
+	*rev = -1; /* nobody else writes: no watches */
 
 	if (!b_->nconds) {
 		pthread_rwlock_rdlock(&kv->commit_lock);

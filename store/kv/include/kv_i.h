@@ -389,8 +389,9 @@ int kv_upgrade(struct kv *kv, size_t max_keys,
 /*
  * Watches the keys [lo, hi) for other processes' changes (copied bounds;
  * @hi not NULL) from revision @rev (0: from now on): on a thread of its own,
- * @change(@ctx, key, klen, value, vlen) is called for each key put (@value
- * its new value) or deleted (@value NULL) in the order they were committed,
+ * @change(@ctx, rev, key, klen, value, vlen) is called for each key put
+ * (@value its new value) or deleted (@value NULL) in the order they were
+ * committed (rev: the commit's revision, one for all keys of a batch),
  * and @reset(@ctx) when the watch started and whenever changes may have been
  * missed (the engine lost track: a dropped connection, a compacted
  * revision): what the caller derived from the keys is to be dropped. Keys
@@ -401,13 +402,24 @@ int kv_upgrade(struct kv *kv, size_t max_keys,
  * -ENOMEM, -EAGAIN.
  */
 struct kv_watch;
-typedef void (*kv_change_fn)(void *ctx, const char *key, size_t klen,
-			     const char *value, size_t vlen);
+typedef void (*kv_change_fn)(void *ctx, long long rev, const char *key,
+			     size_t klen, const char *value, size_t vlen);
 int kv_watch(struct kv_watch **out, struct kv *kv, const char *lo, size_t lolen,
 	     const char *hi, size_t hilen, long long rev, kv_change_fn change,
 	     void (*reset)(void *ctx), void *ctx);
 /* NULL is fine. */
 void kv_watch_stop(struct kv_watch *w);
+
+/*
+ * Marks this thread's commits on @kv quiet from now on: the caller applies
+ * them to whatever it derives from the store as it makes them (a daemon's
+ * request threads: the kernel's caches learn of a change from the reply),
+ * so this process's watches of @kv do not hand them back. A best effort: a
+ * change a watch reaches before its commit's answer came, or after
+ * KV_QUIET_REVS later quiet commits, is handed out as any other. Costs
+ * nothing on an engine without watches. One store per thread.
+ */
+void kv_quiet(struct kv *kv);
 
 /* Syncs the WAL. Errors: -EIO. */
 int kv_sync(struct kv *kv);
