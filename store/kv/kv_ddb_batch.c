@@ -471,7 +471,8 @@ static int kvd_prepare(struct kvd *kv, struct kvd_plan *p)
 	return kvd_note_drives(kv, ids, nids);
 }
 
-int kvd_batch_commit(struct kv *kv_, struct kv_batch *b_, bool sync)
+int kvd_batch_commit(struct kv *kv_, struct kv_batch *b_, bool sync,
+		     long long *rev)
 {
 	struct kvd *kv = (struct kvd *)kv_;
 	struct kvd_batch *b = (struct kvd_batch *)b_;
@@ -479,6 +480,7 @@ int kvd_batch_commit(struct kv *kv_, struct kv_batch *b_, bool sync)
 	int rc;
 
 	(void)sync; /* a transaction is durable when answered */
+	*rev = -1; /* no watches (yet): no revisions */
 	if (kv->base.read_only || kvd_fenced(kv))
 		return -EROFS;
 	if (b->oom) /* an operation was lost: the batch is not whole */

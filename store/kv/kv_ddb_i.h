@@ -154,6 +154,7 @@ void kvd_batch_delete_range(struct kv_batch *b, const char *lo, size_t lolen,
 			    const char *hi, size_t hilen);
 void kvd_batch_clear(struct kv_batch *b);
 void kvd_batch_free(struct kv_batch *b);
-int kvd_batch_commit(struct kv *kv, struct kv_batch *b, bool sync);
+int kvd_batch_commit(struct kv *kv, struct kv_batch *b, bool sync,
+		     long long *rev);
 
 #endif
