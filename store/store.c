@@ -428,7 +428,7 @@ const char *store_strerror(int err)
 
 bool store_is_remote(const char *where)
 {
-	return kv_is_etcd(where);
+	return kv_is_remote(where);
 }
 
 bool store_remote(const struct store *s)

@@ -174,10 +174,12 @@ int store_open(struct store **out, const char *dir,
  */
 const char *store_strerror(int err);
 
-/* true if @where names a store on an etcd cluster (etcd://...), not a
- * directory: no lock file, no control socket, nothing on the local disk. */
+/* true if @where names a store on a service (an etcd cluster, etcd://...,
+ * or a DynamoDB table, dynamodb://...), not a directory: no lock file, no
+ * control socket, nothing on the local disk. */
 bool store_is_remote(const char *where);
-/* Whether open store @s is on etcd (every read a network round trip). */
+/* Whether open store @s is on a service (every read a network round
+ * trip). */
 bool store_remote(const struct store *s);
 
 /*

@@ -8,7 +8,10 @@
  * tracked reads (kv_track), which become the conditions of its next commit.
  *
  * Backends (kv_backend_i.h): kv_rocksdb*.c, the embedded RocksDB store (a
- * directory), and kv_etcd.c, a store on an etcd cluster (etcd://... or etcd+https://...). Each call costs one indirect call on top of the engine's.
+ * directory), kv_etcd.c, a store on an etcd cluster (etcd://... or
+ * etcd+https://...), and kv_ddb.c, a store in a DynamoDB table
+ * (dynamodb://...). Each call costs one indirect call on top of the
+ * engine's.
  *
  * Limits: the counts are of operations as added: a key put twice counts
  * twice, though an engine may collapse them.
@@ -29,6 +32,16 @@ bool kv_is_etcd(const char *where)
 		   0;
 }
 
+bool kv_is_dynamodb(const char *where)
+{
+	return strncmp(where, KV_DDB_SCHEME, strlen(KV_DDB_SCHEME)) == 0;
+}
+
+bool kv_is_remote(const char *where)
+{
+	return kv_is_etcd(where) || kv_is_dynamodb(where);
+}
+
 static bool kv_env_strict(void)
 {
 	const char *s = getenv("PATHFS_KV_STRICT");
@@ -40,6 +53,8 @@ int kv_identity(const char *where, char **out)
 {
 	if (kv_is_etcd(where))
 		return kv_etcd_identity(where, out);
+	if (kv_is_dynamodb(where))
+		return kv_ddb_identity(where, out);
 	*out = strdup(where);
 	return *out ? 0 : -ENOMEM;
 }
@@ -48,23 +63,25 @@ int kv_room(const char *where, uint64_t *avail, uint64_t *need)
 {
 	*avail = UINT64_MAX;
 	*need = 0;
-	return kv_is_etcd(where) ? 0 : kv_rocksdb_room(where, avail, need);
+	return kv_is_remote(where) ? 0 : kv_rocksdb_room(where, avail, need);
 }
 
 int kv_missing(const char *where, char *what, size_t size)
 {
-	return kv_is_etcd(where) ? 0 : kv_rocksdb_missing(where, what, size);
+	return kv_is_remote(where) ? 0 : kv_rocksdb_missing(where, what, size);
 }
 
 int kv_holder(const char *where, char *buf, size_t size)
 {
+	if (kv_is_dynamodb(where))
+		return kv_ddb_holder(where, buf, size);
 	return kv_is_etcd(where) ? kv_etcd_holder(where, buf, size) : -ENOENT;
 }
 
 int kv_damage(const char *where, char *buf, size_t size)
 {
-	return kv_is_etcd(where) ? -ENOENT
-				 : kv_rocksdb_damage(where, buf, size);
+	return kv_is_remote(where) ? -ENOENT
+				   : kv_rocksdb_damage(where, buf, size);
 }
 
 int kv_verify(struct kv *kv, void (*report)(void *ctx, const char *msg),
@@ -188,6 +205,8 @@ int kv_open(struct kv **out, const char *where, const struct kv_options *opt)
 		o.strict = true;
 	if (kv_is_etcd(where))
 		rc = kv_etcd_open(&kv, where, &o);
+	else if (kv_is_dynamodb(where))
+		rc = kv_ddb_open(&kv, where, &o);
 	else
 		rc = kv_rocksdb_open(&kv, where, &o);
 	if (!rc) {

@@ -7,8 +7,8 @@
  * the bookkeeping common to every engine (a batch's operation and byte
  * counts, the engine's limits, refusing a batch that exceeds them), so a
  * backend sees only batches that fit. Backends: kv_rocksdb*.c (embedded
- * RocksDB, the only files that include rocksdb/c.h) and kv_etcd.c (an etcd
- * cluster over its v3 JSON gateway).
+ * RocksDB, the only files that include rocksdb/c.h), kv_etcd.c (an etcd
+ * cluster over its v3 JSON gateway) and kv_ddb.c (a DynamoDB table).
  *
  * A backend calls nothing of kv.c: the dispatch calls the backends, never
  * the other way round (what both need is here, as kv_limits_range_keys()).
@@ -23,7 +23,7 @@
 #include "kv_i.h"
 
 struct kv_ops {
-	const char *name; /* for log lines: "rocksdb", "etcd" */
+	const char *name; /* for log lines: "rocksdb", "etcd", "dynamodb" */
 	void (*close)(struct kv *kv);
 	/*
 	 * @rev: NULL, or the thread's pin (kv_pin): *rev 0 reads the latest
@@ -133,6 +133,8 @@ struct kv_batch {
  * of kv.c: the dispatch calls the backends, never the other way round. */
 static inline size_t kv_limits_range_keys(const struct kv_limits *l)
 {
+	if (l->range_keys)
+		return l->range_keys;
 	return l->batch_ops == SIZE_MAX ? SIZE_MAX
 					: l->batch_ops * KV_RANGE_SLICE_OPS;
 }
@@ -147,5 +149,9 @@ int kv_rocksdb_room(const char *dir, uint64_t *avail, uint64_t *need);
 int kv_rocksdb_missing(const char *dir, char *what, size_t size);
 int kv_etcd_holder(const char *url, char *buf, size_t size);
 int kv_etcd_identity(const char *url, char **out);
+int kv_ddb_open(struct kv **out, const char *url,
+		const struct kv_options *opt);
+int kv_ddb_holder(const char *url, char *buf, size_t size);
+int kv_ddb_identity(const char *url, char **out);
 
 #endif

@@ -52,6 +52,10 @@ struct kv_limits {
 	size_t batch_ops;   /* operations (put, delete, delete-range) */
 	size_t batch_bytes; /* kv_batch_bytes() */
 	size_t value_bytes; /* one value */
+	/* keys one batch's range deletes may cover (kv_range_keys); 0:
+	 * batch_ops * KV_RANGE_SLICE_OPS. DynamoDB expands a range delete
+	 * into one action per key. */
+	size_t range_keys;
 };
 
 /* etcd's defaults (--max-txn-ops 128, --max-request-bytes 1.5 MiB), less
@@ -118,6 +122,13 @@ int kv_writers(struct kv *kv, uint64_t **ids, size_t *n);
  * etcd+https://... (KV_ETCD_TLS_SCHEME) */
 #define KV_ETCD_TLS_SCHEME "etcd+https://"
 bool kv_is_etcd(const char *where);
+/* true if @where names a store in a DynamoDB table: dynamodb://TABLE[?...]
+ * (kv_ddb.c says its form) */
+#define KV_DDB_SCHEME "dynamodb://"
+bool kv_is_dynamodb(const char *where);
+/* true if @where names a store on a service (etcd, DynamoDB), not a
+ * directory */
+bool kv_is_remote(const char *where);
 
 /*
  * Opens the store at @where: a directory holds an embedded RocksDB database,

@@ -1,0 +1,634 @@
+/*
+ * ddb.c - the client of DynamoDB's JSON API (see ddb_i.h): the only file
+ * that talks HTTP to DynamoDB.
+ *
+ * Signing is libcurl's (CURLOPT_AWS_SIGV4, "aws:amz:REGION:dynamodb"): this
+ * file computes no signature. A session token goes in X-Amz-Security-Token.
+ *
+ * Connections: a free list of curl easy handles, each keeping its
+ * connection alive between calls; a call takes one (or makes one), so
+ * threads never share a handle.
+ *
+ * Bytes (B attributes) are base64 in the JSON, with the codec etcd's
+ * gateway needs too (etcd.c: etcd_b64, etcd_unb64).
+ *
+ * Limits: each attempt is bounded by 30 s (3 s to connect); answers are
+ * held in memory whole (a Query page is at most 1 MB).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <curl/curl.h>
+
+#include "ddb_i.h"
+#include "etcd_i.h" /* the base64 codec */
+#include "log.h"
+
+struct ddb_conn {
+	CURL *h;
+	struct ddb_conn *next;
+};
+
+struct ddb {
+	char *url;	 /* the endpoint */
+	char *sigv4;	 /* "aws:amz:REGION:dynamodb" */
+	char *key_id;	 /* the credentials: wiped at close, never logged */
+	char *secret;
+	char *token_hdr; /* "X-Amz-Security-Token: ...", or NULL */
+	pthread_mutex_t lock;
+	struct ddb_conn *free; /* protected by lock */
+	bool opened;	       /* protected by lock: retries the long way */
+	char why[512];	       /* protected by lock */
+};
+
+static void ddb_fail(struct ddb *d, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void ddb_fail(struct ddb *d, int level, const char *fmt, ...)
+{
+	va_list ap;
+	bool opened;
+
+	pthread_mutex_lock(&d->lock);
+	va_start(ap, fmt);
+	vsnprintf(d->why, sizeof(d->why), fmt, ap);
+	va_end(ap);
+	opened = d->opened;
+	pthread_mutex_unlock(&d->lock);
+	/* an open's failure is said once, by the opener */
+	plog(opened ? level : LOG_DEBUG, "dynamodb: %s", d->why);
+}
+
+void ddb_why(struct ddb *d, char *buf, size_t size)
+{
+	pthread_mutex_lock(&d->lock);
+	snprintf(buf, size, "%s", d->why);
+	pthread_mutex_unlock(&d->lock);
+}
+
+void ddb_opened(struct ddb *d)
+{
+	pthread_mutex_lock(&d->lock);
+	d->opened = true;
+	d->why[0] = '\0';
+	pthread_mutex_unlock(&d->lock);
+}
+
+static void wipe_free(char *s)
+{
+	if (s) {
+		volatile char *p = s;
+		while (*p)
+			*p++ = '\0';
+	}
+	free(s);
+}
+
+/*
+ * The profile @profile of the shared credentials file @file: its
+ * aws_access_key_id, aws_secret_access_key and aws_session_token, malloc'd.
+ * Errors: -ENOENT (no file, no such profile or no key in it), -ENOMEM.
+ */
+static int ddb_profile(const char *file, const char *profile, char **id,
+		       char **secret, char **token)
+{
+	FILE *f = fopen(file, "re");
+	char line[2048], name[256];
+	bool in = false;
+	int rc = 0;
+
+	if (!f)
+		return -ENOENT;
+	while (!rc && fgets(line, sizeof(line), f)) {
+		char *k = line, *v, *e;
+		char **dest = NULL;
+
+		k += strspn(k, " \t");
+		e = k + strcspn(k, "\r\n");
+		*e = '\0';
+		if (*k == '[') {
+			in = sscanf(k, "[%255[^]]]", name) == 1 &&
+			     !strcmp(name, profile);
+			continue;
+		}
+		if (!in || !(v = strchr(k, '=')))
+			continue;
+		for (e = v; e > k && (e[-1] == ' ' || e[-1] == '\t'); e--)
+			;
+		*e = '\0';
+		v++;
+		v += strspn(v, " \t");
+		for (e = v + strlen(v); e > v && (e[-1] == ' ' || e[-1] == '\t');
+		     e--)
+			;
+		*e = '\0';
+		if (!strcmp(k, "aws_access_key_id"))
+			dest = id;
+		else if (!strcmp(k, "aws_secret_access_key"))
+			dest = secret;
+		else if (!strcmp(k, "aws_session_token"))
+			dest = token;
+		if (dest) {
+			wipe_free(*dest);
+			*dest = strdup(v);
+			if (!*dest)
+				rc = -ENOMEM;
+		}
+	}
+	explicit_bzero(line, sizeof(line));
+	fclose(f);
+	if (!rc && (!*id || !*secret))
+		rc = -ENOENT;
+	return rc;
+}
+
+/* The credentials of the environment into @d (see ddb_i.h). Errors:
+ * -EACCES (none: said in @why), -ENOMEM. */
+static int ddb_credentials(struct ddb *d, char *why, size_t wlen)
+{
+	const char *id = getenv("AWS_ACCESS_KEY_ID");
+	const char *secret = getenv("AWS_SECRET_ACCESS_KEY");
+	const char *token = getenv("AWS_SESSION_TOKEN");
+	const char *profile = getenv("AWS_PROFILE");
+	const char *file = getenv("AWS_SHARED_CREDENTIALS_FILE");
+	const char *home = getenv("HOME");
+	char path[4096], *tok = NULL;
+	int rc;
+
+	if (id && *id && secret && *secret) {
+		d->key_id = strdup(id);
+		d->secret = strdup(secret);
+		tok = token && *token ? strdup(token) : NULL;
+		if (token && *token && !tok)
+			return -ENOMEM;
+		rc = d->key_id && d->secret ? 0 : -ENOMEM;
+	} else {
+		if (!profile || !*profile)
+			profile = "default";
+		if (file && *file)
+			snprintf(path, sizeof(path), "%s", file);
+		else
+			snprintf(path, sizeof(path), "%s/.aws/credentials",
+				 home ? home : "");
+		rc = ddb_profile(path, profile, &d->key_id, &d->secret, &tok);
+		if (rc == -ENOENT) {
+			snprintf(why, wlen,
+				 "no AWS credentials: neither "
+				 "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
+				 "nor profile \"%s\" in %s",
+				 profile, path);
+			rc = -EACCES;
+		}
+	}
+	if (!rc && tok &&
+	    asprintf(&d->token_hdr, "X-Amz-Security-Token: %s", tok) < 0) {
+		d->token_hdr = NULL;
+		rc = -ENOMEM;
+	}
+	wipe_free(tok);
+	return rc;
+}
+
+static void ddb_curl_init(void)
+{
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+int ddb_open(struct ddb **out, const char *region, const char *endpoint,
+	     char *why, size_t wlen)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	struct ddb *d = calloc(1, sizeof(*d));
+	int rc;
+
+	*out = NULL;
+	if (!d)
+		return -ENOMEM;
+	pthread_once(&once, ddb_curl_init);
+	pthread_mutex_init(&d->lock, NULL);
+	if (!region || !*region)
+		region = getenv("AWS_REGION");
+	if (!region || !*region)
+		region = getenv("AWS_DEFAULT_REGION");
+	if (!region || !*region) {
+		snprintf(why, wlen,
+			 "no AWS region: region= in the location, or "
+			 "AWS_REGION");
+		rc = -EINVAL;
+		goto out;
+	}
+	if (strspn(region, "abcdefghijklmnopqrstuvwxyz0123456789-") !=
+	    strlen(region)) {
+		snprintf(why, wlen, "bad AWS region \"%.64s\"", region);
+		rc = -EINVAL;
+		goto out;
+	}
+	if ((endpoint ? asprintf(&d->url, "%s", endpoint)
+		      : asprintf(&d->url, "https://dynamodb.%s.amazonaws.com/",
+				 region)) < 0 ||
+	    asprintf(&d->sigv4, "aws:amz:%s:dynamodb", region) < 0) {
+		d->url = d->sigv4 = NULL;
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = ddb_credentials(d, why, wlen);
+out:
+	if (rc) {
+		ddb_close(d);
+		return rc;
+	}
+	*out = d;
+	return 0;
+}
+
+void ddb_close(struct ddb *d)
+{
+	if (!d)
+		return;
+	while (d->free) {
+		struct ddb_conn *c = d->free;
+		d->free = c->next;
+		curl_easy_cleanup(c->h);
+		free(c);
+	}
+	free(d->url);
+	free(d->sigv4);
+	wipe_free(d->key_id);
+	wipe_free(d->secret);
+	wipe_free(d->token_hdr);
+	pthread_mutex_destroy(&d->lock);
+	free(d);
+}
+
+static struct ddb_conn *ddb_get_conn(struct ddb *d)
+{
+	struct ddb_conn *c;
+
+	pthread_mutex_lock(&d->lock);
+	c = d->free;
+	if (c)
+		d->free = c->next;
+	pthread_mutex_unlock(&d->lock);
+	if (c)
+		return c;
+	c = calloc(1, sizeof(*c));
+	if (c && !(c->h = curl_easy_init())) {
+		free(c);
+		c = NULL;
+	}
+	return c;
+}
+
+static void ddb_put_conn(struct ddb *d, struct ddb_conn *c)
+{
+	pthread_mutex_lock(&d->lock);
+	c->next = d->free;
+	d->free = c;
+	pthread_mutex_unlock(&d->lock);
+}
+
+struct ddb_buf {
+	char *p;
+	size_t n, cap;
+	bool oom;
+};
+
+static size_t ddb_write(char *data, size_t size, size_t n, void *ctx)
+{
+	struct ddb_buf *b = ctx;
+	size_t len = size * n;
+
+	if (b->n + len + 1 > b->cap) {
+		size_t cap = (b->n + len + 1) * 2;
+		char *p = realloc(b->p, cap);
+
+		if (!p) {
+			b->oom = true;
+			return 0;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->n, data, len);
+	b->n += len;
+	b->p[b->n] = '\0';
+	return len;
+}
+
+static int64_t ddb_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Sleeps a random time up to 25 ms * 2^@attempt, at most 2 s (full
+ * jitter: retrying writers spread out instead of colliding again). */
+static void ddb_backoff(unsigned attempt, unsigned *seed)
+{
+	long max = 25L << (attempt < 7 ? attempt : 7);
+	long ms;
+	struct timespec ts;
+
+	if (max > 2000)
+		max = 2000;
+	ms = 1 + rand_r(seed) % max;
+	ts.tv_sec = ms / 1000;
+	ts.tv_nsec = (ms % 1000) * 1000000L;
+	nanosleep(&ts, NULL);
+}
+
+/* What to do with an error answer of type @type (past its '#'). */
+enum { DDB_RETRY = 1 };
+
+/* Whether a TransactionCanceledException's reasons are only of the kind
+ * that passes (a conflict with another transaction, throttling). */
+static bool ddb_cancel_passes(struct json_object *body)
+{
+	struct json_object *rs;
+	bool passing = false;
+
+	if (!json_object_object_get_ex(body, "CancellationReasons", &rs))
+		return false;
+	for (size_t i = 0; i < json_object_array_length(rs); i++) {
+		struct json_object *r = json_object_array_get_idx(rs, i), *c;
+		const char *code =
+		    json_object_object_get_ex(r, "Code", &c)
+			? json_object_get_string(c)
+			: "None";
+
+		if (!strcmp(code, "None"))
+			continue;
+		if (strcmp(code, "TransactionConflict") &&
+		    strcmp(code, "ThrottlingError") &&
+		    strcmp(code, "ProvisionedThroughputExceeded"))
+			return false;
+		passing = true;
+	}
+	return passing;
+}
+
+/* The errno of error answer @type (with @body, @msg), or DDB_RETRY; *@what
+ * gets words for an administrator (static) or NULL. */
+static int ddb_errno(const char *type, const char *msg,
+		     struct json_object *body, const char **what)
+{
+	*what = NULL;
+	if (!strcmp(type, "ThrottlingException") ||
+	    !strcmp(type, "ProvisionedThroughputExceededException") ||
+	    !strcmp(type, "RequestLimitExceeded") ||
+	    !strcmp(type, "TransactionInProgressException") ||
+	    !strcmp(type, "InternalServerError") ||
+	    !strcmp(type, "ServiceUnavailable") ||
+	    !strcmp(type, "LimitExceededException"))
+		return DDB_RETRY;
+	if (!strcmp(type, "TransactionCanceledException"))
+		return ddb_cancel_passes(body) ? DDB_RETRY : -ECANCELED;
+	if (!strcmp(type, "ConditionalCheckFailedException"))
+		return -ECANCELED;
+	if (!strcmp(type, "ResourceNotFoundException"))
+		return -ENOENT;
+	if (!strcmp(type, "ResourceInUseException"))
+		return -EBUSY;
+	if (!strcmp(type, "UnrecognizedClientException") ||
+	    !strcmp(type, "InvalidSignatureException") ||
+	    !strcmp(type, "MissingAuthenticationToken") ||
+	    !strcmp(type, "MissingAuthenticationTokenException") ||
+	    !strcmp(type, "IncompleteSignatureException") ||
+	    !strcmp(type, "ExpiredTokenException") ||
+	    !strcmp(type, "InvalidClientTokenId") ||
+	    !strcmp(type, "SignatureDoesNotMatch")) {
+		*what = "the AWS credentials were refused (check "
+			"AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or "
+			"AWS_PROFILE's in ~/.aws/credentials; a session "
+			"token may have expired)";
+		return -EACCES;
+	}
+	if (!strcmp(type, "AccessDeniedException")) {
+		*what = "the AWS identity is not allowed this (an IAM policy "
+			"allowing dynamodb:* on the table is needed)";
+		return -EACCES;
+	}
+	if (!strcmp(type, "ValidationException") && msg &&
+	    (strstr(msg, "size has exceeded") || strstr(msg, "too large") ||
+	     strstr(msg, "Member must have length less than")))
+		return -E2BIG;
+	if (!strcmp(type, "ValidationException"))
+		return -EINVAL;
+	return -EIO;
+}
+
+/* One attempt: 0 with *resp, -errno, or DDB_RETRY (*cause says why). */
+static int ddb_do(struct ddb *d, struct ddb_conn *c, const char *op,
+		  const char *body, struct json_object **resp, char *cause,
+		  size_t clen)
+{
+	char errbuf[CURL_ERROR_SIZE] = "", target[96];
+	struct curl_slist *hdrs = NULL, *h2;
+	struct ddb_buf buf = {0};
+	struct json_object *j = NULL, *t, *m;
+	long status = 0;
+	CURLcode cc;
+	int rc;
+
+	snprintf(target, sizeof(target), "X-Amz-Target: DynamoDB_20120810.%s",
+		 op);
+	hdrs = curl_slist_append(hdrs, "Content-Type: application/"
+				       "x-amz-json-1.0");
+	if (hdrs && (h2 = curl_slist_append(hdrs, target)))
+		hdrs = h2;
+	else
+		hdrs = NULL;
+	if (hdrs && d->token_hdr) {
+		h2 = curl_slist_append(hdrs, d->token_hdr);
+		hdrs = h2 ? h2 : NULL;
+	}
+	if (!hdrs)
+		return -ENOMEM;
+	curl_easy_reset(c->h);
+	curl_easy_setopt(c->h, CURLOPT_URL, d->url);
+	curl_easy_setopt(c->h, CURLOPT_HTTPHEADER, hdrs);
+	curl_easy_setopt(c->h, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(c->h, CURLOPT_AWS_SIGV4, d->sigv4);
+	curl_easy_setopt(c->h, CURLOPT_USERNAME, d->key_id);
+	curl_easy_setopt(c->h, CURLOPT_PASSWORD, d->secret);
+	curl_easy_setopt(c->h, CURLOPT_WRITEFUNCTION, ddb_write);
+	curl_easy_setopt(c->h, CURLOPT_WRITEDATA, &buf);
+	curl_easy_setopt(c->h, CURLOPT_ERRORBUFFER, errbuf);
+	curl_easy_setopt(c->h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c->h, CURLOPT_CONNECTTIMEOUT_MS, 3000L);
+	curl_easy_setopt(c->h, CURLOPT_TIMEOUT_MS, 30000L);
+	cc = curl_easy_perform(c->h);
+	curl_slist_free_all(hdrs);
+	if (cc != CURLE_OK) {
+		snprintf(cause, clen, "%s: %s", d->url,
+			 errbuf[0] ? errbuf : curl_easy_strerror(cc));
+		free(buf.p);
+		return cc == CURLE_OUT_OF_MEMORY ? -ENOMEM : DDB_RETRY;
+	}
+	if (buf.oom) {
+		free(buf.p);
+		return -ENOMEM;
+	}
+	curl_easy_getinfo(c->h, CURLINFO_RESPONSE_CODE, &status);
+	j = buf.p ? json_tokener_parse(buf.p) : NULL;
+	if (status == 200 && j) {
+		free(buf.p);
+		*resp = j;
+		return 0;
+	}
+	if (status >= 500 || status == 0) {
+		snprintf(cause, clen, "%s: HTTP %ld", op, status);
+		rc = DDB_RETRY;
+	} else if (j && json_object_object_get_ex(j, "__type", &t)) {
+		const char *type = json_object_get_string(t), *what;
+		const char *hash = strrchr(type, '#');
+		const char *msg = NULL;
+
+		if (json_object_object_get_ex(j, "Message", &m) ||
+		    json_object_object_get_ex(j, "message", &m))
+			msg = json_object_get_string(m);
+		type = hash ? hash + 1 : type;
+		rc = ddb_errno(type, msg, j, &what);
+		if (what)
+			snprintf(cause, clen, "%s: %s (%s: %s)", op, what, type,
+				 msg ? msg : "");
+		else
+			snprintf(cause, clen, "%s: %s: %s", op, type,
+				 msg ? msg : "");
+		if (rc == -ECANCELED) {
+			*resp = j; /* the caller reads the reasons */
+			j = NULL;
+		}
+	} else {
+		snprintf(cause, clen, "%s: HTTP %ld, an answer that is not "
+				      "DynamoDB's",
+			 op, status);
+		rc = -EIO;
+	}
+	json_object_put(j);
+	free(buf.p);
+	return rc;
+}
+
+int ddb_call(struct ddb *d, const char *op, struct json_object *req,
+	     struct json_object **resp)
+{
+	const char *body = json_object_to_json_string_ext(
+	    req, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+	unsigned seed = (unsigned)ddb_now_ms() ^ (unsigned)(uintptr_t)&seed;
+	struct ddb_conn *c;
+	char cause[512] = "";
+	int64_t end;
+	unsigned attempt = 0;
+	bool opened, answered = false;
+	int rc;
+
+	*resp = NULL;
+	if (!body)
+		return -ENOMEM;
+	pthread_mutex_lock(&d->lock);
+	opened = d->opened;
+	pthread_mutex_unlock(&d->lock);
+	end = ddb_now_ms() + 1000 * (opened ? DDB_RETRY_S : DDB_FIRST_S);
+	c = ddb_get_conn(d);
+	if (!c)
+		return -ENOMEM;
+	for (;;) {
+		rc = ddb_do(d, c, op, body, resp, cause, sizeof(cause));
+		if (rc != DDB_RETRY)
+			break;
+		if (strncmp(cause, d->url, strlen(d->url)))
+			answered = true; /* an answer, not a connection */
+		if (ddb_now_ms() >= end) {
+			rc = answered || opened ? -ETIMEDOUT : -EHOSTUNREACH;
+			break;
+		}
+		plog(LOG_DEBUG, "dynamodb: %s (trying again)", cause);
+		ddb_backoff(attempt++, &seed);
+	}
+	ddb_put_conn(d, c);
+	if (rc && rc != -ECANCELED)
+		ddb_fail(d, LOG_ERR, "%s", cause);
+	return rc;
+}
+
+struct json_object *ddb_s(const char *s)
+{
+	struct json_object *o = json_object_new_object();
+
+	if (o && ddb_add(o, "S", json_object_new_string(s))) {
+		json_object_put(o);
+		o = NULL;
+	}
+	return o;
+}
+
+struct json_object *ddb_b(const char *p, size_t len)
+{
+	struct json_object *o = json_object_new_object();
+	char *b = etcd_b64(p, len);
+
+	if (o && (!b || ddb_add(o, "B", json_object_new_string(b)))) {
+		json_object_put(o);
+		o = NULL;
+	}
+	free(b);
+	return o;
+}
+
+struct json_object *ddb_n(uint64_t n)
+{
+	struct json_object *o = json_object_new_object();
+	char s[24];
+
+	snprintf(s, sizeof(s), "%llu", (unsigned long long)n);
+	if (o && ddb_add(o, "N", json_object_new_string(s))) {
+		json_object_put(o);
+		o = NULL;
+	}
+	return o;
+}
+
+int ddb_add(struct json_object *o, const char *name, struct json_object *v)
+{
+	if (!o || !v || json_object_object_add(o, name, v)) {
+		json_object_put(v);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* The value of type @type ("B", "S", "N") of attribute @name of @item. */
+static const char *ddb_attr(struct json_object *item, const char *name,
+			    const char *type)
+{
+	struct json_object *a, *v;
+
+	if (!item || !json_object_object_get_ex(item, name, &a) ||
+	    !json_object_object_get_ex(a, type, &v))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+char *ddb_get_b(struct json_object *item, const char *name, size_t *len)
+{
+	return etcd_unb64(ddb_attr(item, name, "B"), len);
+}
+
+const char *ddb_get_s(struct json_object *item, const char *name)
+{
+	return ddb_attr(item, name, "S");
+}
+
+uint64_t ddb_get_n(struct json_object *item, const char *name)
+{
+	const char *s = ddb_attr(item, name, "N");
+
+	return s ? strtoull(s, NULL, 10) : 0;
+}
