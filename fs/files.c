@@ -81,18 +81,6 @@ int fs_do_open(struct fs *fs, const struct fs_who *w, uint64_t ino, int flags,
 	return fs_do_open_new(fs, w, ino, flags, false, out, keep_cache);
 }
 
-/* Caller holds @ino's open stripe. Drops this writer's hold of @ino. */
-static void unhold(struct fs *fs, uint64_t ino)
-{
-	int rc = tree_unhold(fs->tree, ino);
-
-	if (rc)
-		plog(LOG_WARNING,
-		     "inode %llu: its hold stays until this writer's lease "
-		     "ends: %s",
-		     (unsigned long long)ino, strerror(-rc));
-}
-
 /*
  * Counts one open of @ino. A shared writer's first open of it here also
  * tells the other writers (tree_hold, store/hold.c), before the open
@@ -115,7 +103,7 @@ static int open_count(struct fs *fs, uint64_t ino, bool held)
 		if (rc)
 			fs_reclaim(fs, itab_close(fs, ino));
 	} else if (rc && held) {
-		unhold(fs, ino); /* made held, but not opened */
+		fs_unhold(fs, ino); /* made held, but not opened */
 	}
 	pthread_mutex_unlock(m);
 	return rc;
@@ -139,19 +127,9 @@ static void close_count(struct fs *fs, uint64_t ino)
 	pthread_mutex_lock(m);
 	due = itab_close(fs, ino);
 	if (!itab_nopen(fs, ino) && (due || !fs_unhold_later(fs, ino)))
-		unhold(fs, ino);
+		fs_unhold(fs, ino);
 	pthread_mutex_unlock(m);
 	fs_reclaim(fs, due);
-}
-
-void fs_unhold_closed(struct fs *fs, uint64_t ino)
-{
-	pthread_mutex_t *m = open_stripe(fs, ino);
-
-	pthread_mutex_lock(m);
-	if (!itab_nopen(fs, ino))
-		unhold(fs, ino);
-	pthread_mutex_unlock(m);
 }
 
 int fs_do_open_new(struct fs *fs, const struct fs_who *w, uint64_t ino,

@@ -453,13 +453,14 @@ void fs_reclaim(struct fs *fs, uint64_t ino);
 /*
  * One writer of several: drops this writer's hold of @ino (closed here, no
  * orphan of its own to free) soon, on the same thread, off the RELEASE's
- * path: fs_unhold_closed() then. False if it cannot be queued (the caller
- * drops it at once).
+ * path, unless it is opened here again meanwhile. False if it cannot be
+ * queued (the caller drops it at once: fs_unhold).
  */
 bool fs_unhold_later(struct fs *fs, uint64_t ino);
-/* Drops this writer's hold of @ino unless it was opened here again
- * meanwhile (files.c, under the inode's open stripe). */
-void fs_unhold_closed(struct fs *fs, uint64_t ino);
+/* Caller holds @ino's open stripe. Drops this writer's hold of @ino now
+ * (tree_unhold); a failure is logged (the hold stays until this writer's
+ * lease ends). */
+void fs_unhold(struct fs *fs, uint64_t ino);
 /*
  * Frees every queued orphan, drops every queued hold and ends the thread;
  * later fs_reclaim() calls free at once, fs_unhold_later() ones refuse.

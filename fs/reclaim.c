@@ -51,6 +51,7 @@
 
 #include "fs_i.h"
 #include "log.h"
+#include "ops_i.h"
 
 /* ~20,000 forgets a second in rm -rf: a few hundred orphans per commit */
 #define RECLAIM_DELAY_MS 20
@@ -82,6 +83,29 @@ void fs_reclaim_release(struct fs *fs)
 	fs->uq_n = fs->uq_cap = 0;
 	pthread_cond_destroy(&fs->rq_cond);
 	pthread_mutex_destroy(&fs->rq_lock);
+}
+
+void fs_unhold(struct fs *fs, uint64_t ino)
+{
+	int rc = tree_unhold(fs->tree, ino);
+
+	if (rc)
+		plog(LOG_WARNING,
+		     "inode %llu: its hold stays until this writer's lease "
+		     "ends: %s",
+		     (unsigned long long)ino, strerror(-rc));
+}
+
+/* Drops this writer's hold of @ino unless it was opened here again since
+ * its last close (fs_unhold_later). */
+static void unhold_closed(struct fs *fs, uint64_t ino)
+{
+	pthread_mutex_t *m = open_stripe(fs, ino);
+
+	pthread_mutex_lock(m);
+	if (!itab_nopen(fs, ino))
+		fs_unhold(fs, ino);
+	pthread_mutex_unlock(m);
 }
 
 /* Frees @n orphans @v now. */
@@ -175,7 +199,7 @@ static void *reclaimer(void *arg)
 		fs->uq_n = fs->uq_cap = 0;
 		pthread_mutex_unlock(&fs->rq_lock);
 		for (size_t i = 0; i < un; i++)
-			fs_unhold_closed(fs, u[i]);
+			unhold_closed(fs, u[i]);
 		free(u);
 		if (n)
 			reclaim_now(fs, v, n);
