@@ -133,6 +133,10 @@ python3 "$T/creator.py" "$B/big" "$T/race.out" "$T/mv.done" n &
 cpid=$!
 python3 "$T/writer.py" "$B/big/held" "$T/held.out" "$T/mv.done" &
 wpid=$!
+# the writer's file open before the move (python's start took more than
+# 0.5 s at load 13: its create then came after the move, ENOENT)
+check "B holds a file open in the folder" seen 10000 "held open" \
+	bash -c "[ -s '$B/big/held' ]"
 sleep 0.5
 rc=0
 mv "$A/big" "$A/moved" 2>"$T/mv.err" || rc=$?
