@@ -925,10 +925,10 @@ void tree_watch_stop(struct tree_watch *w);
  * Marks this thread's changes of @t's store as the caller's own, applied to
  * its caches as it makes them (a daemon's request threads: the reply tells
  * the kernel): this process's watches (tree_watch) do not hand them back, so
- * they cost the caches nothing. Best effort (kv_quiet): a change the watch
- * reaches before the commit's answer comes is handed back as any other. For
- * the threads that serve requests only: a change made for another writer (a
- * takeover of its rename) must be heard.
+ * they cost the caches nothing (kv_quiet: the watch waits for a quiet
+ * commit's answer when it meets its change first). For the threads that
+ * serve requests only: a change made for another writer (a takeover of its
+ * rename) must be heard.
  */
 void tree_watch_quiet(struct tree *t);
 

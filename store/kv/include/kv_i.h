@@ -414,10 +414,11 @@ void kv_watch_stop(struct kv_watch *w);
  * Marks this thread's commits on @kv quiet from now on: the caller applies
  * them to whatever it derives from the store as it makes them (a daemon's
  * request threads: the kernel's caches learn of a change from the reply),
- * so this process's watches of @kv do not hand them back. A best effort: a
- * change a watch reaches before its commit's answer came, or after
- * KV_QUIET_REVS later quiet commits, is handed out as any other. Costs
- * nothing on an engine without watches. One store per thread.
+ * so this process's watches of @kv do not hand them back. A watch that
+ * meets a change before its commit's answer came waits for the quiet
+ * commits then in flight (a commit's round trip at most); one it reaches
+ * after 256 later quiet commits is handed out as any other. Costs nothing
+ * on an engine without watches. One store per thread.
  */
 void kv_quiet(struct kv *kv);
 
