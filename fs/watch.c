@@ -29,12 +29,11 @@
  * other writers' changes. Its own are not handed back when its request
  * threads made them (tree_watch_quiet: the replies told the kernel, as the
  * sole writer's do); those of its other threads are (the takeover of a
- * dead writer's rename, pathfsctl through the daemon), and so is one of a
- * request's whose commit answer came after the watch reached it: applied
- * already, it costs the kernel a forgotten entry or page cache, and a node
- * put that names a place the table does not have for it moves the inode
- * only if the store still has it there (a quick second rename of its own has
- * moved it on since: the table is right). The sole writer, and a mount of a
+ * dead writer's rename, pathfsctl through the daemon): applied already,
+ * such a change costs the kernel a forgotten entry or page cache, and a
+ * node put that names a place the table does not have for it moves the
+ * inode only if the store still has it there (a quick second rename of its
+ * own has moved it on since: the table is right). The sole writer, and a mount of a
  * RocksDB store, do not watch: nobody else writes their drive.
  *
  * Costs: the watch thread looks the folder of each changed path up in the
