@@ -33,8 +33,8 @@
  * such a change costs the kernel a forgotten entry or page cache, and a
  * node put that names a place the table does not have for it moves the
  * inode only if the store still has it there (a quick second rename of its
- * own has moved it on since: the table is right). The sole writer, and a mount of a
- * RocksDB store, do not watch: nobody else writes their drive.
+ * own has moved it on since: the table is right). The sole writer, and a
+ * mount of a RocksDB store, do not watch: nobody else writes their drive.
  *
  * Costs: the watch thread looks the folder of each changed path up in the
  * store once per run of changes in one folder within one commit (a rename
