@@ -1070,10 +1070,10 @@ static void steal_ddb_lease(void)
 	cr_assert_eq(ddb_add(item, "o", ddb_s("a thief")), 0);
 	cr_assert_eq(ddb_add(item, "h", ddb_s("test_kv")), 0);
 	cr_assert_eq(ddb_add(item, "e", ddb_n(0)), 0); /* expired at once */
-	cr_assert_eq(ddb_add(req, "TableName",
-			     json_object_new_string(
-				 test_table(table, sizeof(table)))),
-		     0);
+	cr_assert_eq(
+	    ddb_add(req, "TableName",
+		    json_object_new_string(test_table(table, sizeof(table)))),
+	    0);
 	cr_assert_eq(ddb_add(req, "Item", item), 0);
 	cr_assert_eq(ddb_call(d, "PutItem", req, &resp), 0);
 	json_object_put(req);
@@ -1434,13 +1434,20 @@ static bool key_is(struct kv_iter *it, const char *k)
 Test(kv, keys_sort_as_bytes_across_drives)
 {
 	static const char *const keys[] = {
-	    "DRIVE#d|PATH#//docs",	     "DRIVE#d|PATH#//docs-archive",
-	    "DRIVE#d|PATH#//docs.txt",	     "DRIVE#d|PATH#/docs//a",
-	    "DRIVE#d|PATH#/docs//\xff",     "DRIVE#d|PATH#/docs/sub//x",
-	    "DRIVE#d|PATH#/docs-archive//b", "DRIVE#d|PATH#/docs.txt//c",
-	    "DRIVE#d|META",		     "DRIVE#d-2|META",
-	    "DRIVE#e|META",		     "DRIVE#d",
-	    "DRIVE#",			     "\xff",
+	    "DRIVE#d|PATH#//docs",
+	    "DRIVE#d|PATH#//docs-archive",
+	    "DRIVE#d|PATH#//docs.txt",
+	    "DRIVE#d|PATH#/docs//a",
+	    "DRIVE#d|PATH#/docs//\xff",
+	    "DRIVE#d|PATH#/docs/sub//x",
+	    "DRIVE#d|PATH#/docs-archive//b",
+	    "DRIVE#d|PATH#/docs.txt//c",
+	    "DRIVE#d|META",
+	    "DRIVE#d-2|META",
+	    "DRIVE#e|META",
+	    "DRIVE#d",
+	    "DRIVE#",
+	    "\xff",
 	    "DRIVE#bad id|x",
 	};
 	struct kv_batch *b = kv_batch_new(kv);
@@ -1499,8 +1506,8 @@ Test(kv, keys_sort_as_bytes_across_drives)
 /* Fresh credentials and a table name for the DynamoDB open tests. */
 static int ddb_open_why(const char *table, bool ro, char *why, size_t wlen)
 {
-	struct kv_options o = {.create = true, .read_only = ro, .why = why,
-			       .why_size = wlen};
+	struct kv_options o = {
+	    .create = true, .read_only = ro, .why = why, .why_size = wlen};
 	char url[PATH_MAX];
 	struct kv *k = NULL;
 	int rc;

@@ -35,9 +35,9 @@ struct ddb_conn {
 };
 
 struct ddb {
-	char *url;	 /* the endpoint */
-	char *sigv4;	 /* "aws:amz:REGION:dynamodb" */
-	char *key_id;	 /* the credentials: wiped at close, never logged */
+	char *url;    /* the endpoint */
+	char *sigv4;  /* "aws:amz:REGION:dynamodb" */
+	char *key_id; /* the credentials: wiped at close, never logged */
 	char *secret;
 	char *token_hdr; /* "X-Amz-Security-Token: ...", or NULL */
 	pthread_mutex_t lock;
@@ -122,8 +122,8 @@ static int ddb_profile(const char *file, const char *profile, char **id,
 		*e = '\0';
 		v++;
 		v += strspn(v, " \t");
-		for (e = v + strlen(v); e > v && (e[-1] == ' ' || e[-1] == '\t');
-		     e--)
+		for (e = v + strlen(v);
+		     e > v && (e[-1] == ' ' || e[-1] == '\t'); e--)
 			;
 		*e = '\0';
 		if (!strcmp(k, "aws_access_key_id"))
@@ -357,10 +357,9 @@ static bool ddb_cancel_passes(struct json_object *body)
 		return false;
 	for (size_t i = 0; i < json_object_array_length(rs); i++) {
 		struct json_object *r = json_object_array_get_idx(rs, i), *c;
-		const char *code =
-		    json_object_object_get_ex(r, "Code", &c)
-			? json_object_get_string(c)
-			: "None";
+		const char *code = json_object_object_get_ex(r, "Code", &c)
+				       ? json_object_get_string(c)
+				       : "None";
 
 		if (!strcmp(code, "None"))
 			continue;
@@ -506,8 +505,9 @@ static int ddb_do(struct ddb *d, struct ddb_conn *c, const char *op,
 			j = NULL;
 		}
 	} else {
-		snprintf(cause, clen, "%s: HTTP %ld, an answer that is not "
-				      "DynamoDB's",
+		snprintf(cause, clen,
+			 "%s: HTTP %ld, an answer that is not "
+			 "DynamoDB's",
 			 op, status);
 		rc = -EIO;
 	}

@@ -149,8 +149,7 @@ int kv_rocksdb_room(const char *dir, uint64_t *avail, uint64_t *need);
 int kv_rocksdb_missing(const char *dir, char *what, size_t size);
 int kv_etcd_holder(const char *url, char *buf, size_t size);
 int kv_etcd_identity(const char *url, char **out);
-int kv_ddb_open(struct kv **out, const char *url,
-		const struct kv_options *opt);
+int kv_ddb_open(struct kv **out, const char *url, const struct kv_options *opt);
 int kv_ddb_holder(const char *url, char *buf, size_t size);
 int kv_ddb_identity(const char *url, char **out);
 

@@ -167,7 +167,8 @@ int kvd_load_drives(struct kvd *kv)
 				   *resp = NULL, *items, *lek;
 
 		vals = json_object_new_object();
-		rc = ddb_add(req, "TableName", json_object_new_string(kv->table));
+		rc = ddb_add(req, "TableName",
+			     json_object_new_string(kv->table));
 		if (!rc)
 			rc = ddb_add(req, "KeyConditionExpression",
 				     json_object_new_string("pk = :p"));
@@ -206,8 +207,8 @@ int kvd_load_drives(struct kvd *kv)
 				pthread_mutex_unlock(&kv->lock);
 				free(id);
 			}
-		if (!rc && json_object_object_get_ex(resp, "LastEvaluatedKey",
-						     &lek))
+		if (!rc &&
+		    json_object_object_get_ex(resp, "LastEvaluatedKey", &lek))
 			next = json_object_get(lek);
 		json_object_put(resp);
 	} while (!rc && next);
@@ -278,8 +279,7 @@ static void kvd_url_free(struct kvd_url *u)
 
 /* Parses dynamodb://TABLE[?opts] into @u (kvd_url_free() it, on an error
  * too). Errors: -EINVAL (said in @why), -ENOMEM. */
-static int kvd_parse(const char *url, struct kvd_url *u, char *why,
-		     size_t wlen)
+static int kvd_parse(const char *url, struct kvd_url *u, char *why, size_t wlen)
 {
 	const char *s = url + strlen(KVD_SCHEME), *q = strchr(s, '?');
 	size_t n = q ? (size_t)(q - s) : strlen(s);
@@ -379,8 +379,8 @@ static const char *kvd_attr_type(struct json_object *defs, const char *name)
  * Whether table description @t has pathfs's key schema: pk (S, HASH) and
  * sk (B, RANGE). If not, says in @why what it has. Errors: -EMEDIUMTYPE.
  */
-static int kvd_check_schema(const char *table, struct json_object *t,
-			    char *why, size_t wlen)
+static int kvd_check_schema(const char *table, struct json_object *t, char *why,
+			    size_t wlen)
 {
 	struct json_object *ks = NULL, *defs = NULL;
 	char have[256] = "";
@@ -393,19 +393,20 @@ static int kvd_check_schema(const char *table, struct json_object *t,
 	for (size_t i = 0; ks && i < json_object_array_length(ks); i++) {
 		struct json_object *k = json_object_array_get_idx(ks, i), *n,
 				   *kt;
-		const char *name = json_object_object_get_ex(
-				       k, "AttributeName", &n)
-				       ? json_object_get_string(n)
-				       : "?";
+		const char *name =
+		    json_object_object_get_ex(k, "AttributeName", &n)
+			? json_object_get_string(n)
+			: "?";
 		const char *kind = json_object_object_get_ex(k, "KeyType", &kt)
 				       ? json_object_get_string(kt)
 				       : "?";
 		const char *type = kvd_attr_type(defs, name);
 		bool hash = !strcmp(kind, "HASH");
 
-		o += (size_t)snprintf(have + o, o < sizeof(have) ? sizeof(have) - o : 0,
-				      "%s%s (%s, %s)", i ? " + " : "", name,
-				      type, hash ? "partition key" : "sort key");
+		o += (size_t)snprintf(
+		    have + o, o < sizeof(have) ? sizeof(have) - o : 0,
+		    "%s%s (%s, %s)", i ? " + " : "", name, type,
+		    hash ? "partition key" : "sort key");
 		if (o >= sizeof(have))
 			o = sizeof(have) - 1;
 		if (strcmp(name, hash ? "pk" : "sk") ||
@@ -436,9 +437,9 @@ static int kvd_create_table(struct kvd *kv)
 	    "\"StreamSpecification\":{\"StreamEnabled\":true,"
 	    "\"StreamViewType\":\"NEW_AND_OLD_IMAGES\"}}";
 	struct json_object *req = json_tokener_parse(spec), *resp = NULL;
-	int rc = req ? ddb_add(req, "TableName",
-			       json_object_new_string(kv->table))
-		     : -ENOMEM;
+	int rc =
+	    req ? ddb_add(req, "TableName", json_object_new_string(kv->table))
+		: -ENOMEM;
 
 	if (!rc)
 		rc = ddb_call(kv->d, "CreateTable", req, &resp);
@@ -459,7 +460,8 @@ static int kvd_create_table(struct kvd *kv)
 static int kvd_describe(struct kvd *kv, bool create, struct json_object **out)
 {
 	for (int i = 0; i < 600; i++) {
-		struct json_object *req = kvd_table_req(kv->table), *resp = NULL;
+		struct json_object *req = kvd_table_req(kv->table),
+				   *resp = NULL;
 		struct json_object *t, *st;
 		int rc = req ? ddb_call(kv->d, "DescribeTable", req, &resp)
 			     : -ENOMEM;
@@ -582,16 +584,16 @@ int kv_ddb_identity(const char *url, char **out)
 
 	*out = NULL;
 	/* the table, where: the lease's TTL is no part of it */
-	if (!rc && asprintf(out, KVD_SCHEME "%s%s%s%s", u.table,
-			    u.region || u.endpoint ? "?" : "",
-			    u.region ? "region=" : "",
-			    u.region ? u.region : "") < 0)
+	if (!rc &&
+	    asprintf(out, KVD_SCHEME "%s%s%s%s", u.table,
+		     u.region || u.endpoint ? "?" : "",
+		     u.region ? "region=" : "", u.region ? u.region : "") < 0)
 		rc = -ENOMEM;
 	if (!rc && u.endpoint) {
 		char *id = NULL;
 
-		if (asprintf(&id, "%s%sendpoint=%s", *out,
-			     u.region ? "&" : "", u.endpoint) < 0)
+		if (asprintf(&id, "%s%sendpoint=%s", *out, u.region ? "&" : "",
+			     u.endpoint) < 0)
 			rc = -ENOMEM;
 		free(*out);
 		*out = id;

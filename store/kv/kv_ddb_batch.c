@@ -118,8 +118,8 @@ void kvd_batch_free(struct kv_batch *b_)
 enum { KVD_CHECK = KVD_RANGE + 1 };
 
 struct kvd_act {
-	int type;    /* KVD_PUT, KVD_DEL, KVD_CHECK */
-	char *k;     /* owned */
+	int type; /* KVD_PUT, KVD_DEL, KVD_CHECK */
+	char *k;  /* owned */
 	size_t klen;
 	const char *v; /* borrowed from the batch */
 	size_t vlen;
@@ -277,7 +277,8 @@ static uint64_t kvd_new_ver(uint64_t client, uint64_t seq)
 static struct json_object *kvd_action(struct kvd *kv, const struct kvd_act *a,
 				      uint64_t ver)
 {
-	static const char *const kinds[] = {"Put", "Delete", "", "ConditionCheck"};
+	static const char *const kinds[] = {"Put", "Delete", "",
+					    "ConditionCheck"};
 	struct json_object *body = json_object_new_object(),
 			   *wrap = json_object_new_object();
 	int rc = ddb_add(body, "TableName", json_object_new_string(kv->table));
@@ -318,9 +319,9 @@ static struct json_object *kvd_action(struct kvd *kv, const struct kvd_act *a,
 			else
 				json_object_put(vals);
 			if (!rc)
-				rc = ddb_add(body, "ConditionExpression",
-					     json_object_new_string(
-						 "#ver = :ver"));
+				rc = ddb_add(
+				    body, "ConditionExpression",
+				    json_object_new_string("#ver = :ver"));
 		}
 		if (!rc)
 			rc = ddb_add(body, "ExpressionAttributeNames", names);
@@ -349,12 +350,12 @@ static size_t kvd_cancel_codes(struct json_object *err, char codes[][32],
 		     i++) {
 			struct json_object *c;
 
-			snprintf(codes[n++], 32, "%s",
-				 json_object_object_get_ex(
-				     json_object_array_get_idx(rs, i), "Code",
-				     &c)
-				     ? json_object_get_string(c)
-				     : "None");
+			snprintf(
+			    codes[n++], 32, "%s",
+			    json_object_object_get_ex(
+				json_object_array_get_idx(rs, i), "Code", &c)
+				? json_object_get_string(c)
+				: "None");
 		}
 		return n;
 	}
@@ -389,8 +390,8 @@ static int kvd_transact(struct kvd *kv, const struct kvd_plan *p)
 	kv->seq += p->n; /* the versions of its puts */
 	pthread_mutex_unlock(&kv->lock);
 	for (size_t i = 0; i < p->n && !rc; i++) {
-		struct json_object *a =
-		    kvd_action(kv, &p->a[i], kvd_new_ver(kv->client, seq + 1 + i));
+		struct json_object *a = kvd_action(
+		    kv, &p->a[i], kvd_new_ver(kv->client, seq + 1 + i));
 
 		if (!a || json_object_array_add(items, a)) {
 			json_object_put(a);
@@ -425,8 +426,9 @@ static int kvd_transact(struct kvd *kv, const struct kvd_plan *p)
 	for (size_t i = 0; i < n && i < p->n; i++)
 		if (!strcmp(codes[i], "ConditionalCheckFailed"))
 			return -EAGAIN;
-	plog(LOG_ERR, "dynamodb: table %s: a transaction was cancelled (%zu "
-		      "reasons, none a condition)",
+	plog(LOG_ERR,
+	     "dynamodb: table %s: a transaction was cancelled (%zu "
+	     "reasons, none a condition)",
 	     kv->table, n);
 	return -EIO;
 }
@@ -480,7 +482,7 @@ int kvd_batch_commit(struct kv *kv_, struct kv_batch *b_, bool sync,
 	int rc;
 
 	(void)sync; /* a transaction is durable when answered */
-	*rev = -1; /* no watches (yet): no revisions */
+	*rev = -1;  /* no watches (yet): no revisions */
 	if (kv->base.read_only || kvd_fenced(kv))
 		return -EROFS;
 	if (b->oom) /* an operation was lost: the batch is not whole */

@@ -40,11 +40,11 @@ struct kvd {
 	char **drives;
 	size_t ndrives, capdrives;
 	/* the lease (read-write opens): kv_ddb_lease.c */
-	int ttl;     /* seconds */
-	char *holder; /* who holds it: program, pid, host */
+	int ttl;	/* seconds */
+	char *holder;	/* who holds it: program, pid, host */
 	char owner[40]; /* its owner attribute: this open's id */
-	bool leased;  /* the lease is this open's (until close or lost) */
-	bool fenced;  /* protected by lock: lost the lease */
+	bool leased;	/* the lease is this open's (until close or lost) */
+	bool fenced;	/* protected by lock: lost the lease */
 	struct kv_keeper *keeper;
 };
 
@@ -104,12 +104,12 @@ struct kvd_iter {
 	char *lo, *hi; /* the bounds, hi NULL: none */
 	size_t lolen, hilen;
 	bool keys_only;
-	bool whole;		  /* more than one drive's run: other too */
-	struct kvd_stream other;  /* KVD_OTHER_PK's keys (whole only) */
-	struct kvd_stream drv;	  /* the current drive's */
-	char **drives;		  /* the drives of the range, in key order */
-	size_t ndrives, cur;	  /* cur: drv's */
-	struct kvd_stream *at;	  /* whose entry is current; NULL: none */
+	bool whole;		 /* more than one drive's run: other too */
+	struct kvd_stream other; /* KVD_OTHER_PK's keys (whole only) */
+	struct kvd_stream drv;	 /* the current drive's */
+	char **drives;		 /* the drives of the range, in key order */
+	size_t ndrives, cur;	 /* cur: drv's */
+	struct kvd_stream *at;	 /* whose entry is current; NULL: none */
 	int status;
 };
 
@@ -128,8 +128,7 @@ void kvd_fence(struct kvd *kv, const char *why);
 /* Adds to @items the ConditionCheck that this open still holds the lease.
  * Errors: -ENOMEM. */
 int kvd_lease_check(struct kvd *kv, struct json_object *items);
-int kvd_lease_holder(struct ddb *d, const char *table, char *buf,
-		     size_t size);
+int kvd_lease_holder(struct ddb *d, const char *table, char *buf, size_t size);
 
 /* kv_ddb_iter.c: reads */
 int kvd_get(struct kv *kv, const char *key, size_t klen, long long *rev,

@@ -138,12 +138,13 @@ static int kvd_bound(struct json_object *vals, char *expr, size_t elen,
 
 /* Reads the next page of @s into it (at least one entry unless done).
  * Errors: as ddb_call, -ENOMEM, -EIO (an answer without its keys). */
-static int kvd_stream_fill(struct kvd *kv, struct kvd_stream *s,
-			   bool keys_only)
+static int kvd_stream_fill(struct kvd *kv, struct kvd_stream *s, bool keys_only)
 {
 	while (s->pos >= s->n && !kvd_stream_done(s)) {
-		struct json_object *req = json_object_new_object(), *resp = NULL;
-		struct json_object *vals = json_object_new_object(), *items, *lek;
+		struct json_object *req = json_object_new_object(),
+				   *resp = NULL;
+		struct json_object *vals = json_object_new_object(), *items,
+				   *lek;
 		struct json_object *names = json_object_new_object();
 		char lo[8] = "", hi[8] = "", expr[96];
 		bool has_a, has_b;
@@ -171,8 +172,10 @@ static int kvd_stream_fill(struct kvd *kv, struct kvd_stream *s,
 			return 0;
 		}
 		snprintf(expr, sizeof(expr), "#p = :p%s%s%s%s",
-			 has_a && has_b ? " AND #s BETWEEN" : has_a ? " AND #s >="
-						: has_b ? " AND #s <=" : "",
+			 has_a && has_b ? " AND #s BETWEEN"
+			 : has_a	? " AND #s >="
+			 : has_b	? " AND #s <="
+					: "",
 			 lo, has_a && has_b ? " AND" : "", hi);
 		if (!rc)
 			rc = ddb_add(names, "#p", json_object_new_string("pk"));
@@ -270,8 +273,8 @@ static int kvd_stream_fill(struct kvd *kv, struct kvd_stream *s,
 			}
 			s->n++;
 		}
-		if (!rc && json_object_object_get_ex(resp, "LastEvaluatedKey",
-						     &lek))
+		if (!rc &&
+		    json_object_object_get_ex(resp, "LastEvaluatedKey", &lek))
 			s->next = json_object_get(lek);
 		json_object_put(resp);
 		if (rc)
@@ -301,8 +304,9 @@ static int kvd_iter_drive(struct kvd_iter *it, const char *from, size_t flen)
 	bool in_run = kvd_cmp(from, flen, lo, n) > 0;
 	bool hi_in = it->hi && kvd_cmp(it->hi, it->hilen, hi, n) < 0;
 
-	return kvd_stream_init(&it->drv, false, in_run ? from : lo, in_run ? flen : n,
-			       hi_in ? it->hi : NULL, it->hilen);
+	return kvd_stream_init(&it->drv, false, in_run ? from : lo,
+			       in_run ? flen : n, hi_in ? it->hi : NULL,
+			       it->hilen);
 }
 
 /* Reads until the current entry is known (it->at, NULL at the end). */

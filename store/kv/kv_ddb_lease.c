@@ -93,10 +93,10 @@ static int kvd_lease_read(struct ddb *d, const char *table,
 {
 	struct json_object *req = kvd_lease_req(table, NULL, NULL, NULL);
 	struct json_object *resp = NULL, *it;
-	int rc = req && !ddb_add(req, "ConsistentRead",
-				 json_object_new_boolean(1))
-		     ? ddb_call(d, "GetItem", req, &resp)
-		     : -ENOMEM;
+	int rc =
+	    req && !ddb_add(req, "ConsistentRead", json_object_new_boolean(1))
+		? ddb_call(d, "GetItem", req, &resp)
+		: -ENOMEM;
 
 	json_object_put(req);
 	*item = NULL;
@@ -151,8 +151,8 @@ void kvd_fence(struct kvd *kv, const char *why)
 static int kvd_renew(void *ctx)
 {
 	struct kvd *kv = ctx;
-	struct json_object *req = kvd_lease_req(kv->table, "UpdateExpression",
-						"SET #e = :e", "oe");
+	struct json_object *req =
+	    kvd_lease_req(kv->table, "UpdateExpression", "SET #e = :e", "oe");
 	struct json_object *vals = json_object_new_object(), *resp = NULL;
 	int rc = 0;
 
@@ -161,8 +161,9 @@ static int kvd_renew(void *ctx)
 		json_object_put(vals);
 		return 1;
 	}
-	if (!req || ddb_add(req, "ConditionExpression",
-			    json_object_new_string("#o = :o")) ||
+	if (!req ||
+	    ddb_add(req, "ConditionExpression",
+		    json_object_new_string("#o = :o")) ||
 	    ddb_add(vals, ":e", ddb_n(kvd_now_ms() + 1000ull * kv->ttl)) ||
 	    ddb_add(vals, ":o", ddb_s(kv->owner)))
 		rc = -ENOMEM;
@@ -254,8 +255,7 @@ int kvd_lease_take(struct kvd *kv)
 	if (rc)
 		return rc;
 	kv->leased = true;
-	return kv_keeper_start(&kv->keeper, 1000L * kv->ttl / 3, kvd_renew,
-			       kv);
+	return kv_keeper_start(&kv->keeper, 1000L * kv->ttl / 3, kvd_renew, kv);
 }
 
 void kvd_lease_drop(struct kvd *kv)
@@ -280,8 +280,8 @@ void kvd_lease_drop(struct kvd *kv)
 
 int kvd_lease_check(struct kvd *kv, struct json_object *items)
 {
-	struct json_object *cc = kvd_lease_req(
-	    kv->table, "ConditionExpression", "#o = :o AND #e > :now", "oe");
+	struct json_object *cc = kvd_lease_req(kv->table, "ConditionExpression",
+					       "#o = :o AND #e > :now", "oe");
 	struct json_object *vals = json_object_new_object(),
 			   *wrap = json_object_new_object();
 	int rc = cc ? 0 : -ENOMEM;
