@@ -271,6 +271,12 @@ bool kv_tracking(const struct kv *kv);
  * it must not go on now (a branch lock another writer holds): every tracked
  * commit fails with -EAGAIN, writing nothing, and kv_untrack() says true. */
 void kv_track_spoil(struct kv *kv);
+/* Tracks @key as if this thread had read it at version @ver (kv_get_ver):
+ * for a reader that knows a key's version without asking the engine (a
+ * value a watch keeps up to date), so the commit is conditioned on it
+ * all the same. Nothing if the thread does not track @kv. */
+void kv_track_known(struct kv *kv, const char *key, size_t klen,
+		    uint64_t ver);
 
 /*
  * Reads of one moment, for a reader that other processes' writes race (a
