@@ -1287,6 +1287,85 @@ Test(shared, a_file_made_held_is_held_from_its_first_commit)
 	cr_expect(freed(ta, at.ino), "the maker's close frees it");
 }
 
+/* A writer's unlink of a file it has closed but whose hold its last close
+ * has not dropped yet (the daemon drops holds a while later, off the
+ * close's path) frees the file and drops the hold in the same commit:
+ * nothing is left to drop, and the drop after it commits nothing. */
+Test(shared, an_unlink_drops_the_removers_own_closed_hold)
+{
+	struct tree *ta = drive_of(a), *tb = drive_of(b);
+	struct store_kv_counts before, after;
+	struct tree_attr at;
+	uint64_t orphan = 9;
+
+	cr_assert_eq(tree_mkfile_held(tb, "/f", 0644, 022, 0, 0, &at), 0);
+	cr_assert(has_key(ta, key_hold, at.ino), "held");
+	cr_assert_eq(tree_unlink(tb, "/f", 0, &orphan), 0);
+	cr_expect_eq(orphan, 0, "freed at once, not an orphan");
+	cr_expect(freed(ta, at.ino));
+	cr_expect(!has_key(ta, key_hold, at.ino), "its hold outlived it");
+	store_kv_counts(b, &before);
+	cr_expect_eq(tree_unhold(tb, at.ino), 0);
+	store_kv_counts(b, &after);
+	cr_expect_eq(after.commits, before.commits, "the drop committed");
+}
+
+/* The daemon's reclaim of an orphan it made, closed and forgotten, whose
+ * hold its last close has not dropped yet: one commit frees the orphan and
+ * drops the hold (not the hold kept it for this writer, for good). */
+Test(shared, a_reclaim_drops_the_writers_own_closed_hold)
+{
+	struct tree *ta = drive_of(a);
+	struct store_kv_counts before, after;
+	uint64_t ino, orphan = 0;
+	size_t n = 0;
+
+	cr_assert_eq(make_file(ta, "/f", NULL), 0);
+	ino = ino_of(ta, "/f");
+	cr_assert_eq(tree_hold(ta, ino), 0);
+	cr_assert_eq(tree_unlink(ta, "/f", TREE_KEEP_ORPHAN, &orphan), 0);
+	cr_assert_eq(orphan, ino);
+	store_kv_counts(a, &before);
+	cr_expect_eq(tree_reclaim_many(ta, &ino, 1, &n), 0);
+	store_kv_counts(a, &after);
+	cr_expect_eq(n, 1, "kept for its own closed hold");
+	cr_expect(freed(ta, ino));
+	cr_expect(!has_key(ta, key_hold, ino), "its hold outlived it");
+	cr_expect_eq(after.commits - before.commits, 1);
+}
+
+/* The holds of many files closed here go in one commit, and only this
+ * writer's: one the other writer holds too stays held by it. */
+Test(shared, closed_holds_drop_many_to_a_commit)
+{
+	struct tree *ta = drive_of(a), *tb = drive_of(b);
+	struct store_kv_counts before, after;
+	enum { N = 20 };
+	uint64_t inos[N];
+
+	for (int i = 0; i < N; i++) {
+		char p[32];
+		struct tree_attr at;
+
+		snprintf(p, sizeof(p), "/h%d", i);
+		cr_assert_eq(tree_mkfile_held(ta, p, 0644, 022, 0, 0, &at), 0);
+		inos[i] = at.ino;
+	}
+	cr_assert_eq(tree_hold(tb, inos[0]), 0);
+	store_kv_counts(a, &before);
+	cr_expect_eq(tree_unhold_many(ta, inos, N), 0);
+	store_kv_counts(a, &after);
+	cr_expect_eq(after.commits - before.commits, 1, "%llu commits",
+		     (unsigned long long)(after.commits - before.commits));
+	for (int i = 1; i < N; i++)
+		cr_expect(!has_key(ta, key_hold, inos[i]), "h%d still held", i);
+	cr_expect(has_key(ta, key_hold, inos[0]), "b's hold went too");
+	cr_assert_eq(tree_unlink(ta, "/h0", 0, NULL), 0);
+	cr_expect(kept(ta, inos[0]), "b has it open");
+	cr_assert_eq(tree_unhold(tb, inos[0]), 0);
+	cr_expect(freed(ta, inos[0]));
+}
+
 /* The holder's own sweep of stopped writers' orphans (tree_reclaim_dead,
  * every 5 s in a shared daemon) meets the orphan it holds open, marked
  * for its holders: not its to free while it holds it (it freed it: an
