@@ -23,8 +23,9 @@
  * partitions to read).
  *
  * The first read-write open of a missing table creates it (on-demand
- * capacity, Streams on, new and old images: for the followers to come); a
- * table with another key schema is refused, naming what differs.
+ * capacity, Streams on, new and old images: what the followers' watches
+ * read, kv_ddb_watch.c); a table with another key schema is refused,
+ * naming what differs.
  *
  * Files, one concept each (their overviews say how and why):
  *   kv_ddb.c        open (the location, the table), close, the registry
@@ -32,6 +33,7 @@
  *   kv_ddb_lease.c  one writer per table: the lease item, its keeper
  *   kv_ddb_iter.c   reads: kv_get, iterators (paged Queries, merged)
  *   kv_ddb_batch.c  batches, committed as one TransactWriteItems
+ *   kv_ddb_watch.c  watches: the table's stream, for -o ro followers
  *   ddb.c           the HTTP client: signing, retries, errors
  *
  * Limits (kv_limits): a transaction holds 100 actions and 4 MB, an item
@@ -39,9 +41,9 @@
  * A range delete is expanded into the keys it covers at commit, each one
  * action: batch_ops and range_keys are set so that a batch of both, plus
  * the lease's check, fits 100. Iterators are no snapshots (DynamoDB has
- * none): a page read after a commit sees it. No watches, no shared
- * writers, no followers yet (-o ro reads the table, but nothing tells it of
- * changes).
+ * none): a page read after a commit sees it. Watches read the table's
+ * stream (kv_ddb_watch.c: revisions are its pages, not commits); no
+ * shared writers yet.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -101,6 +103,36 @@ struct json_object *kvd_item_key(const char *key, size_t klen)
 		return NULL;
 	}
 	return o;
+}
+
+int kvd_store_key(struct json_object *keys, char **key, size_t *klen)
+{
+	const char *pk = ddb_get_s(keys, "pk");
+	size_t plen, sklen;
+	char *sk;
+
+	*key = NULL;
+	if (!pk)
+		return -EINVAL;
+	if (!strcmp(pk, KVD_OTHER_PK))
+		plen = 0;
+	else if (!strncmp(pk, "DRIVE#", 6))
+		plen = strlen(pk);
+	else
+		return -ENOENT; /* the backend's own (KVD_META_PK, ...) */
+	sk = ddb_get_b(keys, "sk", &sklen);
+	if (!sk)
+		return -EINVAL;
+	*key = malloc(plen + sklen + 1);
+	if (!*key) {
+		free(sk);
+		return -ENOMEM;
+	}
+	memcpy(*key, pk, plen);
+	memcpy(*key + plen, sk, sklen + 1);
+	*klen = plen + sklen;
+	free(sk);
+	return 0;
 }
 
 /* ---- the registry of drives ---------------------------------------------- */
@@ -452,12 +484,7 @@ static int kvd_create_table(struct kvd *kv)
 	return rc;
 }
 
-/*
- * The table's description (its "Table"), waiting up to a minute while it is
- * being created, and creating it first when missing and @create. Errors:
- * -ENOENT (missing), as ddb_call.
- */
-static int kvd_describe(struct kvd *kv, bool create, struct json_object **out)
+int kvd_describe(struct kvd *kv, bool create, struct json_object **out)
 {
 	for (int i = 0; i < 600; i++) {
 		struct json_object *req = kvd_table_req(kv->table),
@@ -712,4 +739,6 @@ const struct kv_ops kvd_ops = {
     .estimate_keys = kvd_estimate_keys,
     .compact_range = kvd_compact_range,
     .reserve_bytes = kvd_reserve_bytes,
+    .watch = kvd_watch,
+    .watch_stop = kvd_watch_stop,
 };

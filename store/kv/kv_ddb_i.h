@@ -65,6 +65,13 @@ int kvd_cmp(const char *a, size_t alen, const char *b, size_t blen);
 
 /* The item key {pk, sk} of store key @key; NULL when out of memory. */
 struct json_object *kvd_item_key(const char *key, size_t klen);
+/*
+ * The store key of item key @keys ({pk, sk}, as kvd_item_key makes it):
+ * *key malloc'd (NUL-terminated one past *klen; the caller frees).
+ * Errors: -ENOENT (an item of the backend's own partitions, which holds no
+ * store key), -EINVAL (no such key attributes), -ENOMEM.
+ */
+int kvd_store_key(struct json_object *keys, char **key, size_t *klen);
 
 enum { KVD_PUT, KVD_DEL, KVD_RANGE };
 
@@ -115,6 +122,13 @@ struct kvd_iter {
 
 extern const struct kv_ops kvd_ops;
 
+/*
+ * kv_ddb.c: the table's description (its "Table"), waiting up to a minute
+ * while it is being created, and creating it first when missing and
+ * @create. Errors: -ENOENT (missing), as ddb_call.
+ */
+int kvd_describe(struct kvd *kv, bool create, struct json_object **out);
+
 /* kv_ddb.c: the drives' registry */
 int kvd_drive_cmp(const char *a, const char *b);
 int kvd_load_drives(struct kvd *kv);
@@ -155,5 +169,11 @@ void kvd_batch_clear(struct kv_batch *b);
 void kvd_batch_free(struct kv_batch *b);
 int kvd_batch_commit(struct kv *kv, struct kv_batch *b, bool sync,
 		     long long *rev);
+
+/* kv_ddb_watch.c: watches, through the table's stream */
+int kvd_watch(void **out, struct kv *kv, const char *lo, size_t lolen,
+	      const char *hi, size_t hilen, long long rev, kv_change_fn change,
+	      void (*reset)(void *ctx), void *ctx);
+void kvd_watch_stop(void *w);
 
 #endif
