@@ -135,6 +135,102 @@ int kvd_store_key(struct json_object *keys, char **key, size_t *klen)
 	return 0;
 }
 
+/* ---- watches: the stream reader's records as changes of store keys ---- */
+
+struct kvd_watch {
+	struct kvd_follow *f;
+	char *lo, *hi; /* the range, whole store keys */
+	size_t lolen, hilen;
+	kv_change_fn change;
+	void (*reset)(void *ctx);
+	void *ctx;
+};
+
+static void kvd_watch_reset(void *arg)
+{
+	struct kvd_watch *w = arg;
+
+	w->reset(w->ctx);
+}
+
+/* A record of the stream (kv_ddb_watch.c) as the change of its store key,
+ * if in the range; the backend's own items are skipped. */
+static int kvd_watch_record(void *arg, long long rev, struct json_object *keys,
+			    struct json_object *image)
+{
+	struct kvd_watch *w = arg;
+	char *key = NULL, *val = NULL;
+	size_t klen = 0, vlen = 0;
+	int rc = kvd_store_key(keys, &key, &klen);
+
+	if (rc == -ENOENT)
+		return 0;
+	if (rc)
+		return rc == -EINVAL ? -EIO : rc;
+	if (kvd_cmp(key, klen, w->lo, w->lolen) < 0 ||
+	    kvd_cmp(key, klen, w->hi, w->hilen) >= 0)
+		goto out;
+	if (image) {
+		val = ddb_get_b(image, "v", &vlen);
+		if (!val && !(val = calloc(1, 1))) { /* empty: no v */
+			rc = -ENOMEM;
+			goto out;
+		}
+	}
+	w->change(w->ctx, rev, key, klen, val, vlen);
+out:
+	free(key);
+	free(val);
+	return rc;
+}
+
+/* @rev: not kept (kv_ddb_watch.c, Revisions): from now on, and reset() */
+static int kvd_watch(void **out, struct kv *kv_, const char *lo, size_t lolen,
+		     const char *hi, size_t hilen, long long rev,
+		     kv_change_fn change, void (*reset)(void *ctx), void *ctx)
+{
+	struct kvd *kv = (struct kvd *)kv_;
+	struct kvd_watch *w = calloc(1, sizeof(*w));
+	int rc = -ENOMEM;
+
+	*out = NULL;
+	if (!w)
+		return -ENOMEM;
+	w->lo = malloc(lolen + 1);
+	w->hi = malloc(hilen + 1);
+	w->lolen = lolen;
+	w->hilen = hilen;
+	w->change = change;
+	w->reset = reset;
+	w->ctx = ctx;
+	if (w->lo && w->hi) {
+		memcpy(w->lo, lo, lolen);
+		memcpy(w->hi, hi, hilen);
+		rc = kvd_follow_start(&w->f, kv->d, kv->table, kvd_watch_record,
+				      kvd_watch_reset, w);
+	}
+	if (rc) {
+		free(w->lo);
+		free(w->hi);
+		free(w);
+		return rc;
+	}
+	*out = w;
+	return 0;
+}
+
+static void kvd_watch_stop(void *arg)
+{
+	struct kvd_watch *w = arg;
+
+	if (!w)
+		return;
+	kvd_follow_stop(w->f);
+	free(w->lo);
+	free(w->hi);
+	free(w);
+}
+
 /* ---- the registry of drives ---------------------------------------------- */
 
 /* Drive ids in the order of their keys: "a|" against "b|". */
@@ -484,7 +580,12 @@ static int kvd_create_table(struct kvd *kv)
 	return rc;
 }
 
-int kvd_describe(struct kvd *kv, bool create, struct json_object **out)
+/*
+ * The table's description (its "Table"), waiting up to a minute while it is
+ * being created, and creating it first when missing and @create. Errors:
+ * -ENOENT (missing), as ddb_call.
+ */
+static int kvd_describe(struct kvd *kv, bool create, struct json_object **out)
 {
 	for (int i = 0; i < 600; i++) {
 		struct json_object *req = kvd_table_req(kv->table),

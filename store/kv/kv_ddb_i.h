@@ -122,13 +122,6 @@ struct kvd_iter {
 
 extern const struct kv_ops kvd_ops;
 
-/*
- * kv_ddb.c: the table's description (its "Table"), waiting up to a minute
- * while it is being created, and creating it first when missing and
- * @create. Errors: -ENOENT (missing), as ddb_call.
- */
-int kvd_describe(struct kvd *kv, bool create, struct json_object **out);
-
 /* kv_ddb.c: the drives' registry */
 int kvd_drive_cmp(const char *a, const char *b);
 int kvd_load_drives(struct kvd *kv);
@@ -170,10 +163,20 @@ void kvd_batch_free(struct kv_batch *b);
 int kvd_batch_commit(struct kv *kv, struct kv_batch *b, bool sync,
 		     long long *rev);
 
-/* kv_ddb_watch.c: watches, through the table's stream */
-int kvd_watch(void **out, struct kv *kv, const char *lo, size_t lolen,
-	      const char *hi, size_t hilen, long long rev, kv_change_fn change,
-	      void (*reset)(void *ctx), void *ctx);
-void kvd_watch_stop(void *w);
+/*
+ * kv_ddb_watch.c: a reader of table @table's stream (its overview says
+ * how), which calls nothing of the backend's but ddb.c: on a thread of
+ * its own, @record(@ctx, rev, keys, image) for each record (keys: its
+ * {pk, sk}; image: the item's new image, NULL for a removal; both
+ * borrowed), which answers 0 or an error that makes the reader start over,
+ * and @reset(@ctx) once it stands (again). kv_ddb.c's watch is built on it.
+ * Errors: -ENOMEM, -EAGAIN.
+ */
+struct kvd_follow;
+typedef int (*kvd_record_fn)(void *ctx, long long rev, struct json_object *keys,
+			     struct json_object *image);
+int kvd_follow_start(struct kvd_follow **out, struct ddb *d, const char *table,
+		     kvd_record_fn record, void (*reset)(void *ctx), void *ctx);
+void kvd_follow_stop(struct kvd_follow *w);
 
 #endif

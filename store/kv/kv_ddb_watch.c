@@ -1,17 +1,19 @@
 /*
- * kv_ddb_watch.c - watches of a key range on a DynamoDB table (kv_watch(),
- * kv_i.h), read from the table's stream (DynamoDB Streams, new and old
- * images, which the first open turned on): the followers' way of learning
- * what the writer committed.
+ * kv_ddb_watch.c - the reader of a DynamoDB table's stream (DynamoDB
+ * Streams, new and old images, which the first open turned on) under the
+ * backend's watches of a key range (kv_watch(), kv_i.h; kv_ddb.c's
+ * kvd_watch): the followers' way of learning what the writer committed.
+ * It calls ddb.c only, so that kv_ddb.c, which starts it, is not called
+ * back (no call circle).
  *
  * One thread per watch polls the stream with GetRecords, one request per
  * open shard every KVD_POLL_MS (250 ms: 4 requests a second per shard per
  * watch, ~345,600 a day, whether anything changed or not; a full page of
  * KVD_PAGE records is followed at once by the next), and hands out each
- * record of an item in the range as a change of its store key (pk and sk
- * joined back, kvd_store_key): INSERT and MODIFY with the new image's
- * value, REMOVE as a delete. The backend's own items (the lease, the
- * registry of drives) are no store keys and are skipped. A change reaches
+ * record to kv_ddb.c's callback, which makes it the change of a store key
+ * in the watched range (pk and sk joined back, kvd_store_key): INSERT and
+ * MODIFY with the new image's value, REMOVE as a delete; the backend's own
+ * items (the lease, the registry of drives) are no store keys, skipped. A change reaches
  * the watcher within KVD_POLL_MS plus the stream's own delay (DynamoDB
  * says records appear in near real time; DynamoDB Local within a poll)
  * plus a round trip.
@@ -63,7 +65,7 @@
  * every reader of the table; the Streams docs advise two readers a shard
  * at most) is retried inside ddb.c with backoff, a delay, not a gap.
  *
- * Limits: kvd_watch_stop() waits for the request in flight, which ddb.c
+ * Limits: kvd_follow_stop() waits for the request in flight, which ddb.c
  * retries for up to DDB_RETRY_S when DynamoDB does not answer. Order
  * across shards (a drive's items spread over several partitions) is per
  * key only. Each watch reads the whole table's stream and filters: the
@@ -76,7 +78,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "kv_ddb_i.h"
+#include "kv_ddb_i.h" /* of it, the stream reader's part: ddb.c only */
 #include "log.h"
 
 #define KVD_POLL_MS 250	 /* between two reads of a shard */
@@ -92,11 +94,10 @@ struct kvd_shard {
 	bool listed;  /* in the last listing */
 };
 
-struct kvd_watch {
-	struct kvd *kv;
-	char *lo, *hi; /* the range, whole store keys */
-	size_t lolen, hilen;
-	kv_change_fn change;
+struct kvd_follow {
+	struct ddb *d;
+	char *table;
+	kvd_record_fn record;
 	void (*reset)(void *ctx);
 	void *ctx;
 	pthread_t thread;
@@ -118,7 +119,7 @@ static time_t watch_now_s(void)
 }
 
 /* Sleeps @ms milliseconds, or less if the watch is stopped meanwhile. */
-static void watch_pause(struct kvd_watch *w, int ms)
+static void watch_pause(struct kvd_follow *w, int ms)
 {
 	for (int t = 0; t < ms && !atomic_load(&w->stop); t += 10)
 		nanosleep(&(struct timespec){0, 10 * 1000000L}, NULL);
@@ -133,7 +134,7 @@ static void shard_release(struct kvd_shard *s)
 }
 
 /* Forgets the stream and its shards: the next round starts over. */
-static void watch_forget(struct kvd_watch *w)
+static void watch_forget(struct kvd_follow *w)
 {
 	for (size_t i = 0; i < w->n; i++)
 		shard_release(&w->shards[i]);
@@ -142,7 +143,7 @@ static void watch_forget(struct kvd_watch *w)
 	w->arn = NULL;
 }
 
-static struct kvd_shard *watch_shard(struct kvd_watch *w, const char *id)
+static struct kvd_shard *watch_shard(struct kvd_follow *w, const char *id)
 {
 	for (size_t i = 0; i < w->n; i++)
 		if (!strcmp(w->shards[i].id, id))
@@ -166,7 +167,7 @@ static const char *json_str(struct json_object *o, const char *name)
  * "AFTER_SEQUENCE_NUMBER" after s->last). Errors: as ddb_streams_call,
  * -EIO (an answer without one), -ENOMEM.
  */
-static int shard_iterate(struct kvd_watch *w, struct kvd_shard *s,
+static int shard_iterate(struct kvd_follow *w, struct kvd_shard *s,
 			 const char *type)
 {
 	struct json_object *req = json_object_new_object(), *resp = NULL;
@@ -183,7 +184,7 @@ static int shard_iterate(struct kvd_watch *w, struct kvd_shard *s,
 		rc = ddb_add(req, "SequenceNumber",
 			     json_object_new_string(s->last));
 	if (!rc)
-		rc = ddb_streams_call(w->kv->d, "GetShardIterator", req, &resp);
+		rc = ddb_streams_call(w->d, "GetShardIterator", req, &resp);
 	json_object_put(req);
 	if (rc)
 		return rc;
@@ -197,7 +198,7 @@ static int shard_iterate(struct kvd_watch *w, struct kvd_shard *s,
 
 /* Adds shard @sh (a DescribeStream entry) if new: @first, the listing the
  * watch starts with. Errors: -EIO (no id), -ENOMEM. */
-static int watch_add_shard(struct kvd_watch *w, struct json_object *sh,
+static int watch_add_shard(struct kvd_follow *w, struct json_object *sh,
 			   bool first)
 {
 	const char *id = json_str(sh, "ShardId");
@@ -244,7 +245,7 @@ static int watch_add_shard(struct kvd_watch *w, struct json_object *sh,
  * ones, and drops the ended ones no longer listed (trimmed). Errors: as
  * ddb_streams_call, -EIO, -ENOMEM.
  */
-static int watch_list(struct kvd_watch *w, bool first)
+static int watch_list(struct kvd_follow *w, bool first)
 {
 	char *after = NULL;
 	size_t i, kept;
@@ -262,7 +263,7 @@ static int watch_list(struct kvd_watch *w, bool first)
 			rc = ddb_add(req, "ExclusiveStartShardId",
 				     json_object_new_string(after));
 		if (!rc)
-			rc = ddb_streams_call(w->kv->d, "DescribeStream", req,
+			rc = ddb_streams_call(w->d, "DescribeStream", req,
 					      &resp);
 		json_object_put(req);
 		free(after);
@@ -305,7 +306,7 @@ static int watch_list(struct kvd_watch *w, bool first)
  * parent the watch does not read or read to its end, from TRIM_HORIZON.
  * Errors: as shard_iterate.
  */
-static int watch_start_shards(struct kvd_watch *w, bool first)
+static int watch_start_shards(struct kvd_follow *w, bool first)
 {
 	for (size_t i = 0; i < w->n; i++) {
 		struct kvd_shard *s = &w->shards[i], *p;
@@ -326,27 +327,32 @@ static int watch_start_shards(struct kvd_watch *w, bool first)
 /* Begins (again): the table's latest stream, its shards, their iterators;
  * reset() follows. Errors: -EOPNOTSUPP (the table has no stream), as
  * ddb_call. */
-static int watch_begin(struct kvd_watch *w)
+static int watch_begin(struct kvd_follow *w)
 {
-	struct json_object *t = NULL;
+	struct json_object *req = json_object_new_object(), *resp = NULL, *t;
 	const char *arn;
 	int rc;
 
 	watch_forget(w);
-	rc = kvd_describe(w->kv, false, &t);
+	rc = ddb_add(req, "TableName", json_object_new_string(w->table));
+	if (!rc)
+		rc = ddb_call(w->d, "DescribeTable", req, &resp);
+	json_object_put(req);
 	if (rc)
 		return rc;
+	if (!json_object_object_get_ex(resp, "Table", &t))
+		t = NULL;
 	arn = json_str(t, "LatestStreamArn");
 	if (!arn) {
 		plog(LOG_ERR,
 		     "dynamodb watch: table %s has no stream (Streams must "
 		     "be on, with new images): no changes are followed",
-		     w->kv->table);
+		     w->table);
 		rc = -EOPNOTSUPP;
 	} else if (!(w->arn = strdup(arn))) {
 		rc = -ENOMEM;
 	}
-	json_object_put(t);
+	json_object_put(resp);
 	if (!rc)
 		rc = watch_list(w, true);
 	if (!rc)
@@ -356,46 +362,21 @@ static int watch_begin(struct kvd_watch *w)
 	return rc;
 }
 
-/*
- * Hands out record @r (of a page of revision @rev) if its key is in the
- * range. Errors: -EIO (a record that does not decode), -ENOMEM.
- */
-static int watch_record(struct kvd_watch *w, struct json_object *r,
+/* Hands out record @r (of a page of revision @rev). Errors: -EIO (a record
+ * that does not decode), the callback's. */
+static int watch_record(struct kvd_follow *w, struct json_object *r,
 			long long rev)
 {
-	struct json_object *ddb, *keys, *img;
+	struct json_object *ddb, *keys, *img = NULL;
 	const char *ev = json_str(r, "eventName");
-	char *key = NULL, *val = NULL;
-	size_t klen = 0, vlen = 0;
-	int rc;
 
 	if (!ev || !json_object_object_get_ex(r, "dynamodb", &ddb) ||
 	    !json_object_object_get_ex(ddb, "Keys", &keys))
 		return -EIO;
-	rc = kvd_store_key(keys, &key, &klen);
-	if (rc == -ENOENT)
-		return 0; /* the backend's own */
-	if (rc)
-		return rc == -EINVAL ? -EIO : rc;
-	if (kvd_cmp(key, klen, w->lo, w->lolen) < 0 ||
-	    kvd_cmp(key, klen, w->hi, w->hilen) >= 0)
-		goto out;
-	if (strcmp(ev, "REMOVE")) {
-		if (!json_object_object_get_ex(ddb, "NewImage", &img)) {
-			rc = -EIO; /* a stream without new images */
-			goto out;
-		}
-		val = ddb_get_b(img, "v", &vlen);
-		if (!val && !(val = calloc(1, 1))) { /* empty: no v */
-			rc = -ENOMEM;
-			goto out;
-		}
-	}
-	w->change(w->ctx, rev, key, klen, val, vlen);
-out:
-	free(key);
-	free(val);
-	return rc;
+	if (strcmp(ev, "REMOVE") &&
+	    !json_object_object_get_ex(ddb, "NewImage", &img))
+		return -EIO; /* a stream without new images */
+	return w->record(w->ctx, rev, keys, img);
 }
 
 /*
@@ -403,7 +384,7 @@ out:
  * page was full (more may be waiting); *@ended: the shard came to its end.
  * Errors: -ETIME (its iterator expired), as ddb_streams_call, -EIO, -ENOMEM.
  */
-static int shard_read(struct kvd_watch *w, struct kvd_shard *s, bool *full,
+static int shard_read(struct kvd_follow *w, struct kvd_shard *s, bool *full,
 		      bool *ended)
 {
 	struct json_object *req = json_object_new_object(), *resp = NULL, *rs;
@@ -416,7 +397,7 @@ static int shard_read(struct kvd_watch *w, struct kvd_shard *s, bool *full,
 	if (!rc)
 		rc = ddb_add(req, "Limit", json_object_new_int(KVD_PAGE));
 	if (!rc)
-		rc = ddb_streams_call(w->kv->d, "GetRecords", req, &resp);
+		rc = ddb_streams_call(w->d, "GetRecords", req, &resp);
 	json_object_put(req);
 	if (rc)
 		return rc;
@@ -454,7 +435,7 @@ static int shard_read(struct kvd_watch *w, struct kvd_shard *s, bool *full,
  * needed. *@more: a page was full (the next round comes at once). Errors:
  * those after which the watch starts over.
  */
-static int watch_round(struct kvd_watch *w, bool *more)
+static int watch_round(struct kvd_follow *w, bool *more)
 {
 	bool list = watch_now_s() - w->listed >= KVD_LIST_S, open = false;
 	int rc = 0;
@@ -486,7 +467,7 @@ static int watch_round(struct kvd_watch *w, bool *more)
 
 static void *watch_main(void *arg)
 {
-	struct kvd_watch *w = arg;
+	struct kvd_follow *w = arg;
 	int pause_ms = 20;
 
 	while (!atomic_load(&w->stop)) {
@@ -504,7 +485,7 @@ static void *watch_main(void *arg)
 			if (!atomic_load(&w->stop))
 				plog(LOG_NOTICE,
 				     "dynamodb watch of %s: %s: starting over",
-				     w->kv->table, strerror(-rc));
+				     w->table, strerror(-rc));
 			watch_forget(w);
 			watch_pause(w, pause_ms);
 			if (pause_ms < 1000)
@@ -519,56 +500,42 @@ static void *watch_main(void *arg)
 	return NULL;
 }
 
-int kvd_watch(void **out, struct kv *kv, const char *lo, size_t lolen,
-	      const char *hi, size_t hilen, long long rev, kv_change_fn change,
-	      void (*reset)(void *ctx), void *ctx)
+int kvd_follow_start(struct kvd_follow **out, struct ddb *d, const char *table,
+		     kvd_record_fn record, void (*reset)(void *ctx), void *ctx)
 {
-	struct kvd_watch *w = calloc(1, sizeof(*w));
+	struct kvd_follow *w = calloc(1, sizeof(*w));
 	int rc;
 
-	(void)rev; /* see Revisions: from now on, and reset() */
 	*out = NULL;
 	if (!w)
 		return -ENOMEM;
-	w->kv = (struct kvd *)kv;
-	w->lo = malloc(lolen + 1);
-	w->hi = malloc(hilen + 1);
-	w->lolen = lolen;
-	w->hilen = hilen;
-	w->change = change;
+	w->d = d;
+	w->table = strdup(table);
+	w->record = record;
 	w->reset = reset;
 	w->ctx = ctx;
 	atomic_init(&w->stop, false);
-	if (!w->lo || !w->hi) {
-		rc = -ENOMEM;
-		goto fail;
+	if (!w->table) {
+		free(w);
+		return -ENOMEM;
 	}
-	memcpy(w->lo, lo, lolen);
-	memcpy(w->hi, hi, hilen);
 	rc = -pthread_create(&w->thread, NULL, watch_main, w);
 	if (rc) {
-		rc = -EAGAIN;
-		goto fail;
+		free(w->table);
+		free(w);
+		return -EAGAIN;
 	}
 	*out = w;
 	return 0;
-fail:
-	free(w->lo);
-	free(w->hi);
-	free(w);
-	return rc;
 }
 
-void kvd_watch_stop(void *arg)
+void kvd_follow_stop(struct kvd_follow *w)
 {
-	struct kvd_watch *w = arg;
-
 	if (!w)
 		return;
 	atomic_store(&w->stop, true);
 	pthread_join(w->thread, NULL);
 	free(w->shards);
-	free(w->lo);
-	free(w->hi);
+	free(w->table);
 	free(w);
 }
