@@ -14,8 +14,8 @@
  * When the watch (re)starts the caller is told everything may have changed
  * (a NULL change).
  *
- * Limits: only engines other processes write can watch (etcd); others
- * answer -EOPNOTSUPP. A change is reported once committed, in commit order,
+ * Limits: only engines other processes write can watch (etcd, DynamoDB
+ * through its table's stream); others answer -EOPNOTSUPP. A change is reported once committed, in commit order,
  * on the watch's thread.
  */
 #include <errno.h>
