@@ -15,8 +15,8 @@
  * (a NULL change).
  *
  * Limits: only engines other processes write can watch (etcd, DynamoDB
- * through its table's stream); others answer -EOPNOTSUPP. A change is reported once committed, in commit order,
- * on the watch's thread.
+ * through its table's stream); others answer -EOPNOTSUPP. A change is
+ * reported once committed, in commit order, on the watch's thread.
  */
 #include <errno.h>
 #include <stdlib.h>
