@@ -176,19 +176,20 @@ static void take_unholds(struct fs *fs, int64_t by, const uint64_t *v, size_t n)
 static void drop_unholds(struct fs *fs)
 {
 	size_t n = fs->uq_flight_n;
-	int rc;
 
-	if (!n)
-		return;
-	pthread_mutex_unlock(&fs->rq_lock);
-	rc = tree_unhold_many(fs->tree, fs->uq_flight, n);
-	if (rc)
-		plog(LOG_WARNING,
-		     "holds of %zu closed files: some stay until this "
-		     "writer's lease ends: %s",
-		     n, strerror(-rc));
-	pthread_mutex_lock(&fs->rq_lock);
-	free(fs->uq_flight);
+	if (n) {
+		int rc;
+
+		pthread_mutex_unlock(&fs->rq_lock);
+		rc = tree_unhold_many(fs->tree, fs->uq_flight, n);
+		if (rc)
+			plog(LOG_WARNING,
+			     "holds of %zu closed files: some stay until this "
+			     "writer's lease ends: %s",
+			     n, strerror(-rc));
+		pthread_mutex_lock(&fs->rq_lock);
+	}
+	free(fs->uq_flight); /* (taken with nothing due: empty) */
 	fs->uq_flight = NULL;
 	fs->uq_flight_n = 0;
 	pthread_cond_broadcast(&fs->uq_cond);
