@@ -293,7 +293,54 @@ static uint64_t pct_us(const struct op_stats *s, uint64_t count, double q)
 	return 1ULL << b;
 }
 
-void stats_print(FILE *f, bool json)
+/* The store's calls into its kv engine, and the engine's own requests
+ * (@kv: NULL for none): a "kv" member of the JSON object, or two lines. */
+static void print_kv(FILE *f, bool json, const struct store_kv_counts *kv)
+{
+	const char *fmt =
+	    json ? "\"kv\": {\"gets\": %llu, \"content_gets\": %llu, "
+		   "\"iters\": %llu, \"seeks\": %llu, \"nexts\": %llu, "
+		   "\"commits\": %llu, \"conflicts\": %llu, "
+		   "\"requests\": %llu, \"retries\": %llu, \"faults\": %llu, "
+		   "\"pages\": %llu, \"txns\": %llu, \"read_milli\": %llu, "
+		   "\"write_milli\": %llu}, "
+		 : "kv: gets %llu (blocks %llu), iters %llu, seeks %llu, "
+		   "nexts %llu, commits %llu (conflicts %llu)\n"
+		   "engine: requests %llu (retries %llu, faults %llu), "
+		   "pages %llu, txns %llu, read units %llu.%03llu, write "
+		   "units %llu.%03llu\n";
+	unsigned long long rm = kv->read_milli, wm = kv->write_milli;
+
+	if (json)
+		fprintf(f, fmt, (unsigned long long)kv->gets,
+			(unsigned long long)kv->content_gets,
+			(unsigned long long)kv->iters,
+			(unsigned long long)kv->seeks,
+			(unsigned long long)kv->nexts,
+			(unsigned long long)kv->commits,
+			(unsigned long long)kv->conflicts,
+			(unsigned long long)kv->requests,
+			(unsigned long long)kv->retries,
+			(unsigned long long)kv->faults,
+			(unsigned long long)kv->pages,
+			(unsigned long long)kv->txns, rm, wm);
+	else
+		fprintf(f, fmt, (unsigned long long)kv->gets,
+			(unsigned long long)kv->content_gets,
+			(unsigned long long)kv->iters,
+			(unsigned long long)kv->seeks,
+			(unsigned long long)kv->nexts,
+			(unsigned long long)kv->commits,
+			(unsigned long long)kv->conflicts,
+			(unsigned long long)kv->requests,
+			(unsigned long long)kv->retries,
+			(unsigned long long)kv->faults,
+			(unsigned long long)kv->pages,
+			(unsigned long long)kv->txns, rm / 1000, rm % 1000,
+			wm / 1000, wm % 1000);
+}
+
+void stats_print(FILE *f, bool json, const struct store_kv_counts *kv)
 {
 	struct op_stats s;
 	uint64_t total = 0, total_ns = 0;
@@ -343,13 +390,19 @@ void stats_print(FILE *f, bool json)
 		}
 		first = false;
 	}
-	if (json)
-		fprintf(f, "\n}, \"count\": %llu, \"ns\": %llu}\n",
+	if (json) {
+		fputs("\n}, ", f);
+		if (kv)
+			print_kv(f, true, kv);
+		fprintf(f, "\"count\": %llu, \"ns\": %llu}\n",
 			(unsigned long long)total,
 			(unsigned long long)total_ns);
-	else
+	} else {
 		fprintf(f, "%-12s %12llu %12.1f\n", "total",
 			(unsigned long long)total, (double)total_ns / 1e6);
+		if (kv)
+			print_kv(f, false, kv);
+	}
 }
 
 void stats_reset(void)
@@ -366,9 +419,10 @@ void stats_reset(void)
 	}
 }
 
-void stats_ctl(FILE *out, bool json, bool reset)
+void stats_ctl(FILE *out, bool json, bool reset,
+	       const struct store_kv_counts *kv)
 {
-	stats_print(out, json);
+	stats_print(out, json, kv);
 	if (reset)
 		stats_reset();
 }
@@ -401,7 +455,7 @@ static void *sig_main(void *arg)
 		f = open_memstream(&buf, &len);
 		if (!f)
 			continue;
-		stats_print(f, false);
+		stats_print(f, false, NULL);
 		if (fclose(f) == 0 && buf)
 			for (line = strtok_r(buf, "\n", &save); line;
 			     line = strtok_r(NULL, "\n", &save))

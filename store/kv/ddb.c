@@ -25,6 +25,7 @@
 
 #include <curl/curl.h>
 
+#include "ddb_fault_i.h"
 #include "ddb_i.h"
 #include "etcd_i.h" /* the base64 codec */
 #include "log.h"
@@ -41,9 +42,11 @@ struct ddb {
 	char *secret;
 	char *token_hdr; /* "X-Amz-Security-Token: ...", or NULL */
 	pthread_mutex_t lock;
-	struct ddb_conn *free; /* protected by lock */
-	bool opened;	       /* protected by lock: retries the long way */
-	char why[512];	       /* protected by lock */
+	struct ddb_conn *free;	/* protected by lock */
+	bool opened;		/* protected by lock: retries the long way */
+	char why[512];		/* protected by lock */
+	struct ddb_fault fault; /* PATHFS_DDB_FAULT (ddb_fault.c) */
+	struct ddb_counts cnt;	/* relaxed atomics */
 };
 
 static void ddb_fail(struct ddb *d, int level, const char *fmt, ...)
@@ -210,6 +213,7 @@ int ddb_open(struct ddb **out, const char *region, const char *endpoint,
 		return -ENOMEM;
 	pthread_once(&once, ddb_curl_init);
 	pthread_mutex_init(&d->lock, NULL);
+	ddb_fault_init(&d->fault);
 	if (!region || !*region)
 		region = getenv("AWS_REGION");
 	if (!region || !*region)
@@ -422,7 +426,55 @@ static int ddb_errno(const char *type, const char *msg,
 	return -EIO;
 }
 
-/* One attempt: 0 with *resp, -errno, or DDB_RETRY (*cause says why). */
+/* The answer @text (HTTP @status) to operation @op: 0 with *resp,
+ * -errno, or DDB_RETRY (*cause says why). @text is borrowed. */
+static int ddb_answer(const char *op, long status, const char *text,
+		      struct json_object **resp, char *cause, size_t clen)
+{
+	struct json_object *j = text ? json_tokener_parse(text) : NULL, *t, *m;
+	int rc;
+
+	if (status == 200 && j) {
+		*resp = j;
+		return 0;
+	}
+	if (status >= 500 || status == 0) {
+		snprintf(cause, clen, "%s: HTTP %ld", op, status);
+		rc = DDB_RETRY;
+	} else if (j && json_object_object_get_ex(j, "__type", &t)) {
+		const char *type = json_object_get_string(t), *what;
+		const char *hash = strrchr(type, '#');
+		const char *msg = NULL;
+
+		if (json_object_object_get_ex(j, "Message", &m) ||
+		    json_object_object_get_ex(j, "message", &m))
+			msg = json_object_get_string(m);
+		type = hash ? hash + 1 : type;
+		rc = ddb_errno(type, msg, j, &what);
+		if (what)
+			snprintf(cause, clen, "%s: %s (%s: %s)", op, what, type,
+				 msg ? msg : "");
+		else
+			snprintf(cause, clen, "%s: %s: %s", op, type,
+				 msg ? msg : "");
+		if (rc == -ECANCELED) {
+			*resp = j; /* the caller reads the reasons */
+			j = NULL;
+		}
+	} else {
+		snprintf(cause, clen,
+			 "%s: HTTP %ld, an answer that is not "
+			 "DynamoDB's",
+			 op, status);
+		rc = -EIO;
+	}
+	json_object_put(j);
+	return rc;
+}
+
+/* One attempt: 0 with *resp, -errno, or DDB_RETRY (*cause says why; a
+ * cause that starts with the endpoint is a connection's, not an answer's).
+ * The fault hook may answer instead of DynamoDB, or lose its answer. */
 static int ddb_do(struct ddb *d, struct ddb_conn *c, const char *op,
 		  const char *body, struct json_object **resp, char *cause,
 		  size_t clen)
@@ -430,11 +482,15 @@ static int ddb_do(struct ddb *d, struct ddb_conn *c, const char *op,
 	char errbuf[CURL_ERROR_SIZE] = "", target[96];
 	struct curl_slist *hdrs = NULL, *h2;
 	struct ddb_buf buf = {0};
-	struct json_object *j = NULL, *t, *m;
+	const char *canned = NULL;
+	enum ddb_fault_kind fault;
 	long status = 0;
 	CURLcode cc;
 	int rc;
 
+	fault = ddb_fault_next(&d->fault, op, &status, &canned);
+	if (fault == DDB_FAULT_ANSWER)
+		return ddb_answer(op, status, canned, resp, cause, clen);
 	snprintf(target, sizeof(target), "X-Amz-Target: DynamoDB_20120810.%s",
 		 op);
 	hdrs = curl_slist_append(hdrs, "Content-Type: application/"
@@ -474,53 +530,90 @@ static int ddb_do(struct ddb *d, struct ddb_conn *c, const char *op,
 		free(buf.p);
 		return -ENOMEM;
 	}
-	curl_easy_getinfo(c->h, CURLINFO_RESPONSE_CODE, &status);
-	j = buf.p ? json_tokener_parse(buf.p) : NULL;
-	if (status == 200 && j) {
-		free(buf.p);
-		*resp = j;
-		return 0;
-	}
-	if (status >= 500 || status == 0) {
-		snprintf(cause, clen, "%s: HTTP %ld", op, status);
-		rc = DDB_RETRY;
-	} else if (j && json_object_object_get_ex(j, "__type", &t)) {
-		const char *type = json_object_get_string(t), *what;
-		const char *hash = strrchr(type, '#');
-		const char *msg = NULL;
-
-		if (json_object_object_get_ex(j, "Message", &m) ||
-		    json_object_object_get_ex(j, "message", &m))
-			msg = json_object_get_string(m);
-		type = hash ? hash + 1 : type;
-		rc = ddb_errno(type, msg, j, &what);
-		if (what)
-			snprintf(cause, clen, "%s: %s (%s: %s)", op, what, type,
-				 msg ? msg : "");
-		else
-			snprintf(cause, clen, "%s: %s: %s", op, type,
-				 msg ? msg : "");
-		if (rc == -ECANCELED) {
-			*resp = j; /* the caller reads the reasons */
-			j = NULL;
-		}
-	} else {
+	if (fault == DDB_FAULT_DROP) {
 		snprintf(cause, clen,
-			 "%s: HTTP %ld, an answer that is not "
-			 "DynamoDB's",
-			 op, status);
-		rc = -EIO;
+			 "%s: connection dropped before the answer "
+			 "(PATHFS_DDB_FAULT)",
+			 d->url);
+		free(buf.p);
+		return DDB_RETRY;
 	}
-	json_object_put(j);
+	curl_easy_getinfo(c->h, CURLINFO_RESPONSE_CODE, &status);
+	rc = ddb_answer(op, status, buf.p, resp, cause, clen);
 	free(buf.p);
 	return rc;
+}
+
+#define DDB_COUNT(x, n) __atomic_add_fetch(&(x), (n), __ATOMIC_RELAXED)
+
+/* Whether operation @op reads (its capacity units are read units). */
+static bool ddb_reads(const char *op)
+{
+	return !strcmp(op, "GetItem") || !strcmp(op, "Query") ||
+	       !strcmp(op, "Scan") || !strcmp(op, "BatchGetItem") ||
+	       !strcmp(op, "TransactGetItems");
+}
+
+/* Whether operation @op takes ReturnConsumedCapacity. */
+static bool ddb_has_capacity(const char *op)
+{
+	return ddb_reads(op) || !strcmp(op, "PutItem") ||
+	       !strcmp(op, "UpdateItem") || !strcmp(op, "DeleteItem") ||
+	       !strcmp(op, "BatchWriteItem") ||
+	       !strcmp(op, "TransactWriteItems");
+}
+
+/* Adds the capacity units that answer @resp of @op says it consumed (an
+ * object, or an array of one per table) to d->cnt. */
+static void ddb_account(struct ddb *d, const char *op, struct json_object *resp)
+{
+	struct json_object *cc, *e, *v;
+	size_t i, n;
+
+	if (!strcmp(op, "Query"))
+		DDB_COUNT(d->cnt.query_pages, 1);
+	else if (!strcmp(op, "TransactWriteItems"))
+		DDB_COUNT(d->cnt.txns, 1);
+	if (!json_object_object_get_ex(resp, "ConsumedCapacity", &cc))
+		return;
+	n = json_object_is_type(cc, json_type_array)
+		? json_object_array_length(cc)
+		: 1;
+	for (i = 0; i < n; i++) {
+		double r = 0, w = 0;
+
+		e = json_object_is_type(cc, json_type_array)
+			? json_object_array_get_idx(cc, i)
+			: cc;
+		if (json_object_object_get_ex(e, "ReadCapacityUnits", &v))
+			r = json_object_get_double(v);
+		if (json_object_object_get_ex(e, "WriteCapacityUnits", &v))
+			w = json_object_get_double(v);
+		if (!r && !w &&
+		    json_object_object_get_ex(e, "CapacityUnits", &v))
+			*(ddb_reads(op) ? &r : &w) = json_object_get_double(v);
+		DDB_COUNT(d->cnt.read_milli, (uint64_t)(r * 1000 + 0.5));
+		DDB_COUNT(d->cnt.write_milli, (uint64_t)(w * 1000 + 0.5));
+	}
+}
+
+void ddb_counts(struct ddb *d, struct ddb_counts *out)
+{
+	const struct ddb_counts *c = &d->cnt;
+
+	out->requests = __atomic_load_n(&c->requests, __ATOMIC_RELAXED);
+	out->retries = __atomic_load_n(&c->retries, __ATOMIC_RELAXED);
+	out->faults = __atomic_load_n(&d->fault.fired, __ATOMIC_RELAXED);
+	out->query_pages = __atomic_load_n(&c->query_pages, __ATOMIC_RELAXED);
+	out->txns = __atomic_load_n(&c->txns, __ATOMIC_RELAXED);
+	out->read_milli = __atomic_load_n(&c->read_milli, __ATOMIC_RELAXED);
+	out->write_milli = __atomic_load_n(&c->write_milli, __ATOMIC_RELAXED);
 }
 
 int ddb_call(struct ddb *d, const char *op, struct json_object *req,
 	     struct json_object **resp)
 {
-	const char *body = json_object_to_json_string_ext(
-	    req, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+	const char *body;
 	unsigned seed = (unsigned)ddb_now_ms() ^ (unsigned)(uintptr_t)&seed;
 	struct ddb_conn *c;
 	char cause[512] = "";
@@ -530,6 +623,13 @@ int ddb_call(struct ddb *d, const char *op, struct json_object *req,
 	int rc;
 
 	*resp = NULL;
+	if (ddb_has_capacity(op) &&
+	    !json_object_object_get_ex(req, "ReturnConsumedCapacity", NULL) &&
+	    ddb_add(req, "ReturnConsumedCapacity",
+		    json_object_new_string("TOTAL")))
+		return -ENOMEM;
+	body = json_object_to_json_string_ext(
+	    req, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
 	if (!body)
 		return -ENOMEM;
 	pthread_mutex_lock(&d->lock);
@@ -540,6 +640,7 @@ int ddb_call(struct ddb *d, const char *op, struct json_object *req,
 	if (!c)
 		return -ENOMEM;
 	for (;;) {
+		DDB_COUNT(d->cnt.requests, 1);
 		rc = ddb_do(d, c, op, body, resp, cause, sizeof(cause));
 		if (rc != DDB_RETRY)
 			break;
@@ -551,8 +652,11 @@ int ddb_call(struct ddb *d, const char *op, struct json_object *req,
 		}
 		plog(LOG_DEBUG, "dynamodb: %s (trying again)", cause);
 		ddb_backoff(attempt++, &seed);
+		DDB_COUNT(d->cnt.retries, 1);
 	}
 	ddb_put_conn(d, c);
+	if (!rc)
+		ddb_account(d, op, *resp);
 	if (rc && rc != -ECANCELED)
 		ddb_fail(d, LOG_ERR, "%s", cause);
 	return rc;

@@ -687,6 +687,22 @@ static uint64_t kvd_reserve_bytes(struct kv *kv)
 	return 0;
 }
 
+/* The client's requests and the capacity they consumed (ddb_counts). */
+static void kvd_engine_counts(const struct kv *kv_, struct kv_counts *out)
+{
+	const struct kvd *kv = (const struct kvd *)kv_;
+	struct ddb_counts c;
+
+	ddb_counts(kv->d, &c);
+	out->requests = c.requests;
+	out->retries = c.retries;
+	out->faults = c.faults;
+	out->pages = c.query_pages;
+	out->txns = c.txns;
+	out->read_milli = c.read_milli;
+	out->write_milli = c.write_milli;
+}
+
 const struct kv_ops kvd_ops = {
     .name = "dynamodb",
     .close = kvd_close,
@@ -712,4 +728,5 @@ const struct kv_ops kvd_ops = {
     .estimate_keys = kvd_estimate_keys,
     .compact_range = kvd_compact_range,
     .reserve_bytes = kvd_reserve_bytes,
+    .engine_counts = kvd_engine_counts,
 };

@@ -204,6 +204,14 @@ struct kv_counts {
 	uint64_t nexts;	       /* kv_iter_next */
 	uint64_t commits;      /* kv_batch_commit that reached the engine */
 	uint64_t conflicts;    /* of them, refused by a condition (-EAGAIN) */
+	/* the engine's own requests, where it counts them (DynamoDB; 0
+	 * elsewhere): every request sent, those sent again (throttled, a
+	 * conflict, 5xx, a dropped connection), the failures the fault hook
+	 * injected, Query pages, transactions, and the read and write
+	 * capacity units consumed, in thousandths */
+	uint64_t requests, retries, faults;
+	uint64_t pages, txns;
+	uint64_t read_milli, write_milli;
 };
 void kv_counts(const struct kv *kv, struct kv_counts *out);
 
