@@ -293,51 +293,40 @@ static uint64_t pct_us(const struct op_stats *s, uint64_t count, double q)
 	return 1ULL << b;
 }
 
-/* The store's calls into its kv engine, and the engine's own requests
- * (@kv: NULL for none): a "kv" member of the JSON object, or two lines. */
+/* The store's calls into its kv engine and the engine's own requests
+ * (struct store_kv_counts): a "kv" member of the JSON object, or one line
+ * of "name value" pairs. */
 static void print_kv(FILE *f, bool json, const struct store_kv_counts *kv)
 {
-	const char *fmt =
-	    json ? "\"kv\": {\"gets\": %llu, \"content_gets\": %llu, "
-		   "\"iters\": %llu, \"seeks\": %llu, \"nexts\": %llu, "
-		   "\"commits\": %llu, \"conflicts\": %llu, "
-		   "\"requests\": %llu, \"retries\": %llu, \"faults\": %llu, "
-		   "\"pages\": %llu, \"txns\": %llu, \"read_milli\": %llu, "
-		   "\"write_milli\": %llu}, "
-		 : "kv: gets %llu (blocks %llu), iters %llu, seeks %llu, "
-		   "nexts %llu, commits %llu (conflicts %llu)\n"
-		   "engine: requests %llu (retries %llu, faults %llu), "
-		   "pages %llu, txns %llu, read units %llu.%03llu, write "
-		   "units %llu.%03llu\n";
-	unsigned long long rm = kv->read_milli, wm = kv->write_milli;
+	const struct {
+		const char *name;
+		uint64_t v;
+	} c[] = {
+	    {"gets", kv->gets},
+	    {"content_gets", kv->content_gets},
+	    {"iters", kv->iters},
+	    {"seeks", kv->seeks},
+	    {"nexts", kv->nexts},
+	    {"commits", kv->commits},
+	    {"conflicts", kv->conflicts},
+	    {"requests", kv->requests},
+	    {"retries", kv->retries},
+	    {"faults", kv->faults},
+	    {"pages", kv->pages},
+	    {"txns", kv->txns},
+	    {"read_milli", kv->read_milli},
+	    {"write_milli", kv->write_milli},
+	    {"txn_write_milli", kv->txn_write_milli},
+	    {"txn_rule_milli", kv->txn_rule_milli},
+	};
+	size_t i;
 
-	if (json)
-		fprintf(f, fmt, (unsigned long long)kv->gets,
-			(unsigned long long)kv->content_gets,
-			(unsigned long long)kv->iters,
-			(unsigned long long)kv->seeks,
-			(unsigned long long)kv->nexts,
-			(unsigned long long)kv->commits,
-			(unsigned long long)kv->conflicts,
-			(unsigned long long)kv->requests,
-			(unsigned long long)kv->retries,
-			(unsigned long long)kv->faults,
-			(unsigned long long)kv->pages,
-			(unsigned long long)kv->txns, rm, wm);
-	else
-		fprintf(f, fmt, (unsigned long long)kv->gets,
-			(unsigned long long)kv->content_gets,
-			(unsigned long long)kv->iters,
-			(unsigned long long)kv->seeks,
-			(unsigned long long)kv->nexts,
-			(unsigned long long)kv->commits,
-			(unsigned long long)kv->conflicts,
-			(unsigned long long)kv->requests,
-			(unsigned long long)kv->retries,
-			(unsigned long long)kv->faults,
-			(unsigned long long)kv->pages,
-			(unsigned long long)kv->txns, rm / 1000, rm % 1000,
-			wm / 1000, wm % 1000);
+	fputs(json ? "\"kv\": {" : "kv:", f);
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+		fprintf(f, json ? "%s\"%s\": %llu" : "%s %s %llu",
+			json && i ? ", " : "", c[i].name,
+			(unsigned long long)c[i].v);
+	fputs(json ? "}, " : "\n", f);
 }
 
 void stats_print(FILE *f, bool json, const struct store_kv_counts *kv)

@@ -563,17 +563,83 @@ static bool ddb_has_capacity(const char *op)
 	       !strcmp(op, "TransactWriteItems");
 }
 
-/* Adds the capacity units that answer @resp of @op says it consumed (an
- * object, or an array of one per table) to d->cnt. */
-static void ddb_account(struct ddb *d, const char *op, struct json_object *resp)
+/* The size of item (or key) @item by DynamoDB's rules: each attribute's
+ * name and value (B: its bytes, S: its UTF-8 bytes, N: about half its
+ * digits, plus one). */
+static size_t ddb_item_bytes(struct json_object *item)
+{
+	size_t n = 0;
+
+	if (!item || !json_object_is_type(item, json_type_object))
+		return 0;
+	json_object_object_foreach(item, name, v)
+	{
+		struct json_object *x;
+		const char *s;
+		size_t len;
+
+		n += strlen(name);
+		if (json_object_object_get_ex(v, "B", &x)) {
+			s = json_object_get_string(x);
+			len = strlen(s);
+			n += len / 4 * 3 - (len && s[len - 1] == '=') -
+			     (len > 1 && s[len - 2] == '=');
+		} else if (json_object_object_get_ex(v, "S", &x)) {
+			n += strlen(json_object_get_string(x));
+		} else if (json_object_object_get_ex(v, "N", &x)) {
+			n += strlen(json_object_get_string(x)) / 2 + 1;
+		}
+	}
+	return n;
+}
+
+/*
+ * The write units of transaction @req by DynamoDB's published rules, in
+ * thousandths: 2 per KB (rounded up) of each item it writes or checks. A
+ * Delete, an Update or a ConditionCheck counts its key alone, the item's
+ * own size not being in the request: for those a lower bound (exact for
+ * items of at most 1 KB, as path nodes and the lease are).
+ */
+static uint64_t ddb_txn_rule_milli(struct json_object *req)
+{
+	static const char *const kind[] = {"Put", "Delete", "Update",
+					   "ConditionCheck"};
+	struct json_object *items, *a, *x, *it;
+	uint64_t units = 0;
+	size_t i, k, bytes;
+
+	if (!json_object_object_get_ex(req, "TransactItems", &items))
+		return 0;
+	for (i = 0; i < json_object_array_length(items); i++) {
+		a = json_object_array_get_idx(items, i);
+		for (k = 0; k < 4; k++)
+			if (json_object_object_get_ex(a, kind[k], &x))
+				break;
+		if (k == 4)
+			continue;
+		if (!json_object_object_get_ex(x, k ? "Key" : "Item", &it))
+			it = NULL;
+		bytes = ddb_item_bytes(it);
+		units += 2 * (bytes ? (bytes + 1023) / 1024 : 1);
+	}
+	return units * 1000;
+}
+
+/* Adds the capacity units that answer @resp of @op (request @req) says it
+ * consumed (an object, or an array of one per table) to d->cnt. */
+static void ddb_account(struct ddb *d, const char *op, struct json_object *req,
+			struct json_object *resp)
 {
 	struct json_object *cc, *e, *v;
+	bool txn = !strcmp(op, "TransactWriteItems");
 	size_t i, n;
 
 	if (!strcmp(op, "Query"))
 		DDB_COUNT(d->cnt.query_pages, 1);
-	else if (!strcmp(op, "TransactWriteItems"))
+	if (txn) {
 		DDB_COUNT(d->cnt.txns, 1);
+		DDB_COUNT(d->cnt.txn_rule_milli, ddb_txn_rule_milli(req));
+	}
 	if (!json_object_object_get_ex(resp, "ConsumedCapacity", &cc))
 		return;
 	n = json_object_is_type(cc, json_type_array)
@@ -594,6 +660,9 @@ static void ddb_account(struct ddb *d, const char *op, struct json_object *resp)
 			*(ddb_reads(op) ? &r : &w) = json_object_get_double(v);
 		DDB_COUNT(d->cnt.read_milli, (uint64_t)(r * 1000 + 0.5));
 		DDB_COUNT(d->cnt.write_milli, (uint64_t)(w * 1000 + 0.5));
+		if (txn)
+			DDB_COUNT(d->cnt.txn_write_milli,
+				  (uint64_t)(w * 1000 + 0.5));
 	}
 }
 
@@ -608,6 +677,10 @@ void ddb_counts(struct ddb *d, struct ddb_counts *out)
 	out->txns = __atomic_load_n(&c->txns, __ATOMIC_RELAXED);
 	out->read_milli = __atomic_load_n(&c->read_milli, __ATOMIC_RELAXED);
 	out->write_milli = __atomic_load_n(&c->write_milli, __ATOMIC_RELAXED);
+	out->txn_write_milli =
+	    __atomic_load_n(&c->txn_write_milli, __ATOMIC_RELAXED);
+	out->txn_rule_milli =
+	    __atomic_load_n(&c->txn_rule_milli, __ATOMIC_RELAXED);
 }
 
 int ddb_call(struct ddb *d, const char *op, struct json_object *req,
@@ -656,7 +729,7 @@ int ddb_call(struct ddb *d, const char *op, struct json_object *req,
 	}
 	ddb_put_conn(d, c);
 	if (!rc)
-		ddb_account(d, op, *resp);
+		ddb_account(d, op, req, *resp);
 	if (rc && rc != -ECANCELED)
 		ddb_fail(d, LOG_ERR, "%s", cause);
 	return rc;

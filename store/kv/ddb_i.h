@@ -63,13 +63,17 @@ void ddb_why(struct ddb *d, char *buf, size_t size);
  * hook), retries, faults injected (PATHFS_DDB_FAULT, ddb_fault.c), Query
  * pages and transactions answered, and the capacity units DynamoDB says
  * the answered requests consumed (ReturnConsumedCapacity TOTAL), in
- * thousandths. A request that failed (a condition, a cancelled
- * transaction) counts no units, though DynamoDB bills some.
+ * thousandths; of the write units, the transactions' as reported and as
+ * DynamoDB's published rules make them from the request (2 per KB of each
+ * item written or checked; DynamoDB Local reports 4 for any transaction).
+ * A request that failed (a condition, a cancelled transaction) counts no
+ * units, though DynamoDB bills some.
  */
 struct ddb_counts {
 	uint64_t requests, retries, faults;
 	uint64_t query_pages, txns;
 	uint64_t read_milli, write_milli;
+	uint64_t txn_write_milli, txn_rule_milli;
 };
 void ddb_counts(struct ddb *d, struct ddb_counts *out);
 

@@ -336,6 +336,7 @@ void kv_counts(const struct kv *kv, struct kv_counts *out)
 	out->conflicts = __atomic_load_n(&c->conflicts, __ATOMIC_RELAXED);
 	out->requests = out->retries = out->faults = 0;
 	out->pages = out->txns = out->read_milli = out->write_milli = 0;
+	out->txn_write_milli = out->txn_rule_milli = 0;
 	if (kv->ops->engine_counts)
 		kv->ops->engine_counts(kv, out);
 }

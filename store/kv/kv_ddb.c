@@ -701,6 +701,8 @@ static void kvd_engine_counts(const struct kv *kv_, struct kv_counts *out)
 	out->txns = c.txns;
 	out->read_milli = c.read_milli;
 	out->write_milli = c.write_milli;
+	out->txn_write_milli = c.txn_write_milli;
+	out->txn_rule_milli = c.txn_rule_milli;
 }
 
 const struct kv_ops kvd_ops = {
