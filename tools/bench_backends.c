@@ -1,9 +1,9 @@
 /*
  * bench_backends.c - `pathfs-bench backends`: the same workloads through the
  * mount on a drive in the embedded RocksDB store, on a drive in a 3-member
- * etcd cluster, and on one mounted -o shared there (a writer of several,
- * alone: issue 24's "a single writer within 10% of today's figures"), in
- * one run: the backends alternate (run 1 forward, run 2 backward, ...),
+ * etcd cluster, on one mounted -o shared there (a writer of several,
+ * alone: issue 24's "a single writer within 10% of today's figures"), and
+ * on a drive in a DynamoDB Local table (issue 30), in one run: the backends alternate (run 1 forward, run 2 backward, ...),
  * medians, the etcd / RocksDB and the shared / etcd ratios are reported,
  * with the issue's targets for etcd (13: rename rewrite >= 5,000
  * entries/s, subtree scan >= 30,000 entries/s, `ls -l` of 1,000 entries
@@ -12,6 +12,12 @@
  * The cluster: started here (bench_etcd.c: loopback ports, data in our temp
  * dir, stopped by pid on every way out), or --etcd ENDPOINTS for one that
  * runs already; each run's drive is a fresh key prefix, deleted after it.
+ * DynamoDB Local: started here (bench_ddb.c), each run's drive a table of
+ * its own, deleted after it. For DynamoDB the bench also reads the
+ * daemon's kv counts (`pathfsctl stats --json`) around each workload and
+ * reports the requests, Query pages, transactions and capacity units each
+ * consumed, per entry, and those of one create, one cold stat and one
+ * unlink (PROBE_FILES empty files, untimed), with what a million cost.
  *
  * One run of one backend, on a fresh drive, mounted:
  *   create the generated tree (--files, --fanout, --depth; 2,000 files in
@@ -34,7 +40,8 @@
  * one etcd drive through the store instead (bench_writers.c), on the same
  * cluster.
  *
- * Not in `all`: it needs etcd (etcd-server, etcd-client) and takes minutes.
+ * Not in `all`: it needs etcd (etcd-server, etcd-client), java and
+ * DynamoDB Local, and takes minutes.
  *
  * Limits: needs root (mounts, drop_caches). The three members share this
  * machine's disk and CPUs with the daemon and the tools: the numbers are a
@@ -585,10 +592,12 @@ static void units_row(const char *label, const struct units *u, unsigned n,
 	double wc = umed(u, n, offsetof(struct units, wcu));
 
 	printf("%-28s %8.0f %7.0f %7.0f %7.0f %10.1f %10.1f %8.0f %9.3f "
-	       "%9.3f %9.2f\n",
+	       "%9.3f %9.2f %10.2f\n",
 	       label, rq, rt, pg, tx, rc, wc, per, rc / per, wc / per,
-	       /* on-demand, us-east-1: $0.25 a million read units, $1.25 a
-		* million write units: the dollars a million of them cost */
+	       /* the dollars a million of them cost on demand in us-east-1
+		* (request units): $0.125 a million reads, $0.625 a million
+		* writes since November 2024; $0.25 and $1.25 before */
+	       0.125 * rc / per + 0.625 * wc / per,
 	       0.25 * rc / per + 1.25 * wc / per);
 	res_add("backends_units", "dynamodb", metric, rc / per, "RCU");
 	res_add("backends_units", "dynamodb", metric, wc / per, "WCU");
@@ -603,16 +612,18 @@ static void report_units(struct bctx *c, const double *amount)
 	int w, k;
 
 	printf("dynamodb: requests, Query pages, transactions and the capacity "
-	       "units DynamoDB Local reported (ReturnConsumedCapacity TOTAL) "
-	       "per workload, median of %u runs; per item = per the "
-	       "workload's entries (files for create/stat/unlink, MiB for "
-	       "write/read); $/M = dollars per million items at on-demand "
-	       "prices (us-east-1: $0.25 per million read units, $1.25 per "
-	       "million write units)\n\n",
+	       "units DynamoDB Local reported (ReturnConsumedCapacity TOTAL; "
+	       "the write units of transactions by DynamoDB's rules instead, "
+	       "as Local reports 4 for any) per workload, median of %u runs; "
+	       "per item = per the workload's entries (files for "
+	       "create/stat/unlink, MiB for write/read); $/M = dollars per "
+	       "million items on demand in us-east-1 ($0.125 per million "
+	       "read units, $0.625 per million write units since November "
+	       "2024; <11/24: $0.25 and $1.25 before)\n\n",
 	       n);
-	printf("%-28s %8s %7s %7s %7s %10s %10s %8s %9s %9s %9s\n", "workload",
-	       "requests", "retries", "pages", "txns", "RCU", "WCU", "items",
-	       "RCU/item", "WCU/item", "$/M items");
+	printf("%-28s %8s %7s %7s %7s %10s %10s %8s %9s %9s %9s %10s\n",
+	       "workload", "requests", "retries", "pages", "txns", "RCU", "WCU",
+	       "items", "RCU/item", "WCU/item", "$/M", "$/M <11/24");
 	for (w = 0; w < NBW; w++)
 		units_row(bw[w].label, uslot(c, w, 0), n,
 			  w == BW_CHURN ? (double)c->m.o->churn
