@@ -85,8 +85,9 @@ int fs_do_open(struct fs *fs, const struct fs_who *w, uint64_t ino, int flags,
  * Counts one open of @ino. A shared writer's first open of it here also
  * tells the other writers (tree_hold, store/hold.c), before the open
  * answers: if one of them removes its last name, it stays for the opens
- * here; @held: the commit that made it did (tree_mkfile_held). Errors:
- * -ENOENT (removed meanwhile), tree_hold()'s.
+ * here; @held: the commit that made it did (tree_mkfile_held), or the hold
+ * of an earlier open is still there, its drop not due (fs_unhold_cancel).
+ * Errors: -ENOENT (removed meanwhile), tree_hold()'s.
  */
 static int open_count(struct fs *fs, uint64_t ino, bool held)
 {
@@ -98,7 +99,8 @@ static int open_count(struct fs *fs, uint64_t ino, bool held)
 	rc = itab_open(fs, ino);
 	if (!tree_shared(fs->tree)) {
 		/* nobody to tell */
-	} else if (rc == 0 && !held && itab_nopen(fs, ino) == 1) {
+	} else if (rc == 0 && !held && itab_nopen(fs, ino) == 1 &&
+		   !fs_unhold_cancel(fs, ino)) {
 		rc = tree_hold(fs->tree, ino);
 		if (rc)
 			fs_reclaim(fs, itab_close(fs, ino));

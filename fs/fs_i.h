@@ -196,13 +196,20 @@ struct fs {
 	pthread_cond_t rq_cond; /* with rq_lock: queued, or stop */
 	uint64_t *rq;		/* protected by rq_lock */
 	size_t rq_n, rq_cap;	/* protected by rq_lock */
-	/* and the holds of files closed here, dropped by that thread too
-	 * (fs_unhold_later) */
-	uint64_t *uq;	     /* protected by rq_lock */
-	size_t uq_n, uq_cap; /* protected by rq_lock */
-	bool rq_started;     /* protected by rq_lock: rq_thread runs */
-	bool rq_stop;	     /* protected by rq_lock: queue no more */
-	bool rq_dead;	     /* protected by rq_lock: also frees stopped
+	/* and the holds of files closed here, dropped by that thread too,
+	 * a while after their last close (fs_unhold_later): queued by when
+	 * they are due, then in flight while it drops them */
+	struct unhold {
+		uint64_t ino;
+		int64_t due_ms; /* CLOCK_MONOTONIC */
+	} * uq;			/* protected by rq_lock, by due_ms */
+	size_t uq_n, uq_cap;	/* protected by rq_lock */
+	uint64_t *uq_flight;	/* protected by rq_lock */
+	size_t uq_flight_n;	/* protected by rq_lock */
+	pthread_cond_t uq_cond; /* with rq_lock: a flight landed */
+	bool rq_started;	/* protected by rq_lock: rq_thread runs */
+	bool rq_stop;		/* protected by rq_lock: queue no more */
+	bool rq_dead;		/* protected by rq_lock: also frees stopped
 				 * writers' orphans (fs_reclaim_dead) */
 	pthread_t rq_thread;
 
@@ -452,11 +459,16 @@ void fs_reclaim_dead(struct fs *fs);
 void fs_reclaim(struct fs *fs, uint64_t ino);
 /*
  * One writer of several: drops this writer's hold of @ino (closed here, no
- * orphan of its own to free) soon, on the same thread, off the RELEASE's
- * path, unless it is opened here again meanwhile. False if it cannot be
- * queued (the caller drops it at once: fs_unhold).
+ * orphan of its own to free) HOLD_LINGER_MS later, on the same thread, off
+ * the RELEASE's path, many to a commit, unless it is opened here again
+ * meanwhile (fs_unhold_cancel). False if it cannot be queued (the caller
+ * drops it at once: fs_unhold).
  */
 bool fs_unhold_later(struct fs *fs, uint64_t ino);
+/* Caller holds @ino's open stripe, at @ino's first open here: true if its
+ * hold is still there, queued to drop (fs_unhold_later) and now kept; false
+ * if the caller must take it (tree_hold). Waits for a drop in flight. */
+bool fs_unhold_cancel(struct fs *fs, uint64_t ino);
 /* Caller holds @ino's open stripe. Drops this writer's hold of @ino now
  * (tree_unhold); a failure is logged (the hold stays until this writer's
  * lease ends). */

@@ -935,9 +935,9 @@ static int mount_session(struct served *sv, struct fuse_args *args,
 
 /*
  * What runs beside the mounted session: the watch of the writer's changes
- * (a -o ro mount of a store on etcd), the serving lock, the control socket
- * and its answer to a second mount. Each failure is logged; the mount
- * serves without it.
+ * (a -o ro mount of a store on etcd or DynamoDB), the serving lock, the
+ * control socket and its answer to a second mount. Each failure is logged;
+ * the mount serves without it.
  */
 static void start_beside(struct served *sv, const struct options *o,
 			 const char *dir)
@@ -945,8 +945,8 @@ static void start_beside(struct served *sv, const struct options *o,
 	struct ctl_env env;
 	int rc;
 
-	/* a -o ro mount of a store on etcd follows the writer, a -o shared
-	 * one the other writers (watch.c) */
+	/* a -o ro mount of a remote store (etcd, DynamoDB) follows the
+	 * writer, a -o shared one the other writers (watch.c) */
 	if ((o->ro || o->shared) && store_is_remote(dir)) {
 		rc = fs_watch_start(&sv->fs);
 		if (rc)

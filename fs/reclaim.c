@@ -30,12 +30,16 @@
  *
  * A shared writer's last close of a file drops its hold (HOLD#, see
  * store/hold.c) through this thread too (fs_unhold_later), off the
- * RELEASE's path: a commit of its own per file, which made `: > f` wait
- * for three commits where the sole writer waits for one. A hold dropped
- * RECLAIM_DELAY_MS late keeps the file a little longer for nobody: another
- * writer removing it meanwhile leaves an orphan marked for its holders,
- * which this drop then frees (tree_unhold); an open here in between finds
- * its hold still there (tree_hold reads, no commit) and the drop skips it.
+ * RELEASE's path (in it, `: > f` waited for three commits where the sole
+ * writer waits for one), and HOLD_LINGER_MS after it, with every other
+ * drop due by then, in one commit (tree_unhold_many): a file written and
+ * closed costs the commits the sole writer's does, and a few more for a
+ * whole folder of them. An open here in between keeps the hold
+ * (fs_unhold_cancel: no read, no commit); an unlink here frees the file
+ * and its hold in one commit (store/tree.c), and so does the reclaim of an
+ * orphan this writer made (tree_reclaim_many). A hold kept late keeps the file a
+ * little longer for nobody: another writer removing it meanwhile leaves an
+ * orphan marked for its holders, which the drop then frees.
  *
  * Limits: one thread; the queue grows while the store is slower than the
  * kernel forgets (a batch frees an orphan in a few us, the kernel sends at
@@ -56,6 +60,9 @@
 /* ~20,000 forgets a second in rm -rf: a few hundred orphans per commit */
 #define RECLAIM_DELAY_MS 20
 #define RECLAIM_BATCH	 1024
+/* a hold outlives its last close by this long, and goes with the others
+ * due within half of it */
+#define HOLD_LINGER_MS 1000
 /* a stopped writer's lease lasts 5 s by default (etcd ?lease-ttl=) */
 #define RECLAIM_DEAD_S 5
 
@@ -68,6 +75,7 @@ void fs_reclaim_init(struct fs *fs)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&fs->rq_cond, &ca);
 	pthread_condattr_destroy(&ca);
+	pthread_cond_init(&fs->uq_cond, NULL);
 }
 
 void fs_reclaim_release(struct fs *fs)
@@ -82,6 +90,7 @@ void fs_reclaim_release(struct fs *fs)
 	fs->uq = NULL;
 	fs->uq_n = fs->uq_cap = 0;
 	pthread_cond_destroy(&fs->rq_cond);
+	pthread_cond_destroy(&fs->uq_cond);
 	pthread_mutex_destroy(&fs->rq_lock);
 }
 
@@ -94,18 +103,6 @@ void fs_unhold(struct fs *fs, uint64_t ino)
 		     "inode %llu: its hold stays until this writer's lease "
 		     "ends: %s",
 		     (unsigned long long)ino, strerror(-rc));
-}
-
-/* Drops this writer's hold of @ino unless it was opened here again since
- * its last close (fs_unhold_later). */
-static void unhold_closed(struct fs *fs, uint64_t ino)
-{
-	pthread_mutex_t *m = open_stripe(fs, ino);
-
-	pthread_mutex_lock(m);
-	if (!itab_nopen(fs, ino))
-		fs_unhold(fs, ino);
-	pthread_mutex_unlock(m);
 }
 
 /* Frees @n orphans @v now. */
@@ -121,14 +118,80 @@ static void reclaim_now(struct fs *fs, const uint64_t *v, size_t n)
 		     n, n == 1 ? "" : "s", strerror(-rc), done);
 }
 
-static void deadline(struct timespec *ts)
+static int64_t now_ms(void)
 {
-	clock_gettime(CLOCK_MONOTONIC, ts);
-	ts->tv_nsec += RECLAIM_DELAY_MS * 1000000L;
-	if (ts->tv_nsec >= 1000000000L) {
-		ts->tv_sec++;
-		ts->tv_nsec -= 1000000000L;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Caller holds rq_lock. Waits on rq_cond until @ms (CLOCK_MONOTONIC), or
+ * a signal; @ms < 0: no deadline. */
+static void wait_until(struct fs *fs, int64_t ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+	if (ms < 0)
+		pthread_cond_wait(&fs->rq_cond, &fs->rq_lock);
+	else
+		pthread_cond_timedwait(&fs->rq_cond, &fs->rq_lock, &ts);
+}
+
+/* Whether @ino is one of the @n @v. */
+static bool among(const uint64_t *v, size_t n, uint64_t ino)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i] == ino)
+			return true;
+	return false;
+}
+
+/* Caller holds rq_lock. Moves to the flight the queued holds due by @by;
+ * those of the @n orphans @v about to be freed go with them instead
+ * (tree_reclaim_many drops this writer's hold of one it frees). Leaves
+ * them queued if it cannot. */
+static void take_unholds(struct fs *fs, int64_t by, const uint64_t *v, size_t n)
+{
+	uint64_t *f = fs->uq_n ? malloc(fs->uq_n * sizeof(*f)) : NULL;
+	size_t nf = 0, kept = 0;
+
+	if (!f)
+		return;
+	for (size_t i = 0; i < fs->uq_n; i++) {
+		if (among(v, n, fs->uq[i].ino))
+			continue;
+		if (fs->uq[i].due_ms <= by)
+			f[nf++] = fs->uq[i].ino;
+		else
+			fs->uq[kept++] = fs->uq[i];
 	}
+	fs->uq_n = kept;
+	fs->uq_flight = f;
+	fs->uq_flight_n = nf;
+}
+
+/* Caller holds rq_lock. Drops the holds in flight (rq_lock released
+ * meanwhile): the opens waiting for them go on once they are gone. */
+static void drop_unholds(struct fs *fs)
+{
+	size_t n = fs->uq_flight_n;
+	int rc;
+
+	if (!n)
+		return;
+	pthread_mutex_unlock(&fs->rq_lock);
+	rc = tree_unhold_many(fs->tree, fs->uq_flight, n);
+	if (rc)
+		plog(LOG_WARNING,
+		     "holds of %zu closed files: some stay until this "
+		     "writer's lease ends: %s",
+		     n, strerror(-rc));
+	pthread_mutex_lock(&fs->rq_lock);
+	free(fs->uq_flight);
+	fs->uq_flight = NULL;
+	fs->uq_flight_n = 0;
+	pthread_cond_broadcast(&fs->uq_cond);
 }
 
 /* Logs what one of reclaim_dead()'s sweeps did: @n of @what (plural)
@@ -161,46 +224,46 @@ static void reclaim_dead(struct fs *fs)
 static void *reclaimer(void *arg)
 {
 	struct fs *fs = arg;
-	struct timespec ts;
-	uint64_t *v, *u;
-	size_t n, un;
+	int64_t sweep = now_ms() + RECLAIM_DEAD_S * 1000;
 
 	pthread_mutex_lock(&fs->rq_lock);
 	for (;;) {
-		while (!fs->rq_n && !fs->uq_n && !fs->rq_stop) {
-			if (!fs->rq_dead) {
-				pthread_cond_wait(&fs->rq_cond, &fs->rq_lock);
-				continue;
-			}
-			clock_gettime(CLOCK_MONOTONIC, &ts);
-			ts.tv_sec += RECLAIM_DEAD_S;
-			if (pthread_cond_timedwait(&fs->rq_cond, &fs->rq_lock,
-						   &ts) == ETIMEDOUT) {
-				pthread_mutex_unlock(&fs->rq_lock);
-				reclaim_dead(fs);
-				pthread_mutex_lock(&fs->rq_lock);
-			}
+		int64_t now = now_ms(), wake = -1;
+		uint64_t *v;
+		size_t n;
+
+		if (fs->rq_dead && !fs->rq_stop && now >= sweep) {
+			pthread_mutex_unlock(&fs->rq_lock);
+			reclaim_dead(fs);
+			pthread_mutex_lock(&fs->rq_lock);
+			sweep = now_ms() + RECLAIM_DEAD_S * 1000;
+			continue;
 		}
-		if (!fs->rq_n && !fs->uq_n)
-			break; /* stopped with nothing left */
+		if (!fs->rq_n &&
+		    !(fs->uq_n && (fs->rq_stop || fs->uq[0].due_ms <= now))) {
+			if (fs->rq_stop)
+				break; /* stopped with nothing left */
+			if (fs->uq_n)
+				wake = fs->uq[0].due_ms;
+			if (fs->rq_dead && (wake < 0 || sweep < wake))
+				wake = sweep;
+			wait_until(fs, wake);
+			continue;
+		}
 		/* gather what comes soon after the first into one commit */
-		deadline(&ts);
-		while (fs->rq_n < RECLAIM_BATCH && !fs->rq_stop &&
-		       pthread_cond_timedwait(&fs->rq_cond, &fs->rq_lock,
-					      &ts) != ETIMEDOUT)
-			;
+		wake = now + RECLAIM_DELAY_MS;
+		while (fs->rq_n && fs->rq_n < RECLAIM_BATCH && !fs->rq_stop &&
+		       now_ms() < wake)
+			wait_until(fs, wake);
 		v = fs->rq;
 		n = fs->rq_n;
 		fs->rq = NULL;
 		fs->rq_n = fs->rq_cap = 0;
-		u = fs->uq;
-		un = fs->uq_n;
-		fs->uq = NULL;
-		fs->uq_n = fs->uq_cap = 0;
+		take_unholds(
+		    fs, fs->rq_stop ? INT64_MAX : now_ms() + HOLD_LINGER_MS / 2,
+		    v, n);
+		drop_unholds(fs);
 		pthread_mutex_unlock(&fs->rq_lock);
-		for (size_t i = 0; i < un; i++)
-			unhold_closed(fs, u[i]);
-		free(u);
 		if (n)
 			reclaim_now(fs, v, n);
 		free(v);
@@ -220,51 +283,89 @@ static bool started(struct fs *fs)
 	return fs->rq_started;
 }
 
-/* Caller holds rq_lock. Appends @ino to the queue *@q of *@n (room for
- * *@cap), starting the thread the first time. Returns false if the caller
- * must do the work itself. */
-static bool enqueue(struct fs *fs, uint64_t **q, size_t *n, size_t *cap,
-		    uint64_t ino)
+/* Caller holds rq_lock. Whether the thread takes what is queued now
+ * (started the first time); false if the caller must do the work itself. */
+static bool taking(struct fs *fs)
 {
-	if (fs->rq_stop || !started(fs))
-		return false;
-	if (*n == *cap) {
-		size_t more = *cap ? 2 * *cap : 256;
-		uint64_t *v = realloc(*q, more * sizeof(*v));
+	return !fs->rq_stop && started(fs);
+}
 
-		if (!v)
-			return false;
-		*q = v;
+/* Room for one more than @n elements of @size bytes in array @q (room for
+ * *@cap): the array, moved or not; NULL if it cannot grow. */
+static void *room(void *q, size_t n, size_t *cap, size_t size)
+{
+	size_t more = *cap ? 2 * *cap : 256;
+	void *v;
+
+	if (n < *cap)
+		return q;
+	v = realloc(q, more * size);
+	if (v)
 		*cap = more;
-	}
-	(*q)[(*n)++] = ino;
-	/* wake the thread from its idle wait, or from gathering when full */
-	if (fs->rq_n + fs->uq_n == 1 || *n == RECLAIM_BATCH)
+	return v;
+}
+
+/* Caller holds rq_lock, and queued the @n-th element of a queue: wakes the
+ * thread from its wait, or from gathering when full. */
+static void queued_one(struct fs *fs, size_t n)
+{
+	if (n == 1 || n == RECLAIM_BATCH)
 		pthread_cond_signal(&fs->rq_cond);
-	return true;
 }
 
 void fs_reclaim(struct fs *fs, uint64_t ino)
 {
-	bool queued;
+	uint64_t *v = NULL;
 
 	if (!ino)
 		return;
 	pthread_mutex_lock(&fs->rq_lock);
-	queued = enqueue(fs, &fs->rq, &fs->rq_n, &fs->rq_cap, ino);
+	if (taking(fs))
+		v = room(fs->rq, fs->rq_n, &fs->rq_cap, sizeof(*v));
+	if (v) {
+		fs->rq = v;
+		fs->rq[fs->rq_n++] = ino;
+		queued_one(fs, fs->rq_n);
+	}
 	pthread_mutex_unlock(&fs->rq_lock);
-	if (!queued)
+	if (!v)
 		reclaim_now(fs, &ino, 1);
 }
 
 bool fs_unhold_later(struct fs *fs, uint64_t ino)
 {
-	bool queued;
+	struct unhold *v = NULL;
 
 	pthread_mutex_lock(&fs->rq_lock);
-	queued = enqueue(fs, &fs->uq, &fs->uq_n, &fs->uq_cap, ino);
+	if (taking(fs))
+		v = room(fs->uq, fs->uq_n, &fs->uq_cap, sizeof(*v));
+	if (v) {
+		fs->uq = v;
+		fs->uq[fs->uq_n++] =
+		    (struct unhold){ino, now_ms() + HOLD_LINGER_MS};
+		queued_one(fs, fs->uq_n);
+	}
 	pthread_mutex_unlock(&fs->rq_lock);
-	return queued;
+	return v != NULL;
+}
+
+bool fs_unhold_cancel(struct fs *fs, uint64_t ino)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&fs->rq_lock);
+	while (among(fs->uq_flight, fs->uq_flight_n, ino))
+		pthread_cond_wait(&fs->uq_cond, &fs->rq_lock);
+	for (size_t i = 0; i < fs->uq_n && !found; i++) {
+		if (fs->uq[i].ino != ino)
+			continue;
+		memmove(&fs->uq[i], &fs->uq[i + 1],
+			(fs->uq_n - i - 1) * sizeof(*fs->uq));
+		fs->uq_n--;
+		found = true;
+	}
+	pthread_mutex_unlock(&fs->rq_lock);
+	return found;
 }
 
 void fs_reclaim_dead(struct fs *fs)

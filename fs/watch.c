@@ -1,6 +1,6 @@
 /*
- * watch.c - a -o ro mount of a store on etcd follows the writer's changes
- * (a -o shared one the other writers'):
+ * watch.c - a -o ro mount of a store on etcd or DynamoDB follows the
+ * writer's changes (a -o shared one the other writers'):
  * it watches its drive (tree_watch(), store/watch.c) and, for each change,
  * makes the kernel forget what it cached (it otherwise keeps entries and
  * attributes for fs->timeout seconds, listings and file pages until told)

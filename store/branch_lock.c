@@ -36,8 +36,18 @@
  * Value: version byte 1, then per lock varints seq, writer, then put_bytes
  * src, dst.
  *
+ * LOCKS changes only when a folder rename starts or ends, so a shared writer
+ * whose watch runs (tree_watch) keeps it as last read (t->seen) and its
+ * changes condition their commits on that version without reading it
+ * (kv_track_known): the watch drops it when another writer changes LOCKS,
+ * this writer's own commits of LOCKS drop it, and so does a change that it
+ * failed (a conflict or a lock that kept it out: the retry reads LOCKS).
+ * A copy older than LOCKS costs one failed commit, never a change let
+ * through: the commit's condition is on the version the check used.
+ *
  * Limits: a change waits for a lock at most LOCK_WAIT_S seconds, then fails
- * with -EAGAIN; each check costs a shared writer's change one read of LOCKS.
+ * with -EAGAIN; without a watch, each check costs a shared writer's change
+ * one read of LOCKS.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -154,6 +164,18 @@ static int read_locks(struct tree *t, char **val, size_t *len, uint64_t *ver)
 	return rc;
 }
 
+/* decode(), logging a value that does not decode. */
+static int decode_logged(struct tree *t, const char *raw, size_t len,
+			 struct branch_lock **l, size_t *n)
+{
+	int rc = decode(raw, len, l, n);
+
+	if (rc == -EIO)
+		plog(LOG_ERR, "drive %s: LOCKS does not decode (%zu bytes)",
+		     t->name, len);
+	return rc;
+}
+
 /* Reads LOCKS (*raw, malloc'd, NULL if it is absent; *ver if @ver) and
  * decodes it. Errors: as kv_get, -EIO (logged). */
 static int load(struct tree *t, char **raw, size_t *len, uint64_t *ver,
@@ -161,12 +183,7 @@ static int load(struct tree *t, char **raw, size_t *len, uint64_t *ver,
 {
 	int rc = read_locks(t, raw, len, ver);
 
-	if (rc == 0)
-		rc = decode(*raw, *len, l, n);
-	if (rc == -EIO)
-		plog(LOG_ERR, "drive %s: LOCKS does not decode (%zu bytes)",
-		     t->name, *len);
-	return rc;
+	return rc ? rc : decode_logged(t, *raw, *len, l, n);
 }
 
 int lock_list(struct tree *t, struct branch_lock **out, size_t *n)
@@ -177,6 +194,62 @@ int lock_list(struct tree *t, struct branch_lock **out, size_t *n)
 
 	free(v);
 	return rc;
+}
+
+void lock_seen_drop(struct tree *t)
+{
+	pthread_mutex_lock(&t->seen_lock);
+	t->seen.gen++;
+	t->seen.valid = false;
+	free(t->seen.raw);
+	t->seen.raw = NULL;
+	t->seen.len = 0;
+	pthread_mutex_unlock(&t->seen_lock);
+}
+
+void lock_seen_watch(struct tree *t, bool on)
+{
+	pthread_mutex_lock(&t->seen_lock);
+	t->seen.watches += on ? 1 : -1;
+	pthread_mutex_unlock(&t->seen_lock);
+	lock_seen_drop(t);
+}
+
+/* A copy of LOCKS as last read into *raw (malloc'd, NULL if absent), *len,
+ * *ver: true if there is one to trust; else false, and *gen is the
+ * generation a read now may keep (seen_keep). */
+static bool seen_get(struct tree *t, char **raw, size_t *len, uint64_t *ver,
+		     uint64_t *gen)
+{
+	bool hit;
+
+	pthread_mutex_lock(&t->seen_lock);
+	hit = t->seen.watches > 0 && t->seen.valid;
+	if (hit) {
+		*raw = t->seen.len ? dup_bytes(t->seen.raw, t->seen.len) : NULL;
+		*len = t->seen.len;
+		*ver = t->seen.ver;
+	}
+	*gen = t->seen.gen;
+	pthread_mutex_unlock(&t->seen_lock);
+	return hit;
+}
+
+/* Keeps LOCKS as read (@raw, @len, @ver) unless it was dropped since
+ * generation @gen (the read may be older than the change that dropped it).
+ */
+static void seen_keep(struct tree *t, uint64_t gen, const char *raw, size_t len,
+		      uint64_t ver)
+{
+	pthread_mutex_lock(&t->seen_lock);
+	if (t->seen.watches > 0 && t->seen.gen == gen) {
+		free(t->seen.raw);
+		t->seen.raw = len ? dup_bytes(raw, len) : NULL;
+		t->seen.len = len;
+		t->seen.ver = ver;
+		t->seen.valid = true;
+	}
+	pthread_mutex_unlock(&t->seen_lock);
 }
 
 static void sect_clear(void)
@@ -199,15 +272,28 @@ static bool checking(struct tree *t)
 	return tree_shared(t) && kv_tracking(t->store->kv);
 }
 
-/* The locks as this change reads them, once. */
+/* The locks as this change sees them, once: as last read (t->seen) or
+ * read now; the commit is conditioned on their version. */
 static int sect_load(struct tree *t)
 {
-	int rc;
+	struct sbuf k = {0};
+	uint64_t ver = 0, gen;
+	int rc = 0;
 
 	if (sect.t == t)
 		return 0;
 	sect_clear();
-	rc = load(t, &sect.raw, &sect.rawlen, NULL, &sect.l, &sect.n);
+	if (!seen_get(t, &sect.raw, &sect.rawlen, &ver, &gen)) {
+		rc = read_locks(t, &sect.raw, &sect.rawlen, &ver);
+		if (rc == 0)
+			seen_keep(t, gen, sect.raw, sect.rawlen, ver);
+	}
+	if (rc == 0) {
+		key_locks(&k, t->name);
+		kv_track_known(t->store->kv, k.buf, k.len, ver);
+		sbuf_release(&k);
+		rc = decode_logged(t, sect.raw, sect.rawlen, &sect.l, &sect.n);
+	}
 	if (rc == 0)
 		sect.t = t;
 	return rc;
@@ -280,6 +366,7 @@ static int take_once(struct tree *t, uint64_t seq, const char *src,
 	b = kv_batch_new(t->store->kv);
 	kv_batch_put(b, k.buf, k.len, v.buf, v.len);
 	rc = tree_commit(t, b); /* conditioned on LOCKS as read */
+	lock_seen_drop(t);	/* our own change: the watch is quiet on it */
 	kv_batch_free(b);
 	sbuf_release(&k);
 	sbuf_release(&v);
@@ -338,6 +425,7 @@ static int rewrite(struct tree *t, uint64_t seq, bool drop, uint64_t from,
 		else
 			kv_batch_delete(b, k.buf, k.len);
 		rc = tree_commit(t, b);
+		lock_seen_drop(t);
 		kv_batch_free(b);
 		sbuf_release(&k);
 		sbuf_release(&v);
@@ -395,10 +483,15 @@ static bool wait_change(struct tree *t, const char *seen, size_t seenlen)
 	}
 }
 
-bool lock_section_end(struct tree *t)
+bool lock_section_end(struct tree *t, bool conflict)
 {
+	bool again;
+
+	/* LOCKS as last read may be what failed the change */
+	if (sect.t == t && (conflict || sect.blocked))
+		lock_seen_drop(t);
 	/* a lock kept the change out: again once LOCKS changed */
-	bool again = sect.blocked && wait_change(t, sect.raw, sect.rawlen);
+	again = sect.blocked && wait_change(t, sect.raw, sect.rawlen);
 
 	sect_clear();
 	return again;

@@ -23,19 +23,26 @@ struct branch_lock {
 };
 
 /* Called by tree_track(): a conditioned change of @t starts on this thread.
- * lock_section_end(), from tree_retry(), ends it: true if the change met a
- * lock (lock_check_path, lock_check_below) and waited until LOCKS changed,
- * so it starts again; false if it did not, or waited too long. */
+ * lock_section_end(), from tree_retry(), ends it (@conflict: its commit
+ * failed on a condition): true if the change met a lock (lock_check_path,
+ * lock_check_below) and waited until LOCKS changed, so it starts again;
+ * false if it did not, or waited too long. */
 void lock_section_start(struct tree *t);
-bool lock_section_end(struct tree *t);
+bool lock_section_end(struct tree *t, bool conflict);
+
+/* For the watch of @t (tree_watch): it runs (@on) or stops, and LOCKS
+ * changed (lock_seen_drop: the copy of it the checks use is dropped). */
+void lock_seen_watch(struct tree *t, bool on);
+void lock_seen_drop(struct tree *t);
 
 /*
  * In a conditioned change of a shared writer (nothing otherwise): -EAGAIN,
  * and the change spoiled (kv_track_spoil: its commit fails), if @path lies
  * in a branch another rename holds (lock_check_path), or if a held branch
  * lies at or below folder @path (lock_check_below: before @path is removed,
- * replaced or moved). The first check of a change reads LOCKS, tracked: a
- * lock taken after it fails the change's commit. Errors: as kv_get, -EIO.
+ * replaced or moved). The first check of a change reads LOCKS (or takes
+ * it as last read, while a watch keeps that up to date), its version
+ * tracked: a lock taken after it fails the change's commit. Errors: as kv_get, -EIO.
  */
 int lock_check_path(struct tree *t, const char *path);
 int lock_check_below(struct tree *t, const char *path);

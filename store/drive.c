@@ -49,6 +49,8 @@ void tree_free(struct tree *t)
 	pthread_mutex_destroy(&t->check_lock);
 	pthread_mutex_destroy(&t->secret_lock);
 	pthread_mutex_destroy(&t->run_lock);
+	pthread_mutex_destroy(&t->seen_lock);
+	free(t->seen.raw);
 	free(t->running);
 	free(t);
 }
@@ -94,6 +96,7 @@ static int tree_load(struct store *s, const char *name, struct tree **out)
 	pthread_mutex_init(&t->check_lock, NULL);
 	pthread_mutex_init(&t->secret_lock, NULL);
 	pthread_mutex_init(&t->run_lock, NULL);
+	pthread_mutex_init(&t->seen_lock, NULL);
 	t->next = s->drives;
 	s->drives = t;
 	*out = t;
@@ -608,7 +611,7 @@ bool tree_retry(struct tree *t, int rc)
 	if (!tree_shared(t))
 		return false;
 	conflict = kv_untrack(t->store->kv);
-	if (lock_section_end(t))
+	if (lock_section_end(t, conflict))
 		return true; /* it waited for a branch lock: again */
 	return conflict && rc == -EAGAIN;
 }

@@ -57,6 +57,18 @@ struct tree {
 	uint64_t *running;	     /* protected by run_lock: their seqs */
 	size_t nrunning, caprunning; /* protected by run_lock */
 
+	/* branch_lock.c: LOCKS as this shared writer last read it, kept
+	 * while a watch (tree_watch) tells it of the other writers' changes */
+	pthread_mutex_t seen_lock;
+	struct locks_seen {
+		int watches; /* tree_watch()es running */
+		bool valid;
+		uint64_t gen; /* bumped by every drop */
+		char *raw;
+		size_t len;
+		uint64_t ver;
+	} seen; /* protected by seen_lock */
+
 	struct tree *next; /* protected by store->lock */
 };
 

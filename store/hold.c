@@ -28,7 +28,7 @@
  *
  * Costs: a shared writer's first open of an inode and its last close are a
  * commit each (etcd: a read and a txn; the daemon drops holds off the
- * RELEASE's path); a file made for an open (tree_mkfile_held) is held by
+ * RELEASE's path, a while after it, many to a commit); a file made for an open (tree_mkfile_held) is held by
  * the commit that makes it (hold_batch_new), at no cost of its own. A sole
  * writer pays nothing, not even a read. Limits: only opens hold: a file known to another writer's kernel
  * but not open there (an O_PATH descriptor, a cached entry) is freed by the
@@ -106,34 +106,46 @@ static void put_holds(struct tree *t, struct kv_batch *b, uint64_t ino,
 }
 
 /* Whether a writer other than this one (@self false), or any (@self
- * true), holds @ino open: *held. */
-static int held_by(struct tree *t, uint64_t ino, bool self, bool *held)
+ * true), holds @ino open: *held; and this one (*mine, may be NULL). */
+static int held_by(struct tree *t, uint64_t ino, bool self, bool *held,
+		   bool *mine)
 {
 	char hex[ID_HEX], *v = NULL;
 	size_t len, at = 0;
+	bool own;
 	int rc;
 
 	*held = false;
+	if (mine)
+		*mine = false;
 	if (!tree_shared(t))
 		return 0;
 	rc = read_holds(t, ino, &v, &len);
 	if (rc)
 		return rc;
 	id_hex(hex, kv_writer_id(t->store->kv));
+	own = names(v, len, hex, &at);
 	/* this writer is named once at most */
-	*held = len > (!self && names(v, len, hex, &at) ? ID_HEX : 0);
+	*held = len > (!self && own ? ID_HEX : 0);
+	if (mine)
+		*mine = own;
 	free(v);
 	return 0;
 }
 
-int hold_by_others(struct tree *t, uint64_t ino, bool *others)
+int hold_by_others(struct tree *t, uint64_t ino, bool *others, bool *mine)
 {
-	return held_by(t, ino, false, others);
+	return held_by(t, ino, false, others, mine);
 }
 
 int hold_by_any(struct tree *t, uint64_t ino, bool *held)
 {
-	return held_by(t, ino, true, held);
+	return held_by(t, ino, true, held, NULL);
+}
+
+void hold_batch_drop(struct tree *t, struct kv_batch *b, uint64_t ino)
+{
+	put_holds(t, b, ino, NULL, 0);
 }
 
 /* Whether inode @ino still exists: a name (its PARENT# record, for a node
@@ -221,11 +233,12 @@ static int marked_held(struct tree *t, uint64_t ino, bool *held)
 	return rc == -ENOENT ? 0 : rc;
 }
 
-/* Drops this writer from HOLD#@ino; *last: nobody holds it now and it is an
- * orphan kept for its holders only, for the caller to free. */
-static int unhold_once(struct tree *t, uint64_t ino, bool *last)
+/* Adds to @b this writer's drop from HOLD#@ino, if it holds it; *last:
+ * nobody holds it then and it is an orphan kept for its holders only, for
+ * the caller to free. */
+static int unhold_add(struct tree *t, struct kv_batch *b, uint64_t ino,
+		      bool *last)
 {
-	struct kv_batch *b = NULL;
 	char hex[ID_HEX], *v = NULL;
 	size_t len, at;
 	int rc;
@@ -241,25 +254,47 @@ static int unhold_once(struct tree *t, uint64_t ino, bool *last)
 	len -= ID_HEX;
 	if (len == 0)
 		rc = marked_held(t, ino, last);
-	if (rc)
-		goto out;
-	b = kv_batch_new(t->store->kv);
-	put_holds(t, b, ino, v, len);
-	rc = tree_commit(t, b);
-	if (rc)
-		*last = false;
+	if (rc == 0)
+		put_holds(t, b, ino, v, len);
 out:
-	kv_batch_free(b);
 	free(v);
 	return rc;
 }
 
-int hold_drop(struct tree *t, uint64_t ino, bool *last)
+int hold_batch_unhold(struct tree *t, struct kv_batch *b, uint64_t ino)
 {
-	*last = false;
+	bool last;
+
+	return unhold_add(t, b, ino, &last);
+}
+
+/* unhold_add() of each of the @n @inos, one commit for all. */
+static int unhold_once(struct tree *t, const uint64_t *inos, size_t n,
+		       bool *last)
+{
+	struct kv_batch *b = kv_batch_new(t->store->kv);
+	int rc = 0;
+
+	for (size_t i = 0; i < n; i++)
+		last[i] = false;
+	for (size_t i = 0; i < n && rc == 0; i++)
+		rc = unhold_add(t, b, inos[i], &last[i]);
+	if (rc == 0 && kv_batch_count(b))
+		rc = tree_commit(t, b);
+	if (rc)
+		for (size_t i = 0; i < n; i++)
+			last[i] = false;
+	kv_batch_free(b);
+	return rc;
+}
+
+int hold_drop(struct tree *t, const uint64_t *inos, size_t n, bool *last)
+{
+	for (size_t i = 0; i < n; i++)
+		last[i] = false;
 	if (!tree_shared(t))
 		return 0;
-	return TREE_TRACKED(t, unhold_once(t, ino, last));
+	return TREE_TRACKED(t, unhold_once(t, inos, n, last));
 }
 
 /* Drops the writers not in @live from HOLD#@ino. */

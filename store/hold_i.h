@@ -18,12 +18,14 @@
 #define HOLD_ORPHAN_MARK "*"
 
 /*
- * Whether a shared writer other than this one has @ino open: *others. A
- * read of HOLD#ino, tracked inside a conditioned change (TREE_TRACKED), so
- * a hold taken after the read fails the change's commit. Not a shared
- * writer: *others false, nothing read. Errors: -EIO, -ENOMEM.
+ * Whether a shared writer other than this one has @ino open: *others; and
+ * whether this one holds it (*mine: may be a hold its last close has not
+ * dropped yet). A read of HOLD#ino, tracked inside a conditioned change
+ * (TREE_TRACKED), so a hold taken after the read fails the change's
+ * commit. Not a shared writer: both false, nothing read. Errors: -EIO,
+ * -ENOMEM.
  */
-int hold_by_others(struct tree *t, uint64_t ino, bool *others);
+int hold_by_others(struct tree *t, uint64_t ino, bool *others, bool *mine);
 /* As hold_by_others(), this writer counted too: what an orphan's reclaim
  * asks, whoever runs it (a writer's sweep of stopped writers' orphans,
  * tree_reclaim_dead, meets those it holds open itself). */
@@ -32,15 +34,23 @@ int hold_by_any(struct tree *t, uint64_t ino, bool *held);
 /* Adds to @b this writer's hold of @ino, an inode @b makes (nobody else can
  * hold it yet: no read needed). A sole writer: nothing. */
 void hold_batch_new(struct tree *t, struct kv_batch *b, uint64_t ino);
+/* Adds to @b the delete of HOLD#@ino, which names this writer only (the
+ * batch frees @ino: a hold left to drop later would outlive it). */
+void hold_batch_drop(struct tree *t, struct kv_batch *b, uint64_t ino);
+/* Adds to @b this writer's drop from HOLD#@ino, others' holds kept (a
+ * tracked read of it). Errors: -EIO, -ENOMEM. */
+int hold_batch_unhold(struct tree *t, struct kv_batch *b, uint64_t ino);
 
 /*
- * Drops this writer from HOLD#@ino (the last close of @ino here), in a
- * conditioned change; *last: nobody holds it now and it is an orphan kept
- * for its holders only (HOLD_ORPHAN_MARK), for the caller to free
- * (tree_unhold, tree_remove.c: the freeing is removal's job). Not a shared
- * writer: nothing, *last false. Errors: -EIO, -ENOMEM, as tree_commit.
+ * Drops this writer from HOLD#<ino> of each of the @n @inos (their last
+ * close here; one it does not hold is skipped), in one conditioned change
+ * (at most tree_batch_max_ops() / 3 of them: each adds a write and up to
+ * two tracked reads, conditions of the commit); last[i]: nobody holds @inos[i] now and it is an
+ * orphan kept for its holders only (HOLD_ORPHAN_MARK), for the caller to
+ * free (tree_unhold, tree_remove.c: the freeing is removal's job). Not a
+ * shared writer: nothing, all false. Errors: -EIO, -ENOMEM, as tree_commit.
  */
-int hold_drop(struct tree *t, uint64_t ino, bool *last);
+int hold_drop(struct tree *t, const uint64_t *inos, size_t n, bool *last);
 
 /*
  * Drops from every HOLD# of drive @t the writers that are not among the

@@ -320,7 +320,7 @@ int tree_batch_remove(struct tree *t, struct kv_batch *b, const char *path,
 	struct node in = {0};
 	struct tree_attr a;
 	const char *target = n->target;
-	bool held = false;
+	bool held = false, mine = false;
 	int rc = 0;
 
 	if (orphan)
@@ -362,7 +362,7 @@ int tree_batch_remove(struct tree *t, struct kv_batch *b, const char *path,
 	/* open on another writer: kept for it (not ours to reclaim) unless
 	 * this one uses it too (hold.c) */
 	if (!S_ISDIR(a.mode))
-		rc = hold_by_others(t, a.ino, &held);
+		rc = hold_by_others(t, a.ino, &held, &mine);
 	if (rc)
 		goto out;
 	held = held && !(flags & TREE_KEEP_ORPHAN);
@@ -380,6 +380,8 @@ int tree_batch_remove(struct tree *t, struct kv_batch *b, const char *path,
 	}
 	if (n->a.flags & TREE_F_LINKED)
 		kv_batch_delete(b, k.buf, k.len);
+	if (mine) /* this writer's, closed, its drop still to come */
+		hold_batch_drop(t, b, a.ino);
 	if (S_ISREG(a.mode))
 		rc = tree_drop_file_content(t, b, a.ino, tree_content_end(&a));
 	else

@@ -167,17 +167,23 @@ int tree_remove(struct tree *t, const char *path, uint64_t ino, bool dir,
 /* An orphan a shared writer holds open (hold.c), this one included, is
  * its holders' to free (the last one's close: tree_unhold): adds to @b its
  * mark's hand-over to them (HOLD_ORPHAN_MARK), if not yet, and says
- * -EBUSY; 0 if nobody holds it. (This writer's own hold counts: its
- * periodic sweep, tree_reclaim_dead, meets the orphans it holds too.) */
-static int hand_over(struct tree *t, struct kv_batch *b, uint64_t ino)
+ * -EBUSY; 0 if nobody holds it. This writer's own hold counts (its
+ * periodic sweep, tree_reclaim_dead, meets the orphans it holds too),
+ * unless @closed (the caller has it neither open nor known: a hold of
+ * its last close that is still to drop), which @b then drops. */
+static int hand_over(struct tree *t, struct kv_batch *b, uint64_t ino,
+		     bool closed)
 {
 	struct sbuf k = {0};
 	char *v = NULL;
 	size_t len = 0;
-	bool held;
+	bool held, mine = false;
 	int rc;
 
-	rc = hold_by_any(t, ino, &held);
+	rc = closed ? hold_by_others(t, ino, &held, &mine)
+		    : hold_by_any(t, ino, &held);
+	if (rc == 0 && mine)
+		rc = hold_batch_unhold(t, b, ino);
 	if (rc || !held)
 		return rc;
 	key_orphan(&k, t->name, ino);
@@ -195,10 +201,10 @@ static int hand_over(struct tree *t, struct kv_batch *b, uint64_t ino)
  * shrunk in slices, commits of their own that count as batches of @h
  * (tree_shrink_in_slices); *blocks (may be NULL) += the blocks @b drops.
  * Caller holds @ino's stripe. One another shared writer holds open:
- * -EBUSY, @b hands it over (hand_over).
+ * -EBUSY, @b hands it over (hand_over; @closed: as there).
  * Errors: -ENOENT (not an orphan), -EBUSY, -EIO, and a slice's commit's. */
 static int reclaim_add(struct tree *t, struct kv_batch *b, uint64_t ino,
-		       struct crash_hook *h, uint64_t *blocks)
+		       struct crash_hook *h, uint64_t *blocks, bool closed)
 {
 	struct attr_ref r = {0};
 	struct sbuf k = {0};
@@ -223,7 +229,7 @@ static int reclaim_add(struct tree *t, struct kv_batch *b, uint64_t ino,
 		}
 	}
 	if (tree_shared(t)) {
-		int hrc = hand_over(t, b, ino);
+		int hrc = hand_over(t, b, ino, closed);
 
 		if (hrc) {
 			rc = hrc;
@@ -266,7 +272,7 @@ int tree_reclaim(struct tree *t, uint64_t ino)
 	crash_hook_init(&h);
 	tree_lock_inodes(t, ino, 0, 0, 0);
 	b = kv_batch_new(t->store->kv);
-	rc = reclaim_add(t, b, ino, &h, NULL);
+	rc = reclaim_add(t, b, ino, &h, NULL, false);
 	if ((rc == 0 || rc == -EBUSY) && kv_batch_count(b)) {
 		int crc = tree_commit(t, b);
 
@@ -277,18 +283,33 @@ int tree_reclaim(struct tree *t, uint64_t ino)
 	return rc;
 }
 
-int tree_unhold(struct tree *t, uint64_t ino)
+int tree_unhold_many(struct tree *t, const uint64_t *inos, size_t n)
 {
-	bool last;
-	int rc = hold_drop(t, ino, &last);
+	size_t max = tree_batch_max_ops(t) / 3; /* hold_drop()'s limit */
+	bool last[64];
+	int rc = 0;
 
-	if (rc == 0 && last) {
-		/* a crash before this leaves it to tree_reclaim_dead */
-		rc = TREE_TRACKED(t, tree_reclaim(t, ino));
-		if (rc == -ENOENT || rc == -EBUSY)
-			rc = 0; /* freed by another, or held again */
+	if (max > sizeof(last) / sizeof(*last))
+		max = sizeof(last) / sizeof(*last);
+	for (size_t i = 0; i < n && rc == 0; i += max) {
+		size_t m = n - i < max ? n - i : max;
+
+		rc = hold_drop(t, inos + i, m, last);
+		for (size_t j = 0; j < m && rc == 0; j++) {
+			if (!last[j])
+				continue;
+			/* a crash before this leaves it to tree_reclaim_dead */
+			rc = TREE_TRACKED(t, tree_reclaim(t, inos[i + j]));
+			if (rc == -ENOENT || rc == -EBUSY)
+				rc = 0; /* freed by another, or held again */
+		}
 	}
 	return rc;
+}
+
+int tree_unhold(struct tree *t, uint64_t ino)
+{
+	return tree_unhold_many(t, &ino, 1);
 }
 
 int tree_reclaim_many(struct tree *t, const uint64_t *inos, size_t n,
@@ -317,7 +338,7 @@ int tree_reclaim_many(struct tree *t, const uint64_t *inos, size_t n,
 		/* the stripe only for the read: no one else writes an orphan
 		 * the kernel has let go of (the caller's promise) */
 		tree_lock_inodes(t, inos[i], 0, 0, 0);
-		rc = reclaim_add(t, b, inos[i], NULL, &blocks);
+		rc = reclaim_add(t, b, inos[i], NULL, &blocks, true);
 		tree_unlock_inodes(t, inos[i], 0, 0, 0);
 		if (rc == 0)
 			in_b++;

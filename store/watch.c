@@ -6,20 +6,23 @@
  *    deleted node or one that does not decode);
  *  - a content block (DATA#), an extended attribute (XATTR#) or an INODE
  *    record: the inode, no path;
+ *  - LOCKS (another writer's folder rename started or ended): nothing, but
+ *    the copy of it the branch lock checks use is dropped (branch_lock.c);
  *  - anything else (META, PARENT#, ORPHAN#, the journal and its temporary
  *    keys): nothing; the node changes a journaled operation ends with are
  *    reported when they land.
  * When the watch (re)starts the caller is told everything may have changed
  * (a NULL change).
  *
- * Limits: only engines other processes write can watch (etcd); others
- * answer -EOPNOTSUPP. A change is reported once committed, in commit order,
- * on the watch's thread.
+ * Limits: only engines other processes write can watch (etcd, DynamoDB
+ * through its table's stream); others answer -EOPNOTSUPP. A change is
+ * reported once committed, in commit order, on the watch's thread.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "branch_lock_i.h"
 #include "drive_i.h"
 #include "keys_i.h"
 #include "node_i.h"
@@ -28,8 +31,9 @@ struct tree_watch {
 	struct tree *t;
 	tree_change_fn fn;
 	void *ctx;
-	size_t plen;	  /* the drive's key prefix */
-	struct sbuf path; /* on the watch thread only */
+	size_t plen;	   /* the drive's key prefix */
+	struct sbuf locks; /* the drive's LOCKS key */
+	struct sbuf path;  /* on the watch thread only */
 	struct kv_watch *w;
 };
 
@@ -40,6 +44,10 @@ static void watch_change(void *arg, long long rev, const char *key, size_t klen,
 	struct tree_change c = {.rev = rev};
 	uint64_t blk;
 
+	if (klen == tw->locks.len && !memcmp(key, tw->locks.buf, klen)) {
+		lock_seen_drop(tw->t); /* another writer's rename */
+		return;
+	}
 	sbuf_reset(&tw->path);
 	if (key_node_decode(key, klen, tw->plen, &tw->path) == 0) {
 		struct node n = {0};
@@ -61,6 +69,7 @@ static void watch_reset(void *arg)
 {
 	struct tree_watch *tw = arg;
 
+	lock_seen_drop(tw->t);
 	tw->fn(tw->ctx, NULL);
 }
 
@@ -77,6 +86,7 @@ int tree_watch(struct tree *t, tree_change_fn fn, void *ctx,
 	tw->t = t;
 	tw->fn = fn;
 	tw->ctx = ctx;
+	key_locks(&tw->locks, t->name);
 	key_drive_prefix(&lo, t->name);
 	tw->plen = lo.len;
 	sbuf_reset(&lo);
@@ -86,9 +96,11 @@ int tree_watch(struct tree *t, tree_change_fn fn, void *ctx,
 	sbuf_release(&lo);
 	sbuf_release(&hi);
 	if (rc) {
+		sbuf_release(&tw->locks);
 		free(tw);
 		return rc;
 	}
+	lock_seen_watch(t, true);
 	*out = tw;
 	return 0;
 }
@@ -103,6 +115,8 @@ void tree_watch_stop(struct tree_watch *tw)
 	if (!tw)
 		return;
 	kv_watch_stop(tw->w);
+	lock_seen_watch(tw->t, false);
+	sbuf_release(&tw->locks);
 	sbuf_release(&tw->path);
 	free(tw);
 }

@@ -1205,7 +1205,13 @@ Test(kv, shared_writers_exclude_an_owner)
 	put("after", "owner");
 }
 
-/* ---- watches (etcd) ---------------------------------------------------------- */
+/* ---- watches (etcd, DynamoDB) ------------------------------------------------ */
+
+/* Whether the engine under test has watches (other processes write it). */
+static bool has_watch(void)
+{
+	return on_etcd() || on_dynamodb();
+}
 
 /* What a watch was told, as text: "reset;" and "put KEY=VALUE;" or "del KEY;" */
 static pthread_mutex_t seen_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -1263,7 +1269,7 @@ Test(kv, watch_tells_commits)
 	struct kv *ro;
 
 	seen[0] = '\0';
-	if (!on_etcd()) {
+	if (!has_watch()) {
 		cr_assert_eq(kv_watch(&w, kv, "w/", 2, "w0", 2, 0, on_change,
 				      on_reset, NULL),
 			     -EOPNOTSUPP);
@@ -1288,6 +1294,129 @@ Test(kv, watch_tells_commits)
 	put("w/c", "3");
 	usleep(200000);
 	expect_seen("reset;put w/a=1;del w/a;put w/b=;put w/b=2;");
+	kv_close(ro);
+}
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Waits up to 5 s for the log to end with @tail; how long it took (ms),
+ * or -1 if it never did. */
+static long long wait_seen_tail(const char *tail, long long since)
+{
+	size_t tl = strlen(tail);
+
+	for (;;) {
+		bool ok;
+		size_t n;
+
+		pthread_mutex_lock(&seen_lock);
+		n = strlen(seen);
+		ok = n >= tl && !strcmp(seen + n - tl, tail);
+		pthread_mutex_unlock(&seen_lock);
+		if (ok)
+			return now_ms() - since;
+		if (now_ms() - since > 5000)
+			return -1;
+		usleep(5000);
+	}
+}
+
+/* The reset of watch_within_a_second: the writer commits w/r as the
+ * watch says it stands, before anything else can happen on its thread. */
+static void on_reset_then_put(void *ctx)
+{
+	on_reset(ctx);
+	if (ctx)
+		put("w/r", "at-start");
+}
+
+/*
+ * On every engine with a watch (etcd, DynamoDB's stream): a follower's
+ * watch is told of each of the writer's puts, deletes and batches within
+ * a second; a change made between the follower's read and its watch's
+ * start is not lost (the watch's reset() says to read again, and the read
+ * then finds it); and a commit the moment the watch stands (in its reset())
+ * is handed out, not lost in between.
+ */
+Test(kv, watch_within_a_second)
+{
+	struct kv_watch *w;
+	struct kv_batch *b;
+	struct kv *ro;
+	char *v = NULL;
+	size_t n;
+	long long t, worst = 0;
+	struct {
+		const char *what, *tail;
+	} steps[] = {
+	    {"put", "put w/a=1;"},
+	    {"put again", "put w/a=2;"},
+	    {"delete", "del w/a;"},
+	    {"batch", "put w/c=3;del w/b;"},
+	};
+
+	seen[0] = '\0';
+	if (!has_watch()) {
+		cr_assert(true); /* no watch on RocksDB: watch_tells_commits */
+		return;
+	}
+	put("w/b", "old");
+	cr_assert_eq(open_at(&ro, where, true), 0);
+	/* the follower reads, then the writer changes what it read */
+	cr_assert_eq(kv_get(ro, "w/b", 3, &v, &n), 0);
+	cr_expect_str_eq(v, "old");
+	free(v);
+	put("w/b", "new");
+	cr_assert_eq(kv_watch(&w, ro, "w/", 2, "w0", 2, 0, on_change,
+			      on_reset_then_put, ro),
+		     0);
+	cr_expect_geq(wait_seen_tail("reset;put w/r=at-start;", now_ms()), 0,
+		      "the commit as the watch stood: %s", seen);
+	/* after the reset, the follower reads again: the change is there */
+	cr_assert_eq(kv_get(ro, "w/b", 3, &v, &n), 0);
+	cr_expect_str_eq(v, "new");
+	free(v);
+	for (size_t i = 0; i < sizeof(steps) / sizeof(*steps); i++) {
+		long long start = now_ms();
+
+		switch (i) {
+		case 0:
+			put("w/a", "1");
+			break;
+		case 1:
+			put("w/a", "2");
+			break;
+		case 2:
+			b = kv_batch_new(kv);
+			kv_batch_delete(b, "w/a", 3);
+			cr_assert_eq(kv_batch_commit(kv, b, false), 0);
+			kv_batch_free(b);
+			break;
+		default:
+			b = kv_batch_new(kv);
+			kv_batch_put(b, "w/c", 3, "3", 1);
+			kv_batch_put(b, "x/outside", 9, "no", 2);
+			kv_batch_delete(b, "w/b", 3);
+			cr_assert_eq(kv_batch_commit(kv, b, false), 0);
+			kv_batch_free(b);
+			break;
+		}
+		t = wait_seen_tail(steps[i].tail, start);
+		cr_expect(t >= 0 && t < 1000, "%s: seen after %lld ms: %s",
+			  steps[i].what, t, seen);
+		if (t > worst)
+			worst = t;
+	}
+	cr_log_info("watch: slowest change seen after %lld ms", worst);
+	kv_watch_stop(w);
+	expect_seen("reset;put w/r=at-start;put w/a=1;put w/a=2;del w/a;"
+		    "put w/c=3;del w/b;");
 	kv_close(ro);
 }
 

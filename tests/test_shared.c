@@ -908,25 +908,39 @@ static void *run_mover(void *arg)
 	return NULL;
 }
 
+static void no_change(void *ctx, const struct tree_change *c)
+{
+	(void)ctx;
+	(void)c;
+}
+
 /*
  * Files created by one writer inside a folder that another writer is
  * moving (a journaled rewrite of many batches): each create lands before
  * the move and moves with it, or waits for it and finds the folder gone
  * (ENOENT); none is lost and none is left under the old path. Without the
  * branch lock, a create after the copy passed its place is dropped with
- * the source.
+ * the source. @watching: the creating writer watches the drive, as a
+ * daemon does, so its checks take LOCKS as last read (branch_lock.c), read
+ * before the move took its lock.
  */
-Test(shared, creates_inside_a_moving_folder_are_never_lost)
+static void creates_during_a_move(bool watching)
 {
 	struct store_options o = {.shared = true, .rename_batch = 10};
 	struct mover m = {.src = "/big", .dst = "/moved"};
 	struct tree *t = drive_of(b), *ta = drive_of(a);
+	struct tree_watch *w = NULL;
 	enum { MAX = 4000 };
 	static int rc[MAX];
 	struct tree_attr at;
 	pthread_t th;
 	int n = 0, made = 0;
 
+	if (watching) {
+		cr_assert_eq(tree_watch(t, no_change, NULL, &w), 0);
+		/* LOCKS as read before the move: what the checks start from */
+		cr_assert_eq(make_file(t, "/before", NULL), 0);
+	}
 	cr_assert_eq(store_open(&m.s, url, &o), 0);
 	cr_assert_eq(
 	    tree_mknode(ta, "/big", S_IFDIR | 0755, 0, 0, 0, NULL, NULL), 0);
@@ -963,7 +977,135 @@ Test(shared, creates_inside_a_moving_folder_are_never_lost)
 	cr_log_info("%d creates during the move, %d landed", n, made);
 	expect_no_locks(t);
 	assert_fsck_clean(t);
+	tree_watch_stop(w);
 	store_close(m.s);
+}
+
+Test(shared, creates_inside_a_moving_folder_are_never_lost)
+{
+	creates_during_a_move(false);
+}
+
+Test(shared, a_watching_writers_creates_inside_a_moving_folder_too)
+{
+	creates_during_a_move(true);
+}
+
+/* Makes files /x<i> on @t, a watching writer's drive, until it keeps a
+ * copy of LOCKS (the watch's start may drop the first). */
+static void keep_locks_seen(struct tree *t)
+{
+	for (int i = 0; i < 100 && !t->seen.valid; i++) {
+		char p[32];
+
+		snprintf(p, sizeof(p), "/x%d", i);
+		cr_assert_eq(make_file(t, p, NULL), 0);
+		usleep(10000);
+	}
+	cr_assert(t->seen.valid, "no copy of LOCKS kept");
+}
+
+struct maker {
+	struct tree *t;
+	const char *path;
+	int rc;
+	volatile bool done;
+};
+
+static void *make_one(void *arg)
+{
+	struct maker *m = arg;
+
+	m->rc = make_file(m->t, m->path, NULL);
+	m->done = true;
+	return NULL;
+}
+
+/*
+ * A watching writer whose copy of LOCKS is older than a lock another
+ * writer holds (its watch has not told it yet: made here by putting the
+ * old copy back) lets its create inside the held branch through the check,
+ * but the commit is conditioned on the copy's version: it fails, and the
+ * create reads LOCKS, waits for the lock, and lands once it is dropped.
+ */
+Test(shared, a_stale_copy_of_locks_fails_the_commit)
+{
+	struct tree *ta = drive_of(a), *tb = drive_of(b);
+	struct maker m = {.t = tb, .path = "/lk/f"};
+	struct tree_watch *w = NULL;
+	struct locks_seen old;
+	struct tree_attr at;
+	pthread_t th;
+
+	cr_assert_eq(
+	    tree_mknode(ta, "/lk", S_IFDIR | 0755, 0, 0, 0, NULL, NULL), 0);
+	cr_assert_eq(tree_watch(tb, no_change, NULL, &w), 0);
+	keep_locks_seen(tb);
+	pthread_mutex_lock(&tb->seen_lock);
+	old = tb->seen;
+	cr_assert(old.valid && old.len == 0, "no copy of an empty LOCKS");
+	pthread_mutex_unlock(&tb->seen_lock);
+	cr_assert_eq(lock_take(ta, 777, "/lk", "/lk2"), 0);
+	for (int i = 0; i < 500 && tb->seen.valid; i++)
+		usleep(10000); /* the watch drops the copy */
+	pthread_mutex_lock(&tb->seen_lock);
+	cr_assert(!tb->seen.valid, "the watch kept a copy of an old LOCKS");
+	tb->seen = old; /* as if the watch had not told it yet */
+	pthread_mutex_unlock(&tb->seen_lock);
+
+	cr_assert_eq(pthread_create(&th, NULL, make_one, &m), 0);
+	usleep(1000 * 1000);
+	cr_expect(!m.done, "a create inside a held branch went through: %d",
+		  m.rc);
+	cr_assert_eq(lock_release(ta, 777), 0);
+	pthread_join(th, NULL);
+	cr_expect_eq(m.rc, 0, "%s", strerror(-m.rc));
+	cr_expect_eq(tree_lookup(ta, "/lk/f", &at), 0);
+	expect_no_locks(ta);
+	tree_watch_stop(w);
+}
+
+/* The reads of @n creates in /w on writer b. */
+static uint64_t gets_of_creates(int n, const char *tag)
+{
+	struct store_kv_counts c0, c1;
+
+	store_kv_counts(b, &c0);
+	for (int i = 0; i < n; i++) {
+		char p[32];
+
+		snprintf(p, sizeof(p), "/w/%s%d", tag, i);
+		cr_assert_eq(make_file(drive_of(b), p, NULL), 0);
+	}
+	store_kv_counts(b, &c1);
+	return c1.gets - c0.gets;
+}
+
+/* A writer that watches the drive checks the branch locks of its changes
+ * against LOCKS as last read: a create reads LOCKS only after another
+ * writer changed it, not each time. */
+Test(shared, a_watching_writer_checks_locks_without_reading_them)
+{
+	struct tree_watch *w = NULL;
+	uint64_t plain, watched;
+
+	cr_assert_eq(
+	    tree_mknode(drive_of(a), "/w", S_IFDIR | 0755, 0, 0, 0, NULL, NULL),
+	    0);
+	plain = gets_of_creates(20, "p");
+	cr_assert_eq(tree_watch(drive_of(b), no_change, NULL, &w), 0);
+	keep_locks_seen(drive_of(b));
+	watched = gets_of_creates(20, "w");
+	cr_expect_leq(watched + 20, plain,
+		      "20 creates read %llu keys watching, %llu not",
+		      (unsigned long long)watched, (unsigned long long)plain);
+	/* another writer's rename: its lock comes and goes; the checks see
+	 * it (a create in its branch waits, tested above) and read again */
+	make_branch("/m1");
+	cr_assert_eq(tree_rename(drive_of(a), "/m1", "/m2", 0, NULL), 0);
+	cr_assert_eq(make_file(drive_of(b), "/m2/g", NULL), 0);
+	expect_no_locks(drive_of(b));
+	tree_watch_stop(w);
 }
 
 /* Creates the file m->dst on m->s, for a thread. */
@@ -1143,6 +1285,85 @@ Test(shared, a_file_made_held_is_held_from_its_first_commit)
 	cr_expect(kept(ta, at.ino));
 	cr_assert_eq(tree_unhold(tb, at.ino), 0);
 	cr_expect(freed(ta, at.ino), "the maker's close frees it");
+}
+
+/* A writer's unlink of a file it has closed but whose hold its last close
+ * has not dropped yet (the daemon drops holds a while later, off the
+ * close's path) frees the file and drops the hold in the same commit:
+ * nothing is left to drop, and the drop after it commits nothing. */
+Test(shared, an_unlink_drops_the_removers_own_closed_hold)
+{
+	struct tree *ta = drive_of(a), *tb = drive_of(b);
+	struct store_kv_counts before, after;
+	struct tree_attr at;
+	uint64_t orphan = 9;
+
+	cr_assert_eq(tree_mkfile_held(tb, "/f", 0644, 022, 0, 0, &at), 0);
+	cr_assert(has_key(ta, key_hold, at.ino), "held");
+	cr_assert_eq(tree_unlink(tb, "/f", 0, &orphan), 0);
+	cr_expect_eq(orphan, 0, "freed at once, not an orphan");
+	cr_expect(freed(ta, at.ino));
+	cr_expect(!has_key(ta, key_hold, at.ino), "its hold outlived it");
+	store_kv_counts(b, &before);
+	cr_expect_eq(tree_unhold(tb, at.ino), 0);
+	store_kv_counts(b, &after);
+	cr_expect_eq(after.commits, before.commits, "the drop committed");
+}
+
+/* The daemon's reclaim of an orphan it made, closed and forgotten, whose
+ * hold its last close has not dropped yet: one commit frees the orphan and
+ * drops the hold (not the hold kept it for this writer, for good). */
+Test(shared, a_reclaim_drops_the_writers_own_closed_hold)
+{
+	struct tree *ta = drive_of(a);
+	struct store_kv_counts before, after;
+	uint64_t ino, orphan = 0;
+	size_t n = 0;
+
+	cr_assert_eq(make_file(ta, "/f", NULL), 0);
+	ino = ino_of(ta, "/f");
+	cr_assert_eq(tree_hold(ta, ino), 0);
+	cr_assert_eq(tree_unlink(ta, "/f", TREE_KEEP_ORPHAN, &orphan), 0);
+	cr_assert_eq(orphan, ino);
+	store_kv_counts(a, &before);
+	cr_expect_eq(tree_reclaim_many(ta, &ino, 1, &n), 0);
+	store_kv_counts(a, &after);
+	cr_expect_eq(n, 1, "kept for its own closed hold");
+	cr_expect(freed(ta, ino));
+	cr_expect(!has_key(ta, key_hold, ino), "its hold outlived it");
+	cr_expect_eq(after.commits - before.commits, 1);
+}
+
+/* The holds of many files closed here go in one commit, and only this
+ * writer's: one the other writer holds too stays held by it. */
+Test(shared, closed_holds_drop_many_to_a_commit)
+{
+	struct tree *ta = drive_of(a), *tb = drive_of(b);
+	struct store_kv_counts before, after;
+	enum { N = 20 };
+	uint64_t inos[N];
+
+	for (int i = 0; i < N; i++) {
+		char p[32];
+		struct tree_attr at;
+
+		snprintf(p, sizeof(p), "/h%d", i);
+		cr_assert_eq(tree_mkfile_held(ta, p, 0644, 022, 0, 0, &at), 0);
+		inos[i] = at.ino;
+	}
+	cr_assert_eq(tree_hold(tb, inos[0]), 0);
+	store_kv_counts(a, &before);
+	cr_expect_eq(tree_unhold_many(ta, inos, N), 0);
+	store_kv_counts(a, &after);
+	cr_expect_eq(after.commits - before.commits, 1, "%llu commits",
+		     (unsigned long long)(after.commits - before.commits));
+	for (int i = 1; i < N; i++)
+		cr_expect(!has_key(ta, key_hold, inos[i]), "h%d still held", i);
+	cr_expect(has_key(ta, key_hold, inos[0]), "b's hold went too");
+	cr_assert_eq(tree_unlink(ta, "/h0", 0, NULL), 0);
+	cr_expect(kept(ta, inos[0]), "b has it open");
+	cr_assert_eq(tree_unhold(tb, inos[0]), 0);
+	cr_expect(freed(ta, inos[0]));
 }
 
 /* The holder's own sweep of stopped writers' orphans (tree_reclaim_dead,

@@ -643,6 +643,9 @@ int tree_reclaim_dead(struct tree *t, size_t *count);
  */
 int tree_hold(struct tree *t, uint64_t ino);
 int tree_unhold(struct tree *t, uint64_t ino);
+/* tree_unhold() of the @n @inos, many to a commit (a number this writer
+ * does not hold is skipped). On an error the commits before it stay. */
+int tree_unhold_many(struct tree *t, const uint64_t *inos, size_t n);
 /* Whether @t's store is open as one writer of several (store_options.shared). */
 bool tree_shared(const struct tree *t);
 
@@ -651,7 +654,10 @@ bool tree_shared(const struct tree *t);
  * orphan's deletes in one batch; a number that is not an orphan is skipped).
  * The caller answers for no one else using them (the daemon: the kernel has
  * forgotten them and they are not open), and for each number being there
- * once. *count (if not NULL) gets the number freed. On an error the batches before it stay committed.
+ * once: a hold of this writer's (a shared writer's, that its last close
+ * left to drop later) goes in the batch that frees it. *count (if not
+ * NULL) gets the number freed. On an error the batches before it stay
+ * committed.
  * Errors: -EIO, -ENOSPC.
  */
 int tree_reclaim_many(struct tree *t, const uint64_t *inos, size_t n,

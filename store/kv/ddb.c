@@ -9,6 +9,11 @@
  * connection alive between calls; a call takes one (or makes one), so
  * threads never share a handle.
  *
+ * Two APIs: DynamoDB's (ddb_call) and DynamoDB Streams' (ddb_streams_call),
+ * which AWS serves at streams.dynamodb.REGION.amazonaws.com and signs as
+ * "dynamodb" too; an endpoint named in the location serves both (DynamoDB
+ * Local does).
+ *
  * Bytes (B attributes) are base64 in the JSON, with the codec etcd's
  * gateway needs too (etcd.c: etcd_b64, etcd_unb64).
  *
@@ -36,9 +41,10 @@ struct ddb_conn {
 };
 
 struct ddb {
-	char *url;    /* the endpoint */
-	char *sigv4;  /* "aws:amz:REGION:dynamodb" */
-	char *key_id; /* the credentials: wiped at close, never logged */
+	char *url;	   /* the endpoint */
+	char *streams_url; /* DynamoDB Streams' (the same one when named) */
+	char *sigv4;	   /* "aws:amz:REGION:dynamodb" */
+	char *key_id;	   /* the credentials: wiped at close, never logged */
 	char *secret;
 	char *token_hdr; /* "X-Amz-Security-Token: ...", or NULL */
 	pthread_mutex_t lock;
@@ -234,8 +240,12 @@ int ddb_open(struct ddb **out, const char *region, const char *endpoint,
 	if ((endpoint ? asprintf(&d->url, "%s", endpoint)
 		      : asprintf(&d->url, "https://dynamodb.%s.amazonaws.com/",
 				 region)) < 0 ||
+	    (endpoint ? asprintf(&d->streams_url, "%s", endpoint)
+		      : asprintf(&d->streams_url,
+				 "https://streams.dynamodb.%s.amazonaws.com/",
+				 region)) < 0 ||
 	    asprintf(&d->sigv4, "aws:amz:%s:dynamodb", region) < 0) {
-		d->url = d->sigv4 = NULL;
+		d->url = d->streams_url = d->sigv4 = NULL;
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -260,6 +270,7 @@ void ddb_close(struct ddb *d)
 		free(c);
 	}
 	free(d->url);
+	free(d->streams_url);
 	free(d->sigv4);
 	wipe_free(d->key_id);
 	wipe_free(d->secret);
@@ -396,6 +407,10 @@ static int ddb_errno(const char *type, const char *msg,
 		return -ECANCELED;
 	if (!strcmp(type, "ResourceNotFoundException"))
 		return -ENOENT;
+	if (!strcmp(type, "ExpiredIteratorException"))
+		return -ETIME;
+	if (!strcmp(type, "TrimmedDataAccessException"))
+		return -ESTALE;
 	if (!strcmp(type, "ResourceInUseException"))
 		return -EBUSY;
 	if (!strcmp(type, "UnrecognizedClientException") ||
@@ -472,13 +487,28 @@ static int ddb_answer(const char *op, long status, const char *text,
 	return rc;
 }
 
+/* The two APIs this client speaks: where they answer and how their
+ * operations are named (X-Amz-Target: <target>.<Operation>). */
+struct ddb_api {
+	const char *target;
+	bool streams; /* at d->streams_url, else d->url */
+};
+static const struct ddb_api ddb_tables = {"DynamoDB_20120810", false};
+static const struct ddb_api ddb_streams = {"DynamoDBStreams_20120810", true};
+
+static const char *ddb_url(const struct ddb *d, const struct ddb_api *api)
+{
+	return api->streams ? d->streams_url : d->url;
+}
+
 /* One attempt: 0 with *resp, -errno, or DDB_RETRY (*cause says why; a
  * cause that starts with the endpoint is a connection's, not an answer's).
  * The fault hook may answer instead of DynamoDB, or lose its answer. */
-static int ddb_do(struct ddb *d, struct ddb_conn *c, const char *op,
-		  const char *body, struct json_object **resp, char *cause,
-		  size_t clen)
+static int ddb_do(struct ddb *d, struct ddb_conn *c, const struct ddb_api *api,
+		  const char *op, const char *body, struct json_object **resp,
+		  char *cause, size_t clen)
 {
+	const char *url = ddb_url(d, api);
 	char errbuf[CURL_ERROR_SIZE] = "", target[96];
 	struct curl_slist *hdrs = NULL, *h2;
 	struct ddb_buf buf = {0};
@@ -491,7 +521,7 @@ static int ddb_do(struct ddb *d, struct ddb_conn *c, const char *op,
 	fault = ddb_fault_next(&d->fault, op, &status, &canned);
 	if (fault == DDB_FAULT_ANSWER)
 		return ddb_answer(op, status, canned, resp, cause, clen);
-	snprintf(target, sizeof(target), "X-Amz-Target: DynamoDB_20120810.%s",
+	snprintf(target, sizeof(target), "X-Amz-Target: %s.%s", api->target,
 		 op);
 	hdrs = curl_slist_append(hdrs, "Content-Type: application/"
 				       "x-amz-json-1.0");
@@ -506,7 +536,7 @@ static int ddb_do(struct ddb *d, struct ddb_conn *c, const char *op,
 	if (!hdrs)
 		return -ENOMEM;
 	curl_easy_reset(c->h);
-	curl_easy_setopt(c->h, CURLOPT_URL, d->url);
+	curl_easy_setopt(c->h, CURLOPT_URL, url);
 	curl_easy_setopt(c->h, CURLOPT_HTTPHEADER, hdrs);
 	curl_easy_setopt(c->h, CURLOPT_POSTFIELDS, body);
 	curl_easy_setopt(c->h, CURLOPT_AWS_SIGV4, d->sigv4);
@@ -521,7 +551,7 @@ static int ddb_do(struct ddb *d, struct ddb_conn *c, const char *op,
 	cc = curl_easy_perform(c->h);
 	curl_slist_free_all(hdrs);
 	if (cc != CURLE_OK) {
-		snprintf(cause, clen, "%s: %s", d->url,
+		snprintf(cause, clen, "%s: %s", url,
 			 errbuf[0] ? errbuf : curl_easy_strerror(cc));
 		free(buf.p);
 		return cc == CURLE_OUT_OF_MEMORY ? -ENOMEM : DDB_RETRY;
@@ -534,7 +564,7 @@ static int ddb_do(struct ddb *d, struct ddb_conn *c, const char *op,
 		snprintf(cause, clen,
 			 "%s: connection dropped before the answer "
 			 "(PATHFS_DDB_FAULT)",
-			 d->url);
+			 url);
 		free(buf.p);
 		return DDB_RETRY;
 	}
@@ -683,9 +713,11 @@ void ddb_counts(struct ddb *d, struct ddb_counts *out)
 	    __atomic_load_n(&c->txn_rule_milli, __ATOMIC_RELAXED);
 }
 
-int ddb_call(struct ddb *d, const char *op, struct json_object *req,
-	     struct json_object **resp)
+/* ddb_call() of @api's operation @op. */
+static int ddb_send(struct ddb *d, const struct ddb_api *api, const char *op,
+		    struct json_object *req, struct json_object **resp)
 {
+	const char *url = ddb_url(d, api);
 	const char *body;
 	unsigned seed = (unsigned)ddb_now_ms() ^ (unsigned)(uintptr_t)&seed;
 	struct ddb_conn *c;
@@ -714,10 +746,10 @@ int ddb_call(struct ddb *d, const char *op, struct json_object *req,
 		return -ENOMEM;
 	for (;;) {
 		DDB_COUNT(d->cnt.requests, 1);
-		rc = ddb_do(d, c, op, body, resp, cause, sizeof(cause));
+		rc = ddb_do(d, c, api, op, body, resp, cause, sizeof(cause));
 		if (rc != DDB_RETRY)
 			break;
-		if (strncmp(cause, d->url, strlen(d->url)))
+		if (strncmp(cause, url, strlen(url)))
 			answered = true; /* an answer, not a connection */
 		if (ddb_now_ms() >= end) {
 			rc = answered || opened ? -ETIMEDOUT : -EHOSTUNREACH;
@@ -731,8 +763,23 @@ int ddb_call(struct ddb *d, const char *op, struct json_object *req,
 	if (!rc)
 		ddb_account(d, op, req, *resp);
 	if (rc && rc != -ECANCELED)
-		ddb_fail(d, LOG_ERR, "%s", cause);
+		/* a stream's iterator that expired or whose records were
+		 * trimmed: its reader starts over, as it says */
+		ddb_fail(d, rc == -ETIME || rc == -ESTALE ? LOG_DEBUG : LOG_ERR,
+			 "%s", cause);
 	return rc;
+}
+
+int ddb_call(struct ddb *d, const char *op, struct json_object *req,
+	     struct json_object **resp)
+{
+	return ddb_send(d, &ddb_tables, op, req, resp);
+}
+
+int ddb_streams_call(struct ddb *d, const char *op, struct json_object *req,
+		     struct json_object **resp)
+{
+	return ddb_send(d, &ddb_streams, op, req, resp);
 }
 
 struct json_object *ddb_s(const char *s)

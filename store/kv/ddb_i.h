@@ -1,6 +1,7 @@
 /*
  * ddb_i.h - the client of DynamoDB's JSON API (POST of an operation's
- * request, X-Amz-Target: DynamoDB_20120810.<Operation>) over HTTPS, signed
+ * request, X-Amz-Target: DynamoDB_20120810.<Operation>, and DynamoDB
+ * Streams' DynamoDBStreams_20120810.<Operation>) over HTTPS, signed
  * with AWS Signature Version 4 by libcurl (CURLOPT_AWS_SIGV4), JSON by
  * json-c. Only ddb.c talks HTTP to DynamoDB; only the DynamoDB backend
  * (kv_ddb*.c) uses it, and the kv suite (tests/test_kv.c).
@@ -92,6 +93,16 @@ void ddb_counts(struct ddb *d, struct ddb_counts *out);
  */
 int ddb_call(struct ddb *d, const char *op, struct json_object *req,
 	     struct json_object **resp);
+/*
+ * ddb_call() of DynamoDB Streams' operation @op (as "GetRecords",
+ * X-Amz-Target: DynamoDBStreams_20120810.<op>), at the streams endpoint
+ * (the location's endpoint if it names one). Errors: as ddb_call, and
+ * -ETIME (ExpiredIteratorException: a shard iterator unused for 15
+ * minutes), -ESTALE (TrimmedDataAccessException: records past the
+ * stream's 24 h), both logged at debug level only (the caller starts over).
+ */
+int ddb_streams_call(struct ddb *d, const char *op, struct json_object *req,
+		     struct json_object **resp);
 
 /* Attribute values: {"S": s}, {"B": base64}, {"N": "n"}; NULL when out of
  * memory. */

@@ -453,6 +453,13 @@ int kv_get_ver(struct kv *kv, const char *key, size_t klen, char **val,
 	return kv->ops->get(kv, key, klen, pin_rev(kv), val, vlen, ver);
 }
 
+void kv_track_known(struct kv *kv, const char *key, size_t klen,
+		    uint64_t ver)
+{
+	if (track.kv == kv)
+		cond_add(&track.reads, &track.n, &track.cap, key, klen, ver);
+}
+
 int kv_get(struct kv *kv, const char *key, size_t klen, char **val,
 	   size_t *vlen)
 {
@@ -463,7 +470,7 @@ int kv_get(struct kv *kv, const char *key, size_t klen, char **val,
 		return kv_get_ver(kv, key, klen, val, vlen, NULL);
 	rc = kv_get_ver(kv, key, klen, val, vlen, &ver);
 	if (rc == 0 || rc == -ENOENT)
-		cond_add(&track.reads, &track.n, &track.cap, key, klen, ver);
+		kv_track_known(kv, key, klen, ver);
 	return rc;
 }
 

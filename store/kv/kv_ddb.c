@@ -23,8 +23,9 @@
  * partitions to read).
  *
  * The first read-write open of a missing table creates it (on-demand
- * capacity, Streams on, new and old images: for the followers to come); a
- * table with another key schema is refused, naming what differs.
+ * capacity, Streams on, new and old images: what the followers' watches
+ * read, kv_ddb_watch.c); a table with another key schema is refused,
+ * naming what differs.
  *
  * Files, one concept each (their overviews say how and why):
  *   kv_ddb.c        open (the location, the table), close, the registry
@@ -32,6 +33,7 @@
  *   kv_ddb_lease.c  one writer per table: the lease item, its keeper
  *   kv_ddb_iter.c   reads: kv_get, iterators (paged Queries, merged)
  *   kv_ddb_batch.c  batches, committed as one TransactWriteItems
+ *   kv_ddb_watch.c  watches: the table's stream, for -o ro followers
  *   ddb.c           the HTTP client: signing, retries, errors
  *
  * Limits (kv_limits): a transaction holds 100 actions and 4 MB, an item
@@ -39,9 +41,9 @@
  * A range delete is expanded into the keys it covers at commit, each one
  * action: batch_ops and range_keys are set so that a batch of both, plus
  * the lease's check, fits 100. Iterators are no snapshots (DynamoDB has
- * none): a page read after a commit sees it. No watches, no shared
- * writers, no followers yet (-o ro reads the table, but nothing tells it of
- * changes).
+ * none): a page read after a commit sees it. Watches read the table's
+ * stream (kv_ddb_watch.c: revisions are its pages, not commits); no
+ * shared writers yet.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -101,6 +103,132 @@ struct json_object *kvd_item_key(const char *key, size_t klen)
 		return NULL;
 	}
 	return o;
+}
+
+int kvd_store_key(struct json_object *keys, char **key, size_t *klen)
+{
+	const char *pk = ddb_get_s(keys, "pk");
+	size_t plen, sklen;
+	char *sk;
+
+	*key = NULL;
+	if (!pk)
+		return -EINVAL;
+	if (!strcmp(pk, KVD_OTHER_PK))
+		plen = 0;
+	else if (!strncmp(pk, "DRIVE#", 6))
+		plen = strlen(pk);
+	else
+		return -ENOENT; /* the backend's own (KVD_META_PK, ...) */
+	sk = ddb_get_b(keys, "sk", &sklen);
+	if (!sk)
+		return -EINVAL;
+	*key = malloc(plen + sklen + 1);
+	if (!*key) {
+		free(sk);
+		return -ENOMEM;
+	}
+	memcpy(*key, pk, plen);
+	memcpy(*key + plen, sk, sklen + 1);
+	*klen = plen + sklen;
+	free(sk);
+	return 0;
+}
+
+/* ---- watches: the stream reader's records as changes of store keys ---- */
+
+struct kvd_watch {
+	struct kvd_follow *f;
+	char *lo, *hi; /* the range, whole store keys */
+	size_t lolen, hilen;
+	kv_change_fn change;
+	void (*reset)(void *ctx);
+	void *ctx;
+};
+
+static void kvd_watch_reset(void *arg)
+{
+	struct kvd_watch *w = arg;
+
+	w->reset(w->ctx);
+}
+
+/* A record of the stream (kv_ddb_watch.c) as the change of its store key,
+ * if in the range; the backend's own items are skipped. */
+static int kvd_watch_record(void *arg, long long rev, struct json_object *keys,
+			    struct json_object *image)
+{
+	struct kvd_watch *w = arg;
+	char *key = NULL, *val = NULL;
+	size_t klen = 0, vlen = 0;
+	int rc = kvd_store_key(keys, &key, &klen);
+
+	if (rc == -ENOENT)
+		return 0;
+	if (rc)
+		return rc == -EINVAL ? -EIO : rc;
+	if (kvd_cmp(key, klen, w->lo, w->lolen) < 0 ||
+	    kvd_cmp(key, klen, w->hi, w->hilen) >= 0)
+		goto out;
+	if (image) {
+		val = ddb_get_b(image, "v", &vlen);
+		if (!val && !(val = calloc(1, 1))) { /* empty: no v */
+			rc = -ENOMEM;
+			goto out;
+		}
+	}
+	w->change(w->ctx, rev, key, klen, val, vlen);
+out:
+	free(key);
+	free(val);
+	return rc;
+}
+
+/* @rev: not kept (kv_ddb_watch.c, Revisions): from now on, and reset() */
+static int kvd_watch(void **out, struct kv *kv_, const char *lo, size_t lolen,
+		     const char *hi, size_t hilen, long long rev,
+		     kv_change_fn change, void (*reset)(void *ctx), void *ctx)
+{
+	struct kvd *kv = (struct kvd *)kv_;
+	struct kvd_watch *w = calloc(1, sizeof(*w));
+	int rc = -ENOMEM;
+
+	*out = NULL;
+	if (!w)
+		return -ENOMEM;
+	w->lo = malloc(lolen + 1);
+	w->hi = malloc(hilen + 1);
+	w->lolen = lolen;
+	w->hilen = hilen;
+	w->change = change;
+	w->reset = reset;
+	w->ctx = ctx;
+	if (w->lo && w->hi) {
+		memcpy(w->lo, lo, lolen);
+		memcpy(w->hi, hi, hilen);
+		rc = kvd_follow_start(&w->f, kv->d, kv->table, kvd_watch_record,
+				      kvd_watch_reset, w);
+	}
+	if (rc) {
+		free(w->lo);
+		free(w->hi);
+		free(w);
+		return rc;
+	}
+	*out = w;
+	return 0;
+}
+
+static void kvd_watch_stop(void *arg)
+{
+	struct kvd_watch *w = arg;
+
+	if (!w)
+		return;
+	kvd_follow_stop(w->f);
+	free(w->lo);
+	free(w->hi);
+	free(w);
 }
 
 /* ---- the registry of drives ---------------------------------------------- */
@@ -730,5 +858,7 @@ const struct kv_ops kvd_ops = {
     .estimate_keys = kvd_estimate_keys,
     .compact_range = kvd_compact_range,
     .reserve_bytes = kvd_reserve_bytes,
+    .watch = kvd_watch,
+    .watch_stop = kvd_watch_stop,
     .engine_counts = kvd_engine_counts,
 };

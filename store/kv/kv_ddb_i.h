@@ -65,6 +65,13 @@ int kvd_cmp(const char *a, size_t alen, const char *b, size_t blen);
 
 /* The item key {pk, sk} of store key @key; NULL when out of memory. */
 struct json_object *kvd_item_key(const char *key, size_t klen);
+/*
+ * The store key of item key @keys ({pk, sk}, as kvd_item_key makes it):
+ * *key malloc'd (NUL-terminated one past *klen; the caller frees).
+ * Errors: -ENOENT (an item of the backend's own partitions, which holds no
+ * store key), -EINVAL (no such key attributes), -ENOMEM.
+ */
+int kvd_store_key(struct json_object *keys, char **key, size_t *klen);
 
 enum { KVD_PUT, KVD_DEL, KVD_RANGE };
 
@@ -155,5 +162,21 @@ void kvd_batch_clear(struct kv_batch *b);
 void kvd_batch_free(struct kv_batch *b);
 int kvd_batch_commit(struct kv *kv, struct kv_batch *b, bool sync,
 		     long long *rev);
+
+/*
+ * kv_ddb_watch.c: a reader of table @table's stream (its overview says
+ * how), which calls nothing of the backend's but ddb.c: on a thread of
+ * its own, @record(@ctx, rev, keys, image) for each record (keys: its
+ * {pk, sk}; image: the item's new image, NULL for a removal; both
+ * borrowed), which answers 0 or an error that makes the reader start over,
+ * and @reset(@ctx) once it stands (again). kv_ddb.c's watch is built on it.
+ * Errors: -ENOMEM, -EAGAIN.
+ */
+struct kvd_follow;
+typedef int (*kvd_record_fn)(void *ctx, long long rev, struct json_object *keys,
+			     struct json_object *image);
+int kvd_follow_start(struct kvd_follow **out, struct ddb *d, const char *table,
+		     kvd_record_fn record, void (*reset)(void *ctx), void *ctx);
+void kvd_follow_stop(struct kvd_follow *w);
 
 #endif

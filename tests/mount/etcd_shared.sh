@@ -166,6 +166,22 @@ check "... B still reads the old one whole" bash -c "cmp - '$T/old' <&7"
 exec 7<&-
 check "... freed once B closed it" seen 5000 "freed" is "held_counts $ino" "0 0"
 
+# A last close's hold stays a while (fs/reclaim.c: HOLD_LINGER_MS), so a
+# reopen then commits nothing; then it goes, many to a commit. Files B
+# writes, reopens, removes: no hold or orphan is left of any.
+for i in 1 2 3 4 5; do echo "v$i" >"$B/lg$i"; done
+lg_inos=$(for i in 1 2 3 4 5; do ino_of "$B/lg$i"; echo; done)
+check "files B wrote and closed read back at once" is "cat '$B/lg3'" v3
+check "... and on A" seen 1000 "lg on A" is "cat '$A/lg5'" v5
+rm "$B/lg1" "$B/lg2"
+rm "$A/lg3"
+for ino in $lg_inos; do
+	check "... no hold or orphan left of inode $ino" seen 5000 "unheld" \
+		is "held_counts $ino" "0 0"
+done
+check "... the other two read on B" is "cat '$B/lg4' '$B/lg5'" "v4
+v5"
+
 # ---- mv of a non-empty folder -----------------------------------------------
 mkdir -p "$A/src/sub/deeper" "$A/src/.hidden dir"
 for i in $(seq 1 30); do head -c $((i * 1000)) /dev/urandom >"$A/src/sub/f$i"; done

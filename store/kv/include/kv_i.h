@@ -282,6 +282,12 @@ bool kv_tracking(const struct kv *kv);
  * it must not go on now (a branch lock another writer holds): every tracked
  * commit fails with -EAGAIN, writing nothing, and kv_untrack() says true. */
 void kv_track_spoil(struct kv *kv);
+/* Tracks @key as if this thread had read it at version @ver (kv_get_ver):
+ * for a reader that knows a key's version without asking the engine (a
+ * value a watch keeps up to date), so the commit is conditioned on it
+ * all the same. Nothing if the thread does not track @kv. */
+void kv_track_known(struct kv *kv, const char *key, size_t klen,
+		    uint64_t ver);
 
 /*
  * Reads of one moment, for a reader that other processes' writes race (a
@@ -405,12 +411,18 @@ int kv_upgrade(struct kv *kv, size_t max_keys,
  * committed (rev: the commit's revision, one for all keys of a batch),
  * and @reset(@ctx) when the watch started and whenever changes may have been
  * missed (the engine lost track: a dropped connection, a compacted
- * revision): what the caller derived from the keys is to be dropped. Keys
- * and values are borrowed for the call; callbacks run one at a time.
- * kv_watch_stop() ends it (no callback runs after it returns). Only an
- * engine that other processes write has it: on etcd; the embedded RocksDB
- * store answers -EOPNOTSUPP (one process opens it). Errors: -EOPNOTSUPP,
- * -ENOMEM, -EAGAIN.
+ * revision): what the caller derived from the keys is to be dropped. Every
+ * commit after the reset() is handed out, so what the caller reads after
+ * it misses nothing. Keys and values are borrowed for the call; callbacks
+ * run one at a time. kv_watch_stop() ends it (no callback runs after it
+ * returns). Only an engine that other processes write has it: etcd, and
+ * DynamoDB through the table's stream, where a rev numbers the pages the
+ * watch read (changes read together, each committed before its page was
+ * read: a batch may straddle two, a page hold several), order is per key,
+ * and @rev is not kept (the watch starts from now: its reset() says to
+ * read again; kv_ddb_watch.c). The embedded RocksDB store answers
+ * -EOPNOTSUPP (one process opens it). Errors: -EOPNOTSUPP, -ENOMEM,
+ * -EAGAIN.
  */
 struct kv_watch;
 typedef void (*kv_change_fn)(void *ctx, long long rev, const char *key,
@@ -429,7 +441,9 @@ void kv_watch_stop(struct kv_watch *w);
  * meets a change before its commit's answer came waits for the quiet
  * commits then in flight (a commit's round trip at most); one it reaches
  * after 256 later quiet commits is handed out as any other. Costs nothing
- * on an engine without watches. One store per thread.
+ * on an engine without watches. DynamoDB's commits make no revision to
+ * match: its watches hand quiet commits back (its writer never watches).
+ * One store per thread.
  */
 void kv_quiet(struct kv *kv);
 
