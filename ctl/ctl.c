@@ -19,17 +19,21 @@
 
 #include "ctl_i.h"
 
-/* The daemon's per-request statistics (fs/stats.c): only a mounted store
+/* The daemon's per-request statistics (fs/stats.c), with the store's kv
+ * counts (its engine's requests and capacity units): only a mounted store
  * has them. */
 static int cmd_stats(struct ctx *x)
 {
+	struct store_kv_counts kv;
+
 	if (!x->env->stats) {
 		fputs("pathfsctl: stats: the store is not mounted (request "
 		      "statistics live in the daemon)\n",
 		      x->err);
 		return CTL_FAILED;
 	}
-	x->env->stats(x->out, x->o.json, x->o.reset);
+	store_kv_counts(x->env->store, &kv);
+	x->env->stats(x->out, x->o.json, x->o.reset, &kv);
 	return CTL_OK;
 }
 

@@ -293,7 +293,43 @@ static uint64_t pct_us(const struct op_stats *s, uint64_t count, double q)
 	return 1ULL << b;
 }
 
-void stats_print(FILE *f, bool json)
+/* The store's calls into its kv engine and the engine's own requests
+ * (struct store_kv_counts): a "kv" member of the JSON object, or one line
+ * of "name value" pairs. */
+static void print_kv(FILE *f, bool json, const struct store_kv_counts *kv)
+{
+	const struct {
+		const char *name;
+		uint64_t v;
+	} c[] = {
+	    {"gets", kv->gets},
+	    {"content_gets", kv->content_gets},
+	    {"iters", kv->iters},
+	    {"seeks", kv->seeks},
+	    {"nexts", kv->nexts},
+	    {"commits", kv->commits},
+	    {"conflicts", kv->conflicts},
+	    {"requests", kv->requests},
+	    {"retries", kv->retries},
+	    {"faults", kv->faults},
+	    {"pages", kv->pages},
+	    {"txns", kv->txns},
+	    {"read_milli", kv->read_milli},
+	    {"write_milli", kv->write_milli},
+	    {"txn_write_milli", kv->txn_write_milli},
+	    {"txn_rule_milli", kv->txn_rule_milli},
+	};
+	size_t i;
+
+	fputs(json ? "\"kv\": {" : "kv:", f);
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+		fprintf(f, json ? "%s\"%s\": %llu" : "%s %s %llu",
+			json && i ? ", " : "", c[i].name,
+			(unsigned long long)c[i].v);
+	fputs(json ? "}, " : "\n", f);
+}
+
+void stats_print(FILE *f, bool json, const struct store_kv_counts *kv)
 {
 	struct op_stats s;
 	uint64_t total = 0, total_ns = 0;
@@ -343,13 +379,19 @@ void stats_print(FILE *f, bool json)
 		}
 		first = false;
 	}
-	if (json)
-		fprintf(f, "\n}, \"count\": %llu, \"ns\": %llu}\n",
+	if (json) {
+		fputs("\n}, ", f);
+		if (kv)
+			print_kv(f, true, kv);
+		fprintf(f, "\"count\": %llu, \"ns\": %llu}\n",
 			(unsigned long long)total,
 			(unsigned long long)total_ns);
-	else
+	} else {
 		fprintf(f, "%-12s %12llu %12.1f\n", "total",
 			(unsigned long long)total, (double)total_ns / 1e6);
+		if (kv)
+			print_kv(f, false, kv);
+	}
 }
 
 void stats_reset(void)
@@ -366,9 +408,10 @@ void stats_reset(void)
 	}
 }
 
-void stats_ctl(FILE *out, bool json, bool reset)
+void stats_ctl(FILE *out, bool json, bool reset,
+	       const struct store_kv_counts *kv)
 {
-	stats_print(out, json);
+	stats_print(out, json, kv);
 	if (reset)
 		stats_reset();
 }
@@ -401,7 +444,7 @@ static void *sig_main(void *arg)
 		f = open_memstream(&buf, &len);
 		if (!f)
 			continue;
-		stats_print(f, false);
+		stats_print(f, false, NULL);
 		if (fclose(f) == 0 && buf)
 			for (line = strtok_r(buf, "\n", &save); line;
 			     line = strtok_r(NULL, "\n", &save))

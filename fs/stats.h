@@ -14,6 +14,8 @@
 #define FUSE_USE_VERSION 314
 #include <fuse_lowlevel.h>
 
+#include "tree.h"
+
 /*
  * Fills @out with @in, each operation wrapped so that it is counted and
  * timed (from the call until it returns, which includes the reply: every
@@ -25,15 +27,18 @@ void stats_wrap(struct fuse_lowlevel_ops *out,
 		const struct fuse_lowlevel_ops *in);
 
 /* Writes the statistics to @f: a table, or one JSON object when @json.
- * Opcodes never seen are left out. */
-void stats_print(FILE *f, bool json);
+ * Opcodes never seen are left out. @kv (NULL: none) adds the store's
+ * counts of kv calls and engine requests ("kv" in the JSON). */
+void stats_print(FILE *f, bool json, const struct store_kv_counts *kv);
 
 /* Starts counting again from zero (counts of requests in flight may land
  * on either side). */
 void stats_reset(void);
 
-/* ctl_env.stats: prints (stats_print()), then resets if @reset. */
-void stats_ctl(FILE *out, bool json, bool reset);
+/* ctl_env.stats: prints (stats_print()), then resets if @reset (the kv
+ * counts only grow: compare two readings). */
+void stats_ctl(FILE *out, bool json, bool reset,
+	       const struct store_kv_counts *kv);
 
 /*
  * Starts the thread that, on each SIGUSR1, calls @fn, or logs the

@@ -761,4 +761,13 @@ void store_kv_counts(const struct store *s, struct store_kv_counts *out)
 	out->nexts = c.nexts;
 	out->commits = c.commits;
 	out->conflicts = c.conflicts;
+	out->requests = c.requests;
+	out->retries = c.retries;
+	out->faults = c.faults;
+	out->pages = c.pages;
+	out->txns = c.txns;
+	out->read_milli = c.read_milli;
+	out->write_milli = c.write_milli;
+	out->txn_write_milli = c.txn_write_milli;
+	out->txn_rule_milli = c.txn_rule_milli;
 }

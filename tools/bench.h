@@ -225,6 +225,36 @@ int bench_backends(const struct bench_opts *o);
 /* bench_writers.c: backends --writers, on the cluster at @eps */
 int bench_writers(const struct bench_opts *o, const char *eps);
 
+/* bench_server.c: the servers the bench runs as its children. */
+/* The first of @n consecutive loopback ports free now (from a random base
+ * in 20000-59999). */
+unsigned server_ports(unsigned n);
+/* Starts @argv in @cwd (NULL: here), its output appended to @log, in a
+ * session of its own, killed with us; *pid its pid. Errors: -EMFILE (too
+ * many servers), -errno of fork. */
+int server_spawn(pid_t *pid, const char *cwd, const char *log,
+		 char *const argv[]);
+/* Runs @probe quietly until it exits 0, for at most @secs, while the
+ * servers @pids (@n) run. Errors: -ECHILD (one exited), -ENOENT (@probe
+ * cannot run), -ETIMEDOUT; said (progress) with @what. */
+int server_wait(const pid_t *pids, int n, char *const probe[], double secs,
+		const char *what);
+/* Stops server @pid (SIGKILL, reaped); all of them. No-op if none. */
+void server_stop(pid_t pid);
+void server_stop_all(void);
+
+/* bench_ddb.c: starts DynamoDB Local (scripts/dynamodb_local.sh installs
+ * it; in memory, on a free loopback port, its log in @dir), waits up to
+ * 180 s until it answers, and writes its endpoint "http://127.0.0.1:PORT"
+ * into @endpoint; sets fake AWS credentials in our environment (it checks
+ * their form only), for the daemons and pathfsctl we start. Errors:
+ * -ENOENT (cannot install it, or no java), -ECHILD, -ETIMEDOUT. */
+int ddb_local_start(const char *dir, char *endpoint, size_t len);
+/* Stops it (SIGKILL by pid); no-op if not started. */
+void ddb_local_stop(void);
+/* Deletes table @table at @endpoint; a failure is said, not fatal. */
+void ddb_drop_table(const char *endpoint, const char *table);
+
 /* bench_etcd.c: starts a 3-member etcd cluster on loopback ports with its
  * data in @dir (made by the caller), waits until it serves, and writes its
  * client endpoints "h:p,h:p,h:p" into @endpoints. Errors: -ENOENT (no

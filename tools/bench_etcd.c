@@ -1,9 +1,9 @@
 /*
  * bench_etcd.c - the etcd cluster of `pathfs-bench backends`: three members
  * on loopback ports, started as our children with their data in a folder of
- * ours, stopped by pid on every way out (etcd_stop(), the signal handler of
- * bench_util.c, and the kernel: each member dies with the bench, through
- * PR_SET_PDEATHSIG).
+ * ours, stopped by pid on every way out (bench_server.c: etcd_stop(), the
+ * signal handler of bench_util.c, and the kernel: each member dies with the
+ * bench, through PR_SET_PDEATHSIG).
  *
  * Like tests/etcd_cluster.sh: six free ports from a random base in
  * 20000-59999 (free = we could bind them), etcd's default flags otherwise
@@ -14,80 +14,29 @@
  * bind fails the start (the caller reports it).
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
+#include <sys/types.h>
 
 #include "bench.h"
 
-/* The members' pids, for etcd_stop() and the signal handler (0: none). */
-static volatile pid_t members[3];
-
-/* Kills every member we started and reaps it. Async-signal-safe. */
-static void kill_members(void)
-{
-	int i, st;
-
-	for (i = 0; i < 3; i++) {
-		pid_t p = members[i];
-
-		if (p <= 0)
-			continue;
-		kill(p, SIGKILL);
-		while (waitpid(p, &st, 0) < 0 && errno == EINTR)
-			;
-		members[i] = 0;
-	}
-}
-
-/* Whether TCP port @port on 127.0.0.1 can be bound now. */
-static bool port_free(unsigned port)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET};
-	int fd, rc;
-
-	a.sin_port = htons((uint16_t)port);
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return false;
-	rc = bind(fd, (struct sockaddr *)&a, sizeof(a));
-	close(fd);
-	return rc == 0;
-}
-
-static unsigned pick_base(void)
-{
-	unsigned base = 0, p;
-	int try;
-
-	srandom((unsigned)time(NULL) ^ (unsigned)getpid());
-	for (try = 0; try < 50; try++) {
-		base = 20000 + (unsigned)(random() % 40000);
-		base -= base % 2;
-		for (p = base; p < base + 6 && port_free(p); p++)
-			;
-		if (p == base + 6)
-			return base;
-	}
-	return base;
-}
+/* The members' pids (0: none). */
+static pid_t members[3];
 
 static int start_member(const char *dir, unsigned base, int n)
 {
 	char name[16], data[4200], log[4200], curl[64], purl[64];
 	char cluster[256], token[64];
-	pid_t pid;
-	int fd;
+	char *argv[] = {(char *)"etcd", (char *)"--name",
+			name,		(char *)"--data-dir",
+			data,		(char *)"--listen-client-urls",
+			curl,		(char *)"--advertise-client-urls",
+			curl,		(char *)"--listen-peer-urls",
+			purl,		(char *)"--initial-advertise-peer-urls",
+			purl,		(char *)"--initial-cluster",
+			cluster,	(char *)"--initial-cluster-token",
+			token,		(char *)"--initial-cluster-state",
+			(char *)"new",	NULL};
 
 	snprintf(name, sizeof(name), "m%d", n + 1);
 	snprintf(data, sizeof(data), "%s/m%d", dir, n + 1);
@@ -99,131 +48,42 @@ static int start_member(const char *dir, unsigned base, int n)
 		 "m3=http://127.0.0.1:%u",
 		 base + 1, base + 3, base + 5);
 	snprintf(token, sizeof(token), "pathfs-bench-%u", base);
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0)
-		return -errno;
-	if (pid == 0) {
-		/* not our terminal's ^C (we stop it), and gone with us */
-		setsid();
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-		if (fd >= 0) {
-			dup2(fd, 1);
-			dup2(fd, 2);
-		}
-		fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-		if (fd >= 0)
-			dup2(fd, 0);
-		execlp("etcd", "etcd", "--name", name, "--data-dir", data,
-		       "--listen-client-urls", curl, "--advertise-client-urls",
-		       curl, "--listen-peer-urls", purl,
-		       "--initial-advertise-peer-urls", purl,
-		       "--initial-cluster", cluster, "--initial-cluster-token",
-		       token, "--initial-cluster-state", "new", (char *)NULL);
-		fprintf(stderr, "cannot run etcd: %s\n", strerror(errno));
-		_exit(127);
-	}
-	members[n] = pid;
-	return 0;
-}
-
-/* Whether every member still runs (reaps one that exited). */
-static bool members_alive(void)
-{
-	int i, st;
-
-	for (i = 0; i < 3; i++)
-		if (members[i] > 0 &&
-		    waitpid(members[i], &st, WNOHANG) == members[i]) {
-			members[i] = 0;
-			return false;
-		}
-	return true;
+	return server_spawn(&members[n], NULL, log, argv);
 }
 
 int etcd_start(const char *dir, char *endpoints, size_t len)
 {
-	unsigned base = pick_base();
-	double deadline;
-	int n, rc;
+	unsigned base = server_ports(6);
+	char ep[256];
+	/* etcdctl says "unhealthy" until the leader is in */
+	char *probe[] = {(char *)"etcdctl",
+			 (char *)"--endpoints",
+			 ep,
+			 (char *)"--command-timeout=2s",
+			 (char *)"endpoint",
+			 (char *)"health",
+			 NULL};
+	int n, rc = 0;
 
-	bench_at_signal(kill_members);
 	snprintf(endpoints, len, "127.0.0.1:%u,127.0.0.1:%u,127.0.0.1:%u", base,
 		 base + 2, base + 4);
-	for (n = 0; n < 3; n++) {
+	snprintf(ep, sizeof(ep), "%s", endpoints);
+	setenv("ETCDCTL_API", "3", 1);
+	for (n = 0; n < 3 && !rc; n++)
 		rc = start_member(dir, base, n);
-		if (rc)
-			goto fail;
-	}
-	deadline = now_s() + 30;
-	for (;;) {
-		char ep[256];
-		char *argv[] = {(char *)"etcdctl",
-				(char *)"--endpoints",
-				ep,
-				(char *)"--command-timeout=2s",
-				(char *)"endpoint",
-				(char *)"health",
-				NULL};
-		double secs;
-		pid_t p;
-		int st, fd;
-
-		snprintf(ep, sizeof(ep), "%s", endpoints);
-		if (!members_alive()) {
-			progress(
-			    "an etcd member exited at start; see %s/m*.log",
-			    dir);
-			rc = -ECHILD;
-			goto fail;
-		}
-		/* quietly: etcdctl says "unhealthy" until the leader is in */
-		secs = now_s();
-		fflush(NULL);
-		p = fork();
-		if (p == 0) {
-			fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
-			if (fd >= 0) {
-				dup2(fd, 1);
-				dup2(fd, 2);
-			}
-			setenv("ETCDCTL_API", "3", 1);
-			execvp(argv[0], argv);
-			_exit(127);
-		}
-		if (p < 0) {
-			rc = -errno;
-			goto fail;
-		}
-		while (waitpid(p, &st, 0) < 0 && errno == EINTR)
-			;
-		if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
-			break;
-		if (WIFEXITED(st) && WEXITSTATUS(st) == 127) {
-			progress("cannot run etcdctl (etcd-client)");
-			rc = -ENOENT;
-			goto fail;
-		}
-		if (now_s() > deadline) {
-			progress("the etcd cluster in %s did not become "
-				 "healthy in 30 s; see its m*.log",
-				 dir);
-			rc = -ETIMEDOUT;
-			goto fail;
-		}
-		if (now_s() - secs < 0.2)
-			usleep(200000);
-	}
-	return 0;
-fail:
-	kill_members();
+	if (!rc)
+		rc = server_wait(members, 3, probe, 30, "the etcd cluster");
+	if (rc)
+		etcd_stop();
 	return rc;
 }
 
 void etcd_stop(void)
 {
-	kill_members();
+	for (int i = 0; i < 3; i++) {
+		server_stop(members[i]);
+		members[i] = 0;
+	}
 }
 
 void etcd_drop_store(const char *eps, const char *name)

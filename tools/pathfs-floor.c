@@ -875,7 +875,7 @@ static void write_stats(void)
 		fprintf(stderr, "pathfs-floor: %s: %s\n", tmp, strerror(errno));
 		return;
 	}
-	stats_print(f, true);
+	stats_print(f, true, NULL);
 	if (fclose(f) || rename(tmp, stats_path))
 		fprintf(stderr, "pathfs-floor: %s: %s\n", stats_path,
 			strerror(errno));
@@ -997,7 +997,7 @@ int main(int argc, char *argv[])
 	rc = serve(&fl, &args, &co);
 	stats_signal_stop();
 	write_stats();
-	stats_print(stdout, false);
+	stats_print(stdout, false, NULL);
 out:
 	floor_free(&fl);
 	free(co.mountpoint);

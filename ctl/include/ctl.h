@@ -44,10 +44,12 @@ struct ctl_env {
 	void *ctx;
 	/*
 	 * Inside the daemon: writes its request statistics to @out (a table,
-	 * or JSON when @json), then zeroes them if @reset (`pathfsctl
-	 * stats`). NULL outside the daemon: there are none to show.
+	 * or JSON when @json), with the store's kv counts @kv, then zeroes
+	 * the request statistics if @reset (`pathfsctl stats`). NULL outside
+	 * the daemon: there are none to show.
 	 */
-	void (*stats)(FILE *out, bool json, bool reset);
+	void (*stats)(FILE *out, bool json, bool reset,
+		      const struct store_kv_counts *kv);
 };
 
 /* Runs one command line (argv[0] is the command name, e.g. "du"); returns

@@ -284,6 +284,16 @@ struct store_kv_counts {
 	uint64_t commits;      /* batches committed */
 	uint64_t conflicts;    /* of them, refused because a key read changed
 				  (a shared writer's retry, -EAGAIN) */
+	/* the engine's own (DynamoDB; 0 elsewhere): requests sent, of them
+	 * sent again (throttled, a conflict, 5xx, a dropped connection),
+	 * failures injected by PATHFS_DDB_FAULT, Query pages, transactions,
+	 * read and write capacity units consumed (thousandths; the
+	 * transactions' write units also alone, as reported and as
+	 * DynamoDB's rules make them from the request) */
+	uint64_t requests, retries, faults;
+	uint64_t pages, txns;
+	uint64_t read_milli, write_milli;
+	uint64_t txn_write_milli, txn_rule_milli;
 };
 void store_kv_counts(const struct store *s, struct store_kv_counts *out);
 

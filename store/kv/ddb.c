@@ -30,6 +30,7 @@
 
 #include <curl/curl.h>
 
+#include "ddb_fault_i.h"
 #include "ddb_i.h"
 #include "etcd_i.h" /* the base64 codec */
 #include "log.h"
@@ -47,9 +48,11 @@ struct ddb {
 	char *secret;
 	char *token_hdr; /* "X-Amz-Security-Token: ...", or NULL */
 	pthread_mutex_t lock;
-	struct ddb_conn *free; /* protected by lock */
-	bool opened;	       /* protected by lock: retries the long way */
-	char why[512];	       /* protected by lock */
+	struct ddb_conn *free;	/* protected by lock */
+	bool opened;		/* protected by lock: retries the long way */
+	char why[512];		/* protected by lock */
+	struct ddb_fault fault; /* PATHFS_DDB_FAULT (ddb_fault.c) */
+	struct ddb_counts cnt;	/* relaxed atomics */
 };
 
 static void ddb_fail(struct ddb *d, int level, const char *fmt, ...)
@@ -216,6 +219,7 @@ int ddb_open(struct ddb **out, const char *region, const char *endpoint,
 		return -ENOMEM;
 	pthread_once(&once, ddb_curl_init);
 	pthread_mutex_init(&d->lock, NULL);
+	ddb_fault_init(&d->fault);
 	if (!region || !*region)
 		region = getenv("AWS_REGION");
 	if (!region || !*region)
@@ -437,6 +441,52 @@ static int ddb_errno(const char *type, const char *msg,
 	return -EIO;
 }
 
+/* The answer @text (HTTP @status) to operation @op: 0 with *resp,
+ * -errno, or DDB_RETRY (*cause says why). @text is borrowed. */
+static int ddb_answer(const char *op, long status, const char *text,
+		      struct json_object **resp, char *cause, size_t clen)
+{
+	struct json_object *j = text ? json_tokener_parse(text) : NULL, *t, *m;
+	int rc;
+
+	if (status == 200 && j) {
+		*resp = j;
+		return 0;
+	}
+	if (status >= 500 || status == 0) {
+		snprintf(cause, clen, "%s: HTTP %ld", op, status);
+		rc = DDB_RETRY;
+	} else if (j && json_object_object_get_ex(j, "__type", &t)) {
+		const char *type = json_object_get_string(t), *what;
+		const char *hash = strrchr(type, '#');
+		const char *msg = NULL;
+
+		if (json_object_object_get_ex(j, "Message", &m) ||
+		    json_object_object_get_ex(j, "message", &m))
+			msg = json_object_get_string(m);
+		type = hash ? hash + 1 : type;
+		rc = ddb_errno(type, msg, j, &what);
+		if (what)
+			snprintf(cause, clen, "%s: %s (%s: %s)", op, what, type,
+				 msg ? msg : "");
+		else
+			snprintf(cause, clen, "%s: %s: %s", op, type,
+				 msg ? msg : "");
+		if (rc == -ECANCELED) {
+			*resp = j; /* the caller reads the reasons */
+			j = NULL;
+		}
+	} else {
+		snprintf(cause, clen,
+			 "%s: HTTP %ld, an answer that is not "
+			 "DynamoDB's",
+			 op, status);
+		rc = -EIO;
+	}
+	json_object_put(j);
+	return rc;
+}
+
 /* The two APIs this client speaks: where they answer and how their
  * operations are named (X-Amz-Target: <target>.<Operation>). */
 struct ddb_api {
@@ -451,7 +501,9 @@ static const char *ddb_url(const struct ddb *d, const struct ddb_api *api)
 	return api->streams ? d->streams_url : d->url;
 }
 
-/* One attempt: 0 with *resp, -errno, or DDB_RETRY (*cause says why). */
+/* One attempt: 0 with *resp, -errno, or DDB_RETRY (*cause says why; a
+ * cause that starts with the endpoint is a connection's, not an answer's).
+ * The fault hook may answer instead of DynamoDB, or lose its answer. */
 static int ddb_do(struct ddb *d, struct ddb_conn *c, const struct ddb_api *api,
 		  const char *op, const char *body, struct json_object **resp,
 		  char *cause, size_t clen)
@@ -460,11 +512,15 @@ static int ddb_do(struct ddb *d, struct ddb_conn *c, const struct ddb_api *api,
 	char errbuf[CURL_ERROR_SIZE] = "", target[96];
 	struct curl_slist *hdrs = NULL, *h2;
 	struct ddb_buf buf = {0};
-	struct json_object *j = NULL, *t, *m;
+	const char *canned = NULL;
+	enum ddb_fault_kind fault;
 	long status = 0;
 	CURLcode cc;
 	int rc;
 
+	fault = ddb_fault_next(&d->fault, op, &status, &canned);
+	if (fault == DDB_FAULT_ANSWER)
+		return ddb_answer(op, status, canned, resp, cause, clen);
 	snprintf(target, sizeof(target), "X-Amz-Target: %s.%s", api->target,
 		 op);
 	hdrs = curl_slist_append(hdrs, "Content-Type: application/"
@@ -504,46 +560,157 @@ static int ddb_do(struct ddb *d, struct ddb_conn *c, const struct ddb_api *api,
 		free(buf.p);
 		return -ENOMEM;
 	}
-	curl_easy_getinfo(c->h, CURLINFO_RESPONSE_CODE, &status);
-	j = buf.p ? json_tokener_parse(buf.p) : NULL;
-	if (status == 200 && j) {
-		free(buf.p);
-		*resp = j;
-		return 0;
-	}
-	if (status >= 500 || status == 0) {
-		snprintf(cause, clen, "%s: HTTP %ld", op, status);
-		rc = DDB_RETRY;
-	} else if (j && json_object_object_get_ex(j, "__type", &t)) {
-		const char *type = json_object_get_string(t), *what;
-		const char *hash = strrchr(type, '#');
-		const char *msg = NULL;
-
-		if (json_object_object_get_ex(j, "Message", &m) ||
-		    json_object_object_get_ex(j, "message", &m))
-			msg = json_object_get_string(m);
-		type = hash ? hash + 1 : type;
-		rc = ddb_errno(type, msg, j, &what);
-		if (what)
-			snprintf(cause, clen, "%s: %s (%s: %s)", op, what, type,
-				 msg ? msg : "");
-		else
-			snprintf(cause, clen, "%s: %s: %s", op, type,
-				 msg ? msg : "");
-		if (rc == -ECANCELED) {
-			*resp = j; /* the caller reads the reasons */
-			j = NULL;
-		}
-	} else {
+	if (fault == DDB_FAULT_DROP) {
 		snprintf(cause, clen,
-			 "%s: HTTP %ld, an answer that is not "
-			 "DynamoDB's",
-			 op, status);
-		rc = -EIO;
+			 "%s: connection dropped before the answer "
+			 "(PATHFS_DDB_FAULT)",
+			 url);
+		free(buf.p);
+		return DDB_RETRY;
 	}
-	json_object_put(j);
+	curl_easy_getinfo(c->h, CURLINFO_RESPONSE_CODE, &status);
+	rc = ddb_answer(op, status, buf.p, resp, cause, clen);
 	free(buf.p);
 	return rc;
+}
+
+#define DDB_COUNT(x, n) __atomic_add_fetch(&(x), (n), __ATOMIC_RELAXED)
+
+/* Whether operation @op reads (its capacity units are read units). */
+static bool ddb_reads(const char *op)
+{
+	return !strcmp(op, "GetItem") || !strcmp(op, "Query") ||
+	       !strcmp(op, "Scan") || !strcmp(op, "BatchGetItem") ||
+	       !strcmp(op, "TransactGetItems");
+}
+
+/* Whether operation @op takes ReturnConsumedCapacity. */
+static bool ddb_has_capacity(const char *op)
+{
+	return ddb_reads(op) || !strcmp(op, "PutItem") ||
+	       !strcmp(op, "UpdateItem") || !strcmp(op, "DeleteItem") ||
+	       !strcmp(op, "BatchWriteItem") ||
+	       !strcmp(op, "TransactWriteItems");
+}
+
+/* The size of item (or key) @item by DynamoDB's rules: each attribute's
+ * name and value (B: its bytes, S: its UTF-8 bytes, N: about half its
+ * digits, plus one). */
+static size_t ddb_item_bytes(struct json_object *item)
+{
+	size_t n = 0;
+
+	if (!item || !json_object_is_type(item, json_type_object))
+		return 0;
+	json_object_object_foreach(item, name, v)
+	{
+		struct json_object *x;
+		const char *s;
+		size_t len;
+
+		n += strlen(name);
+		if (json_object_object_get_ex(v, "B", &x)) {
+			s = json_object_get_string(x);
+			len = strlen(s);
+			n += len / 4 * 3 - (len && s[len - 1] == '=') -
+			     (len > 1 && s[len - 2] == '=');
+		} else if (json_object_object_get_ex(v, "S", &x)) {
+			n += strlen(json_object_get_string(x));
+		} else if (json_object_object_get_ex(v, "N", &x)) {
+			n += strlen(json_object_get_string(x)) / 2 + 1;
+		}
+	}
+	return n;
+}
+
+/*
+ * The write units of transaction @req by DynamoDB's published rules, in
+ * thousandths: 2 per KB (rounded up) of each item it writes or checks. A
+ * Delete, an Update or a ConditionCheck counts its key alone, the item's
+ * own size not being in the request: for those a lower bound (exact for
+ * items of at most 1 KB, as path nodes and the lease are).
+ */
+static uint64_t ddb_txn_rule_milli(struct json_object *req)
+{
+	static const char *const kind[] = {"Put", "Delete", "Update",
+					   "ConditionCheck"};
+	struct json_object *items, *a, *x, *it;
+	uint64_t units = 0;
+	size_t i, k, bytes;
+
+	if (!json_object_object_get_ex(req, "TransactItems", &items))
+		return 0;
+	for (i = 0; i < json_object_array_length(items); i++) {
+		a = json_object_array_get_idx(items, i);
+		for (k = 0; k < 4; k++)
+			if (json_object_object_get_ex(a, kind[k], &x))
+				break;
+		if (k == 4)
+			continue;
+		if (!json_object_object_get_ex(x, k ? "Key" : "Item", &it))
+			it = NULL;
+		bytes = ddb_item_bytes(it);
+		units += 2 * (bytes ? (bytes + 1023) / 1024 : 1);
+	}
+	return units * 1000;
+}
+
+/* Adds the capacity units that answer @resp of @op (request @req) says it
+ * consumed (an object, or an array of one per table) to d->cnt. */
+static void ddb_account(struct ddb *d, const char *op, struct json_object *req,
+			struct json_object *resp)
+{
+	struct json_object *cc, *e, *v;
+	bool txn = !strcmp(op, "TransactWriteItems");
+	size_t i, n;
+
+	if (!strcmp(op, "Query"))
+		DDB_COUNT(d->cnt.query_pages, 1);
+	if (txn) {
+		DDB_COUNT(d->cnt.txns, 1);
+		DDB_COUNT(d->cnt.txn_rule_milli, ddb_txn_rule_milli(req));
+	}
+	if (!json_object_object_get_ex(resp, "ConsumedCapacity", &cc))
+		return;
+	n = json_object_is_type(cc, json_type_array)
+		? json_object_array_length(cc)
+		: 1;
+	for (i = 0; i < n; i++) {
+		double r = 0, w = 0;
+
+		e = json_object_is_type(cc, json_type_array)
+			? json_object_array_get_idx(cc, i)
+			: cc;
+		if (json_object_object_get_ex(e, "ReadCapacityUnits", &v))
+			r = json_object_get_double(v);
+		if (json_object_object_get_ex(e, "WriteCapacityUnits", &v))
+			w = json_object_get_double(v);
+		if (!r && !w &&
+		    json_object_object_get_ex(e, "CapacityUnits", &v))
+			*(ddb_reads(op) ? &r : &w) = json_object_get_double(v);
+		DDB_COUNT(d->cnt.read_milli, (uint64_t)(r * 1000 + 0.5));
+		DDB_COUNT(d->cnt.write_milli, (uint64_t)(w * 1000 + 0.5));
+		if (txn)
+			DDB_COUNT(d->cnt.txn_write_milli,
+				  (uint64_t)(w * 1000 + 0.5));
+	}
+}
+
+void ddb_counts(struct ddb *d, struct ddb_counts *out)
+{
+	const struct ddb_counts *c = &d->cnt;
+
+	out->requests = __atomic_load_n(&c->requests, __ATOMIC_RELAXED);
+	out->retries = __atomic_load_n(&c->retries, __ATOMIC_RELAXED);
+	out->faults = __atomic_load_n(&d->fault.fired, __ATOMIC_RELAXED);
+	out->query_pages = __atomic_load_n(&c->query_pages, __ATOMIC_RELAXED);
+	out->txns = __atomic_load_n(&c->txns, __ATOMIC_RELAXED);
+	out->read_milli = __atomic_load_n(&c->read_milli, __ATOMIC_RELAXED);
+	out->write_milli = __atomic_load_n(&c->write_milli, __ATOMIC_RELAXED);
+	out->txn_write_milli =
+	    __atomic_load_n(&c->txn_write_milli, __ATOMIC_RELAXED);
+	out->txn_rule_milli =
+	    __atomic_load_n(&c->txn_rule_milli, __ATOMIC_RELAXED);
 }
 
 /* ddb_call() of @api's operation @op. */
@@ -551,8 +718,7 @@ static int ddb_send(struct ddb *d, const struct ddb_api *api, const char *op,
 		    struct json_object *req, struct json_object **resp)
 {
 	const char *url = ddb_url(d, api);
-	const char *body = json_object_to_json_string_ext(
-	    req, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+	const char *body;
 	unsigned seed = (unsigned)ddb_now_ms() ^ (unsigned)(uintptr_t)&seed;
 	struct ddb_conn *c;
 	char cause[512] = "";
@@ -562,6 +728,13 @@ static int ddb_send(struct ddb *d, const struct ddb_api *api, const char *op,
 	int rc;
 
 	*resp = NULL;
+	if (ddb_has_capacity(op) &&
+	    !json_object_object_get_ex(req, "ReturnConsumedCapacity", NULL) &&
+	    ddb_add(req, "ReturnConsumedCapacity",
+		    json_object_new_string("TOTAL")))
+		return -ENOMEM;
+	body = json_object_to_json_string_ext(
+	    req, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
 	if (!body)
 		return -ENOMEM;
 	pthread_mutex_lock(&d->lock);
@@ -572,6 +745,7 @@ static int ddb_send(struct ddb *d, const struct ddb_api *api, const char *op,
 	if (!c)
 		return -ENOMEM;
 	for (;;) {
+		DDB_COUNT(d->cnt.requests, 1);
 		rc = ddb_do(d, c, api, op, body, resp, cause, sizeof(cause));
 		if (rc != DDB_RETRY)
 			break;
@@ -583,8 +757,11 @@ static int ddb_send(struct ddb *d, const struct ddb_api *api, const char *op,
 		}
 		plog(LOG_DEBUG, "dynamodb: %s (trying again)", cause);
 		ddb_backoff(attempt++, &seed);
+		DDB_COUNT(d->cnt.retries, 1);
 	}
 	ddb_put_conn(d, c);
+	if (!rc)
+		ddb_account(d, op, req, *resp);
 	if (rc && rc != -ECANCELED)
 		/* a stream's iterator that expired or whose records were
 		 * trimmed: its reader starts over, as it says */

@@ -23,6 +23,8 @@
  * applied more than once: only send requests that are safe to repeat
  * (reads, conditioned writes, transactions with a ClientRequestToken).
  * Everything else fails at once, with one line of why (ddb_why()).
+ * PATHFS_DDB_FAULT=KIND:N fails every Nth request on purpose (tests only:
+ * ddb_fault.c).
  *
  * Internal to store/kv/.
  */
@@ -57,7 +59,28 @@ void ddb_opened(struct ddb *d);
 void ddb_why(struct ddb *d, char *buf, size_t size);
 
 /*
- * Sends operation @op (as "GetItem") with request @req (borrowed). On
+ * What client @d did since ddb_open() (relaxed atomics: exact once the
+ * calls counted have returned): attempts sent (or failed by the fault
+ * hook), retries, faults injected (PATHFS_DDB_FAULT, ddb_fault.c), Query
+ * pages and transactions answered, and the capacity units DynamoDB says
+ * the answered requests consumed (ReturnConsumedCapacity TOTAL), in
+ * thousandths; of the write units, the transactions' as reported and as
+ * DynamoDB's published rules make them from the request (2 per KB of each
+ * item written or checked; DynamoDB Local reports 4 for any transaction).
+ * A request that failed (a condition, a cancelled transaction) counts no
+ * units, though DynamoDB bills some.
+ */
+struct ddb_counts {
+	uint64_t requests, retries, faults;
+	uint64_t query_pages, txns;
+	uint64_t read_milli, write_milli;
+	uint64_t txn_write_milli, txn_rule_milli;
+};
+void ddb_counts(struct ddb *d, struct ddb_counts *out);
+
+/*
+ * Sends operation @op (as "GetItem") with request @req (borrowed; an
+ * operation that takes it gets ReturnConsumedCapacity TOTAL added). On
  * success *resp is the answer (json_object_put it). Safe from any thread.
  * Errors: -ECANCELED (a condition failed: ConditionalCheckFailedException,
  * or TransactionCanceledException for a reason other than a conflict;

@@ -334,6 +334,11 @@ void kv_counts(const struct kv *kv, struct kv_counts *out)
 	out->nexts = __atomic_load_n(&c->nexts, __ATOMIC_RELAXED);
 	out->commits = __atomic_load_n(&c->commits, __ATOMIC_RELAXED);
 	out->conflicts = __atomic_load_n(&c->conflicts, __ATOMIC_RELAXED);
+	out->requests = out->retries = out->faults = 0;
+	out->pages = out->txns = out->read_milli = out->write_milli = 0;
+	out->txn_write_milli = out->txn_rule_milli = 0;
+	if (kv->ops->engine_counts)
+		kv->ops->engine_counts(kv, out);
 }
 
 size_t kv_range_keys(const struct kv *kv)

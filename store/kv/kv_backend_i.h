@@ -81,6 +81,9 @@ struct kv_ops {
 		     const char *hi, size_t hilen, long long rev,
 		     kv_change_fn change, void (*reset)(void *ctx), void *ctx);
 	void (*watch_stop)(void *w);
+	/* optional (NULL: none): fills the engine's own fields of @out
+	 * (requests ... write_milli, see struct kv_counts) */
+	void (*engine_counts)(const struct kv *kv, struct kv_counts *out);
 	/* optional (a store one process writes): shared writers */
 	uint64_t (*writer_id)(const struct kv *kv);
 	int (*writers)(struct kv *kv, uint64_t **ids, size_t *n);

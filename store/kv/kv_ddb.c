@@ -815,6 +815,24 @@ static uint64_t kvd_reserve_bytes(struct kv *kv)
 	return 0;
 }
 
+/* The client's requests and the capacity they consumed (ddb_counts). */
+static void kvd_engine_counts(const struct kv *kv_, struct kv_counts *out)
+{
+	const struct kvd *kv = (const struct kvd *)kv_;
+	struct ddb_counts c;
+
+	ddb_counts(kv->d, &c);
+	out->requests = c.requests;
+	out->retries = c.retries;
+	out->faults = c.faults;
+	out->pages = c.query_pages;
+	out->txns = c.txns;
+	out->read_milli = c.read_milli;
+	out->write_milli = c.write_milli;
+	out->txn_write_milli = c.txn_write_milli;
+	out->txn_rule_milli = c.txn_rule_milli;
+}
+
 const struct kv_ops kvd_ops = {
     .name = "dynamodb",
     .close = kvd_close,
@@ -842,4 +860,5 @@ const struct kv_ops kvd_ops = {
     .reserve_bytes = kvd_reserve_bytes,
     .watch = kvd_watch,
     .watch_stop = kvd_watch_stop,
+    .engine_counts = kvd_engine_counts,
 };

@@ -204,6 +204,17 @@ struct kv_counts {
 	uint64_t nexts;	       /* kv_iter_next */
 	uint64_t commits;      /* kv_batch_commit that reached the engine */
 	uint64_t conflicts;    /* of them, refused by a condition (-EAGAIN) */
+	/* the engine's own requests, where it counts them (DynamoDB; 0
+	 * elsewhere): every request sent, those sent again (throttled, a
+	 * conflict, 5xx, a dropped connection), the failures the fault hook
+	 * injected, Query pages, transactions, and the read and write
+	 * capacity units consumed, in thousandths (the transactions' write
+	 * units also as reported alone, and as DynamoDB's rules make them
+	 * from the request: ddb_i.h) */
+	uint64_t requests, retries, faults;
+	uint64_t pages, txns;
+	uint64_t read_milli, write_milli;
+	uint64_t txn_write_milli, txn_rule_milli;
 };
 void kv_counts(const struct kv *kv, struct kv_counts *out);
 
