@@ -447,7 +447,7 @@ static int kvr_check(struct kvr *kv, const struct kv_batch *b)
 {
 	for (size_t i = 0; i < b->nconds; i++) {
 		const struct kv_cond *c = &b->conds[i];
-		uint64_t ver;
+		uint64_t ver = 0;
 		char *v = NULL;
 		size_t n;
 		int rc;
