@@ -37,7 +37,8 @@
  * whole folder of them. An open here in between keeps the hold
  * (fs_unhold_cancel: no read, no commit); an unlink here frees the file
  * and its hold in one commit (store/tree.c), and so does the reclaim of an
- * orphan this writer made (tree_reclaim_many). A hold kept late keeps the file a
+ * orphan this writer made (tree_reclaim_many; its queued drop, after it,
+ * then finds nothing to drop). A hold kept late keeps the file a
  * little longer for nobody: another writer removing it meanwhile leaves an
  * orphan marked for its holders, which the drop then frees.
  *
@@ -147,10 +148,10 @@ static bool among(const uint64_t *v, size_t n, uint64_t ino)
 	return false;
 }
 
-/* Caller holds rq_lock. Moves to the flight the queued holds due by @by;
- * those of the @n orphans @v about to be freed go with them instead
- * (tree_reclaim_many drops this writer's hold of one it frees). Leaves
- * them queued if it cannot. */
+/* Caller holds rq_lock. Moves to the flight the queued holds due by @by,
+ * and those of the @n orphans @v about to be freed (the batch that frees
+ * one drops this writer's hold of it, tree_reclaim_many: the flight, after
+ * it, then finds none). Leaves them queued if it cannot. */
 static void take_unholds(struct fs *fs, int64_t by, const uint64_t *v, size_t n)
 {
 	uint64_t *f = fs->uq_n ? malloc(fs->uq_n * sizeof(*f)) : NULL;
@@ -159,9 +160,7 @@ static void take_unholds(struct fs *fs, int64_t by, const uint64_t *v, size_t n)
 	if (!f)
 		return;
 	for (size_t i = 0; i < fs->uq_n; i++) {
-		if (among(v, n, fs->uq[i].ino))
-			continue;
-		if (fs->uq[i].due_ms <= by)
+		if (fs->uq[i].due_ms <= by || among(v, n, fs->uq[i].ino))
 			f[nf++] = fs->uq[i].ino;
 		else
 			fs->uq[kept++] = fs->uq[i];
@@ -263,12 +262,12 @@ static void *reclaimer(void *arg)
 		take_unholds(
 		    fs, fs->rq_stop ? INT64_MAX : now_ms() + HOLD_LINGER_MS / 2,
 		    v, n);
-		drop_unholds(fs);
 		pthread_mutex_unlock(&fs->rq_lock);
 		if (n)
 			reclaim_now(fs, v, n);
 		free(v);
 		pthread_mutex_lock(&fs->rq_lock);
+		drop_unholds(fs);
 	}
 	pthread_mutex_unlock(&fs->rq_lock);
 	return NULL;
