@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# commits_per_op.sh BUILD_DIR [N] - what a file operation costs a sole and a
+# lone -o shared etcd mount, counted by etcd itself: raft commits
+# (etcd_server_proposals_committed_total), range reads and txns
+# (etcd_mvcc_range_total, etcd_mvcc_txn_total) of the first endpoint's
+# member, and the time, around N (100) operations of each kind: `echo x >
+# f`; `cat f` of those files 2 s later (a first open on the mount); `echo x
+# > g; stat g; rm g`. The counts are the cluster's (commits) or the one
+# member's (reads: the mounts talk to the first endpoint), whatever the
+# machine's load; the times are not. Both mounts use one cluster, the sole
+# one first. Run it through tests/with_etcd.sh, as root:
+#   tests/with_etcd.sh scripts/commits_per_op.sh build 200
+set -euo pipefail
+b=$(cd "${1:?usage: commits_per_op.sh BUILD_DIR [N]}" && pwd)
+n=${2:-100}
+: "${PATHFS_TEST_ETCD:?run through tests/with_etcd.sh}"
+ep=${PATHFS_TEST_ETCD%%,*}
+
+metric() { curl -s "http://$ep/metrics" | awk -v m="$1" '$1 == m {printf "%d", $2}'; }
+snap() { echo "$(metric etcd_server_proposals_committed_total) $(metric etcd_mvcc_range_total) $(metric etcd_mvcc_txn_total) $(date +%s.%N)"; }
+report() { # MODE WORK BEFORE AFTER
+	read -r p0 r0 t0 s0 <<<"$3"
+	read -r p1 r1 t1 s1 <<<"$4"
+	awk -v m="$1" -v w="$2" -v n="$n" -v p=$((p1 - p0)) -v r=$((r1 - r0)) \
+		-v t=$((t1 - t0)) -v s0="$s0" -v s1="$s1" 'BEGIN {
+		printf "%-7s %-7s commits/op %5.2f  ranges/op %5.2f  txns/op %5.2f  %7.2f ms/op\n",
+			m, w, p / n, r / n, t / n, (s1 - s0) * 1000 / n }'
+}
+
+for mode in sole shared; do
+	mnt=$(mktemp -d)
+	store="etcd://$PATHFS_TEST_ETCD/cpo-$mode-$$"
+	opt=()
+	[ "$mode" = shared ] && opt=(-o shared)
+	"$b/fs/pathfs" "${opt[@]}" -o "log=$mnt.log" "$store" "$mnt"
+	mkdir "$mnt/d" "$mnt/e"
+	sleep 1
+	for work in create reopen csu; do
+		before=$(snap)
+		for i in $(seq "$n"); do
+			case $work in
+			create) echo x >"$mnt/d/f$i" ;;
+			reopen) cat "$mnt/d/f$i" >/dev/null ;;
+			csu) echo x >"$mnt/e/g$i"; stat "$mnt/e/g$i" >/dev/null; rm "$mnt/e/g$i" ;;
+			esac
+		done
+		t=$(date +%s.%N)
+		sleep 2 # what the operations left to do (a hold's drop) lands
+		after=$(snap)
+		report "$mode" "$work" "$before" "${after% *} $t"
+	done
+	fusermount3 -u "$mnt"
+	rmdir "$mnt"
+	rm -f "$mnt.log"
+done
