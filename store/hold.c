@@ -26,13 +26,17 @@
  * holds. A sole writer's open drops every hold (no shared writer is left)
  * and frees every orphan.
  *
- * Costs: a shared writer's first open of an inode and its last close are a
- * commit each (etcd: a read and a txn; the daemon drops holds off the
- * RELEASE's path, a while after it, many to a commit); a file made for an open (tree_mkfile_held) is held by
- * the commit that makes it (hold_batch_new), at no cost of its own. A sole
- * writer pays nothing, not even a read. Limits: only opens hold: a file known to another writer's kernel
- * but not open there (an O_PATH descriptor, a cached entry) is freed by the
- * remover, and that writer's later requests on it are ESTALE. -o ro
+ * Costs: a shared writer's first open of an inode is a commit (etcd: a
+ * read and a txn), and so is its last close's drop, which the daemon makes
+ * off the RELEASE's path, a second later, many to a commit (hold_drop of
+ * many); a file made for an open (tree_mkfile_held) is held by the commit
+ * that makes it (hold_batch_new), and one freed by this writer's unlink or
+ * reclaim is dropped in the batch that frees it (hold_batch_drop,
+ * hold_batch_unhold), at no cost of their own. A sole writer pays nothing,
+ * not even a read. Limits: only opens hold: a file known to another
+ * writer's kernel but not open there (an O_PATH descriptor, a cached
+ * entry) is freed by the remover, and that writer's later requests on it
+ * are ESTALE. -o ro
  * followers of a sole writer hold nothing (they write nothing): a file open
  * on a follower whose name the writer removes is freed.
  */
