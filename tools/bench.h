@@ -89,6 +89,8 @@ const char *fmt_secs(char *buf, size_t len, double secs);
 const char *fmt_rate(char *buf, size_t len, double per_s, const char *unit);
 
 /* Formats a ratio "1.23x", or "-" when it is not a finite number. */
+/* Whether --targets names @name (no --targets: every one does). */
+bool bench_wanted(const struct bench_opts *o, const char *name);
 const char *fmt_ratio(char *buf, size_t len, double ratio);
 
 /* Progress line on stderr (prefixed "bench: "). */

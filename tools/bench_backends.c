@@ -39,6 +39,9 @@
  *   dropped. Every step checks what it can (entry counts, lines, the bytes
  *   read back, the tree moved); a failed step is FAIL and exit status 1.
  *
+ * --targets LIST: only these columns (rocksdb, etcd, etcd-shared,
+ * dynamodb); the others print "-".
+ *
  * --writers N: create/stat/unlink and mv of a folder by several writers of
  * one etcd drive through the store instead (bench_writers.c), on the same
  * cluster.
@@ -693,7 +696,7 @@ static void report(struct bctx *c)
 	       "the only writer) time / etcd time, d/r = dynamodb (DynamoDB "
 	       "Local %s, a JVM on this machine) time / rocksdb time; the "
 	       "rate is etcd's\n\n",
-	       c->ddb_endpoint);
+	       c->ddb_endpoint[0] ? c->ddb_endpoint : "not run");
 	printf("%-28s %10s %10s %10s %10s %8s %8s %8s %14s %12s\n", "workload",
 	       "rocksdb", "etcd", "shared", "dynamodb", "e/r", "s/e", "d/r",
 	       "etcd rate", "target");
@@ -705,6 +708,10 @@ static void report(struct bctx *c)
 
 		for (b = 0; b < NB; b++) {
 			v[b] = bmed(c, w, b);
+			if (!bench_wanted(o, bname[b])) { /* not run: "-" */
+				snprintf(s[b], sizeof(s[b]), "-");
+				continue;
+			}
 			res_add("backends", bname[b], bw[w].metric, v[b], "s");
 			res_add("backends", bname[b], bw[w].metric,
 				amount[bw[w].amount] / v[b], bw[w].unit);
@@ -733,7 +740,8 @@ static void report(struct bctx *c)
 		       tgt ? (ok ? " met" : " NOT met") : "");
 	}
 	printf("\n");
-	report_units(c, amount);
+	if (bench_wanted(o, bname[B_DDB]))
+		report_units(c, amount);
 	fflush(stdout);
 }
 
@@ -788,15 +796,22 @@ int bench_backends(const struct bench_opts *o)
 			rc = bench_writers(o, c.endpoints);
 		goto out;
 	}
-	progress("backends: starting DynamoDB Local (its log in %s)", c.m.dir);
-	rc = ddb_local_start(c.m.dir, c.ddb_endpoint, sizeof(c.ddb_endpoint));
-	if (rc)
-		goto out;
+	if (bench_wanted(o, bname[B_DDB])) {
+		progress("backends: starting DynamoDB Local (its log in %s)",
+			 c.m.dir);
+		rc = ddb_local_start(c.m.dir, c.ddb_endpoint,
+				     sizeof(c.ddb_endpoint));
+		if (rc)
+			goto out;
+	}
 	progress("backends: pathfs %s, DynamoDB Local %s, temp %s", c.m.pathfs,
-		 c.ddb_endpoint, c.m.dir);
+		 c.ddb_endpoint[0] ? c.ddb_endpoint : "(not wanted)", c.m.dir);
 	for (r = 0; r < o->runs; r++)
 		for (k = 0; k < NB; k++) { /* alternate who goes first */
 			int b = r % 2 ? NB - 1 - k : k;
+
+			if (!bench_wanted(o, bname[b]))
+				continue;
 
 			if ((b == B_ETCD || b == B_SHARED) && fresh_cluster(&c))
 				c.failures++;

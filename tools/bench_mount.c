@@ -357,16 +357,7 @@ out:
 /* Whether target @k runs (--targets). */
 bool wanted(const struct bench_opts *o, int k)
 {
-	char list[256], *tok, *save = NULL;
-
-	if (!o->targets)
-		return true;
-	snprintf(list, sizeof(list), "%s", o->targets);
-	for (tok = strtok_r(list, ",", &save); tok;
-	     tok = strtok_r(NULL, ",", &save))
-		if (!strcmp(tok, tname[k]))
-			return true;
-	return false;
+	return bench_wanted(o, tname[k]);
 }
 
 int bench_mount(const struct bench_opts *o)

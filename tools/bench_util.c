@@ -322,6 +322,20 @@ const char *fmt_rate(char *buf, size_t len, double per_s, const char *unit)
 	return buf;
 }
 
+bool bench_wanted(const struct bench_opts *o, const char *name)
+{
+	char list[256], *tok, *save = NULL;
+
+	if (!o->targets)
+		return true;
+	snprintf(list, sizeof(list), "%s", o->targets);
+	for (tok = strtok_r(list, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save))
+		if (!strcmp(tok, name))
+			return true;
+	return false;
+}
+
 const char *fmt_ratio(char *buf, size_t len, double ratio)
 {
 	if (!isfinite(ratio))

@@ -98,6 +98,8 @@ static void usage(FILE *f)
 	    "                      after); --files 2000 --fanout 20\n"
 	    "                      --depth 1 --churn 500 --write-mb 64\n"
 	    "                      unless given\n"
+	    "  --targets LIST      run only these of rocksdb,etcd,\n"
+	    "                      etcd-shared,dynamodb\n"
 	    "  --writers N         instead: create/stat/unlink through the\n"
 	    "                      store by a sole writer and by 1..N shared\n"
 	    "                      writers of one etcd drive, --churn files\n"
