@@ -453,8 +453,7 @@ int kv_get_ver(struct kv *kv, const char *key, size_t klen, char **val,
 	return kv->ops->get(kv, key, klen, pin_rev(kv), val, vlen, ver);
 }
 
-void kv_track_known(struct kv *kv, const char *key, size_t klen,
-		    uint64_t ver)
+void kv_track_known(struct kv *kv, const char *key, size_t klen, uint64_t ver)
 {
 	if (track.kv == kv)
 		cond_add(&track.reads, &track.n, &track.cap, key, klen, ver);

@@ -286,8 +286,7 @@ void kv_track_spoil(struct kv *kv);
  * for a reader that knows a key's version without asking the engine (a
  * value a watch keeps up to date), so the commit is conditioned on it
  * all the same. Nothing if the thread does not track @kv. */
-void kv_track_known(struct kv *kv, const char *key, size_t klen,
-		    uint64_t ver);
+void kv_track_known(struct kv *kv, const char *key, size_t klen, uint64_t ver);
 
 /*
  * Reads of one moment, for a reader that other processes' writes race (a
