@@ -182,7 +182,10 @@ static int hand_over(struct tree *t, struct kv_batch *b, uint64_t ino,
 
 	rc = closed ? hold_by_others(t, ino, &held, &mine)
 		    : hold_by_any(t, ino, &held);
-	if (rc == 0 && mine)
+	if (rc == 0 && mine && !held)
+		hold_batch_drop(t, b,
+				ino); /* its list is this writer: no read */
+	else if (rc == 0 && mine)
 		rc = hold_batch_unhold(t, b, ino);
 	if (rc || !held)
 		return rc;
