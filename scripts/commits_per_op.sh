@@ -7,7 +7,9 @@
 # f`; `cat f` of those files 2 s later (a first open on the mount); `echo x
 # > g; stat g; rm g`. The counts are the cluster's (commits) or the one
 # member's (reads: the mounts talk to the first endpoint), whatever the
-# machine's load; the times are not. Both mounts use one cluster, the sole
+# machine's load; the times are not, and with_etcd.sh keeps the members'
+# data in /tmp: no reference for time (pathfs-bench backends, on tmpfs,
+# is). Both mounts use one cluster, the sole
 # one first. Run it through tests/with_etcd.sh, as root:
 #   tests/with_etcd.sh scripts/commits_per_op.sh build 200
 set -euo pipefail
