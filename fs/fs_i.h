@@ -211,6 +211,8 @@ struct fs {
 	bool rq_stop;		/* protected by rq_lock: queue no more */
 	bool rq_dead;		/* protected by rq_lock: also frees stopped
 				 * writers' orphans (fs_reclaim_dead) */
+	bool rq_share;		/* protected by rq_lock: a writer joins,
+				 * this one alone so far (fs_reclaim_share) */
 	pthread_t rq_thread;
 
 	struct fh *fhs; /* protected by lock: open files (files.c) */
@@ -449,6 +451,10 @@ void fs_reclaim_release(struct fs *fs);
  * now on also frees, every RECLAIM_DEAD_S seconds, the orphans that writers
  * which stopped holding the store left (tree_reclaim_dead). */
 void fs_reclaim_dead(struct fs *fs);
+/* The watch heard a writer join while this one was alone on the drive
+ * (tree_change.share): the thread publishes this writer's holds
+ * (tree_share) before anything else it has to do. */
+void fs_reclaim_share(struct fs *fs);
 /*
  * Frees orphan @ino (0: nothing) soon, in a batch with others, on a thread
  * of its own (started by the first call); at once in the caller if it cannot

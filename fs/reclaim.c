@@ -27,6 +27,10 @@
  * store any more (tree_reclaim_dead), as the next sole writer's open would;
  * first it finishes such a writer's folder renames, whose branch locks keep
  * the other writers out of both branches until then (tree_journal_takeover).
+ * At its start and at each of those sweeps it also checks whether this
+ * writer is the only one (tree_lone_try): then it takes no holds (below)
+ * until another joins, when it publishes them first thing
+ * (fs_reclaim_share, tree_share: the joiner waits for that).
  *
  * A shared writer's last close of a file drops its hold (HOLD#, see
  * store/hold.c) through this thread too (fs_unhold_later), off the
@@ -66,6 +70,9 @@
 #define HOLD_LINGER_MS 1000
 /* a stopped writer's lease lasts 5 s by default (etcd ?lease-ttl=) */
 #define RECLAIM_DEAD_S 5
+/* how soon it asks again whether this writer is alone, while its watch
+ * does not stand yet (tree_lone_try) */
+#define LONE_RETRY_MS 100
 
 void fs_reclaim_init(struct fs *fs)
 {
@@ -208,6 +215,31 @@ static void reclaim_said(int rc, size_t n, const char *what)
 		     n);
 }
 
+/* tree_share() failed (logged): asked again a second later, unless this
+ * writer is fenced (its joiner goes on once its lease ends). */
+static void share_later(struct fs *fs, int rc)
+{
+	if (rc == 0 || rc == -EROFS)
+		return;
+	nanosleep(&(struct timespec){1, 0}, NULL);
+	pthread_mutex_lock(&fs->rq_lock);
+	fs->rq_share = true;
+	pthread_mutex_unlock(&fs->rq_lock);
+}
+
+/* Whether this writer is alone on the drive now: then it holds nothing.
+ * -EAGAIN: its watch does not stand yet. */
+static int lone_try(struct fs *fs)
+{
+	int rc = tree_lone_try(fs->tree);
+
+	if (rc && rc != -EAGAIN)
+		plog(LOG_WARNING, "is this writer alone on the drive: %s "
+				  "(asked again in %d s)",
+		     strerror(-rc), RECLAIM_DEAD_S);
+	return rc;
+}
+
 /* Finishes the folder renames and frees the orphans of writers that
  * stopped holding the store. */
 static void reclaim_dead(struct fs *fs)
@@ -219,12 +251,14 @@ static void reclaim_dead(struct fs *fs)
 	n = 0;
 	rc = tree_reclaim_dead(fs->tree, &n);
 	reclaim_said(rc, n, "orphans");
+	lone_try(fs);
 }
 
 static void *reclaimer(void *arg)
 {
 	struct fs *fs = arg;
 	int64_t sweep = now_ms() + RECLAIM_DEAD_S * 1000;
+	int64_t alone = now_ms(); /* then at each sweep */
 
 	pthread_mutex_lock(&fs->rq_lock);
 	for (;;) {
@@ -232,6 +266,20 @@ static void *reclaimer(void *arg)
 		uint64_t *v;
 		size_t n;
 
+		if (fs->rq_share) {
+			fs->rq_share = false;
+			pthread_mutex_unlock(&fs->rq_lock);
+			share_later(fs, tree_share(fs->tree));
+			pthread_mutex_lock(&fs->rq_lock);
+			continue;
+		}
+		if (fs->rq_dead && !fs->rq_stop && now >= alone) {
+			pthread_mutex_unlock(&fs->rq_lock);
+			alone = lone_try(fs) == -EAGAIN ? now + LONE_RETRY_MS
+							: INT64_MAX;
+			pthread_mutex_lock(&fs->rq_lock);
+			continue;
+		}
 		if (fs->rq_dead && !fs->rq_stop && now >= sweep) {
 			pthread_mutex_unlock(&fs->rq_lock);
 			reclaim_dead(fs);
@@ -247,6 +295,9 @@ static void *reclaimer(void *arg)
 				wake = fs->uq[0].due_ms;
 			if (fs->rq_dead && (wake < 0 || sweep < wake))
 				wake = sweep;
+			if (fs->rq_dead && alone != INT64_MAX &&
+			    (wake < 0 || alone < wake))
+				wake = alone;
 			wait_until(fs, wake);
 			continue;
 		}
@@ -376,6 +427,14 @@ void fs_reclaim_dead(struct fs *fs)
 		plog(LOG_WARNING, "cannot start the reclaim thread: orphans of "
 				  "writers that stop are freed at the next "
 				  "sole writer's open");
+	pthread_mutex_unlock(&fs->rq_lock);
+}
+
+void fs_reclaim_share(struct fs *fs)
+{
+	pthread_mutex_lock(&fs->rq_lock);
+	fs->rq_share = true;
+	pthread_cond_signal(&fs->rq_cond);
 	pthread_mutex_unlock(&fs->rq_lock);
 }
 

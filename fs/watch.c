@@ -13,6 +13,8 @@
  *    path;
  *  - an inode's content, extended attributes or INODE record: its
  *    attributes and pages;
+ *  - a writer joins the drive while this one was alone on it: the reclaim
+ *    thread publishes this one's holds (fs_reclaim_share);
  *  - everything may have changed (the watch started, or restarted after it
  *    lost track: a dropped stream, a compacted revision): every entry and
  *    inode the table knows, and the negative entries of the root folder.
@@ -224,6 +226,10 @@ static void on_change(void *ctx, const struct tree_change *c)
 		itab_changed_elsewhere(fs, 0);
 		forget_negative(w);
 		forget_all(fs);
+		return;
+	}
+	if (c->share) { /* a writer joins, this one alone so far */
+		fs_reclaim_share(fs);
 		return;
 	}
 	if (!c->path) {

@@ -39,6 +39,7 @@
 #include "crash_hook_i.h"
 #include "drive_i.h"
 #include "log.h"
+#include "lone_i.h"
 
 void tree_free(struct tree *t)
 {
@@ -50,6 +51,8 @@ void tree_free(struct tree *t)
 	pthread_mutex_destroy(&t->secret_lock);
 	pthread_mutex_destroy(&t->run_lock);
 	pthread_mutex_destroy(&t->seen_lock);
+	pthread_mutex_destroy(&t->lone_lock);
+	free(t->lone_inos);
 	free(t->seen.raw);
 	free(t->running);
 	free(t);
@@ -97,6 +100,13 @@ static int tree_load(struct store *s, const char *name, struct tree **out)
 	pthread_mutex_init(&t->secret_lock, NULL);
 	pthread_mutex_init(&t->run_lock, NULL);
 	pthread_mutex_init(&t->seen_lock, NULL);
+	pthread_mutex_init(&t->lone_lock, NULL);
+	/* a writer alone on it so far publishes its holds first */
+	rc = lone_join(t);
+	if (rc) {
+		tree_free(t);
+		goto out;
+	}
 	t->next = s->drives;
 	s->drives = t;
 	*out = t;

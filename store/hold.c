@@ -47,6 +47,7 @@
 #include "batch_i.h"
 #include "hold_i.h"
 #include "keys_i.h"
+#include "lone_i.h"
 #include "log.h"
 #include "tree_i.h"
 
@@ -207,17 +208,22 @@ void hold_batch_new(struct tree *t, struct kv_batch *b, uint64_t ino)
 {
 	char hex[ID_HEX];
 
-	if (!tree_shared(t))
+	if (!tree_shared(t) || lone_keep(t, ino))
 		return;
 	id_hex(hex, kv_writer_id(t->store->kv));
 	put_holds(t, b, ino, hex, ID_HEX);
 }
 
+int hold_publish(struct tree *t, uint64_t ino)
+{
+	return TREE_TRACKED(t, hold_once(t, ino));
+}
+
 int tree_hold(struct tree *t, uint64_t ino)
 {
-	if (!tree_shared(t))
+	if (!tree_shared(t) || lone_keep(t, ino))
 		return 0;
-	return TREE_TRACKED(t, hold_once(t, ino));
+	return hold_publish(t, ino);
 }
 
 /* Whether orphan @ino's mark is HOLD_ORPHAN_MARK (tracked read). */
@@ -294,11 +300,30 @@ static int unhold_once(struct tree *t, const uint64_t *inos, size_t n,
 
 int hold_drop(struct tree *t, const uint64_t *inos, size_t n, bool *last)
 {
+	uint64_t *held;
+	bool *held_last;
+	size_t m = 0;
+	int rc = 0;
+
 	for (size_t i = 0; i < n; i++)
 		last[i] = false;
 	if (!tree_shared(t))
 		return 0;
-	return TREE_TRACKED(t, unhold_once(t, inos, n, last));
+	/* those kept in memory while this writer was alone: no key to drop */
+	held = malloc(n * sizeof(*held) + n * sizeof(*held_last) + 1);
+	if (!held)
+		return -ENOMEM;
+	held_last = (bool *)(held + n);
+	for (size_t i = 0; i < n; i++)
+		if (!lone_forget(t, inos[i]))
+			held[m++] = inos[i];
+	if (m)
+		rc = TREE_TRACKED(t, unhold_once(t, held, m, held_last));
+	for (size_t i = 0, j = 0; i < n && j < m && !rc; i++)
+		if (inos[i] == held[j])
+			last[i] = held_last[j++];
+	free(held);
+	return rc;
 }
 
 /* Drops the writers not in @live from HOLD#@ino. */

@@ -186,6 +186,7 @@ static const char *const kind_names[KEY_KINDS] = {
     [KEY_PARENT] = "PARENT#", [KEY_JOURNAL] = "JOURNAL#",
     [KEY_XTMP] = "XTMP#",     [KEY_SECRET] = "SECRET",
     [KEY_LOCKS] = "LOCKS",    [KEY_HOLD] = "HOLD#",
+    [KEY_LONE] = "LONE",
 };
 
 const char *key_kind_name(enum key_kind kind)
@@ -454,6 +455,12 @@ void key_locks(struct sbuf *b, const char *drive)
 {
 	key_drive_prefix(b, drive);
 	sbuf_adds(b, kind_names[KEY_LOCKS]);
+}
+
+void key_lone(struct sbuf *b, const char *drive)
+{
+	key_drive_prefix(b, drive);
+	sbuf_adds(b, kind_names[KEY_LONE]);
 }
 
 int key_family(const char *key, size_t len)

@@ -25,6 +25,9 @@
  *                                          (branch_lock.c)
  *   DRIVE#<d>|HOLD#<ino:016x>              the shared writers that have
  *                                          inode ino open (hold.c)
+ *   DRIVE#<d>|LONE                         the shared writer alone on the
+ *                                          drive, that takes no holds
+ *                                          (lone.c)
  *
  * Children of folder P are the keys starting PATH#P// (PATH#// for the root):
  * one contiguous run. The subtree below P is the keys starting PATH#P/ (the
@@ -89,6 +92,7 @@ enum key_kind {
 	KEY_SECRET,
 	KEY_LOCKS,
 	KEY_HOLD,
+	KEY_LONE,
 	KEY_KINDS /* how many */
 };
 /* "META", "PATH#", "DATA#", ...: the kind as spelt in its keys (static). */
@@ -164,6 +168,7 @@ void key_xtmp_map(struct sbuf *b, const char *drive, uint64_t seq,
 void key_xtmp_mark(struct sbuf *b, const char *drive, uint64_t seq);
 void key_secret(struct sbuf *b, const char *drive);
 void key_locks(struct sbuf *b, const char *drive);
+void key_lone(struct sbuf *b, const char *drive);
 void key_hold(struct sbuf *b, const char *drive, uint64_t ino);
 
 #endif

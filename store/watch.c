@@ -8,11 +8,14 @@
  *    record: the inode, no path;
  *  - LOCKS (another writer's folder rename started or ended): nothing, but
  *    the copy of it the branch lock checks use is dropped (branch_lock.c);
+ *  - LONE (a writer joins the drive): if this writer was alone on it, a
+ *    change that says so (share: lone.c), no path, no inode;
  *  - anything else (META, PARENT#, ORPHAN#, the journal and its temporary
  *    keys): nothing; the node changes a journaled operation ends with are
  *    reported when they land.
  * When the watch (re)starts the caller is told everything may have changed
- * (a NULL change).
+ * (a NULL change); at a restart, a writer alone that it must share (it
+ * may have missed a join).
  *
  * Limits: only engines other processes write can watch (etcd, DynamoDB
  * through its table's stream); others answer -EOPNOTSUPP. A change is
@@ -25,6 +28,7 @@
 #include "branch_lock_i.h"
 #include "drive_i.h"
 #include "keys_i.h"
+#include "lone_i.h"
 #include "node_i.h"
 
 struct tree_watch {
@@ -33,6 +37,8 @@ struct tree_watch {
 	void *ctx;
 	size_t plen;	   /* the drive's key prefix */
 	struct sbuf locks; /* the drive's LOCKS key */
+	struct sbuf lone;  /* the drive's LONE key */
+	bool stands;	   /* the engine confirmed it (its first reset) */
 	struct sbuf path;  /* on the watch thread only */
 	struct kv_watch *w;
 };
@@ -46,6 +52,12 @@ static void watch_change(void *arg, long long rev, const char *key, size_t klen,
 
 	if (klen == tw->locks.len && !memcmp(key, tw->locks.buf, klen)) {
 		lock_seen_drop(tw->t); /* another writer's rename */
+		return;
+	}
+	if (klen == tw->lone.len && !memcmp(key, tw->lone.buf, klen)) {
+		c.share = lone_heard(tw->t, value, vlen);
+		if (c.share)
+			tw->fn(tw->ctx, &c);
 		return;
 	}
 	sbuf_reset(&tw->path);
@@ -69,7 +81,15 @@ static void watch_reset(void *arg)
 {
 	struct tree_watch *tw = arg;
 
+	struct tree_change c = {.share = true};
+
 	lock_seen_drop(tw->t);
+	if (!tw->stands) {
+		tw->stands = true; /* every change from now on is heard */
+		lone_watching(tw->t, true);
+	} else if (lone_heard(tw->t, NULL, 0)) {
+		tw->fn(tw->ctx, &c); /* restarted: an ask may be lost */
+	}
 	tw->fn(tw->ctx, NULL);
 }
 
@@ -87,6 +107,7 @@ int tree_watch(struct tree *t, tree_change_fn fn, void *ctx,
 	tw->fn = fn;
 	tw->ctx = ctx;
 	key_locks(&tw->locks, t->name);
+	key_lone(&tw->lone, t->name);
 	key_drive_prefix(&lo, t->name);
 	tw->plen = lo.len;
 	sbuf_reset(&lo);
@@ -97,6 +118,7 @@ int tree_watch(struct tree *t, tree_change_fn fn, void *ctx,
 	sbuf_release(&hi);
 	if (rc) {
 		sbuf_release(&tw->locks);
+		sbuf_release(&tw->lone);
 		free(tw);
 		return rc;
 	}
@@ -116,7 +138,10 @@ void tree_watch_stop(struct tree_watch *tw)
 		return;
 	kv_watch_stop(tw->w);
 	lock_seen_watch(tw->t, false);
+	if (tw->stands)
+		lone_watching(tw->t, false);
 	sbuf_release(&tw->locks);
+	sbuf_release(&tw->lone);
 	sbuf_release(&tw->path);
 	free(tw);
 }

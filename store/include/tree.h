@@ -646,6 +646,18 @@ int tree_unhold(struct tree *t, uint64_t ino);
 /* tree_unhold() of the @n @inos, many to a commit (a number this writer
  * does not hold is skipped). On an error the commits before it stay. */
 int tree_unhold_many(struct tree *t, const uint64_t *inos, size_t n);
+/*
+ * One writer of several that watches its drive (tree_watch): if it is the
+ * only writer holding the store, says so in the drive (LONE, store/lone.c)
+ * and takes no holds from then on (tree_hold keeps the open in memory, as
+ * cheap as a sole writer's) until a writer that joins asks it to publish
+ * them: the watch reports that (tree_change.share) and the caller then
+ * calls tree_share() soon, off the watch's thread (the joiner waits for
+ * it). Run by the daemon every few seconds. Errors: -EAGAIN (no watch
+ * stands yet: ask again soon), as kv_writers, tree_commit, tree_hold.
+ */
+int tree_lone_try(struct tree *t);
+int tree_share(struct tree *t);
 /* Whether @t's store is open as one writer of several (store_options.shared). */
 bool tree_shared(const struct tree *t);
 
@@ -931,6 +943,7 @@ struct tree_change {
 	const char *path;
 	uint64_t ino;
 	long long rev; /* the commit's: one for all changes of a batch */
+	bool share;    /* a writer joins: call tree_share() (tree_lone_try) */
 };
 typedef void (*tree_change_fn)(void *ctx, const struct tree_change *c);
 struct tree_watch;

@@ -10,6 +10,9 @@
 #    though B answers them from its table once it has read the record;
 #  - the races of lib.sh's shared_races (racing O_EXCL creates, the
 #    rename cycle, rmdir racing a create inside) between A and B;
+#  - A, alone on the drive, takes no hold at an open (store/lone.c); B's
+#    mount waits until A published the holds of its open files: a file
+#    open on A since before B joined, removed on B, still reads whole on A;
 #  - a file open on B and removed on A (rm, or an editor's save renaming
 #    a new version over it) reads and writes whole on B, and is freed (no
 #    orphan, no hold left) once B closes it;
@@ -46,18 +49,41 @@ check "-o shared on a store directory is refused ($out)" \
 	bash -c "[ $rc -ne 0 ] && [[ '$out' == *'store directory'* ]] && [ ! -e '$T/dirstore' ]"
 check "pathfs --help names -o shared" bash -c "'$PATHFS' --help | grep -q -- '-o shared'"
 
-# ---- two writers -------------------------------------------------------------
+# ino_of FILE: its inode number, 16 hex digits (taken while it has a name);
+# held_counts INO: the ORPHAN mark and HOLD# list of inode INO (0 or 1 each)
+ino_of() { printf '%016x' "$(stat -c %i "$1")"; }
+held_counts() { echo "$(kv_count "DRIVE#main|ORPHAN#$1") $(kv_count "DRIVE#main|HOLD#$1")"; }
+
+# ---- A alone -----------------------------------------------------------------
+# The only writer takes no holds (store/lone.c): an open is no commit, as
+# on a sole writer. A writer that joins waits until it published them.
 pfs_mount -o shared -o "log=$T/a.log"
+check "A says it is alone" seen 10000 "alone" grep -q "this writer is alone" "$T/a.log"
+head -c 100000 /dev/urandom >"$T/lone"
+cp "$T/lone" "$A/lone"
+exec 6<"$A/lone"
+lone_ino=$(ino_of "$A/lone")
+check "a file open on A alone: no hold in the store" is "held_counts $lone_ino" "0 0"
+
+# ---- two writers -------------------------------------------------------------
 mkdir -p "$T/bin"
 ln -sf "$PATHFS" "$T/bin/pathfs"
 rc=0
+# (6<&-: B's daemon must not keep A's file open)
 PATH="$T/bin:$PATH" /sbin/mount.fuse3 "$STORE" "$B" -t pathfs \
-	-o "drive=main,shared,log=$T/b.log,nofail,_netdev" 2>"$T/mount.err" || rc=$?
+	-o "drive=main,shared,log=$T/b.log,nofail,_netdev" 2>"$T/mount.err" 6<&- || rc=$?
 check "B: mount.fuse3 -o shared ($(cat "$T/mount.err"))" [ "$rc" -eq 0 ]
 check "B is mounted" mountpoint -q "$B"
 pa=$(pgrep -f "pathfs .*$A" | head -n1 || true)
 pb=$(pgrep -f "pathfs .*$B" | head -n1 || true)
 check "two daemons ($pa, $pb)" bash -c "[ -n '$pa' ] && [ -n '$pb' ] && [ '$pa' != '$pb' ]"
+check "B joined: A's open file is held in the store" is "held_counts $lone_ino" "0 1"
+check "... A's log says it published it" grep -q "published the holds of its 1 open files" "$T/a.log"
+rm "$B/lone"
+check "... removed on B: still reads whole on A" bash -c "cmp - '$T/lone' <&6"
+check "... kept in the store for A (orphan, hold)" is "held_counts $lone_ino" "1 1"
+exec 6<&-
+check "... freed once A closed it" seen 5000 "freed" is "held_counts $lone_ino" "0 0"
 rc=0
 out=$("$PATHFS" -o "log=$T/c.log" "etcd://$PATHFS_TEST_ETCD,127.0.0.1:1/sh$$" "$T/c" 2>&1) || rc=$?
 check "a sole writer's mount beside them is refused ($out)" \
