@@ -33,7 +33,8 @@
  * that makes it (hold_batch_new), and one freed by this writer's unlink or
  * reclaim is dropped in the batch that frees it (hold_batch_drop,
  * hold_batch_unhold), at no cost of their own. A sole writer pays nothing,
- * not even a read. Limits: only opens hold: a file known to another
+ * not even a read, and neither does a shared writer alone on its drive
+ * (lone.c: its opens are kept in memory until another writer joins). Limits: only opens hold: a file known to another
  * writer's kernel but not open there (an O_PATH descriptor, a cached
  * entry) is freed by the remover, and that writer's later requests on it
  * are ESTALE. -o ro

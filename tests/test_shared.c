@@ -31,6 +31,7 @@
 #include "branchutil.h"
 #include "branch_lock_i.h"
 #include "drive_i.h"
+#include "keys_i.h"
 
 static char url[PATH_MAX];
 static struct store *a, *b;
@@ -1644,4 +1645,172 @@ Test(shared, cp_r_racing_creates_beside_and_inside)
 	cr_log_info("creates inside the copy: %d of 30 landed", inside);
 	expect_no_locks(ta);
 	assert_fsck_clean(ta);
+}
+
+/* ---- a writer alone (store/lone.c) ------------------------------------- */
+
+static volatile bool share_asked;
+
+static void on_share(void *ctx, const struct tree_change *c)
+{
+	(void)ctx;
+	if (c && c->share)
+		share_asked = true;
+}
+
+/* Opens @u as a shared writer whose watch stands and which went alone:
+ * its drive in *t, its watch in *w. */
+static struct store *lone_writer(const char *u, struct tree **t,
+				 struct tree_watch **w)
+{
+	struct store_options sh = {.create = true, .shared = true};
+	struct store *s = NULL;
+	int rc = -EAGAIN;
+
+	cr_assert_eq(store_open(&s, u, &sh), 0);
+	if (store_drive(s, "main", t) == -ENOENT)
+		cr_assert_eq(store_drive_create(s, "main", getuid(), getgid()),
+			     0);
+	cr_assert_eq(store_drive(s, "main", t), 0);
+	cr_assert_eq(tree_lone_try(*t), -EAGAIN, "no watch stands yet");
+	cr_assert_eq(tree_watch(*t, on_share, NULL, w), 0);
+	for (int i = 0; i < 500 && rc == -EAGAIN; i++) {
+		rc = tree_lone_try(*t);
+		if (rc == -EAGAIN)
+			usleep(10000);
+	}
+	cr_assert_eq(rc, 0, "tree_lone_try: %s", strerror(-rc));
+	cr_assert((*t)->lone, "the only writer goes alone");
+	return s;
+}
+
+/* Whether inode @ino has a HOLD# key, read through store @s. */
+static bool has_hold(struct store *s, uint64_t ino)
+{
+	struct tree *t = drive_of(s);
+	struct sbuf k = {0};
+	char *v = NULL;
+	size_t len;
+	int rc;
+
+	key_hold(&k, t->name, ino);
+	rc = kv_get(s->kv, k.buf, k.len, &v, &len);
+	free(v);
+	sbuf_release(&k);
+	cr_assert(rc == 0 || rc == -ENOENT, "%s", strerror(-rc));
+	return rc == 0;
+}
+
+struct joiner {
+	const char *u;
+	struct store *s;
+	int rc;
+	volatile bool done;
+};
+
+/* Opens j->u as one more shared writer and loads its drive (the join). */
+static void *join(void *arg)
+{
+	struct store_options sh = {.shared = true};
+	struct joiner *j = arg;
+	struct tree *t;
+
+	j->rc = store_open(&j->s, j->u, &sh);
+	if (j->rc == 0)
+		j->rc = store_drive(j->s, "main", &t);
+	j->done = true;
+	return NULL;
+}
+
+/*
+ * The only writer takes no holds (an open is no commit, HOLD# stays
+ * absent); a writer that joins waits until it published them: asked
+ * through its watch, it holds what it has open, then the joiner goes on,
+ * and a removal there keeps the file for the lone writer's open.
+ */
+Test(shared, a_lone_writer_publishes_its_opens_before_another_joins)
+{
+	struct store_kv_counts c0, c1;
+	struct joiner j = {0};
+	struct tree_watch *w = NULL;
+	struct tree *t, *jt;
+	struct tree_attr at;
+	struct store *x;
+	char u[PATH_MAX];
+	const char *q = strchr(url, '?');
+	uint64_t ino = 0;
+	pthread_t th;
+
+	snprintf(u, sizeof(u), "%.*s-lone%s", (int)(q - url), url, q);
+	x = lone_writer(u, &t, &w);
+	cr_assert_eq(make_file(t, "/f", NULL), 0);
+	cr_assert_eq(tree_lookup(t, "/f", &at), 0);
+	ino = at.ino;
+	store_kv_counts(x, &c0);
+	cr_assert_eq(tree_hold(t, ino), 0);
+	store_kv_counts(x, &c1);
+	cr_expect_eq(c1.commits, c0.commits, "an open alone commits nothing");
+	cr_expect_eq(c1.gets, c0.gets, "... and reads nothing");
+	cr_expect_not(has_hold(x, ino), "no HOLD# while alone");
+
+	share_asked = false;
+	j.u = u;
+	cr_assert_eq(pthread_create(&th, NULL, join, &j), 0);
+	for (int i = 0; i < 1000 && !share_asked; i++)
+		usleep(10000);
+	cr_assert(share_asked, "the joiner asked through the watch");
+	usleep(300 * 1000);
+	cr_expect_not(j.done, "the joiner waits for the publish");
+	cr_assert_eq(tree_share(t), 0);
+	cr_expect_not(t->lone, "alone no more");
+	pthread_join(th, NULL);
+	cr_assert_eq(j.rc, 0, "join: %s", strerror(-j.rc));
+	cr_expect(has_hold(x, ino), "the open file is held once published");
+	cr_assert_eq(store_drive(j.s, "main", &jt), 0);
+	cr_assert_eq(tree_unlink(jt, "/f", 0, NULL), 0);
+	cr_expect_eq(tree_getattr(t, NULL, ino, &at), 0,
+		     "removed by the joiner, the file stays for the open");
+	cr_assert_eq(tree_unhold(t, ino), 0);
+	cr_expect_eq(tree_getattr(t, NULL, ino, &at), -ENOENT,
+		     "... and goes at its last close");
+	cr_expect_eq(tree_lone_try(t), 0);
+	cr_expect_not(t->lone, "two writers: neither goes alone");
+	tree_watch_stop(w);
+	store_close(j.s);
+	store_close(x);
+}
+
+/* A writer that joins while the lone one is gone (its lease ended) does
+ * not wait for it; a live one that never publishes fails the join. */
+Test(shared, a_join_waits_for_a_lone_writer_only_while_it_lives)
+{
+	struct joiner j = {0};
+	struct tree_watch *w = NULL;
+	struct tree *t;
+	struct store *x;
+	char u[PATH_MAX];
+	const char *q = strchr(url, '?');
+	struct timespec t0, t1;
+	pthread_t th;
+
+	snprintf(u, sizeof(u), "%.*s-gone?lease-ttl=2", (int)(q - url), url);
+	x = lone_writer(u, &t, &w);
+	tree_watch_stop(w); /* it hears no ask: it never publishes */
+	j.u = u;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	cr_assert_eq(pthread_create(&th, NULL, join, &j), 0);
+	pthread_join(th, NULL);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	cr_expect_eq(j.rc, -EBUSY,
+		     "a live lone writer that never publishes: "
+		     "%s",
+		     strerror(-j.rc));
+	cr_expect_geq(t1.tv_sec - t0.tv_sec, 29, "after the join's wait");
+	store_close(j.s);
+	j = (struct joiner){.u = u};
+	store_close(x); /* its writer key goes: as a lease that ended */
+	cr_assert_eq(pthread_create(&th, NULL, join, &j), 0);
+	pthread_join(th, NULL);
+	cr_expect_eq(j.rc, 0, "the lone writer gone: %s", strerror(-j.rc));
+	store_close(j.s);
 }
