@@ -124,7 +124,11 @@ static int held_by(struct tree *t, uint64_t ino, bool self, bool *held,
 	*held = false;
 	if (mine)
 		*mine = false;
-	if (!tree_shared(t))
+	/* alone, a removal has no other writer's opens to keep; its own
+	 * are the caller's (TREE_KEEP_ORPHAN), and a hold of its own left
+	 * from before goes with its queued drop. A reclaim reads on: it
+	 * must not free a file this writer holds open */
+	if (!tree_shared(t) || (!self && lone_now(t)))
 		return 0;
 	rc = read_holds(t, ino, &v, &len);
 	if (rc)

@@ -335,6 +335,16 @@ int tree_share(struct tree *t)
 	return rc;
 }
 
+bool lone_now(struct tree *t)
+{
+	bool lone;
+
+	pthread_mutex_lock(&t->lone_lock);
+	lone = t->lone;
+	pthread_mutex_unlock(&t->lone_lock);
+	return lone;
+}
+
 bool lone_keep(struct tree *t, uint64_t ino)
 {
 	bool lone;

@@ -26,6 +26,9 @@ void lone_watching(struct tree *t, bool on);
  * watch restarted): true if a joiner asks this writer, alone, to publish
  * its holds (tree_share). */
 bool lone_heard(struct tree *t, const char *v, size_t len);
+/* Whether this writer is alone on the drive now: no other live writer
+ * holds anything (a joiner waits for it first). */
+bool lone_now(struct tree *t);
 /* If this writer is alone: keeps @ino open in memory and returns true
  * (no HOLD# to write); else false. */
 bool lone_keep(struct tree *t, uint64_t ino);
