@@ -964,6 +964,7 @@ static void start_beside(struct served *sv, const struct options *o,
 		     "unmount may find the store busy)",
 		     dir, strerror(-rc));
 
+	stats_signal_store(sv->s);
 	memset(&env, 0, sizeof(env));
 	env.store = sv->s;
 	env.default_drive = o->drive;
@@ -1069,6 +1070,7 @@ static void serve_end(struct served *sv, const struct options *o,
 			plog(LOG_ERR, "sync at unmount: %s", strerror(-rc));
 		if (sv->t)
 			tree_set_open_check(sv->t, NULL, NULL);
+		stats_signal_store(NULL);
 		store_close(sv->s);
 	}
 	if (sv->inited)

@@ -420,6 +420,15 @@ static pthread_t sig_thread;
 static bool sig_started;
 static void (*sig_fn)(void); /* set before the thread starts */
 static int sig_stop;	     /* atomic: set before the last SIGUSR1 is sent */
+static pthread_mutex_t sig_lock = PTHREAD_MUTEX_INITIALIZER;
+static const struct store *sig_store; /* protected by sig_lock */
+
+void stats_signal_store(const struct store *s)
+{
+	pthread_mutex_lock(&sig_lock);
+	sig_store = s;
+	pthread_mutex_unlock(&sig_lock);
+}
 
 static void *sig_main(void *arg)
 {
@@ -444,7 +453,16 @@ static void *sig_main(void *arg)
 		f = open_memstream(&buf, &len);
 		if (!f)
 			continue;
-		stats_print(f, false, NULL);
+		pthread_mutex_lock(&sig_lock);
+		if (sig_store) {
+			struct store_kv_counts kv;
+
+			store_kv_counts(sig_store, &kv);
+			stats_print(f, false, &kv);
+		} else {
+			stats_print(f, false, NULL);
+		}
+		pthread_mutex_unlock(&sig_lock);
 		if (fclose(f) == 0 && buf)
 			for (line = strtok_r(buf, "\n", &save); line;
 			     line = strtok_r(NULL, "\n", &save))

@@ -48,6 +48,11 @@ void stats_ctl(FILE *out, bool json, bool reset,
  * pthread_create.
  */
 int stats_signal_start(void (*fn)(void));
+/* The store whose kv counts SIGUSR1 logs with the table (NULL: none, as
+ * at start): set it to NULL before closing the store (it waits for a log
+ * in progress). A -o ro follower serves no control socket: this is how
+ * its counts are read. */
+void stats_signal_store(const struct store *s);
 /* Stops that thread. Safe if it never started. */
 void stats_signal_stop(void);
 

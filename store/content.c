@@ -594,20 +594,33 @@ out:
 	return rc;
 }
 
-/* Tries of a read whose pinned revision etcd compacted meanwhile. */
-#define READ_TRIES 3
+/*
+ * Tries of a read whose pin failed (kv_unpin: etcd compacted the revision,
+ * or a commit changed the file's record among the reads); from the third
+ * on, each waits 1, 2, 4 ... ms first, so that a writer committing the
+ * file in a loop leaves a gap.
+ */
+#define READ_TRIES 8
 
 int tree_read(struct tree *t, const char *path, uint64_t ino, uint64_t off,
 	      size_t len, char *buf, size_t *nread)
 {
 	struct kv *kv = t->store->kv;
-	int rc, tries = 0;
+	int rc, urc, tries = 0;
 
-	do {
+	for (;;) {
 		kv_pin(kv);
 		rc = read_pinned(t, path, ino, off, len, buf, nread);
-		kv_unpin(kv);
-	} while (rc == -ESTALE && ++tries < READ_TRIES);
+		urc = kv_unpin(kv);
+		if (!rc)
+			rc = urc;
+		if (rc != -ESTALE || ++tries >= READ_TRIES)
+			break;
+		if (tries >= 2)
+			usleep(1000u << (tries - 2));
+	}
+	if (rc)
+		*nread = 0;
 	return rc;
 }
 

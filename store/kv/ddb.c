@@ -212,6 +212,7 @@ int ddb_open(struct ddb **out, const char *region, const char *endpoint,
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	struct ddb *d = calloc(1, sizeof(*d));
+	char *s;
 	int rc;
 
 	*out = NULL;
@@ -237,19 +238,26 @@ int ddb_open(struct ddb **out, const char *region, const char *endpoint,
 		rc = -EINVAL;
 		goto out;
 	}
-	if ((endpoint ? asprintf(&d->url, "%s", endpoint)
-		      : asprintf(&d->url, "https://dynamodb.%s.amazonaws.com/",
-				 region)) < 0 ||
-	    (endpoint ? asprintf(&d->streams_url, "%s", endpoint)
-		      : asprintf(&d->streams_url,
-				 "https://streams.dynamodb.%s.amazonaws.com/",
-				 region)) < 0 ||
-	    asprintf(&d->sigv4, "aws:amz:%s:dynamodb", region) < 0) {
-		d->url = d->streams_url = d->sigv4 = NULL;
-		rc = -ENOMEM;
-		goto out;
-	}
+	/* each kept only once made: a failed asprintf leaves its pointer
+	 * undefined, and ddb_close() frees those that were made */
+	if ((endpoint ? asprintf(&s, "%s", endpoint)
+		      : asprintf(&s, "https://dynamodb.%s.amazonaws.com/",
+				 region)) < 0)
+		goto oom;
+	d->url = s;
+	if ((endpoint
+		 ? asprintf(&s, "%s", endpoint)
+		 : asprintf(&s, "https://streams.dynamodb.%s.amazonaws.com/",
+			    region)) < 0)
+		goto oom;
+	d->streams_url = s;
+	if (asprintf(&s, "aws:amz:%s:dynamodb", region) < 0)
+		goto oom;
+	d->sigv4 = s;
 	rc = ddb_credentials(d, why, wlen);
+	goto out;
+oom:
+	rc = -ENOMEM;
 out:
 	if (rc) {
 		ddb_close(d);

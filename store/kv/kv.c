@@ -346,29 +346,104 @@ size_t kv_range_keys(const struct kv *kv)
 	return kv_limits_range_keys(&kv->limits);
 }
 
-/* This thread's pin (kv_pin): the store pinned, and its revision (0: none
- * read yet). */
+/*
+ * Pins (kv_pin). An engine that reads at one revision (ops->pins: etcd) is
+ * handed the pin's revision with every read. Any other is checked here, at
+ * kv_unpin(): the pin keeps the key and version of each point read it made
+ * of a key outside KV_CONTENT (a node, an inode record), and reads them
+ * again at the end; a version changed means a commit landed among the
+ * pin's reads: -ESTALE, the caller starts again. That covers the pin's
+ * other reads (blocks, an iterator's entries) because the store rewrites
+ * such a record in every commit that changes them (store/content.c: a
+ * file's record with its blocks; store/tree.c: a folder's node with its
+ * entries), and DynamoDB orders each single-item read with its
+ * transactions. A sole writer (ops->sole_writer: nobody else can commit)
+ * skips the reads when none of this open's own commits was in flight
+ * during the pin (commits_begun and commits_ended): nothing changed.
+ */
+#define PIN_ATOMIC(x) __atomic_load_n(&(x), __ATOMIC_SEQ_CST)
+
 static __thread struct {
 	const struct kv *kv;
-	long long rev;
+	long long rev;	       /* ops->pins: the revision (0: none read yet) */
+	bool sole;	       /* a sole writer whose commits were all ended */
+	uint64_t begun;	       /* ... and how many had begun, at kv_pin() */
+	struct kv_cond *reads; /* !ops->pins: the reads to check */
+	size_t n, cap;
 } pin;
+
+static void pin_drop_reads(void)
+{
+	for (size_t i = 0; i < pin.n; i++)
+		free(pin.reads[i].key);
+	pin.n = 0;
+}
 
 void kv_pin(struct kv *kv)
 {
+	uint64_t ended;
+
+	pin_drop_reads();
 	pin.kv = kv;
 	pin.rev = 0;
+	pin.sole = false;
+	if (kv->ops->pins || !kv->ops->sole_writer)
+		return;
+	/* ended first: if as many had begun after, none was in flight */
+	ended = PIN_ATOMIC(kv->commits_ended);
+	pin.begun = PIN_ATOMIC(kv->commits_begun);
+	pin.sole = pin.begun == ended && kv->ops->sole_writer(kv);
 }
 
-void kv_unpin(struct kv *kv)
+/* Whether the pin's reads of @kv changed since they were made: read
+ * again. Errors: -ESTALE (one did), those of kv_get (not -ENOENT). */
+static int pin_check(struct kv *kv)
 {
-	if (pin.kv == kv)
-		pin.kv = NULL;
+	int rc = 0;
+
+	if (pin.sole && PIN_ATOMIC(kv->commits_begun) == pin.begun &&
+	    kv->ops->sole_writer(kv))
+		return 0; /* no commit ran: nothing changed */
+	for (size_t i = 0; !rc && i < pin.n; i++) {
+		const struct kv_cond *r = &pin.reads[i];
+		char *val = NULL;
+		size_t vlen;
+		uint64_t ver;
+
+		KV_COUNT(kv->counts.gets);
+		rc = kv->ops->get(kv, r->key, r->klen, NULL, &val, &vlen, &ver);
+		free(val);
+		if (rc == 0 || rc == -ENOENT)
+			rc = ver == r->ver ? 0 : -ESTALE;
+	}
+	return rc;
 }
 
-/* The revision a read of @kv by this thread is to use: NULL if unpinned. */
+int kv_unpin(struct kv *kv)
+{
+	int rc = 0;
+
+	if (pin.kv != kv)
+		return 0;
+	if (!kv->ops->pins)
+		rc = pin_check(kv);
+	pin.kv = NULL;
+	pin_drop_reads();
+	return rc;
+}
+
+/* The revision a read of @kv by this thread is to use: NULL if unpinned,
+ * or if the engine reads no revisions (kv.c checks the pin instead). */
 static long long *pin_rev(const struct kv *kv)
 {
-	return pin.kv == kv ? &pin.rev : NULL;
+	return pin.kv == kv && kv->ops->pins ? &pin.rev : NULL;
+}
+
+/* Whether this thread's pin of @kv keeps @key's version to check it. */
+static bool pin_keeps(const struct kv *kv, const char *key, size_t klen)
+{
+	return pin.kv == kv && !kv->ops->pins &&
+	       !(kv->family && kv->family(key, klen) == KV_CONTENT);
 }
 
 /* This thread's tracked reads (kv_track): the store tracked, its reads'
@@ -447,10 +522,20 @@ static void cond_add(struct kv_cond **a, size_t *n, size_t *cap,
 int kv_get_ver(struct kv *kv, const char *key, size_t klen, char **val,
 	       size_t *vlen, uint64_t *ver)
 {
+	uint64_t v;
+	int rc;
+
 	KV_COUNT(kv->counts.gets);
 	if (kv->family && kv->family(key, klen) == KV_CONTENT)
 		KV_COUNT(kv->counts.content_gets);
-	return kv->ops->get(kv, key, klen, pin_rev(kv), val, vlen, ver);
+	if (!pin_keeps(kv, key, klen))
+		return kv->ops->get(kv, key, klen, pin_rev(kv), val, vlen, ver);
+	rc = kv->ops->get(kv, key, klen, NULL, val, vlen, &v);
+	if (rc == 0 || rc == -ENOENT)
+		cond_add(&pin.reads, &pin.n, &pin.cap, key, klen, v);
+	if (ver)
+		*ver = v;
+	return rc;
 }
 
 void kv_track_known(struct kv *kv, const char *key, size_t klen, uint64_t ver)
@@ -689,7 +774,9 @@ static int batch_commit(struct kv *kv, struct kv_batch *b, bool sync)
 	KV_COUNT(kv->counts.commits);
 	if (quiet)
 		epoch = quiet_begin(kv->quiet);
+	__atomic_add_fetch(&kv->commits_begun, 1, __ATOMIC_SEQ_CST);
 	rc = kv->ops->batch_commit(kv, b, sync, &rev);
+	__atomic_add_fetch(&kv->commits_ended, 1, __ATOMIC_SEQ_CST);
 	if (quiet)
 		quiet_end(kv->quiet, epoch, rc ? -1 : rev);
 	if (rc == -EAGAIN)

@@ -24,6 +24,19 @@
 
 struct kv_ops {
 	const char *name; /* for log lines: "rocksdb", "etcd", "dynamodb" */
+	/*
+	 * true if the engine reads a pin (kv_pin) at one moment itself: get
+	 * and iter_open honour @rev (etcd: one revision). Otherwise kv.c
+	 * checks a pin's point reads at kv_unpin() (kv.c, Pins).
+	 */
+	bool pins;
+	/*
+	 * optional (NULL: never): true while no other process can commit to
+	 * the store (RocksDB: one process opens it; DynamoDB: this open
+	 * holds the lease), so that a pin no commit of this open overlapped
+	 * read one moment with no check.
+	 */
+	bool (*sole_writer)(const struct kv *kv);
 	void (*close)(struct kv *kv);
 	/*
 	 * @rev: NULL, or the thread's pin (kv_pin): *rev 0 reads the latest
@@ -99,6 +112,9 @@ struct kv {
 	int (*family)(const char *key, size_t klen);
 	struct kv_counts counts;
 	struct kv_quiet_revs *quiet; /* kv.c: the quiet commits (kv_quiet) */
+	/* kv.c: this open's commits begun and ended (seq-cst atomics), so a
+	 * pin knows whether one overlapped its reads */
+	uint64_t commits_begun, commits_ended;
 };
 
 /* The head of every backend's iterator. */

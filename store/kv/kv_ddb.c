@@ -835,6 +835,7 @@ static void kvd_engine_counts(const struct kv *kv_, struct kv_counts *out)
 
 const struct kv_ops kvd_ops = {
     .name = "dynamodb",
+    .sole_writer = kvd_sole_writer,
     .close = kvd_close,
     .get = kvd_get,
     .iter_open = kvd_iter_open,

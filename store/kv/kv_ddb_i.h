@@ -131,6 +131,9 @@ int kvd_note_drives(struct kvd *kv, const char *const *ids, size_t n);
 int kvd_lease_take(struct kvd *kv);
 void kvd_lease_drop(struct kvd *kv);
 bool kvd_fenced(struct kvd *kv);
+/* kv_ops.sole_writer: this open holds the lease and was not fenced (as far
+ * as it knows: a lease it lost unawares is found by its next commit) */
+bool kvd_sole_writer(const struct kv *kv);
 void kvd_fence(struct kvd *kv, const char *why);
 /* Adds to @items the ConditionCheck that this open still holds the lease.
  * Errors: -ENOMEM. */

@@ -130,6 +130,17 @@ bool kvd_fenced(struct kvd *kv)
 	return f;
 }
 
+bool kvd_sole_writer(const struct kv *kv_)
+{
+	struct kvd *kv = (struct kvd *)kv_;
+	bool sole;
+
+	pthread_mutex_lock(&kv->lock);
+	sole = kv->leased && !kv->fenced;
+	pthread_mutex_unlock(&kv->lock);
+	return sole;
+}
+
 void kvd_fence(struct kvd *kv, const char *why)
 {
 	bool first;

@@ -699,8 +699,17 @@ static int kvr_verify(struct kv *kv_,
 	return 0;
 }
 
+/* One process opens the store (its LOCK file); a read-only open reads the
+ * database as it was when opened. */
+static bool kvr_sole_writer(const struct kv *kv)
+{
+	(void)kv;
+	return true;
+}
+
 const struct kv_ops kvr_ops = {
     .name = "rocksdb",
+    .sole_writer = kvr_sole_writer,
     .close = kvr_close,
     .get = kvr_get,
     .iter_open = kvr_iter_open,

@@ -290,17 +290,27 @@ void kv_track_known(struct kv *kv, const char *key, size_t klen, uint64_t ver);
 
 /*
  * Reads of one moment, for a reader that other processes' writes race (a
- * -o ro mount following its writer on etcd): between kv_pin() and
- * kv_unpin(), every kv_get() and iterator this thread makes on @kv reads
- * the store as the first of them found it. On etcd the first read's
- * revision is kept and every later read asks for it (no extra round trip);
- * one whose revision etcd compacted meanwhile fails with -ESTALE: unpin and
- * start again. The embedded RocksDB store, whose only writer is this
- * process, ignores a pin (it costs nothing there). One pin per thread at a
- * time; kv_unpin() of a thread holding none is harmless.
+ * -o ro mount following its writer) or its own other threads' commits:
+ * between kv_pin() and kv_unpin(), this thread's kv_get()s and iterators
+ * on @kv read the store as it was at one moment, or kv_unpin() says they
+ * may not have: -ESTALE, unpin and start again.
+ *  - etcd reads at one revision: the first read's is kept and every later
+ *    read asks for it (no extra round trip); a read whose revision etcd
+ *    compacted meanwhile fails with -ESTALE.
+ *  - DynamoDB and RocksDB have no such reads: the pin keeps the version of
+ *    each point read of a key outside KV_CONTENT (a record) and kv_unpin()
+ *    reads them again, -ESTALE if one changed. It answers for the pin's
+ *    other reads (blocks, an iterator's entries) only because the store
+ *    rewrites such a record in every commit that changes them: a reader
+ *    pins a record read first. A sole writer (RocksDB; DynamoDB's lease
+ *    holder) reads nothing again when none of its own commits ran during
+ *    the pin: the check costs two atomic loads then, and one point read
+ *    per record read (DynamoDB: a GetItem) otherwise.
+ * One pin per thread at a time; kv_unpin() of a thread holding none is
+ * harmless (0). Errors of kv_unpin(): -ESTALE, -EIO (a read again failed).
  */
 void kv_pin(struct kv *kv);
-void kv_unpin(struct kv *kv);
+int kv_unpin(struct kv *kv);
 
 /*
  * Iterator over keys in [lo, hi). @hi may be NULL (no upper bound). The bounds

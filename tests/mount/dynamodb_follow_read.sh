@@ -1,0 +1,212 @@
+#!/usr/bin/env bash
+# dynamodb_follow_read.sh - a -o ro mount's read of a file that the writer
+# truncates or rewrites meanwhile returns bytes the file held at one moment,
+# never a size of one moment with the bytes of another (zeros for a dropped
+# part, or the new content cut or padded to the old size), on a drive in a
+# DynamoDB table (tests/with_dynamodb.sh starts DynamoDB Local and passes
+# its endpoint in $PATHFS_TEST_DYNAMODB). The file only ever holds one of
+# a few states, each one commit of the writer: 'a' x S1, 'a' x 4 KiB,
+# empty, 'b' x S2, 'b' x 4 KiB (a rewrite is an open with O_TRUNC and one
+# write; the sizes fit one FUSE request, so each read(2) is one store
+# read).
+#  1. As etcd_follow_read.sh does, with a follower whose reads pause
+#     between the file's record and its blocks (PATHFS_READ_PAUSE_MS), so
+#     that the writer's change lands inside the read every time: a
+#     truncate, a rewrite to the shorter content, a removal, a rewrite to
+#     the longer one.
+#  2. Without the pause, the writer rewriting the file in place between
+#     'a' x S1 and 'b' x S1 (one write, one commit) as fast as it commits
+#     while the follower reads in a loop for $LOOP_S seconds: every read is
+#     one of them. (The size stays S1 here: a size the follower's kernel
+#     still caches cuts or pads a direct read, whatever the store said.)
+# Reads are O_DIRECT (past the kernel's pages). The follower's kv counts
+# (pathfsctl stats) say what a read costs.
+source "$(dirname "$0")/lib.sh"
+sanitizer_logs
+
+: "${PATHFS_TEST_DYNAMODB:?run through tests/with_dynamodb.sh}"
+# a lease of 20 s: room for a JVM that answers slowly on a loaded machine
+STORE="dynamodb://fr$$?endpoint=$PATHFS_TEST_DYNAMODB&lease-ttl=20"
+RO=$T/ro
+PAUSE_MS=1500
+# two 64 KiB blocks each, the last partial: within one FUSE read (the
+# kernel splits a direct read into requests of 128 KiB, each a moment)
+S1=120000
+S2=100000
+LOOP_S=${LOOP_S:-15}
+mkdir -p "$RO"
+
+head -c $S1 /dev/zero | tr '\0' a >"$T/a"
+head -c $S2 /dev/zero | tr '\0' b >"$T/b"
+head -c $S1 /dev/zero | tr '\0' b >"$T/b1"
+head -c 4096 "$T/a" >"$T/a4k"
+head -c 4096 "$T/b" >"$T/b4k"
+
+# one_moment FILE: FILE is one of the states (or empty: the file was)
+one_moment() {
+	local n s
+	n=$(stat -c %s "$1")
+	[ "$n" = 0 ] && return 0
+	for s in a b a4k b4k; do
+		[ "$(stat -c %s "$T/$s")" = "$n" ] && cmp -s "$1" "$T/$s" &&
+			return 0
+	done
+	return 1
+}
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+size_is() { [ "$(stat -c %s "$RO/f")" = "$1" ]; }
+# ro_stats FILE: the follower's stats (SIGUSR1 logs them) into FILE
+ro_stats() {
+	local n i
+	n=$(grep -c "stats: kv:" "$T/ro.log" || true)
+	kill -USR1 "$ro_pid"
+	for i in $(seq 1 100); do
+		[ "$(grep -c "stats: kv:" "$T/ro.log" || true)" -gt "$n" ] && break
+		sleep 0.05
+	done
+	sleep 0.1
+	grep "stats: " "$T/ro.log" | tail -n 80 >"$1"
+}
+# rewrite CONTENT: the writer's open with O_TRUNC and one write
+rewrite() { dd if="$T/$1" of="$MNT/f" bs=1M status=none; }
+# rewrite_same CONTENT: one write over the whole file, of its size (S1)
+rewrite_same() {
+	dd if="$T/$1" of="$MNT/f" bs=1M conv=notrunc status=none
+}
+
+pfs_mount -o "log=$T/w.log"
+rewrite a
+check "a -o ro mount whose reads pause between record and blocks" \
+	env PATHFS_READ_PAUSE_MS=$PAUSE_MS \
+	"$PATHFS" -o ro -o "log=$T/ro.log" "$STORE" "$RO"
+
+# ---- 1. the writer's change inside the read, every time ---------------------
+round=0
+for how in truncate shorter remove longer; do
+	round=$((round + 1))
+	if [ $how = longer ]; then
+		rewrite b
+		want=$S2
+	else
+		rewrite a
+		want=$S1
+	fi
+	check "round $round: the ro mount sees the file's $want bytes" \
+		seen 5000 "size $want" size_is $want
+	out=$T/out.$round
+	start=$(now_ms)
+	(dd if="$RO/f" of="$out" iflag=direct bs=128K count=1 status=none \
+		2>"$out.err" || true; now_ms >"$out.end") &
+	reader=$!
+	sleep 0.3 # the follower has read the record and pauses
+	case $how in
+	truncate) truncate -s 4096 "$MNT/f" ;;
+	shorter) rewrite b ;;
+	remove) rm "$MNT/f" ;;
+	longer) rewrite a ;;
+	esac
+	changed=$(now_ms)
+	wait $reader
+	end=$(cat "$out.end")
+	n=$(stat -c %s "$out")
+	echo "# round $round ($how): read $n bytes in $((end - start)) ms," \
+		"the writer's change done after $((changed - start)) ms" \
+		"$(head -c 200 "$out.err")"
+	check "round $round: the $how landed while the read was paused" \
+		[ "$changed" -lt "$end" -a $((end - start)) -ge $PAUSE_MS ]
+	check "round $round ($how): the bytes read are of one moment" \
+		one_moment "$out"
+	if [ $how != remove ]; then
+		check "round $round ($how): something was read, no error" \
+			[ "$n" -gt 0 -a ! -s "$out.err" ]
+	fi
+done
+MNT=$RO pfs_umount
+
+# ---- 2. a writer cycling through the states, a follower reading -------------
+rewrite a
+check "a -o ro mount that reads as it comes" \
+	"$PATHFS" -o ro -o "log=$T/ro.log" "$STORE" "$RO"
+check "it sees the file" seen 5000 "size $S1" size_is $S1
+ro_pid=$(pgrep -f "pathfs .*$RO" | head -n 1)
+ro_stats "$T/stats0"
+(
+	end=$((SECONDS + LOOP_S))
+	while [ $SECONDS -lt $end ]; do
+		rewrite_same b1
+		rewrite_same a
+	done
+) &
+writer=$!
+python3 - "$RO/f" "$T" "$LOOP_S" >"$T/loop.out" 2>&1 <<'EOF' || true
+import errno, mmap, os, sys, time
+path, t, secs = sys.argv[1], sys.argv[2], float(sys.argv[3])
+states = {}
+for s in ("a", "b1"):
+    with open(os.path.join(t, s), "rb") as f:
+        states[f.read()] = s
+buf = mmap.mmap(-1, 128 << 10)  # page-aligned, as O_DIRECT wants
+seen, errs, bad = {}, {}, 0
+end = time.time() + secs
+while time.time() < end:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+        try:
+            n = os.readv(fd, [buf])
+        finally:
+            os.close(fd)
+    except OSError as e:
+        k = errno.errorcode.get(e.errno, str(e.errno))
+        errs[k] = errs.get(k, 0) + 1
+        continue
+    got = buf[:n]
+    s = "empty" if n == 0 else states.get(got)
+    if s is None:
+        bad += 1
+        if bad <= 3:
+            print("# not one moment: %d bytes, %d 'a', %d 'b', %d zeros"
+                  % (n, got.count(b"a"), got.count(b"b"), got.count(b"\0")))
+        s = "mixed"
+    seen[s] = seen.get(s, 0) + 1
+print("# reads:", sum(seen.values()), "by state:", seen, "errors:", errs)
+print("bad=%d" % bad)
+print("good_ab=%d" % (seen.get("a", 0) + seen.get("b1", 0)))
+print("errors=%d" % sum(errs.values()))
+EOF
+wait $writer || true
+cat "$T/loop.out"
+ro_stats "$T/stats1"
+bad=$(sed -n 's/^bad=//p' "$T/loop.out")
+good=$(sed -n 's/^good_ab=//p' "$T/loop.out")
+errors=$(sed -n 's/^errors=//p' "$T/loop.out")
+check "every read of the loop was of one moment" [ "${bad:-1}" = 0 ]
+check "the loop read the whole file many times" [ "${good:-0}" -ge 5 ]
+check "no read failed" [ "${errors:-1}" = 0 ]
+python3 - "$T/stats0" "$T/stats1" <<'EOF' || true
+import sys
+def counts(p):
+    """{name: value} of the daemon's "stats: kv: ..." line and its READ
+    line's count, from a SIGUSR1 dump"""
+    c = {}
+    for line in open(p):
+        w = line.split("stats: ", 1)[-1].split()
+        if w[:1] == ["kv:"]:
+            c.update({w[i]: int(w[i + 1]) for i in range(1, len(w) - 1, 2)})
+        elif w[:1] == ["READ"] and len(w) > 1 and w[1].isdigit():
+            c["READ"] = int(w[1])
+    return c
+a, b = counts(sys.argv[1]), counts(sys.argv[2])
+d = {k: b[k] - a.get(k, 0) for k in b}
+r = d.get("READ", 0)
+print("# the follower during the loop:", d)
+if r:
+    print("# per READ: %.2f gets, %.2f requests, %.2f pages, %.2f RCU"
+          % (d.get("gets", 0) / r, d.get("requests", 0) / r,
+             d.get("pages", 0) / r, d.get("read_milli", 0) / 1000 / r))
+EOF
+
+MNT=$RO pfs_umount
+pfs_umount
+check "fsck is clean" pfs_fsck
+sanitizer_clean
+finish
