@@ -637,7 +637,8 @@ int tree_reclaim_dead(struct tree *t, size_t *count);
  * last name it stays an orphan until this writer calls tree_unhold(). Call
  * at the first open of @ino here, before that open answers, and
  * tree_unhold() at its last close; the last holder's tree_unhold() frees
- * an orphan kept for its holders. A sole writer: nothing to do (0).
+ * an orphan kept for its holders. A sole writer: nothing to do (0); one
+ * alone on its drive (tree_lone_try) keeps it in memory.
  * Errors: -ENOENT (no inode @ino any more: removed before the open),
  * -EIO, -EROFS (fenced), -ENOSPC, and as tree_reclaim().
  */
