@@ -86,6 +86,10 @@ struct store {
 	char *dir;
 	int format; /* of the marker, once open (upgraded or not) */
 	struct store_options opt;
+	/* a rename's copy chunk: rename_batch as asked (store_fit_limits
+	 * lowers opt.rename_batch for the batches sized by it; a copy fills
+	 * its batch to the room the kv seam counts, kv_batch_room) */
+	size_t rename_copy;
 	pthread_mutex_t lock;
 	struct tree *drives; /* protected by lock */
 	/* protected by lock: deleted drives, freed at close */

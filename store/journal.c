@@ -27,7 +27,10 @@
  *
  * A chunk holds at most store_options.rename_batch keys (default 1024) and
  * about rename_bytes bytes (default 4 MiB), so memory is bounded whatever the
- * branch size. Values are copied verbatim: content, xattrs and hard-link
+ * branch size, and as many keys as its batch takes with the record
+ * (kv_batch_room): on DynamoDB 98 puts and the record, the 99 actions of a
+ * transaction besides the lease's check, and slices of 99 deletes, so a
+ * rename of N entries is about 2N/99 transactions. Values are copied verbatim: content, xattrs and hard-link
  * records are keyed by inode number and do not move.
  *
  * RENAME_EXCHANGE of A and B (either may be a folder, empty or not, or a
@@ -90,13 +93,14 @@
 /*
  * Copies every key of [lo, hi) after the record's cursor to the same suffix
  * after @to, in chunks, each chunk committed with the record's new cursor.
+ * A chunk fills its batch: as many puts as leave room for the record's
+ * (kv_batch_room: 98 on DynamoDB, 126 on etcd), rename_batch at most.
  */
 static int copy_range(struct tree *t, struct journal_rec *rec,
 		      const struct sbuf *lo, const struct sbuf *hi,
 		      const struct sbuf *to, struct crash_hook *h)
 {
-	size_t max_n =
-	    t->store->opt.rename_batch ? t->store->opt.rename_batch : 1024;
+	size_t max_n = t->store->rename_copy ? t->store->rename_copy : 1024;
 	size_t max_b =
 	    t->store->opt.rename_bytes ? t->store->opt.rename_bytes : 4 << 20;
 	struct kv_iter *it = NULL;
@@ -133,7 +137,8 @@ static int copy_range(struct tree *t, struct journal_rec *rec,
 		kv_batch_put(b, k.buf, k.len, val, vlen);
 		n++;
 		bytes += k.len + vlen;
-		if (n >= max_n || bytes >= max_b) {
+		if (n >= max_n || bytes >= max_b ||
+		    kv_batch_room(b) <= JOURNAL_REC_OPS) {
 			sbuf_reset(&rec->cursor);
 			sbuf_add(&rec->cursor, key + lo->len, klen - lo->len);
 			journal_rec_put(t, b, rec);

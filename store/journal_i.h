@@ -38,18 +38,24 @@ int journal_hold(struct tree *t, const char *src, const char *dst,
 		 uint64_t *seq);
 void journal_unhold(struct tree *t, uint64_t seq);
 
+/* The operations a record's put adds to a batch (journal_rec_put). */
+#define JOURNAL_REC_OPS 1
+
 /* journal_rec.c: commits @b (then empties it for reuse) and counts it for
  * the batch hook @h (may be NULL); the ENOSPC hook refuses it unsent.
  * Errors: as tree_commit. */
 int journal_commit(struct tree *t, struct kv_batch *b, struct crash_hook *h);
 
 /*
- * journal_rec.c: drops the keys of [lo, hi) in slices of kv_range_keys()
- * keys, one commit each (counted as batches of @h, may be NULL), until at
- * most that many are left for the caller's batch, which drops the rest
- * atomically with its other changes; nothing on an engine that keeps one
- * range delete (RocksDB). The first slice goes in @b, which may hold other
- * deletes to go with it; @b is left empty after a slice, else as it came.
+ * journal_rec.c: drops the keys of [lo, hi) in slices, one commit each
+ * (counted as batches of @h, may be NULL), until at most kv_range_keys()
+ * are left for the caller's batch, which drops the rest atomically with its
+ * other changes; nothing on an engine that keeps one range delete
+ * (RocksDB). A slice drops as many keys as its batch has room for
+ * (kv_batch_range_room: kv_range_keys() on etcd, 99 less what the batch
+ * holds on DynamoDB), the last one every key left when they fit. The first
+ * slice goes in @b, which may hold other deletes to go with it; @b is left
+ * empty after a slice, else as it came.
  * *sliced (may be NULL) is set true before the first slice is sent. Each
  * slice must leave the store consistent: the caller's to ensure. Errors: as
  * kv_iter_open, tree_commit.

@@ -249,37 +249,47 @@ int tree_drop_slices(struct tree *t, struct kv_batch *b, const char *lo,
 		     size_t lolen, const char *hi, size_t hilen,
 		     struct crash_hook *h, bool *sliced)
 {
-	size_t max = kv_range_keys(t->store->kv);
+	size_t leave = kv_range_keys(t->store->kv);
 	struct sbuf end = {0};
 	int rc = 0;
 
-	if (max == SIZE_MAX)
+	if (leave == SIZE_MAX)
 		return 0;
 	for (;;) {
+		/* the keys this slice may drop, its batch still fitting */
+		size_t max = kv_batch_range_room(b), n = 0;
 		struct kv_iter *it = NULL;
-		size_t n = 0;
 
+		if (!max) {
+			rc = -E2BIG; /* @b came full: the caller's bug */
+			break;
+		}
 		rc = kv_iter_open_keys(&it, t->store->kv, lo, lolen, hi, hilen);
 		if (rc)
 			break;
-		for (; kv_iter_valid(it) && n < max; kv_iter_next(it))
-			n++;
 		sbuf_reset(&end);
-		if (kv_iter_valid(it)) { /* the first key of the next slice */
-			size_t klen;
-			const char *key = kv_iter_key(it, &klen);
+		for (; kv_iter_valid(it) && (n <= max || n <= leave);
+		     kv_iter_next(it)) {
+			if (n == max) { /* the first key of the next slice */
+				size_t klen;
+				const char *key = kv_iter_key(it, &klen);
 
-			sbuf_add(&end, key, klen);
+				sbuf_add(&end, key, klen);
+			}
+			n++;
 		}
 		rc = kv_iter_status(it);
 		kv_iter_free(it);
-		if (rc || !end.len)
-			break; /* at most max keys left: the caller's batch */
+		if (rc || n <= leave)
+			break; /* at most leave keys left: the caller's batch */
 		if (sliced)
 			*sliced = true;
-		kv_batch_delete_range(b, lo, lolen, end.buf, end.len);
+		if (end.len) /* more than a slice left */
+			kv_batch_delete_range(b, lo, lolen, end.buf, end.len);
+		else
+			kv_batch_delete_range(b, lo, lolen, hi, hilen);
 		rc = journal_commit(t, b, h);
-		if (rc)
+		if (rc || !end.len)
 			break;
 	}
 	sbuf_release(&end);

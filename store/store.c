@@ -382,10 +382,11 @@ static int store_recover(struct store *s)
 }
 
 /*
- * Sizes the rename and rm -r batches to the engine's limits (kv_limits): a
- * chunk of rename_batch keys goes with its journal record and a few more
- * keys in one batch, and a chunk's bytes are at most about rename_bytes plus
- * one value.
+ * Sizes the batches of branch operations (clone, rm -r, the parent index)
+ * to the engine's limits (kv_limits): a chunk of rename_batch keys goes with
+ * a few more keys in one batch, and a chunk's bytes are at most about
+ * rename_bytes plus one value. A rename's copies go by rename_copy, the
+ * rename_batch asked, and fill their batches exactly (journal.c).
  */
 static void store_fit_limits(struct store *s)
 {
@@ -602,6 +603,7 @@ int store_open(struct store **out, const char *dir,
 	s->opt.shared = remote && opt->shared; /* a directory has one writer */
 	if (!s->opt.rename_batch)
 		s->opt.rename_batch = 1024;
+	s->rename_copy = s->opt.rename_batch;
 	if (!s->opt.rename_bytes)
 		s->opt.rename_bytes = 4 << 20;
 	pthread_mutex_init(&s->lock, NULL);

@@ -497,15 +497,20 @@ Test(kv, two_ranges_and_cuts)
 	expect_value("t5", "new");
 }
 
-/* A batch over the limits is refused whole, never split. */
+/* A batch over the limits is refused whole, never split: one past the
+ * operations a batch sized by the limits holds fits while the exact count
+ * (kv_batch_room) has room, one past that is refused, unsent. */
 Test(kv, limits_refuse_whole_batch)
 {
 	const struct kv_limits *l = kv_limits(kv);
 	struct kv_batch *b = kv_batch_new(kv);
+	struct kv_counts c0, c1;
 	char k[32];
 	size_t i;
 
 	cr_assert_leq(l->batch_ops, 128);
+	cr_assert_leq(l->batch_actions, 128);
+	cr_assert_geq(l->batch_actions, l->batch_ops);
 	cr_assert_leq(l->batch_bytes, 1536u << 10);
 	for (i = 0; i < l->batch_ops; i++) {
 		int len = snprintf(k, sizeof(k), "L%05zu", i);
@@ -513,18 +518,100 @@ Test(kv, limits_refuse_whole_batch)
 		kv_batch_put(b, k, (size_t)len, "v", 1);
 	}
 	cr_expect_not(kv_batch_fits(b, 6, 1));
-	kv_batch_put(b, "L99999", 6, "v", 1);
-	cr_expect_eq(kv_batch_commit(kv, b, false), -E2BIG);
-	cr_expect_str_eq(scan("L", "M"), "");
-	/* exactly at the limit: commits */
-	kv_batch_clear(b);
-	for (i = 0; i < l->batch_ops; i++) {
+	cr_expect_eq(kv_batch_room(b), l->batch_actions - l->batch_ops);
+	for (; kv_batch_room(b); i++) {
 		int len = snprintf(k, sizeof(k), "L%05zu", i);
 		kv_batch_put(b, k, (size_t)len, "v", 1);
 	}
+	cr_expect_eq(i, l->batch_actions);
+	kv_batch_put(b, "L99999", 6, "v", 1);
+	kv_counts(kv, &c0);
+	cr_expect_eq(kv_batch_commit(kv, b, false), -E2BIG);
+	kv_counts(kv, &c1);
+	cr_expect_eq(c1.commits, c0.commits, "refused before the engine");
+	cr_expect_eq(c1.txns, c0.txns);
+	cr_expect_str_eq(scan("L", "M"), "");
+	/* exactly at the limit: commits */
+	kv_batch_clear(b);
+	for (i = 0; i < l->batch_actions; i++) {
+		int len = snprintf(k, sizeof(k), "L%05zu", i);
+		kv_batch_put(b, k, (size_t)len, "v", 1);
+	}
+	cr_expect_eq(kv_batch_room(b), 0);
 	cr_expect_eq(kv_batch_commit(kv, b, false), 0);
 	kv_batch_free(b);
 	expect_value("L00000", "v");
+}
+
+/*
+ * The exact count: on an engine that applies a range delete as one action
+ * per key (DynamoDB), the keys a range covers when added count, the range
+ * none; elsewhere the range is one operation. A batch of a range and puts
+ * filled to kv_batch_room() commits (on DynamoDB: one transaction); one put
+ * more is refused unsent. Conditions count, and so do the tracked reads a
+ * commit will turn into conditions.
+ */
+Test(kv, room_counts_range_keys)
+{
+	const struct kv_limits *l = kv_limits(kv);
+	const size_t K = 40; /* keys under the range */
+	struct kv_batch *b = kv_batch_new(kv);
+	struct kv_counts c0, c1;
+	size_t i, room, puts;
+	char k[32], *v;
+
+	for (i = 0; i < K; i++) {
+		int len = snprintf(k, sizeof(k), "D%03zu", i);
+		kv_batch_put(b, k, (size_t)len, "v", 1);
+	}
+	cr_assert_eq(kv_batch_commit(kv, b, false), 0);
+	kv_batch_clear(b);
+	room = kv_batch_room(b);
+	cr_assert_eq(room, l->batch_actions);
+	cr_expect_eq(kv_batch_range_room(b),
+		     l->range_per_key ? room : kv_range_keys(kv));
+	kv_batch_delete_range(b, "D", 1, "E", 1);
+	cr_expect_eq(kv_batch_count(b), 1);
+	cr_expect_eq(kv_batch_room(b), room - (l->range_per_key ? K : 1));
+	cr_expect_eq(l->range_per_key, on_dynamodb());
+	kv_batch_expect(b, "cond", 4, 0); /* absent: holds */
+	cr_expect_eq(kv_batch_room(b), room - (l->range_per_key ? K : 1) - 1);
+	for (puts = 0; kv_batch_room(b); puts++) {
+		int len = snprintf(k, sizeof(k), "P%03zu", puts);
+		kv_batch_put(b, k, (size_t)len, "p", 1);
+	}
+	kv_batch_put(b, "Pzzz", 4, "p", 1);
+	kv_counts(kv, &c0);
+	cr_expect_eq(kv_batch_commit(kv, b, false), -E2BIG);
+	kv_counts(kv, &c1);
+	cr_expect_eq(c1.commits, c0.commits, "refused before the engine");
+	cr_expect_eq(c1.txns, c0.txns);
+	cr_expect_str_eq(scan("P", "Q"), "");
+	/* without the one too many: one commit, one transaction on DynamoDB */
+	kv_batch_clear(b);
+	kv_batch_delete_range(b, "D", 1, "E", 1);
+	kv_batch_expect(b, "cond", 4, 0);
+	for (i = 0; i < puts; i++) {
+		int len = snprintf(k, sizeof(k), "P%03zu", i);
+		kv_batch_put(b, k, (size_t)len, "p", 1);
+	}
+	cr_expect_eq(kv_batch_room(b), 0);
+	cr_expect_eq(kv_batch_commit(kv, b, false), 0);
+	kv_counts(kv, &c0);
+	cr_expect_eq(c0.commits, c1.commits + 1);
+	if (on_dynamodb())
+		cr_expect_eq(c0.txns, c1.txns + 1);
+	cr_expect_str_eq(scan("D", "E"), "");
+	expect_value("P000", "p");
+	/* a tracked read is a condition of the next commit: it takes room */
+	kv_batch_clear(b);
+	kv_track(kv);
+	cr_expect_eq(kv_get(kv, "P000", 4, &v, &i), 0);
+	free(v);
+	cr_expect_eq(kv_batch_room(b), l->batch_actions - 1);
+	cr_expect_not(kv_untrack(kv));
+	cr_expect_eq(kv_batch_room(b), l->batch_actions);
+	kv_batch_free(b);
 }
 
 Test(kv, limits_bytes)

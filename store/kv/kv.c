@@ -14,7 +14,12 @@
  * engine's.
  *
  * Limits: the counts are of operations as added: a key put twice counts
- * twice, though an engine may collapse them.
+ * twice, though an engine may collapse them. A batch's actions are counted
+ * exactly as it is built (kv_batch_room): on an engine whose range deletes
+ * cost one action per key (kv_limits.range_per_key), the keys a range
+ * covers when it is added, read here keys-only (a key the batch also puts
+ * or deletes counts twice: an upper bound); a commit past batch_actions is
+ * refused here, never sent.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -218,10 +223,14 @@ int kv_open(struct kv **out, const char *where, const struct kv_options *opt)
 		return rc;
 	kv->family = o.family;
 	kv->strict = o.strict;
+	if (!kv->limits.batch_actions)
+		kv->limits.batch_actions = kv->limits.batch_ops;
 	if (o.strict) {
 		struct kv_limits *l = &kv->limits;
 		if (l->batch_ops > KV_ETCD_TXN_OPS)
 			l->batch_ops = KV_ETCD_TXN_OPS;
+		if (l->batch_actions > KV_ETCD_TXN_OPS)
+			l->batch_actions = KV_ETCD_TXN_OPS;
 		if (l->batch_bytes > KV_ETCD_BATCH_BYTES)
 			l->batch_bytes = KV_ETCD_BATCH_BYTES;
 		if (l->value_bytes > KV_ETCD_BATCH_BYTES)
@@ -640,6 +649,7 @@ void kv_batch_put(struct kv_batch *b, const char *key, size_t klen,
 		  const char *val, size_t vlen)
 {
 	b->ops++;
+	b->actions++;
 	b->bytes += klen + vlen;
 	b->put_bytes += klen + vlen;
 	if (vlen > b->value_max)
@@ -658,6 +668,7 @@ void kv_batch_patch(struct kv_batch *b, const char *key, size_t klen,
 	/* counted as a put of the bytes it carries (the engine's operand adds
 	 * a few bytes of header) */
 	b->ops++;
+	b->actions++;
 	b->bytes += klen + len;
 	b->put_bytes += klen + len;
 	if (len > b->value_max)
@@ -668,6 +679,7 @@ void kv_batch_patch(struct kv_batch *b, const char *key, size_t klen,
 void kv_batch_delete(struct kv_batch *b, const char *key, size_t klen)
 {
 	b->ops++;
+	b->actions++;
 	b->bytes += klen;
 	b->deletes++;
 	b->kv->ops->batch_delete(b, key, klen);
@@ -678,6 +690,7 @@ void kv_batch_expect(struct kv_batch *b, const char *key, size_t klen,
 {
 	cond_add(&b->conds, &b->nconds, &b->capconds, key, klen, ver);
 	b->ops++;
+	b->actions++;
 	b->bytes += klen;
 }
 
@@ -689,15 +702,18 @@ static void batch_drop_conds(struct kv_batch *b)
 }
 
 /*
- * Strict mode: the keys [lo, hi) holds now, counted up to one past a slice
- * (kv_range_keys), through the backend so that kv_counts stays the store's.
- * A bound naming no family counts its lower bound's family only.
+ * The keys [lo, hi) holds now, counted up to @max + 1, through the backend
+ * so that kv_counts stays the store's: strict mode's range deletes (up to
+ * one past a slice, kv_range_keys) and, on an engine whose range deletes
+ * cost an action per key, every range delete (up to one past a commit). A
+ * bound naming no family counts its lower bound's family only. A read that
+ * fails counts what it read: the engine's own check at commit stands.
  */
-static size_t strict_range_keys(struct kv *kv, const char *lo, size_t lolen,
-				const char *hi, size_t hilen)
+static size_t range_keys_now(struct kv *kv, const char *lo, size_t lolen,
+			     const char *hi, size_t hilen, size_t max)
 {
-	size_t n = 0, max = kv_range_keys(kv);
 	struct kv_iter *it = NULL;
+	size_t n = 0;
 
 	if (kv->ops->iter_open(&it, kv, lo, lolen, hi, hilen, KV_ITER_KEYS_ONLY,
 			       NULL))
@@ -712,8 +728,20 @@ static size_t strict_range_keys(struct kv *kv, const char *lo, size_t lolen,
 void kv_batch_delete_range(struct kv_batch *b, const char *lo, size_t lolen,
 			   const char *hi, size_t hilen)
 {
-	if (b->kv->strict)
-		b->range_keys += strict_range_keys(b->kv, lo, lolen, hi, hilen);
+	struct kv *kv = b->kv;
+	const struct kv_limits *l = &kv->limits;
+
+	if (l->range_per_key || kv->strict) {
+		size_t max = kv->strict ? kv_range_keys(kv) : 0, n;
+
+		if (l->range_per_key && l->batch_actions > max)
+			max = l->batch_actions;
+		n = range_keys_now(kv, lo, lolen, hi, hilen, max);
+		b->range_keys += n;
+		b->actions += l->range_per_key ? n : 1;
+	} else {
+		b->actions++;
+	}
 	b->ops++;
 	b->bytes += lolen + hilen;
 	b->deletes++;
@@ -738,9 +766,30 @@ bool kv_batch_fits(const struct kv_batch *b, size_t klen, size_t vlen)
 	       klen + vlen <= l->batch_bytes - b->bytes;
 }
 
+size_t kv_batch_room(const struct kv_batch *b)
+{
+	size_t max = b->kv->limits.batch_actions, used = b->actions;
+
+	if (max == SIZE_MAX)
+		return SIZE_MAX;
+	if (track.kv == b->kv && b->nconds == 0) /* its commit's conditions */
+		used += track.n;
+	return used < max ? max - used : 0;
+}
+
+size_t kv_batch_range_room(const struct kv_batch *b)
+{
+	size_t room = kv_batch_room(b);
+
+	if (b->kv->limits.range_per_key || !room)
+		return room;
+	return kv_range_keys(b->kv);
+}
+
 void kv_batch_clear(struct kv_batch *b)
 {
 	b->ops = b->bytes = b->put_bytes = b->deletes = b->value_max = 0;
+	b->actions = 0;
 	b->range_keys = 0;
 	batch_drop_conds(b);
 	b->kv->ops->batch_clear(b);
@@ -754,17 +803,20 @@ static int batch_commit(struct kv *kv, struct kv_batch *b, bool sync)
 	unsigned epoch = 0;
 	int rc;
 
-	if (b->ops > l->batch_ops || b->bytes > l->batch_bytes ||
+	if (b->actions > l->batch_actions || b->bytes > l->batch_bytes ||
 	    b->value_max > l->value_bytes) {
 		plog(LOG_ERR,
-		     "%s: a batch of %zu operations, %zu bytes (largest value "
-		     "%zu) exceeds the engine's limits (%zu, %zu, %zu)",
-		     kv->ops->name, b->ops, b->bytes, b->value_max,
-		     l->batch_ops, l->batch_bytes, l->value_bytes);
+		     "%s: a batch of %zu actions (%zu operations), %zu bytes "
+		     "(largest value %zu) exceeds the engine's limits (%zu, "
+		     "%zu, %zu)",
+		     kv->ops->name, b->actions, b->ops, b->bytes, b->value_max,
+		     l->batch_actions, l->batch_bytes, l->value_bytes);
 		return -E2BIG;
 	}
-	if (kv->strict && b->range_keys > kv_range_keys(kv)) {
-		/* etcd would apply it, stalling the cluster meanwhile */
+	if (kv->strict && !l->range_per_key &&
+	    b->range_keys > kv_range_keys(kv)) {
+		/* etcd would apply it, stalling the cluster meanwhile (an
+		 * engine that counts the keys as actions checked them above) */
 		plog(LOG_ERR,
 		     "%s: a batch's range deletes cover %zu keys, more than a "
 		     "slice of %zu (strict)",
@@ -786,7 +838,7 @@ static int batch_commit(struct kv *kv, struct kv_batch *b, bool sync)
 
 int kv_batch_commit(struct kv *kv, struct kv_batch *b, bool sync)
 {
-	size_t ops = b->ops, bytes = b->bytes;
+	size_t ops = b->ops, actions = b->actions, bytes = b->bytes;
 	bool tracked = track.kv == kv && b->nconds == 0;
 	int rc;
 
@@ -805,6 +857,7 @@ int kv_batch_commit(struct kv *kv, struct kv_batch *b, bool sync)
 	rc = batch_commit(kv, b, sync);
 	batch_drop_conds(b);
 	b->ops = ops;
+	b->actions = actions;
 	b->bytes = bytes;
 	if (rc == -EAGAIN)
 		track.conflict = true;

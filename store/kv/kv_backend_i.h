@@ -136,6 +136,7 @@ struct kv_cond {
 struct kv_batch {
 	struct kv *kv;
 	size_t ops;	  /* operations added */
+	size_t actions;	  /* of a commit, counted exactly (kv_batch_room) */
 	size_t bytes;	  /* keys and values added (see kv_batch_bytes) */
 	size_t put_bytes; /* keys and values put */
 	size_t deletes;	  /* point and range deletes */

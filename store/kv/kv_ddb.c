@@ -39,8 +39,12 @@
  * Limits (kv_limits): a transaction holds 100 actions and 4 MB, an item
  * 400 KB, a sort key 1024 bytes (a longer key is refused: -ENAMETOOLONG).
  * A range delete is expanded into the keys it covers at commit, each one
- * action: batch_ops and range_keys are set so that a batch of both, plus
- * the lease's check, fits 100. Iterators are no snapshots (DynamoDB has
+ * action: the seam counts them (range_per_key), and a commit holds 99
+ * actions counted so (batch_actions; the 100th is the lease's check), so
+ * that a batch filled exactly (kv_batch_room: a rename's copies, 98 puts
+ * and its record; its slices, 99 deletes) fits. The limits a batch sized
+ * without counting goes by are half of that each (batch_ops, range_keys):
+ * a batch of both, its conditions among its operations, fits. Iterators are no snapshots (DynamoDB has
  * none): a page read after a commit sees it. Watches read the table's
  * stream (kv_ddb_watch.c: revisions are its pages, not commits); no
  * shared writers yet.
@@ -662,6 +666,8 @@ int kv_ddb_open(struct kv **out, const char *url, const struct kv_options *opt)
 		     ((uint64_t)getpid() << 20);
 	/* a transaction's actions: the batch's operations, the keys its
 	 * range deletes cover, and the lease's check */
+	kv->base.limits.batch_actions = KVD_TXN_ITEMS - 1;
+	kv->base.limits.range_per_key = true;
 	kv->base.limits.batch_ops = (KVD_TXN_ITEMS - 2) / 2;
 	kv->base.limits.range_keys = (KVD_TXN_ITEMS - 2) / 2;
 	kv->base.limits.batch_bytes = (4u << 20) - (256u << 10);

@@ -21,9 +21,11 @@
  * When it fails: the lease's check -> fenced, -EROFS; another condition ->
  * -EAGAIN; nothing was written either way.
  *
- * Limits: a plan of more than 99 actions (a range covering more keys than
- * kv_range_keys() says) is refused with -E2BIG, nothing written; a key
- * longer than a sort key can be, put, is refused with -ENAMETOOLONG.
+ * Limits: kv.c counted the batch's actions as it was built (the keys a
+ * range covered then, kv_limits.range_per_key) and sends none past 99; a
+ * plan of more than 99 actions all the same (a range that gained keys
+ * since) is refused here with -E2BIG, nothing written; a key longer than
+ * a sort key can be, put, is refused with -ENAMETOOLONG.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -492,7 +494,7 @@ int kvd_batch_commit(struct kv *kv_, struct kv_batch *b_, bool sync,
 		plog(LOG_ERR,
 		     "dynamodb: table %s: a batch of %zu operations is more "
 		     "than the %d actions of one transaction (its range "
-		     "deletes covered more keys than a slice)",
+		     "deletes covered more keys than when added)",
 		     kv->table, b->n, KVD_TXN_ITEMS - 1);
 	if (!rc)
 		rc = kvd_prepare(kv, &p);

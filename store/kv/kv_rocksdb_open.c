@@ -438,7 +438,10 @@ int kv_rocksdb_open(struct kv **out, const char *dir,
 	if (!kv)
 		return -ENOMEM;
 	kv->base.ops = &kvr_ops;
-	kv->base.limits = (struct kv_limits){SIZE_MAX, SIZE_MAX, SIZE_MAX, 0};
+	kv->base.limits = (struct kv_limits){.batch_ops = SIZE_MAX,
+					     .batch_bytes = SIZE_MAX,
+					     .value_bytes = SIZE_MAX,
+					     .batch_actions = SIZE_MAX};
 	/*
 	 * Size memtables to the disk: flushing one needs its size again on
 	 * disk, so a 32 MiB memtable on a 64 MiB file system would wedge it.

@@ -7,6 +7,8 @@
 #   diff -r clean, and again after a remount; pathfsctl -s URL reads it;
 # - a second mount of the table on this machine is another mount of the
 #   writer's (a writer elsewhere is refused: test_kv's one_writer_per_store);
+# - a rename of a 1,000-entry folder in about 2N/98 transactions (pathfsctl
+#   stats: at most ceil(2N/98) + 4);
 # - the writer killed (kill -9) in the middle of a 2,000-entry folder
 #   rename: a second daemon mounts once the lease expires, finishes the
 #   rename from the journal, nothing is lost, fsck is clean.
@@ -67,6 +69,28 @@ pfs_umount
 check "pathfsctl -s URL ls" \
 	bash -c "'$PATHFSCTL' -s '$STORE' ls / | grep -q ' cp\$'"
 check "fsck is clean after the fixture" pfs_fsck
+
+# ---- a folder rename's transactions: about 2N/98 ------------------------------
+# copies of 98 entries with the journal record, then slices of 99 deletes,
+# each one transaction with the lease's check (kv_batch_room): at most
+# ceil(2N/98) and the first, the last and a slice cut short
+N=1000
+kv_txns() {
+	"$PATHFSCTL" -s "$STORE" stats --json | python3 -c \
+		'import json,sys; print(json.load(sys.stdin)["kv"]["txns"])'
+}
+check "plant a 1,000-entry folder" "$PLANT" many "$STORE" main /count $N
+pfs_mount -o "log=$T/a.log"
+t0=$(kv_txns)
+check "mv of the 1,000-entry folder" mv "$MNT/count" "$MNT/counted"
+t1=$(kv_txns)
+echo "# mv of $N entries: $((t1 - t0)) transactions (2N/98: $(((2 * N + 97) / 98)))"
+check "... in at most ceil(2N/98) + 4 transactions" \
+	[ $((t1 - t0)) -le $(((2 * N + 97) / 98 + 4)) ]
+check "... $N entries under the new name" \
+	[ "$(ls "$MNT/counted" | wc -l)" = $N ]
+check "... the old name is gone" [ ! -e "$MNT/count" ]
+pfs_umount
 
 # ---- the writer killed mid-rename, another daemon takes over -----------------
 check "plant a 2,000-entry folder" "$PLANT" many "$STORE" main /big 2000

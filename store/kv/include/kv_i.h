@@ -10,9 +10,10 @@
  * negative errno and a log line.
  *
  * Limits: an engine may bound what one batch holds (kv_limits(): operations,
- * bytes, the largest value). The store sizes its batches by them; a batch
- * that exceeds them is refused at commit with -E2BIG, never split (splitting
- * would give up its atomicity). The embedded RocksDB store has no limits
+ * bytes, the largest value). The store sizes its batches by them, or fills
+ * a batch to the exact room the seam counts (kv_batch_room); a batch that
+ * exceeds them is refused at commit with -E2BIG before the engine sees it,
+ * never split (splitting would give up its atomicity). The embedded RocksDB store has no limits
  * unless opened strict (kv_options.strict), which enforces etcd's defaults so
  * that the unit suites catch a batch that would not fit on etcd.
  *
@@ -47,15 +48,34 @@ enum kv_family {
 	KV_FAMILIES
 };
 
-/* What one batch may hold; SIZE_MAX where the engine sets no bound. */
+/*
+ * What one batch may hold; SIZE_MAX where the engine sets no bound.
+ *
+ * Two ways to size a batch. By the limits: a batch of at most batch_ops
+ * operations whose range deletes cover at most range_keys keys fits,
+ * whatever they are (most of the store's batches, which mix puts, deletes
+ * and ranges, are sized so). Or exactly, by what the seam counts
+ * (kv_batch_room): one commit holds batch_actions actions, an operation
+ * being one and, on an engine that applies a range delete as one action per
+ * key it covers (range_per_key: DynamoDB, which has no range delete), the
+ * keys it covers instead; batches of one kind (a rename's copies, its
+ * slices of deletes) fill themselves so. kv_batch_commit() refuses a batch
+ * by the exact count. On etcd and RocksDB the two agree (a range delete is
+ * one operation): batch_actions is batch_ops.
+ */
 struct kv_limits {
 	size_t batch_ops;   /* operations (put, delete, delete-range) */
 	size_t batch_bytes; /* kv_batch_bytes() */
 	size_t value_bytes; /* one value */
 	/* keys one batch's range deletes may cover (kv_range_keys); 0:
-	 * batch_ops * KV_RANGE_SLICE_OPS. DynamoDB expands a range delete
-	 * into one action per key. */
+	 * batch_ops * KV_RANGE_SLICE_OPS. */
 	size_t range_keys;
+	/* actions one commit holds, counted exactly (kv_batch_room); 0 at
+	 * open: batch_ops */
+	size_t batch_actions;
+	/* each key a range delete covers is an action (counted when it is
+	 * added, by a keys-only read of the range), the range itself none */
+	bool range_per_key;
 };
 
 /* etcd's defaults (--max-txn-ops 128, --max-request-bytes 1.5 MiB), less
@@ -387,10 +407,28 @@ size_t kv_batch_count(const struct kv_batch *b);
 size_t kv_batch_bytes(const struct kv_batch *b);
 /* true if one more put of @klen + @vlen bytes still fits the limits */
 bool kv_batch_fits(const struct kv_batch *b, size_t klen, size_t vlen);
+/*
+ * The actions @b may still take, counted exactly (struct kv_limits): its
+ * operations, the keys its range deletes covered when added (range_per_key
+ * engines), its conditions, and the conditions its commit will add (this
+ * thread's tracked reads of the store, kv_track, as many as it has made so
+ * far). A batch filled up to it commits, bytes allowing; one past it is
+ * refused (-E2BIG).
+ */
+size_t kv_batch_room(const struct kv_batch *b);
+/*
+ * The most keys a range delete added to @b now may cover, the batch still
+ * fitting: kv_batch_room() on an engine whose range deletes cost an action
+ * per key; else kv_range_keys() (one operation however many keys), 0 if @b
+ * has no room for one more operation.
+ */
+size_t kv_batch_range_room(const struct kv_batch *b);
 void kv_batch_clear(struct kv_batch *b);
 /*
  * Commits @b atomically (synced if @sync or the store's sync option).
- * Errors: -E2BIG (exceeds kv_limits(), nothing written), -EAGAIN (a
+ * Errors: -E2BIG (exceeds kv_limits(): more actions than batch_actions,
+ * see kv_batch_room, more bytes than batch_bytes, or a value longer than
+ * value_bytes; nothing written, nothing sent), -EAGAIN (a
  * condition, kv_batch_expect, failed: nothing written), -ENOSPC, -EROFS,
  * -EIO.
  */
