@@ -233,9 +233,12 @@ static int lone_try(struct fs *fs)
 {
 	int rc = tree_lone_try(fs->tree);
 
+	if (rc == 0) /* asked while it went alone: publish at once */
+		share_later(fs, tree_share(fs->tree));
 	if (rc && rc != -EAGAIN)
-		plog(LOG_WARNING, "is this writer alone on the drive: %s "
-				  "(asked again in %d s)",
+		plog(LOG_WARNING,
+		     "is this writer alone on the drive: %s "
+		     "(asked again in %d s)",
 		     strerror(-rc), RECLAIM_DEAD_S);
 	return rc;
 }

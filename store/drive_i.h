@@ -69,13 +69,13 @@ struct tree {
 		uint64_t ver;
 	} seen; /* protected by seen_lock */
 
-	/* lone.c: this shared writer alone on the drive, taking no holds,
+	/* lone.c, hold.c: this shared writer alone on the drive, taking no holds,
 	 * and the inodes it has open meanwhile (held when another joins) */
 	pthread_mutex_t lone_lock;
-	bool lone;	      /* protected by lone_lock */
-	bool lone_asked;      /* protected by lone_lock: LONE changed */
-	int lone_watches;     /* protected by lone_lock: watches standing */
-	uint64_t *lone_inos;  /* protected by lone_lock */
+	bool lone;		 /* protected by lone_lock */
+	bool lone_asked;	 /* protected by lone_lock: LONE changed */
+	int lone_watches;	 /* protected by lone_lock: watches standing */
+	uint64_t *lone_inos;	 /* protected by lone_lock */
 	size_t lone_n, lone_cap; /* protected by lone_lock */
 
 	struct tree *next; /* protected by store->lock */

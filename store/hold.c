@@ -52,16 +52,7 @@
 #include "log.h"
 #include "tree_i.h"
 
-#define ID_HEX 16
-
-/* The hex of writer @id into @hex (ID_HEX digits, no NUL). */
-static void id_hex(char hex[ID_HEX], uint64_t id)
-{
-	static const char digits[] = "0123456789abcdef";
-
-	for (int i = ID_HEX - 1; i >= 0; i--, id >>= 4)
-		hex[i] = digits[id & 0xf];
-}
+#define ID_HEX KEY_ID_HEX
 
 /* Whether the list @v (@len bytes) names writer @hex; its offset in *at. */
 static bool names(const char *v, size_t len, const char hex[ID_HEX], size_t *at)
@@ -73,6 +64,58 @@ static bool names(const char *v, size_t len, const char hex[ID_HEX], size_t *at)
 			return true;
 		}
 	return false;
+}
+
+/* This writer alone on the drive (lone.c): no other live writer holds
+ * anything (a joiner waits for tree_share() first). */
+static bool alone(struct tree *t)
+{
+	bool lone;
+
+	pthread_mutex_lock(&t->lone_lock);
+	lone = t->lone;
+	pthread_mutex_unlock(&t->lone_lock);
+	return lone;
+}
+
+static bool keep_alone(struct tree *t, uint64_t ino)
+{
+	bool lone;
+
+	pthread_mutex_lock(&t->lone_lock);
+	lone = t->lone;
+	for (size_t i = 0; lone && i < t->lone_n; i++)
+		if (t->lone_inos[i] == ino)
+			goto out; /* kept already */
+	if (lone && t->lone_n == t->lone_cap) {
+		size_t cap = t->lone_cap ? 2 * t->lone_cap : 64;
+		uint64_t *v = realloc(t->lone_inos, cap * sizeof(*v));
+
+		if (!v)
+			abort(); /* as adding to a batch does */
+		t->lone_inos = v;
+		t->lone_cap = cap;
+	}
+	if (lone)
+		t->lone_inos[t->lone_n++] = ino;
+out:
+	pthread_mutex_unlock(&t->lone_lock);
+	return lone;
+}
+
+static bool forget_kept(struct tree *t, uint64_t ino)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&t->lone_lock);
+	for (size_t i = 0; i < t->lone_n && !found; i++) {
+		if (t->lone_inos[i] != ino)
+			continue;
+		t->lone_inos[i] = t->lone_inos[--t->lone_n];
+		found = true;
+	}
+	pthread_mutex_unlock(&t->lone_lock);
+	return found;
 }
 
 /* Reads HOLD#@ino into *v (NULL and 0 when there is none). */
@@ -128,12 +171,12 @@ static int held_by(struct tree *t, uint64_t ino, bool self, bool *held,
 	 * are the caller's (TREE_KEEP_ORPHAN), and a hold of its own left
 	 * from before goes with its queued drop. A reclaim reads on: it
 	 * must not free a file this writer holds open */
-	if (!tree_shared(t) || (!self && lone_now(t)))
+	if (!tree_shared(t) || (!self && alone(t)))
 		return 0;
 	rc = read_holds(t, ino, &v, &len);
 	if (rc)
 		return rc;
-	id_hex(hex, kv_writer_id(t->store->kv));
+	key_id_hex(hex, kv_writer_id(t->store->kv));
 	own = names(v, len, hex, &at);
 	/* this writer is named once at most */
 	*held = len > (!self && own ? ID_HEX : 0);
@@ -193,7 +236,7 @@ static int hold_once(struct tree *t, uint64_t ino)
 		rc = inode_exists(t, ino);
 	if (rc)
 		goto out;
-	id_hex(hex, kv_writer_id(t->store->kv));
+	key_id_hex(hex, kv_writer_id(t->store->kv));
 	if (names(v, len, hex, NULL))
 		goto out; /* already (an unhold of ours that failed) */
 	if (len)	  /* (none: v is NULL, no memcpy from it) */
@@ -213,20 +256,21 @@ void hold_batch_new(struct tree *t, struct kv_batch *b, uint64_t ino)
 {
 	char hex[ID_HEX];
 
-	if (!tree_shared(t) || lone_keep(t, ino))
+	if (!tree_shared(t) || keep_alone(t, ino))
 		return;
-	id_hex(hex, kv_writer_id(t->store->kv));
+	key_id_hex(hex, kv_writer_id(t->store->kv));
 	put_holds(t, b, ino, hex, ID_HEX);
 }
 
-int hold_publish(struct tree *t, uint64_t ino)
+/* tree_hold() of a writer not alone, or publishing what it kept alone. */
+static int hold_publish(struct tree *t, uint64_t ino)
 {
 	return TREE_TRACKED(t, hold_once(t, ino));
 }
 
 int tree_hold(struct tree *t, uint64_t ino)
 {
-	if (!tree_shared(t) || lone_keep(t, ino))
+	if (!tree_shared(t) || keep_alone(t, ino))
 		return 0;
 	return hold_publish(t, ino);
 }
@@ -262,7 +306,7 @@ static int unhold_add(struct tree *t, struct kv_batch *b, uint64_t ino,
 	rc = read_holds(t, ino, &v, &len);
 	if (rc)
 		goto out;
-	id_hex(hex, kv_writer_id(t->store->kv));
+	key_id_hex(hex, kv_writer_id(t->store->kv));
 	if (!names(v, len, hex, &at))
 		goto out;
 	memmove(v + at, v + at + ID_HEX, len - at - ID_HEX);
@@ -320,7 +364,7 @@ int hold_drop(struct tree *t, const uint64_t *inos, size_t n, bool *last)
 		return -ENOMEM;
 	held_last = (bool *)(held + n);
 	for (size_t i = 0; i < n; i++)
-		if (!lone_forget(t, inos[i]))
+		if (!forget_kept(t, inos[i]))
 			held[m++] = inos[i];
 	if (m)
 		rc = TREE_TRACKED(t, unhold_once(t, held, m, held_last));
@@ -349,7 +393,7 @@ static int prune_once(struct tree *t, uint64_t ino, const uint64_t *live,
 		for (size_t j = 0; j < nlive && !alive; j++) {
 			char hex[ID_HEX];
 
-			id_hex(hex, live[j]);
+			key_id_hex(hex, live[j]);
 			alive = !memcmp(v + i, hex, ID_HEX);
 		}
 		if (alive) {
@@ -395,5 +439,36 @@ int hold_prune(struct tree *t, const uint64_t *live, size_t nlive)
 	sbuf_release(&lo);
 	sbuf_release(&hi);
 	sbuf_release(&pre);
+	return rc;
+}
+
+int tree_share(struct tree *t)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&t->lone_lock);
+	if (t->lone && t->lone_asked) {
+		for (size_t i = 0; i < t->lone_n && !rc; i++) {
+			rc = hold_publish(t, t->lone_inos[i]);
+			if (rc == -ENOENT)
+				rc = 0; /* removed since: nothing to keep */
+		}
+		if (!rc)
+			rc = lone_unlone(t);
+		if (!rc) {
+			plog(LOG_NOTICE,
+			     "drive %s: a writer joins: this one published the "
+			     "holds of its %zu open files",
+			     t->name, t->lone_n);
+			t->lone = false;
+			t->lone_n = 0;
+		}
+	}
+	pthread_mutex_unlock(&t->lone_lock);
+	if (rc)
+		plog(LOG_WARNING,
+		     "drive %s: publishing this writer's open files for a "
+		     "joining writer: %s (tried again)",
+		     t->name, strerror(-rc));
 	return rc;
 }

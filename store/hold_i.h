@@ -31,11 +31,6 @@ int hold_by_others(struct tree *t, uint64_t ino, bool *others, bool *mine);
  * tree_reclaim_dead, meets those it holds open itself). */
 int hold_by_any(struct tree *t, uint64_t ino, bool *held);
 
-/* Records this writer's hold of @ino (HOLD#) in a conditioned commit of its
- * own: tree_hold(), but for a writer that was alone (lone.c), publishing
- * what it kept in memory. Errors: as tree_hold. */
-int hold_publish(struct tree *t, uint64_t ino);
-
 /* Adds to @b this writer's hold of @ino, an inode @b makes (nobody else can
  * hold it yet: no read needed). A sole writer: nothing; one alone keeps it in memory (lone.c). */
 void hold_batch_new(struct tree *t, struct kv_batch *b, uint64_t ino);

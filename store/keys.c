@@ -457,6 +457,14 @@ void key_locks(struct sbuf *b, const char *drive)
 	sbuf_adds(b, kind_names[KEY_LOCKS]);
 }
 
+void key_id_hex(char hex[KEY_ID_HEX], uint64_t id)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (int i = KEY_ID_HEX - 1; i >= 0; i--, id >>= 4)
+		hex[i] = digits[id & 0xf];
+}
+
 void key_lone(struct sbuf *b, const char *drive)
 {
 	key_drive_prefix(b, drive);

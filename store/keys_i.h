@@ -168,6 +168,10 @@ void key_xtmp_map(struct sbuf *b, const char *drive, uint64_t seq,
 void key_xtmp_mark(struct sbuf *b, const char *drive, uint64_t seq);
 void key_secret(struct sbuf *b, const char *drive);
 void key_locks(struct sbuf *b, const char *drive);
+/* A writer's id (kv_writer_id) as HOLD# values and LONE spell it: 16 hex
+ * digits, no NUL. */
+#define KEY_ID_HEX 16
+void key_id_hex(char hex[KEY_ID_HEX], uint64_t id);
 void key_lone(struct sbuf *b, const char *drive);
 void key_hold(struct sbuf *b, const char *drive, uint64_t ino);
 

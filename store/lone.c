@@ -29,10 +29,12 @@
  *    alone listed the writers after its read of LONE, so if it missed the
  *    joiner, the joiner's put comes after that read and one of the two
  *    conditioned puts fails: never a lone writer and a joiner at work.
- *  - Publishing (tree_share, on the reclaim thread once the watch hears
- *    LONE change, lone_heard): under lone_lock, so no open or close of
- *    this writer passes meanwhile, it holds every inode it has open
- *    (hold_publish), puts "-" in LONE, and stops keeping opens.
+ *  - Publishing (tree_share, hold.c, on the reclaim thread once the watch
+ *    hears LONE change, lone_heard): under lone_lock, so no open or close
+ *    of this writer passes meanwhile, it holds every inode it has open,
+ *    puts "-" in LONE (lone_unlone), and stops keeping opens.
+ * The opens kept in memory, and the publishing, are hold.c's; this file
+ * is the LONE key's protocol.
  * A writer whose watch restarts asks itself (it may have missed the ask
  * meanwhile).
  * A joiner waits LONE_WAIT_S at most for a writer that is alive and does
@@ -49,25 +51,16 @@
 #include <time.h>
 
 #include "drive_i.h"
-#include "hold_i.h"
 #include "keys_i.h"
 #include "log.h"
 #include "lone_i.h"
 
-#define LONE_ID_HEX  16
+#define LONE_ID_HEX  KEY_ID_HEX
 #define LONE_WAIT_S  30 /* a join's wait for a live lone writer to publish */
 #define LONE_POLL_MS 50
 
 /* What LONE says: nobody alone (0), @id alone (1), @id asked (2). */
 enum lone_state { LONE_NONE, LONE_ALONE, LONE_ASKED };
-
-static void hex16(char out[LONE_ID_HEX], uint64_t id)
-{
-	static const char digits[] = "0123456789abcdef";
-
-	for (int i = LONE_ID_HEX - 1; i >= 0; i--, id >>= 4)
-		out[i] = digits[id & 0xf];
-}
 
 /* Decodes LONE's value @v (@len bytes, NULL: missing) into *id. */
 static enum lone_state lone_parse(const char *v, size_t len, uint64_t *id)
@@ -115,7 +108,7 @@ static int lone_put(struct tree *t, enum lone_state state, uint64_t id)
 
 	v[0] = state == LONE_ASKED ? '?' : '-';
 	if (state != LONE_NONE) {
-		hex16(v + (state == LONE_ASKED), id);
+		key_id_hex(v + (state == LONE_ASKED), id);
 		len = LONE_ID_HEX + (state == LONE_ASKED);
 	}
 	key_lone(&k, t->name);
@@ -264,7 +257,7 @@ int tree_lone_try(struct tree *t)
 	     "drive %s: this writer is alone on it: its opens take no holds "
 	     "until another writer joins",
 	     t->name);
-	return tree_share(t); /* asked meanwhile: at once (else nothing) */
+	return 0; /* asked meanwhile: the caller's tree_share() publishes */
 }
 
 void lone_watching(struct tree *t, bool on)
@@ -281,7 +274,7 @@ bool lone_heard(struct tree *t, const char *v, size_t len)
 
 	/* a joiner asks a live lone writer by name; anything else (another
 	 * writer's "-", its own put seen late) is no ask */
-	hex16(me, kv_writer_id(t->store->kv));
+	key_id_hex(me, kv_writer_id(t->store->kv));
 	ask = !v || (len == LONE_ID_HEX + 1 && v[0] == '?' &&
 		     !memcmp(v + 1, me, LONE_ID_HEX));
 	pthread_mutex_lock(&t->lone_lock);
@@ -304,83 +297,7 @@ static int unlone_once(struct tree *t)
 	return lone_put(t, LONE_NONE, 0);
 }
 
-int tree_share(struct tree *t)
+int lone_unlone(struct tree *t)
 {
-	int rc = 0;
-
-	pthread_mutex_lock(&t->lone_lock);
-	if (t->lone && t->lone_asked) {
-		for (size_t i = 0; i < t->lone_n && !rc; i++) {
-			rc = hold_publish(t, t->lone_inos[i]);
-			if (rc == -ENOENT)
-				rc = 0; /* removed since: nothing to keep */
-		}
-		if (!rc)
-			rc = TREE_TRACKED(t, unlone_once(t));
-		if (!rc) {
-			plog(LOG_NOTICE,
-			     "drive %s: a writer joins: this one published the "
-			     "holds of its %zu open files",
-			     t->name, t->lone_n);
-			t->lone = false;
-			t->lone_n = 0;
-		}
-	}
-	pthread_mutex_unlock(&t->lone_lock);
-	if (rc)
-		plog(LOG_WARNING,
-		     "drive %s: publishing this writer's open files for a "
-		     "joining writer: %s (tried again)",
-		     t->name, strerror(-rc));
-	return rc;
-}
-
-bool lone_now(struct tree *t)
-{
-	bool lone;
-
-	pthread_mutex_lock(&t->lone_lock);
-	lone = t->lone;
-	pthread_mutex_unlock(&t->lone_lock);
-	return lone;
-}
-
-bool lone_keep(struct tree *t, uint64_t ino)
-{
-	bool lone;
-
-	pthread_mutex_lock(&t->lone_lock);
-	lone = t->lone;
-	for (size_t i = 0; lone && i < t->lone_n; i++)
-		if (t->lone_inos[i] == ino)
-			goto out; /* kept already */
-	if (lone && t->lone_n == t->lone_cap) {
-		size_t cap = t->lone_cap ? 2 * t->lone_cap : 64;
-		uint64_t *v = realloc(t->lone_inos, cap * sizeof(*v));
-
-		if (!v)
-			abort(); /* as adding to a batch does */
-		t->lone_inos = v;
-		t->lone_cap = cap;
-	}
-	if (lone)
-		t->lone_inos[t->lone_n++] = ino;
-out:
-	pthread_mutex_unlock(&t->lone_lock);
-	return lone;
-}
-
-bool lone_forget(struct tree *t, uint64_t ino)
-{
-	bool found = false;
-
-	pthread_mutex_lock(&t->lone_lock);
-	for (size_t i = 0; i < t->lone_n && !found; i++) {
-		if (t->lone_inos[i] != ino)
-			continue;
-		t->lone_inos[i] = t->lone_inos[--t->lone_n];
-		found = true;
-	}
-	pthread_mutex_unlock(&t->lone_lock);
-	return found;
+	return TREE_TRACKED(t, unlone_once(t));
 }

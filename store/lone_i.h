@@ -26,13 +26,8 @@ void lone_watching(struct tree *t, bool on);
  * watch restarted): true if a joiner asks this writer, alone, to publish
  * its holds (tree_share). */
 bool lone_heard(struct tree *t, const char *v, size_t len);
-/* Whether this writer is alone on the drive now: no other live writer
- * holds anything (a joiner waits for it first). */
-bool lone_now(struct tree *t);
-/* If this writer is alone: keeps @ino open in memory and returns true
- * (no HOLD# to write); else false. */
-bool lone_keep(struct tree *t, uint64_t ino);
-/* Whether @ino was kept in memory (lone_keep); it is no more. */
-bool lone_forget(struct tree *t, uint64_t ino);
+/* Puts "-" in LONE if it names this writer (it published its holds:
+ * tree_share, hold.c), in a conditioned change. Errors: as tree_commit. */
+int lone_unlone(struct tree *t);
 
 #endif

@@ -345,6 +345,7 @@ Test(keys, every_kind_in_its_own_range)
 	key_secret(&k[KEY_SECRET], "d");
 	key_locks(&k[KEY_LOCKS], "d");
 	key_hold(&k[KEY_HOLD], "d", 7);
+	key_lone(&k[KEY_LONE], "d");
 	for (int r = 0; r < KEY_KINDS; r++) {
 		sbuf_reset(&lo);
 		sbuf_reset(&hi);
