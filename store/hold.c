@@ -34,7 +34,9 @@
  * reclaim is dropped in the batch that frees it (hold_batch_drop,
  * hold_batch_unhold), at no cost of their own. A sole writer pays nothing,
  * not even a read, and neither does a shared writer alone on its drive
- * (lone.c: its opens are kept in memory until another writer joins). Limits: only opens hold: a file known to another
+ * (LONE, lone.c): it keeps its opens in memory (t->lone_inos) and holds
+ * them when another writer joins (tree_share, here; the joiner waits).
+ * Limits: only opens hold: a file known to another
  * writer's kernel but not open there (an O_PATH descriptor, a cached
  * entry) is freed by the remover, and that writer's later requests on it
  * are ESTALE. -o ro
@@ -78,6 +80,8 @@ static bool alone(struct tree *t)
 	return lone;
 }
 
+/* If this writer is alone: keeps @ino, open here, in memory (once) and
+ * returns true; else false (its hold is for HOLD#). */
 static bool keep_alone(struct tree *t, uint64_t ino)
 {
 	bool lone;
@@ -103,6 +107,7 @@ out:
 	return lone;
 }
 
+/* Whether @ino was kept in memory (keep_alone); it is no more. */
 static bool forget_kept(struct tree *t, uint64_t ino)
 {
 	bool found = false;

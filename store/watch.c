@@ -80,7 +80,6 @@ static void watch_change(void *arg, long long rev, const char *key, size_t klen,
 static void watch_reset(void *arg)
 {
 	struct tree_watch *tw = arg;
-
 	struct tree_change c = {.share = true};
 
 	lock_seen_drop(tw->t);
