@@ -381,11 +381,15 @@ static __thread struct {
 	size_t n, cap;
 } pin;
 
+/* Frees the pin's reads, the array too: a thread may end unpinned and
+ * its thread-local array with it (the daemon's idle workers do). */
 static void pin_drop_reads(void)
 {
 	for (size_t i = 0; i < pin.n; i++)
 		free(pin.reads[i].key);
-	pin.n = 0;
+	free(pin.reads);
+	pin.reads = NULL;
+	pin.n = pin.cap = 0;
 }
 
 void kv_pin(struct kv *kv)
