@@ -381,15 +381,21 @@ static __thread struct {
 	size_t n, cap;
 } pin;
 
+/* Frees the array *@a of *@n conditions (their keys too): empty. */
+static void conds_free(struct kv_cond **a, size_t *n, size_t *cap)
+{
+	for (size_t i = 0; i < *n; i++)
+		free((*a)[i].key);
+	free(*a);
+	*a = NULL;
+	*n = *cap = 0;
+}
+
 /* Frees the pin's reads, the array too: a thread may end unpinned and
  * its thread-local array with it (the daemon's idle workers do). */
 static void pin_drop_reads(void)
 {
-	for (size_t i = 0; i < pin.n; i++)
-		free(pin.reads[i].key);
-	free(pin.reads);
-	pin.reads = NULL;
-	pin.n = pin.cap = 0;
+	conds_free(&pin.reads, &pin.n, &pin.cap);
 }
 
 void kv_pin(struct kv *kv)
@@ -470,11 +476,7 @@ static __thread struct {
 
 static void track_end(void)
 {
-	for (size_t i = 0; i < track.n; i++)
-		free(track.reads[i].key);
-	free(track.reads);
-	track.reads = NULL;
-	track.n = track.cap = 0;
+	conds_free(&track.reads, &track.n, &track.cap);
 	track.kv = NULL;
 }
 
