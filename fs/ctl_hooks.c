@@ -99,6 +99,8 @@ void fs_ctl_begin(void *ctx, struct tree *t, const char *path,
 	}
 	fs->ctl_ino[0] = ino_at(fs, path);
 	fs->ctl_ino[1] = ino_at(fs, newpath);
+	/* fs_ctl_end tells the kernel: the watch need not (a shared writer) */
+	tree_watch_quiet(fs->tree, true);
 }
 
 void fs_ctl_end(void *ctx, struct tree *t, const char *path,
@@ -109,6 +111,7 @@ void fs_ctl_end(void *ctx, struct tree *t, const char *path,
 	uint64_t after0, after1, parent;
 	const char *name;
 
+	tree_watch_quiet(fs->tree, false);
 	if (!fs->ctl_busy)
 		goto inval;
 	after0 = ino_at(fs, path);

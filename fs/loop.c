@@ -184,7 +184,7 @@ static void *worker(void *arg)
 
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
 	/* its replies tell the kernel of its changes: the watch need not */
-	tree_watch_quiet(l->fs->tree);
+	tree_watch_quiet(l->fs->tree, true);
 	pthread_mutex_lock(&l->lock);
 	for (;;) {
 		if (holding != l) {

@@ -1103,7 +1103,7 @@ static int serve(struct options *o, struct fuse_args *args, const char *dir,
 		if (o->single) {
 			/* as fs_loop's threads: the watch need not hand
 			 * back what the replies tell */
-			tree_watch_quiet(sv.fs.tree);
+			tree_watch_quiet(sv.fs.tree, true);
 			rc = fuse_session_loop(sv.se);
 		} else {
 			/* one reader at a time, more threads for slow

@@ -30,8 +30,9 @@
  * A -o shared mount (one writer of several) watches the same way, for the
  * other writers' changes. Its own are not handed back when its request
  * threads made them (tree_watch_quiet: the replies told the kernel, as the
- * sole writer's do); those of its other threads are (the takeover of a
- * dead writer's rename, pathfsctl through the daemon): applied already,
+ * sole writer's do), nor a pathfsctl branch command's through the daemon
+ * (its end tells the kernel, ctl_hooks.c); those of its other threads are
+ * (the takeover of a dead writer's rename): applied already,
  * such a change costs the kernel a forgotten entry or page cache, and a
  * node put that names a place the table does not have for it moves the
  * inode only if the store still has it there (a quick second rename of its

@@ -126,9 +126,9 @@ int tree_watch(struct tree *t, tree_change_fn fn, void *ctx,
 	return 0;
 }
 
-void tree_watch_quiet(struct tree *t)
+void tree_watch_quiet(struct tree *t, bool on)
 {
-	kv_quiet(t->store->kv);
+	kv_quiet(on ? t->store->kv : NULL);
 }
 
 void tree_watch_stop(struct tree_watch *tw)

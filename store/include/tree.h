@@ -958,10 +958,12 @@ void tree_watch_stop(struct tree_watch *w);
  * the kernel): this process's watches (tree_watch) do not hand them back, so
  * they cost the caches nothing (kv_quiet: the watch waits for a quiet
  * commit's answer when it meets its change first). For the threads that
- * serve requests only: a change made for another writer (a takeover of its
- * rename) must be heard.
+ * serve requests, and a pathfsctl branch command's thread while it runs
+ * (its end tells the kernel, ctl_hooks.c), only: a change made for another
+ * writer (a takeover of its rename) must be heard. @on false: this
+ * thread's changes are heard again.
  */
-void tree_watch_quiet(struct tree *t);
+void tree_watch_quiet(struct tree *t, bool on);
 
 /*
  * Clones the branch at @src of drive @t to @dst of drive @dt (may equal @t):

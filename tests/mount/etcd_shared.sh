@@ -18,6 +18,8 @@
 #    orphan, no hold left) once B closes it;
 #  - mv of a non-empty folder leaves the tree intact, on both mounts
 #    (etcd_shared_mv: the folder rename among shared writers);
+#  - pathfsctl cp -r, mv and rm -r through A's daemon show on A at once
+#    (a file open below the moved branch reads whole), on B within 1 s;
 #  - pathfsctl fsck clean through a daemon, and unmounted at the end.
 # The 1 s limits are those of single changes. After a race's burst (100
 # rounds of changes from both mounts) each mount's watch has a backlog to
@@ -224,6 +226,27 @@ same_file "... the tree intact on A" "$T/before" "$T/after-a"
 check "... and moved on B" seen 1000 "mv on B" bash -c "[ -e '$B/dst/sub/deeper/d' ] && [ ! -e '$B/src' ]"
 manifest "$B/dst" "$T/after-b"
 same_file "... intact on B" "$T/before" "$T/after-b"
+
+# ---- pathfsctl branch commands through A's daemon ---------------------------
+# The daemon runs them (A serves the control socket); its watch does not
+# hand their changes back (tree_watch_quiet), so what the kernel cached on
+# A is dropped by the command's end alone, as on a sole writer: each shows
+# on A at once, on B within 1 s.
+ls -lR "$A/dst" >/dev/null
+stat "$A/copy" "$A/moved" >/dev/null 2>&1 || true # misses the kernel may cache
+"$PATHFSCTL" -s "$STORE" cp -r /dst /copy >"$T/ctl.out" 2>&1 || cat "$T/ctl.out"
+manifest "$A/copy" "$T/copy-a"
+same_file "pathfsctl cp -r through A: the copy on A at once" "$T/before" "$T/copy-a"
+check "... and on B" seen 1000 "copy on B" bash -c "[ -e '$B/copy/sub/deeper/d' ]"
+exec 7<"$A/copy/sub/f7"
+"$PATHFSCTL" -s "$STORE" mv /copy /moved >"$T/ctl.out" 2>&1 || cat "$T/ctl.out"
+check "pathfsctl mv through A: the new name on A at once" \
+	bash -c "[ -e '$A/moved/sub/deeper/d' ] && [ ! -e '$A/copy' ]"
+check "... a file open below reads whole" is "cat <&7 | wc -c" 7000
+"$PATHFSCTL" -s "$STORE" rm -r /moved >"$T/ctl.out" 2>&1 || cat "$T/ctl.out"
+check "pathfsctl rm -r through A: gone on A at once" bash -c "[ ! -e '$A/moved' ] && [ -z \"\$(ls '$A' | grep -x moved)\" ]"
+check "... and on B" seen 1000 "rm -r on B" bash -c "[ ! -e '$B/moved' ]"
+exec 7<&-
 
 check "fsck through a daemon is clean at the end" pfs_fsck
 MNT=$B pfs_umount

@@ -490,7 +490,8 @@ void kv_watch_stop(struct kv_watch *w);
  * after 256 later quiet commits is handed out as any other. Costs nothing
  * on an engine without watches. DynamoDB's commits make no revision to
  * match: its watches hand quiet commits back (its writer never watches).
- * One store per thread.
+ * One store per thread; @kv NULL: this thread's commits are handed out
+ * again.
  */
 void kv_quiet(struct kv *kv);
 
