@@ -7,12 +7,16 @@
  * after the copy passed it would be lost when the final batch drops the
  * source. So a writer's rename holds both branches, @src and @dst, from
  * before its batch 0 to the end, in one key of the drive, LOCKS: a list of
- * (journal record, writer, src, dst). The rename takes its lock in a commit
- * of its own, conditioned on LOCKS alone, before it reads what it moves
- * (tree_rename -> journal_hold): then the changes inside the branches, which
- * rewrite the folder's node, cannot keep failing its batch 0's conditions.
- * The end (journal_run, journal_rollback; journal_unhold for a rename that
- * did not journal) drops it in a commit of its own once the record is gone.
+ * (journal record, writer, src, dst). The rename takes its lock in its
+ * batch 0, which writes the record and is conditioned on what it read
+ * (lock_take_in). If another writer's change failed that, it takes the
+ * lock in a commit of its own, conditioned on LOCKS alone, before it reads
+ * what it moves again (tree_rename -> journal_hold): then the changes
+ * inside the branches, which rewrite the folder's node, cannot keep
+ * failing its batch 0. The final batch, which deletes the record, drops
+ * it (lock_drop_in); journal_rollback, journal_unhold (a rename that did
+ * not journal, a clone) and a sole writer's replay drop it in a commit of
+ * its own once the record is gone.
  *
  * Every conditioned change of a shared writer (TREE_TRACKED) reads LOCKS at
  * its first node read by path, tracked, so a lock taken after that fails
@@ -339,17 +343,36 @@ int lock_check_below(struct tree *t, const char *path)
 	return check(t, path, true);
 }
 
-/* lock_take(), once: the lock added to LOCKS as read, unless a held
- * branch and one of the two nest. */
-static int take_once(struct tree *t, uint64_t seq, const char *src,
-		     const char *dst)
+/* Adds to @b the put of LOCKS as @v, or its delete if @v is empty. */
+static void put_locks(struct tree *t, struct kv_batch *b, const struct sbuf *v)
+{
+	struct sbuf k = {0};
+
+	key_locks(&k, t->name);
+	if (v->len)
+		kv_batch_put(b, k.buf, k.len, v->buf, v->len);
+	else
+		kv_batch_delete(b, k.buf, k.len);
+	sbuf_release(&k);
+}
+
+int lock_take_in(struct tree *t, struct kv_batch *b, uint64_t seq,
+		 const char *src, const char *dst)
 {
 	struct branch_lock e = {seq, kv_writer_id(t->store->kv), (char *)src,
 				(char *)dst};
-	struct sbuf k = {0}, v = {0};
-	struct kv_batch *b;
+	struct sbuf v = {0};
 	int rc;
 
+	if (!tree_shared(t))
+		return 0;
+	if (!checking(t)) {
+		plog(LOG_ERR,
+		     "drive %s: a lock of %s -> %s outside a "
+		     "conditioned change",
+		     t->name, src, dst);
+		return -EIO; /* unconditioned, it could cross another's */
+	}
 	rc = lock_check_below(t, src);
 	if (rc == 0)
 		rc = lock_check_below(t, dst);
@@ -362,14 +385,44 @@ static int take_once(struct tree *t, uint64_t seq, const char *src,
 	if (sect.rawlen) /* else the first lock */
 		sbuf_add(&v, sect.raw, sect.rawlen);
 	encode_one(&v, &e);
-	key_locks(&k, t->name);
-	b = kv_batch_new(t->store->kv);
-	kv_batch_put(b, k.buf, k.len, v.buf, v.len);
-	rc = tree_commit(t, b); /* conditioned on LOCKS as read */
-	lock_seen_drop(t);	/* our own change: the watch is quiet on it */
-	kv_batch_free(b);
-	sbuf_release(&k);
+	put_locks(t, b, &v);
 	sbuf_release(&v);
+	return 0;
+}
+
+int lock_drop_in(struct tree *t, struct kv_batch *b, uint64_t seq)
+{
+	struct sbuf v = {0};
+	bool found = false;
+	int rc;
+
+	if (!checking(t))
+		return 0;
+	rc = sect_load(t);
+	for (size_t i = 0; rc == 0 && i < sect.n; i++) {
+		if (sect.l[i].seq == seq)
+			found = true;
+		else
+			encode_one(&v, &sect.l[i]);
+	}
+	if (rc == 0 && found)
+		put_locks(t, b, &v);
+	sbuf_release(&v);
+	return rc ? rc : found;
+}
+
+/* lock_take(), once: the lock added to LOCKS as read, unless a held
+ * branch and one of the two nest. */
+static int take_once(struct tree *t, uint64_t seq, const char *src,
+		     const char *dst)
+{
+	struct kv_batch *b = kv_batch_new(t->store->kv);
+	int rc = lock_take_in(t, b, seq, src, dst);
+
+	if (rc == 0)
+		rc = tree_commit(t, b); /* conditioned on LOCKS as read */
+	lock_seen_drop(t); /* our own change: the watch is quiet on it */
+	kv_batch_free(b);
 	return rc;
 }
 
@@ -420,10 +473,7 @@ static int rewrite(struct tree *t, uint64_t seq, bool drop, uint64_t from,
 		key_locks(&k, t->name);
 		b = kv_batch_new(t->store->kv);
 		kv_batch_expect(b, k.buf, k.len, ver);
-		if (v.len)
-			kv_batch_put(b, k.buf, k.len, v.buf, v.len);
-		else
-			kv_batch_delete(b, k.buf, k.len);
+		put_locks(t, b, &v);
 		rc = tree_commit(t, b);
 		lock_seen_drop(t);
 		kv_batch_free(b);

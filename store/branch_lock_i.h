@@ -53,6 +53,22 @@ int lock_check_below(struct tree *t, const char *path);
  * kv_get, tree_commit, -EIO. */
 int lock_take(struct tree *t, uint64_t seq, const char *src, const char *dst);
 
+/*
+ * The same in a conditioned change's own batch @b, whose commit writes the
+ * record: the lock's put added to @b, LOCKS as the change read it (the
+ * commit is conditioned on its version: a lock taken since fails it).
+ * Nothing for a sole writer. Errors: as lock_check_below (-EAGAIN, the
+ * change spoiled, if a held branch and one of the two nest).
+ */
+int lock_take_in(struct tree *t, struct kv_batch *b, uint64_t seq,
+		 const char *src, const char *dst);
+
+/* In a conditioned change of a shared writer that deletes record @seq: its
+ * lock's drop added to @b (LOCKS as the change read it). 1 if it had one, 0
+ * if not (or a sole writer: nothing added). After the commit, the writer's
+ * copy of LOCKS must go (lock_seen_drop). Errors: as kv_get, -EIO. */
+int lock_drop_in(struct tree *t, struct kv_batch *b, uint64_t seq);
+
 /* Drops record @seq's lock, if it has one, once the record is gone (a
  * commit of its own, again while another writer changes LOCKS). Errors: as
  * kv_get, tree_commit. */

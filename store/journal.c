@@ -52,10 +52,12 @@
  * and holds it for batch 0 and the final batch; it drops it while copying.
  * The caller keeps every request off both branches meanwhile (the daemon's
  * subtree lock); the parents may change, the final batch reads them fresh.
- * Among shared writers the rename holds the branch lock (branch_lock.c)
- * from before batch 0 (journal_hold), which keeps the other writers'
- * changes off both branches; the final batch is conditioned on what it
- * reads, and the lock goes after it.
+ * Among shared writers the rename holds the branch lock (branch_lock.c),
+ * which keeps the other writers' changes off both branches: taken in
+ * batch 0 (conditioned on every key it read, LOCKS among them), or, once
+ * another writer's change failed that, from before it reads again
+ * (journal_hold, tree_rename.c); the final batch is conditioned on what it
+ * reads and drops the lock (a takeover's too).
  *
  * Errors in the middle: a rename that replaced nothing is undone (the copies
  * and the record are dropped by batches of deletes only, which a full disk
@@ -89,6 +91,23 @@
 #include "log.h"
 
 /* ---- the rewrite -------------------------------------------------------- */
+
+/* Commits @b, the final batch of record @rec (which deletes it), with the
+ * drop of its branch lock if a shared writer holds one (rec->unlocked). */
+static int commit_final(struct tree *t, struct journal_rec *rec,
+			struct kv_batch *b, struct crash_hook *h)
+{
+	int rc = lock_drop_in(t, b, rec->seq);
+	bool dropped = rc == 1;
+
+	if (rc >= 0)
+		rc = journal_commit(t, b, h);
+	if (dropped) {
+		lock_seen_drop(t); /* ours: the watch is quiet on it */
+		rec->unlocked = rc == 0;
+	}
+	return rc;
+}
 
 /*
  * Copies every key of [lo, hi) after the record's cursor to the same suffix
@@ -282,7 +301,7 @@ static int finish_rename(struct tree *t, struct journal_rec *rec,
 		key_xtmp_mark(&k, t->name, rec->seq);
 		kv_batch_delete(b, k.buf, k.len);
 	}
-	rc = journal_commit(t, b, h);
+	rc = commit_final(t, rec, b, h);
 unlock:
 	tree_unlock_inodes(t, ino_s, ino_d, ino, 0);
 	node_release(&n);
@@ -335,7 +354,7 @@ static int finish_exchange(struct tree *t, struct journal_rec *rec,
 		goto unlock;
 	key_journal(&k, t->name, rec->seq);
 	kv_batch_delete(b, k.buf, k.len);
-	rc = journal_commit(t, b, h);
+	rc = commit_final(t, rec, b, h);
 unlock:
 	tree_unlock_inodes(t, ino_qa, ino_qb, ino_a, ino_b);
 	node_release(&na);
@@ -404,7 +423,7 @@ int journal_run(struct tree *t, struct journal_rec *rec, struct crash_hook *h,
 relock:
 	pthread_mutex_lock(&t->ns_lock);
 done:
-	if (rc == 0)
+	if (rc == 0 && !rec->unlocked)
 		rc = lock_release(t, rec->seq);
 	lock_own(was);
 	if (!ns_held)
@@ -523,13 +542,6 @@ int journal_rename_dir(struct tree *t, const char *src, const char *dst,
 	crash_hook_init(&h);
 	if (orphan)
 		*orphan = 0;
-	if (tree_shared(t) && !seq) {
-		/* unheld, it could cross another writer's change */
-		plog(LOG_ERR, "drive %s: rename %s -> %s without its lock",
-		     t->name, src, dst);
-		rc = -EIO;
-		goto out;
-	}
 	rec.seq = seq;
 	if (!seq) {
 		rc = tree_alloc_ino(t, &rec.seq);
@@ -580,8 +592,14 @@ int journal_rename_dir(struct tree *t, const char *src, const char *dst,
 		if (rc)
 			goto unlock;
 	}
+	/* a shared writer not holding the lock yet takes it in batch 0 */
+	rc = seq ? 0 : lock_take_in(t, b, rec.seq, src, dst);
+	if (rc)
+		goto unlock;
 	journal_rec_put(t, b, &rec);
 	rc = journal_commit(t, b, &h);
+	if (!seq && tree_shared(t))
+		lock_seen_drop(t); /* ours: the watch is quiet on it */
 	if (rc && orphan)
 		*orphan = 0;
 unlock:

@@ -23,14 +23,17 @@
  * exist, at least one is a non-empty folder; otherwise @dst is absent or an
  * empty folder, which it replaces). @wo (not NULL, not with an exchange):
  * the final batch leaves this whiteout at @src (tree_batch_whiteout()).
- * @seq: the record's number that journal_hold() gave, which a shared writer
- * must have; 0: a sole writer's, allocated here. */
+ * @seq: the record's number that journal_hold() gave; 0: allocated here,
+ * and a shared writer's (in a conditioned change, tree_track) takes the
+ * branch lock in batch 0 (lock_take_in). The final batch drops a shared
+ * writer's lock (lock_drop_in). */
 struct whiteout; /* batch_i.h */
 int journal_rename_dir(struct tree *t, const char *src, const char *dst,
 		       unsigned flags, const struct whiteout *wo, uint64_t seq,
 		       uint64_t *orphan);
-/* journal.c: a shared writer's folder rename, before it reads what it
- * moves: *seq gets its record's number, claimed (journal_claim), and the
+/* journal.c: a shared writer's folder rename whose batch 0 another
+ * writer's change failed, before it reads what it moves again, and a
+ * clone: *seq gets its record's number, claimed (journal_claim), and the
  * branch lock of @src and @dst is taken for it (lock_take). After the
  * rename, journal_unhold() drops the lock unless the record is left, and
  * the claim. Errors: as tree_alloc_ino, lock_take. */
@@ -99,6 +102,7 @@ struct journal_rec {
 				 * JOP_RENAME with JOURNAL_F_WHITEOUT: the
 				 * whiteout's ino, uid, gid */
 	bool dropping; /* in memory: drop_slices() began (no undo now) */
+	bool unlocked; /* in memory: the final batch dropped its lock */
 };
 /* journal_rec.c: the records. */
 void journal_rec_release(struct journal_rec *r);

@@ -200,15 +200,18 @@ static int rename_flags(struct tree *t, const char *src, const struct node *sn,
 	return rc;
 }
 
-/* rename_once()'s answer when a shared writer's rename must journal and
- * holds no branch lock yet: take it (journal_hold), then run again. */
+/* rename_once()'s answer when a shared writer's rename must journal, holds
+ * no branch lock yet and is to take it first (@hold): take it
+ * (journal_hold), then run again. */
 #define RENAME_HOLD 1
 
 /* tree_rename(), and with @wo tree_rename_whiteout() (its number not yet
- * allocated), once; @seq: the held lock's record (journal_hold), or 0. */
+ * allocated), once; @seq: the held lock's record (journal_hold), or 0: a
+ * shared writer's that journals takes it in its batch 0 (journal.c), or
+ * with @hold answers RENAME_HOLD. */
 static int rename_once(struct tree *t, const char *src, const char *dst,
 		       unsigned flags, struct whiteout *wo, uint64_t seq,
-		       uint64_t *orphan)
+		       bool hold, uint64_t *orphan)
 {
 	char *dp = NULL;
 	struct node sn = {0}, dn = {0}, dpn = {0};
@@ -324,7 +327,7 @@ static int rename_once(struct tree *t, const char *src, const char *dst,
 			goto out;
 		big = big || rc == 0;
 	}
-	if (big && tree_shared(t) && !seq) {
+	if (big && hold && tree_shared(t) && !seq) {
 		rc = RENAME_HOLD;
 		goto out;
 	}
@@ -361,20 +364,29 @@ out:
 	return rc;
 }
 
-/* rename_once(), again while a key it read changed before its commit (the
- * journal record's, for a folder's rewrite: tree_track); a shared writer's
- * that journals holds the branch lock from before its reads to the end. */
+/*
+ * rename_once(), again while a key it read changed before its commit (the
+ * journal record's, for a folder's rewrite: tree_track). A shared writer's
+ * that journals takes the branch lock in its batch 0 at first; once another
+ * writer's change failed a try, it holds the lock from before its reads to
+ * the end (the changes in the branches then cannot keep failing batch 0).
+ */
 static int rename_any(struct tree *t, const char *src, const char *dst,
 		      unsigned flags, struct whiteout *wo, uint64_t *orphan)
 {
 	uint64_t seq = 0, was;
+	bool hold = false;
 	int rc;
 
 	for (;;) {
 		was = lock_own(seq); /* its own lock does not keep it out */
-		rc = TREE_TRACKED(
-		    t, rename_once(t, src, dst, flags, wo, seq, orphan));
+		tree_track(t);
+		rc = rename_once(t, src, dst, flags, wo, seq, hold, orphan);
 		lock_own(was);
+		if (tree_retry(t, rc)) {
+			hold = true;
+			continue;
+		}
 		if (rc != RENAME_HOLD)
 			break;
 		rc = journal_hold(t, src, dst, &seq);

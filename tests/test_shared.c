@@ -853,6 +853,32 @@ Test(shared, non_empty_folder_moves_among_shared_writers)
 	assert_fsck_clean(drive_of(a));
 }
 
+/*
+ * An uncontended folder rename takes its branch lock in its batch 0 and
+ * drops it in its final batch: a one-file folder's commits are a sole
+ * writer's (batch 0, one copy, the final batch), none for LOCKS alone (5
+ * when the lock took and dropped in commits of its own).
+ */
+Test(shared, an_uncontended_folder_rename_locks_in_its_own_batches)
+{
+	struct tree *t = drive_of(b);
+	struct store_kv_counts before, after;
+	struct tree_attr at;
+
+	make_branch("/src");
+	make_branch("/warm");
+	/* b's first range of inode numbers is a commit of its own */
+	cr_assert_eq(tree_rename(t, "/warm", "/warmed", 0, NULL), 0);
+	store_kv_counts(b, &before);
+	cr_assert_eq(tree_rename(t, "/src", "/dst", 0, NULL), 0);
+	store_kv_counts(b, &after);
+	cr_expect_eq(after.commits - before.commits, 3, "%llu commits",
+		     (unsigned long long)(after.commits - before.commits));
+	cr_expect_eq(tree_lookup(drive_of(a), "/dst/f", &at), 0);
+	expect_no_locks(t);
+	assert_fsck_clean(t);
+}
+
 static int make_inside(struct tree *t, const char *dir, const char *unused)
 {
 	char f[32];
