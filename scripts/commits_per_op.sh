@@ -62,6 +62,7 @@ for mode in sole shared; do
 		report "$mode" "$work" "$ops" "$before" "${after% *} $t"
 	done
 	fusermount3 -u "$mnt"
+	while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done # it closes the store
 	rmdir "$mnt"
 	rm -f "$mnt.log"
 done
