@@ -52,6 +52,7 @@ void tree_free(struct tree *t)
 	pthread_mutex_destroy(&t->run_lock);
 	pthread_mutex_destroy(&t->seen_lock);
 	pthread_mutex_destroy(&t->lone_lock);
+	pthread_mutex_destroy(&t->watch_lock);
 	free(t->lone_inos);
 	free(t->seen.raw);
 	free(t->running);
@@ -101,6 +102,7 @@ static int tree_load(struct store *s, const char *name, struct tree **out)
 	pthread_mutex_init(&t->run_lock, NULL);
 	pthread_mutex_init(&t->seen_lock, NULL);
 	pthread_mutex_init(&t->lone_lock, NULL);
+	pthread_mutex_init(&t->watch_lock, NULL);
 	/* a writer alone on it so far publishes its holds first */
 	rc = lone_join(t);
 	if (rc) {

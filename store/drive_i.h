@@ -77,6 +77,10 @@ struct tree {
 	int lone_watches;	 /* protected by lone_lock: watches standing */
 	uint64_t *lone_inos;	 /* protected by lone_lock */
 	size_t lone_n, lone_cap; /* protected by lone_lock */
+	/* watch.c: the watch a lone writer narrows to LOCKS and LONE (the
+	 * first that stood), and the lock its switches and its stop take */
+	pthread_mutex_t watch_lock;
+	struct tree_watch *watch; /* protected by watch_lock */
 
 	struct tree *next; /* protected by store->lock */
 };

@@ -449,10 +449,20 @@ int hold_prune(struct tree *t, const uint64_t *live, size_t nlive)
 
 int tree_share(struct tree *t)
 {
+	bool lone, asked;
 	int rc = 0;
 
 	pthread_mutex_lock(&t->lone_lock);
-	if (t->lone && t->lone_asked) {
+	lone = t->lone;
+	asked = t->lone_asked;
+	pthread_mutex_unlock(&t->lone_lock);
+	/* the joiner's changes come once it published: heard from here on */
+	if (lone && asked)
+		rc = lone_widen(t);
+	else if (lone)
+		lone_narrow(t); /* nobody else changes the drive meanwhile */
+	pthread_mutex_lock(&t->lone_lock);
+	if (!rc && t->lone && t->lone_asked) {
 		for (size_t i = 0; i < t->lone_n && !rc; i++) {
 			rc = hold_publish(t, t->lone_inos[i]);
 			if (rc == -ENOENT)

@@ -1677,11 +1677,15 @@ Test(shared, cp_r_racing_creates_beside_and_inside)
 
 static volatile bool share_asked;
 
+static int paths_heard; /* node changes a lone writer's watch handed out */
+
 static void on_share(void *ctx, const struct tree_change *c)
 {
 	(void)ctx;
 	if (c && c->share)
 		share_asked = true;
+	if (c && c->path)
+		__atomic_add_fetch(&paths_heard, 1, __ATOMIC_SEQ_CST);
 }
 
 /* Opens @u as a shared writer whose watch stands and which went alone:
@@ -1707,6 +1711,7 @@ static struct store *lone_writer(const char *u, struct tree **t,
 	}
 	cr_assert_eq(rc, 0, "tree_lone_try: %s", strerror(-rc));
 	cr_assert((*t)->lone, "the only writer goes alone");
+	cr_assert_eq(tree_share(*t), 0); /* as the daemon: its watch narrows */
 	return s;
 }
 
@@ -1801,6 +1806,54 @@ Test(shared, a_lone_writer_publishes_its_opens_before_another_joins)
 		     "... and goes at its last close");
 	cr_expect_eq(tree_lone_try(t), 0);
 	cr_expect_not(t->lone, "two writers: neither goes alone");
+	tree_watch_stop(w);
+	store_close(j.s);
+	store_close(x);
+}
+
+/*
+ * A lone writer's watch reads none of its own changes (it covers LOCKS and
+ * LONE only: nobody else changes the drive), and hears a joiner's once it
+ * published its holds (its watch covers the drive again from the ask on).
+ */
+Test(shared, a_lone_writers_watch_hears_only_a_joiners_changes)
+{
+	struct joiner j = {0};
+	struct tree_watch *w = NULL;
+	struct tree *t, *jt;
+	struct store *x;
+	char u[PATH_MAX], p[32];
+	const char *q = strchr(url, '?');
+	pthread_t th;
+
+	snprintf(u, sizeof(u), "%.*s-narrow%s", (int)(q - url), url, q);
+	x = lone_writer(u, &t, &w);
+	__atomic_store_n(&paths_heard, 0, __ATOMIC_SEQ_CST);
+	for (int i = 0; i < 20; i++) {
+		snprintf(p, sizeof(p), "/mine%d", i);
+		cr_assert_eq(make_file(t, p, NULL), 0);
+	}
+	usleep(500 * 1000);
+	cr_expect_eq(__atomic_load_n(&paths_heard, __ATOMIC_SEQ_CST), 0,
+		     "alone, its watch reads back its own changes");
+
+	share_asked = false;
+	j.u = u;
+	cr_assert_eq(pthread_create(&th, NULL, join, &j), 0);
+	for (int i = 0; i < 1000 && !share_asked; i++)
+		usleep(10000);
+	cr_assert(share_asked, "the joiner asked through the narrowed watch");
+	cr_assert_eq(tree_share(t), 0);
+	pthread_join(th, NULL);
+	cr_assert_eq(j.rc, 0, "join: %s", strerror(-j.rc));
+	cr_assert_eq(store_drive(j.s, "main", &jt), 0);
+	__atomic_store_n(&paths_heard, 0, __ATOMIC_SEQ_CST);
+	cr_assert_eq(make_file(jt, "/theirs", NULL), 0);
+	for (int i = 0;
+	     i < 500 && !__atomic_load_n(&paths_heard, __ATOMIC_SEQ_CST); i++)
+		usleep(10000);
+	cr_expect_gt(__atomic_load_n(&paths_heard, __ATOMIC_SEQ_CST), 0,
+		     "the joiner's create is heard");
 	tree_watch_stop(w);
 	store_close(j.s);
 	store_close(x);

@@ -654,8 +654,9 @@ int tree_unhold_many(struct tree *t, const uint64_t *inos, size_t n);
  * cheap as a sole writer's) until a writer that joins asks it to publish
  * them: the watch reports that (tree_change.share) and the caller then
  * calls tree_share() soon, off the watch's thread (the joiner waits for
- * it); and once after tree_lone_try() (an ask may come as it goes alone:
- * otherwise tree_share() does nothing). Run by the daemon every few seconds. Errors: -EAGAIN (no watch
+ * it); and once after tree_lone_try() (an ask may come as it goes alone;
+ * alone and not asked, tree_share() narrows the watch to the keys a
+ * joiner writes, store/watch.c, as nobody else changes the drive). Run by the daemon every few seconds. Errors: -EAGAIN (no watch
  * stands yet: ask again soon), as kv_writers, tree_commit, tree_hold.
  */
 int tree_lone_try(struct tree *t);

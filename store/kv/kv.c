@@ -256,6 +256,11 @@ bool kv_read_only(const struct kv *kv)
 	return kv->read_only;
 }
 
+bool kv_watch_revs(const struct kv *kv)
+{
+	return kv->ops->watch_revs;
+}
+
 struct kv_watch {
 	const struct kv_ops *ops;
 	void *w; /* the backend's */

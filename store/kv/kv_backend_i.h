@@ -30,6 +30,9 @@ struct kv_ops {
 	 * checks a pin's point reads at kv_unpin() (kv.c, Pins).
 	 */
 	bool pins;
+	/* true if a watch started at a revision (kv_watch's @rev) hands out
+	 * every change from it on (etcd) */
+	bool watch_revs;
 	/*
 	 * optional (NULL: never): true while no other process can commit to
 	 * the store (RocksDB: one process opens it; DynamoDB: this open

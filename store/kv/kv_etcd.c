@@ -575,6 +575,7 @@ static void kve_watch_stop(void *w)
 const struct kv_ops kve_ops = {
     .name = "etcd",
     .pins = true,
+    .watch_revs = true,
     .close = kve_close,
     .get = kve_get,
     .iter_open = kve_iter_open,

@@ -206,6 +206,9 @@ void kv_close(struct kv *kv);
 
 /* true if opened read-only */
 bool kv_read_only(const struct kv *kv);
+/* true if a watch started at a revision (kv_watch's @rev) misses nothing
+ * committed from it on (etcd; DynamoDB's stream starts from now) */
+bool kv_watch_revs(const struct kv *kv);
 
 /* The engine's limits on one batch, valid until kv_close(). */
 const struct kv_limits *kv_limits(const struct kv *kv);
