@@ -1813,8 +1813,9 @@ Test(shared, a_lone_writer_publishes_its_opens_before_another_joins)
 
 /*
  * A lone writer's watch reads none of its own changes (it covers LOCKS and
- * LONE only: nobody else changes the drive), and hears a joiner's once it
- * published its holds (its watch covers the drive again from the ask on).
+ * LONE only: nobody else changes the drive; on an engine whose watches
+ * start at a revision), and hears a joiner's once it published its holds
+ * (its watch covers the drive again from the ask on).
  */
 Test(shared, a_lone_writers_watch_hears_only_a_joiners_changes)
 {
@@ -1834,8 +1835,9 @@ Test(shared, a_lone_writers_watch_hears_only_a_joiners_changes)
 		cr_assert_eq(make_file(t, p, NULL), 0);
 	}
 	usleep(500 * 1000);
-	cr_expect_eq(__atomic_load_n(&paths_heard, __ATOMIC_SEQ_CST), 0,
-		     "alone, its watch reads back its own changes");
+	if (kv_watch_revs(x->kv)) /* else its watch cannot narrow (lone_i.h) */
+		cr_expect_eq(__atomic_load_n(&paths_heard, __ATOMIC_SEQ_CST), 0,
+			     "alone, its watch reads back its own changes");
 
 	share_asked = false;
 	j.u = u;
