@@ -18,7 +18,8 @@
  * UTF-8), and DynamoDB orders binary sort keys as unsigned bytes, as
  * RocksDB orders keys: a folder's run stays contiguous. Attributes: v (B,
  * the value; absent when empty), ver (N, the version: kv_get_ver). The
- * backend's own items: the lease (KVD_META_PK) and the registry of drives
+ * backend's own items: the lease and the shared writers' items
+ * (KVD_META_PK) and the registry of drives
  * that have keys (KVD_DRIVES_PK: a range spanning drives asks it which
  * partitions to read).
  *
@@ -47,8 +48,9 @@
  * without counting goes by are half of that each (batch_ops, range_keys):
  * a batch of both, its conditions among its operations, fits. Iterators are no snapshots (DynamoDB has
  * none): a page read after a commit sees it. Watches read the table's
- * stream (kv_ddb_watch.c: revisions are its pages, not commits); no
- * shared writers yet.
+ * stream (kv_ddb_watch.c: revisions are its pages, not commits). Shared
+ * writers (kv_options.shared): kv_ddb_writer.c; a shared writer's watch
+ * hands its own commits back too (no quiet commits here).
  */
 #include <errno.h>
 #include <pthread.h>

@@ -13,7 +13,14 @@
  * hung or lost the network) or another writer took the expired lease, the
  * check fails and this open is fenced: its commits fail with -EROFS, logged
  * once. A writer that died (kill -9) frees the table when its lease
- * expires. Close deletes the item if still this open's.
+ * expires. Close removes o, h, e if still this open's; the item stays
+ * with its g, the count of shared writers' joins, which only grows.
+ *
+ * Shared writers (kv_ddb_writer.c) hold no lease: each adds 1 to g when
+ * it joins, on condition that no live lease exists (removing an expired
+ * one's o: its writer is fenced); a sole writer's open puts the lease on
+ * condition that g is still what it read before it found no live shared
+ * writer (kvd_writers_gone). Either way one of two racing opens fails.
  *
  * Limits: expiry is judged by the clocks of the writers (DynamoDB has no
  * time of its own in a condition): clocks apart by more than the TTL let a
