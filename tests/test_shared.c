@@ -83,8 +83,8 @@ static struct store *open_shared(void)
 
 static void setup(void)
 {
-	const char *eps = getenv(on_dynamodb() ? "PATHFS_TEST_DYNAMODB"
-					       : "PATHFS_TEST_ETCD");
+	const char *eps =
+	    getenv(on_dynamodb() ? "PATHFS_TEST_DYNAMODB" : "PATHFS_TEST_ETCD");
 	struct timespec ts;
 
 	cr_assert(eps && *eps,

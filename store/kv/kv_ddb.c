@@ -700,8 +700,8 @@ int kv_ddb_open(struct kv **out, const char *url, const struct kv_options *opt)
 	if (!rc && !opt->read_only)
 		rc = kvd_take(kv);
 	if (rc == -EBUSY && !why[0])
-		snprintf(why, sizeof(why),
-			 "table %s is open read-write by %s", kv->table,
+		snprintf(why, sizeof(why), "table %s is open read-write by %s",
+			 kv->table,
 			 kv->shared ? "a writer without -o shared"
 				    : "another process");
 out:

@@ -424,10 +424,11 @@ static int kvd_transact(struct kvd *kv, const struct kvd_plan *p)
 	n = kvd_cancel_codes(resp, codes, KVD_TXN_ITEMS + 1);
 	json_object_put(resp);
 	if (n == p->n + 1 && !strcmp(codes[p->n], "ConditionalCheckFailed")) {
-		kvd_fence(kv, kv->shared ? "its writer item expired, or another "
-					   "writer found it stopped"
-					 : "its lease expired or another "
-					   "writer took it");
+		kvd_fence(kv, kv->shared
+				  ? "its writer item expired, or another "
+				    "writer found it stopped"
+				  : "its lease expired or another "
+				    "writer took it");
 		return -EROFS;
 	}
 	for (size_t i = 0; i < n && i < p->n; i++)

@@ -121,9 +121,8 @@ static int kvd_writer_renew(void *ctx)
 /* The Put of this open's writer item, if missing. */
 static struct json_object *kvd_writer_put(struct kvd *kv)
 {
-	struct json_object *req = kvd_writer_req(kv, "ConditionExpression",
-						 "attribute_not_exists(#o)",
-						 "o");
+	struct json_object *req = kvd_writer_req(
+	    kv, "ConditionExpression", "attribute_not_exists(#o)", "o");
 	struct json_object *item = json_object_new_object();
 	char sk[KVD_WRITER_SK_LEN + 1];
 
@@ -242,8 +241,8 @@ void kvd_writer_drop(struct kvd *kv)
 
 int kvd_writer_check(struct kvd *kv, struct json_object *items)
 {
-	struct json_object *cc = kvd_writer_req(
-	    kv, "ConditionExpression", "#o = :o AND #e > :now", "oe");
+	struct json_object *cc = kvd_writer_req(kv, "ConditionExpression",
+						"#o = :o AND #e > :now", "oe");
 	int rc = kvd_writer_vals(kv, cc, ":now", kvd_now_ms());
 
 	if (rc) {
@@ -266,8 +265,9 @@ static int kvd_writer_page(struct kvd *kv, struct json_object *start,
 	int rc = 0;
 
 	if (ddb_add(req, "TableName", json_object_new_string(kv->table)) ||
-	    ddb_add(req, "KeyConditionExpression",
-		    json_object_new_string("#p = :p AND begins_with(#s, :w)")) ||
+	    ddb_add(
+		req, "KeyConditionExpression",
+		json_object_new_string("#p = :p AND begins_with(#s, :w)")) ||
 	    ddb_add(names, "#p", json_object_new_string("pk")) ||
 	    ddb_add(names, "#s", json_object_new_string("sk")) ||
 	    ddb_add(req, "ExpressionAttributeNames", json_object_get(names)) ||
@@ -275,7 +275,8 @@ static int kvd_writer_page(struct kvd *kv, struct json_object *start,
 	    ddb_add(vals, ":w", ddb_b(KVD_WRITER_SK, strlen(KVD_WRITER_SK))) ||
 	    ddb_add(req, "ExpressionAttributeValues", json_object_get(vals)) ||
 	    ddb_add(req, "ConsistentRead", json_object_new_boolean(1)) ||
-	    (start && ddb_add(req, "ExclusiveStartKey", json_object_get(start))))
+	    (start &&
+	     ddb_add(req, "ExclusiveStartKey", json_object_get(start))))
 		rc = -ENOMEM;
 	if (!rc)
 		rc = ddb_call(kv->d, "Query", req, resp);
@@ -303,12 +304,12 @@ static int kvd_writer_items(struct kvd *kv, struct json_object **out)
 			for (size_t i = 0; i < json_object_array_length(got);
 			     i++)
 				if (json_object_array_add(
-					all, json_object_get(
-						 json_object_array_get_idx(
-						     got, i))))
+					all,
+					json_object_get(
+					    json_object_array_get_idx(got, i))))
 					rc = -ENOMEM;
-		if (!rc && json_object_object_get_ex(resp, "LastEvaluatedKey",
-						     &got))
+		if (!rc &&
+		    json_object_object_get_ex(resp, "LastEvaluatedKey", &got))
 			next = json_object_get(got);
 		json_object_put(resp);
 	} while (!rc && next);
@@ -343,8 +344,8 @@ static int kvd_writer_judge(struct kvd *kv, struct json_object *item,
 		free(sk);
 		return 1;
 	}
-	req = kvd_meta_req(kv->table, sk, "ConditionExpression", "#e = :e",
-			   "e");
+	req =
+	    kvd_meta_req(kv->table, sk, "ConditionExpression", "#e = :e", "e");
 	vals = json_object_new_object();
 	rc = req && !ddb_add(vals, ":e", ddb_n(e)) &&
 		     !ddb_add(req, "ExpressionAttributeValues",
