@@ -1389,6 +1389,37 @@ Test(kv, a_writer_not_listed_is_fenced)
 	expect_value("k", "from b");
 }
 
+/* A writer without kv_options.shared opens a store whose only shared
+ * writer stopped (its lease ran out), and that writer is fenced. */
+Test(kv, an_owner_opens_past_a_stopped_shared_writer)
+{
+	struct kv *a, *other;
+	char what[64];
+
+	if (!on_etcd() && !on_dynamodb()) {
+		cr_assert(true); /* RocksDB: one process, no shared writers */
+		return;
+	}
+	kv_close(kv);
+	kv = NULL;
+	cr_assert_eq(open_shared(&a, rw_url()), 0);
+	put_on(a, "k", "from a", 0);
+	cr_assert_eq(open_at(&other, rw_url(), false), -EBUSY);
+	if (on_dynamodb()) {
+		expire_ddb_writer(kv_writer_id(a));
+	} else {
+		snprintf(what, sizeof(what), "writer/%016llx",
+			 (unsigned long long)kv_writer_id(a));
+		revoke_lease_of(what);
+	}
+	cr_assert_eq(open_at(&kv, rw_url(), false), 0);
+	put_on(a, "k", "stale", -EROFS);
+	cr_assert_eq(open_shared(&other, rw_url()), -EBUSY);
+	kv_close(a); /* takes nothing of the owner's */
+	put("k", "owner");
+	expect_value("k", "owner");
+}
+
 /* ---- watches (etcd, DynamoDB) ------------------------------------------------ */
 
 /* Whether the engine under test has watches (other processes write it). */
