@@ -75,7 +75,7 @@ struct options {
 	unsigned cache_mb;
 	double timeout;
 	int ro, sync, writeback, noatime, strictatime, nodiratime;
-	int shared;	 /* -o shared: one writer of several (etcd) */
+	int shared;	 /* -o shared: one writer of several (etcd, DynamoDB) */
 	int allow_other; /* -o allow_other (also passed to libfuse) */
 	int foreground, debug, single;
 	int help, version;
@@ -248,9 +248,9 @@ static void usage(FILE *f)
 	    "  -s                     single-threaded\n"
 	    "  -o drive=NAME          drive to mount (default main)\n"
 	    "  -o ro                  read-only\n"
-	    "  -o shared              a store on etcd: one read-write mount\n"
-	    "                         of several, on any machines (each\n"
-	    "                         -o shared)\n"
+	    "  -o shared              a store on etcd or DynamoDB: one\n"
+	    "                         read-write mount of several, on any\n"
+	    "                         machines (each -o shared)\n"
 	    "  -o sync                sync the write-ahead log on every "
 	    "change\n"
 	    "  -o rename_batch=N      entries per batch of a folder rename\n"
@@ -1164,7 +1164,7 @@ static bool shared_refused(const struct options *o, const char *dir)
 			"pathfs: -o shared: %s is a store directory, which "
 			"has one writer (its daemon; more mounts of it here "
 			"share that daemon): -o shared is for a store on "
-			"etcd\n",
+			"etcd or DynamoDB\n",
 			dir);
 		return true;
 	}

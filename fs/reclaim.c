@@ -68,7 +68,8 @@
 /* a hold outlives its last close by this long, and goes with the others
  * due within half of it */
 #define HOLD_LINGER_MS 1000
-/* a stopped writer's lease lasts 5 s by default (etcd ?lease-ttl=) */
+/* a stopped writer's lease lasts 5 s by default (etcd ?lease-ttl=; 10 s
+ * on DynamoDB) */
 #define RECLAIM_DEAD_S 5
 /* how soon it asks again whether this writer is alone, while its watch
  * does not stand yet (tree_lone_try) */

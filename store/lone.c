@@ -43,7 +43,7 @@
  * Costs: a join is a read of LONE and one or two commits, and, when a lone
  * writer must publish, the wait for its watch (ms) and its commits (one
  * per inode open there). Going alone is a read, a list and a
- * commit. Limits: the engines whose writers share (etcd) only.
+ * commit. Limits: the engines whose writers share (etcd, DynamoDB) only.
  */
 #include <errno.h>
 #include <stdlib.h>

@@ -1089,9 +1089,10 @@ static void put_on(struct kv *k, const char *key, const char *v, int want)
 	kv_batch_free(b);
 }
 
-/* Revokes the lease of the owner key of the store at `where`, as its
- * expiry would (a writer that stopped answering). */
-static void revoke_owner_lease(void)
+/* Revokes the lease of the key NAME/m/@what of the store at `where` (its
+ * owner key, or a shared writer's), as its expiry would (a writer that
+ * stopped answering). */
+static void revoke_lease_of(const char *what)
 {
 	const char *eps = getenv("PATHFS_TEST_ETCD");
 	const char *name = strrchr(where, '/') + 1;
@@ -1100,7 +1101,7 @@ static void revoke_owner_lease(void)
 	char key[128], *b;
 	long long lease;
 
-	snprintf(key, sizeof(key), "%s/m/owner", name);
+	snprintf(key, sizeof(key), "%s/m/%s", name, what);
 	cr_assert_eq(etcd_open(&e, eps, NULL), 0);
 	req = json_object_new_object();
 	b = etcd_b64(key, strlen(key));
@@ -1120,6 +1121,11 @@ static void revoke_owner_lease(void)
 	json_object_put(req);
 	json_object_put(resp);
 	etcd_close(e);
+}
+
+static void revoke_owner_lease(void)
+{
+	revoke_lease_of("owner");
 }
 
 /* DynamoDB: a client of the test's DynamoDB Local, as the store's. */
@@ -1163,6 +1169,39 @@ static void steal_ddb_lease(void)
 	    0);
 	cr_assert_eq(ddb_add(req, "Item", item), 0);
 	cr_assert_eq(ddb_call(d, "PutItem", req, &resp), 0);
+	json_object_put(req);
+	json_object_put(resp);
+	ddb_close(d);
+}
+
+/* DynamoDB: shared writer @id's item expired (e in the past), as its
+ * keeper would leave it after it stopped. */
+static void expire_ddb_writer(uint64_t id)
+{
+	struct ddb *d = test_ddb();
+	struct json_object *req = json_object_new_object(), *resp = NULL;
+	struct json_object *key = json_object_new_object();
+	struct json_object *vals = json_object_new_object();
+	char table[128], sk[32];
+
+	snprintf(sk, sizeof(sk), "writer#%016llx", (unsigned long long)id);
+	cr_assert_eq(ddb_add(key, "pk", ddb_s("#meta")), 0);
+	cr_assert_eq(ddb_add(key, "sk", ddb_b(sk, strlen(sk))), 0);
+	cr_assert_eq(ddb_add(vals, ":z", ddb_n(1)), 0);
+	cr_assert_eq(
+	    ddb_add(req, "TableName",
+		    json_object_new_string(test_table(table, sizeof(table)))),
+	    0);
+	cr_assert_eq(ddb_add(req, "Key", key), 0);
+	cr_assert_eq(ddb_add(req, "UpdateExpression",
+			     json_object_new_string("SET e = :z")),
+		     0);
+	cr_assert_eq(ddb_add(req, "ConditionExpression",
+			     json_object_new_string("attribute_exists(e)")),
+		     0);
+	cr_assert_eq(ddb_add(req, "ExpressionAttributeValues", vals), 0);
+	cr_assert_eq(ddb_call(d, "UpdateItem", req, &resp), 0,
+		     "no writer item %s", sk);
 	json_object_put(req);
 	json_object_put(resp);
 	ddb_close(d);
@@ -1259,7 +1298,7 @@ static int open_shared(struct kv **out, const char *url)
 }
 
 /*
- * etcd: shared writers and an owner never hold one store together, in
+ * etcd, DynamoDB: shared writers and an owner never hold one store together, in
  * either order; two shared writers do, and their conditioned commits
  * (threads of both incrementing one counter) lose nothing. Once they
  * close, an owner opens again.
@@ -1268,7 +1307,7 @@ Test(kv, shared_writers_exclude_an_owner)
 {
 	struct kv *a, *b, *other;
 
-	if (!on_etcd()) {
+	if (!on_etcd() && !on_dynamodb()) {
 		cr_assert(true); /* RocksDB: one process, store.c's flock */
 		return;
 	}
@@ -1290,6 +1329,95 @@ Test(kv, shared_writers_exclude_an_owner)
 	kv_close(kv);
 	cr_assert_eq(open_at(&kv, rw_url(), false), 0);
 	put("after", "owner");
+}
+
+/* Whether writer @id is among those kv_writers(@k) lists. */
+static bool lists_writer(struct kv *k, uint64_t id)
+{
+	uint64_t *ids = NULL;
+	size_t n = 0;
+	bool found = false;
+
+	cr_assert_eq(kv_writers(k, &ids, &n), 0);
+	for (size_t i = 0; i < n; i++)
+		found |= ids[i] == id;
+	free(ids);
+	return found;
+}
+
+/*
+ * A shared writer that stopped (its lease ran out) is no longer listed by
+ * kv_writers, and from the moment it is not, it is fenced: what the
+ * others take over from it (its renames, holds, orphans) it can no longer
+ * change. Its close changes nothing of the others'.
+ */
+Test(kv, a_writer_not_listed_is_fenced)
+{
+	struct kv *a, *b, *other;
+	char what[64];
+
+	if (!on_etcd() && !on_dynamodb()) {
+		cr_assert(true); /* RocksDB: one process, no shared writers */
+		return;
+	}
+	kv_close(kv);
+	kv = NULL;
+	cr_assert_eq(open_shared(&a, rw_url()), 0);
+	cr_assert_eq(open_shared(&b, rw_url()), 0);
+	cr_assert_neq(kv_writer_id(a), 0);
+	cr_assert_neq(kv_writer_id(a), kv_writer_id(b));
+	cr_assert(lists_writer(b, kv_writer_id(a)));
+	cr_assert(lists_writer(a, kv_writer_id(b)));
+	put_on(a, "k", "from a", 0);
+	if (on_dynamodb()) {
+		expire_ddb_writer(kv_writer_id(a));
+	} else {
+		snprintf(what, sizeof(what), "writer/%016llx",
+			 (unsigned long long)kv_writer_id(a));
+		revoke_lease_of(what);
+	}
+	cr_assert(!lists_writer(b, kv_writer_id(a)), "a is still listed");
+	cr_assert(lists_writer(b, kv_writer_id(b)));
+	put_on(a, "k", "stale", -EROFS);
+	put_on(b, "k", "from b", 0);
+	put_on(a, "k", "stale2", -EROFS);
+	kv_close(a); /* takes nothing of b's */
+	cr_assert(lists_writer(b, kv_writer_id(b)));
+	cr_assert_eq(open_at(&other, rw_url(), false), -EBUSY); /* b lives */
+	kv_close(b);
+	cr_assert_eq(open_at(&kv, rw_url(), false), 0);
+	expect_value("k", "from b");
+}
+
+/* A writer without kv_options.shared opens a store whose only shared
+ * writer stopped (its lease ran out), and that writer is fenced. */
+Test(kv, an_owner_opens_past_a_stopped_shared_writer)
+{
+	struct kv *a, *other;
+	char what[64];
+
+	if (!on_etcd() && !on_dynamodb()) {
+		cr_assert(true); /* RocksDB: one process, no shared writers */
+		return;
+	}
+	kv_close(kv);
+	kv = NULL;
+	cr_assert_eq(open_shared(&a, rw_url()), 0);
+	put_on(a, "k", "from a", 0);
+	cr_assert_eq(open_at(&other, rw_url(), false), -EBUSY);
+	if (on_dynamodb()) {
+		expire_ddb_writer(kv_writer_id(a));
+	} else {
+		snprintf(what, sizeof(what), "writer/%016llx",
+			 (unsigned long long)kv_writer_id(a));
+		revoke_lease_of(what);
+	}
+	cr_assert_eq(open_at(&kv, rw_url(), false), 0);
+	put_on(a, "k", "stale", -EROFS);
+	cr_assert_eq(open_shared(&other, rw_url()), -EBUSY);
+	kv_close(a); /* takes nothing of the owner's */
+	put("k", "owner");
+	expect_value("k", "owner");
 }
 
 /* ---- watches (etcd, DynamoDB) ------------------------------------------------ */

@@ -18,7 +18,8 @@
  * UTF-8), and DynamoDB orders binary sort keys as unsigned bytes, as
  * RocksDB orders keys: a folder's run stays contiguous. Attributes: v (B,
  * the value; absent when empty), ver (N, the version: kv_get_ver). The
- * backend's own items: the lease (KVD_META_PK) and the registry of drives
+ * backend's own items: the lease and the shared writers' items
+ * (KVD_META_PK) and the registry of drives
  * that have keys (KVD_DRIVES_PK: a range spanning drives asks it which
  * partitions to read).
  *
@@ -31,6 +32,7 @@
  *   kv_ddb.c        open (the location, the table), close, the registry
  *                   of drives, the ops
  *   kv_ddb_lease.c  one writer per table: the lease item, its keeper
+ *   kv_ddb_writer.c or several shared writers, each an item of its own
  *   kv_ddb_iter.c   reads: kv_get, iterators (paged Queries, merged)
  *   kv_ddb_batch.c  batches, committed as one TransactWriteItems
  *   kv_ddb_watch.c  watches: the table's stream, for -o ro followers
@@ -46,8 +48,9 @@
  * without counting goes by are half of that each (batch_ops, range_keys):
  * a batch of both, its conditions among its operations, fits. Iterators are no snapshots (DynamoDB has
  * none): a page read after a commit sees it. Watches read the table's
- * stream (kv_ddb_watch.c: revisions are its pages, not commits); no
- * shared writers yet.
+ * stream (kv_ddb_watch.c: revisions are its pages, not commits). Shared
+ * writers (kv_options.shared): kv_ddb_writer.c; a shared writer's watch
+ * hands its own commits back too (no quiet commits here).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -626,6 +629,7 @@ static void kvd_close(struct kv *kv_)
 	struct kvd *kv = (struct kvd *)kv_;
 
 	kvd_lease_drop(kv);
+	kvd_writer_drop(kv);
 	ddb_close(kv->d);
 	for (size_t i = 0; i < kv->ndrives; i++)
 		free(kv->drives[i]);
@@ -634,6 +638,19 @@ static void kvd_close(struct kv *kv_)
 	free(kv->holder);
 	pthread_mutex_destroy(&kv->lock);
 	free(kv);
+}
+
+/* A read-write open's hold on the table: a shared writer's item, or the
+ * sole writer's lease once no shared writer lives (kv_ddb_writer.c). */
+static int kvd_take(struct kvd *kv)
+{
+	uint64_t gen = 0;
+	int rc;
+
+	if (kv->shared)
+		return kvd_writer_take(kv);
+	rc = kvd_writers_gone(kv, &gen);
+	return rc ? rc : kvd_lease_take(kv, gen);
 }
 
 int kv_ddb_open(struct kv **out, const char *url, const struct kv_options *opt)
@@ -651,13 +668,9 @@ int kv_ddb_open(struct kv **out, const char *url, const struct kv_options *opt)
 	kv->base.read_only = opt->read_only;
 	pthread_mutex_init(&kv->lock, NULL);
 	rc = kvd_parse(url, &u, why, sizeof(why));
-	if (!rc && opt->shared) {
-		snprintf(why, sizeof(why),
-			 "shared writers are not built on DynamoDB yet");
-		rc = -EOPNOTSUPP;
-	}
 	if (rc)
 		goto out;
+	kv->shared = opt->shared && !opt->read_only;
 	kv->table = u.table;
 	u.table = NULL;
 	kv->ttl = u.ttl;
@@ -685,11 +698,12 @@ int kv_ddb_open(struct kv **out, const char *url, const struct kv_options *opt)
 	if (!rc)
 		rc = kvd_load_drives(kv);
 	if (!rc && !opt->read_only)
-		rc = kvd_lease_take(kv);
+		rc = kvd_take(kv);
 	if (rc == -EBUSY && !why[0])
-		snprintf(why, sizeof(why),
-			 "table %s is open read-write by another process",
-			 kv->table);
+		snprintf(why, sizeof(why), "table %s is open read-write by %s",
+			 kv->table,
+			 kv->shared ? "a writer without -o shared"
+				    : "another process");
 out:
 	if (rc && !why[0] && kv->d)
 		ddb_why(kv->d, why, sizeof(why));
@@ -868,4 +882,6 @@ const struct kv_ops kvd_ops = {
     .watch = kvd_watch,
     .watch_stop = kvd_watch_stop,
     .engine_counts = kvd_engine_counts,
+    .writer_id = kvd_writer_id,
+    .writers = kvd_writers,
 };

@@ -11,7 +11,8 @@
  * ConditionExpression, else into a ConditionCheck of its own: the key's ver
  * must still be the version read, or the item must be absent (version 0).
  * Every put writes a new ver, drawn from this open's id and a counter. The
- * last action checks that this open still holds the lease (kv_ddb_lease.c).
+ * last action checks that this open still holds the lease (kv_ddb_lease.c)
+ * or, a shared writer, its writer item (kv_ddb_writer.c).
  *
  * Exactly once: the transaction carries a ClientRequestToken (this open's
  * id and the commit's number), so a send that ddb.c repeats after a lost
@@ -401,7 +402,8 @@ static int kvd_transact(struct kvd *kv, const struct kvd_plan *p)
 		}
 	}
 	if (!rc)
-		rc = kvd_lease_check(kv, items);
+		rc = kv->shared ? kvd_writer_check(kv, items)
+				: kvd_lease_check(kv, items);
 	snprintf(token, sizeof(token), "%016llx%016llx",
 		 (unsigned long long)kv->client, (unsigned long long)seq);
 	if (!rc) {
@@ -422,7 +424,11 @@ static int kvd_transact(struct kvd *kv, const struct kvd_plan *p)
 	n = kvd_cancel_codes(resp, codes, KVD_TXN_ITEMS + 1);
 	json_object_put(resp);
 	if (n == p->n + 1 && !strcmp(codes[p->n], "ConditionalCheckFailed")) {
-		kvd_fence(kv, "its lease expired or another writer took it");
+		kvd_fence(kv, kv->shared
+				  ? "its writer item expired, or another "
+				    "writer found it stopped"
+				  : "its lease expired or another "
+				    "writer took it");
 		return -EROFS;
 	}
 	for (size_t i = 0; i < n && i < p->n; i++)

@@ -25,7 +25,9 @@
 
 /* The partition of store keys that name no drive, and the backend's own */
 #define KVD_OTHER_PK  "#other"
-#define KVD_META_PK   "#meta"	/* sk "lease": the writer's lease */
+#define KVD_META_PK   "#meta" /* the lease, the shared writers' items */
+#define KVD_LEASE_SK  "lease"	/* the sole writer's lease */
+#define KVD_WRITER_SK "writer#" /* and 16 hex digits: a shared writer */
 #define KVD_DRIVES_PK "#drives" /* sk: a drive id that has keys */
 
 struct kvd {
@@ -46,6 +48,9 @@ struct kvd {
 	bool leased;	/* the lease is this open's (until close or lost) */
 	bool fenced;	/* protected by lock: lost the lease */
 	struct kv_keeper *keeper;
+	/* a shared writer (kv_options.shared): kv_ddb_writer.c */
+	bool shared;
+	bool writing; /* the writer item is this open's (until close) */
 };
 
 /*
@@ -128,7 +133,23 @@ int kvd_load_drives(struct kvd *kv);
 int kvd_note_drives(struct kvd *kv, const char *const *ids, size_t n);
 
 /* kv_ddb_lease.c: one writer per table */
-int kvd_lease_take(struct kvd *kv);
+uint64_t kvd_now_ms(void); /* CLOCK_REALTIME, Unix ms */
+/* A request on the backend's own item {KVD_META_PK, @sk} of @table: its
+ * key, the expression @expr (@ename: "ConditionExpression", ...; NULL:
+ * none) with the names #o, #e, #h, #g its letters @which say. NULL when
+ * out of memory. */
+struct json_object *kvd_meta_req(const char *table, const char *sk,
+				 const char *ename, const char *expr,
+				 const char *which);
+/* The lease item (consistent read) in *item, NULL if none. Errors: as
+ * ddb_call. */
+int kvd_lease_read(struct ddb *d, const char *table, struct json_object **item);
+/* Sets kv->owner and kv->holder (program, pid, host). Errors: -ENOMEM. */
+int kvd_holder_init(struct kvd *kv);
+/* Takes the lease if nobody holds it and its g (the shared writers' joins)
+ * is still @gen as kvd_writers_gone read it. Errors: -EBUSY, as ddb_call,
+ * kv_keeper_start. */
+int kvd_lease_take(struct kvd *kv, uint64_t gen);
 void kvd_lease_drop(struct kvd *kv);
 bool kvd_fenced(struct kvd *kv);
 /* kv_ops.sole_writer: this open holds the lease and was not fenced (as far
@@ -139,6 +160,22 @@ void kvd_fence(struct kvd *kv, const char *why);
  * Errors: -ENOMEM. */
 int kvd_lease_check(struct kvd *kv, struct json_object *items);
 int kvd_lease_holder(struct ddb *d, const char *table, char *buf, size_t size);
+
+/* kv_ddb_writer.c: shared writers, each a writer item of its own */
+/* Takes this shared open's writer item, unless a sole writer holds the
+ * lease. Errors: -EBUSY, as ddb_call, kv_keeper_start. */
+int kvd_writer_take(struct kvd *kv);
+void kvd_writer_drop(struct kvd *kv);
+/* For a sole writer's open: *gen the lease item's g, then -EBUSY if a
+ * shared writer lives; the stopped ones' items deleted (fenced). Errors:
+ * -EBUSY, -ENOMEM, as ddb_call. */
+int kvd_writers_gone(struct kvd *kv, uint64_t *gen);
+/* Adds to @items the ConditionCheck that this open's writer item is still
+ * its own and live. Errors: -ENOMEM. */
+int kvd_writer_check(struct kvd *kv, struct json_object *items);
+/* kv_ops.writer_id, kv_ops.writers */
+uint64_t kvd_writer_id(const struct kv *kv);
+int kvd_writers(struct kv *kv, uint64_t **ids, size_t *n);
 
 /* kv_ddb_iter.c: reads */
 int kvd_get(struct kv *kv, const char *key, size_t klen, long long *rev,

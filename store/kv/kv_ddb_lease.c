@@ -13,7 +13,14 @@
  * hung or lost the network) or another writer took the expired lease, the
  * check fails and this open is fenced: its commits fail with -EROFS, logged
  * once. A writer that died (kill -9) frees the table when its lease
- * expires. Close deletes the item if still this open's.
+ * expires. Close removes o, h, e if still this open's; the item stays
+ * with its g, the count of shared writers' joins, which only grows.
+ *
+ * Shared writers (kv_ddb_writer.c) hold no lease: each adds 1 to g when
+ * it joins, on condition that no live lease exists (removing an expired
+ * one's o: its writer is fenced); a sole writer's open puts the lease on
+ * condition that g is still what it read before it found no live shared
+ * writer (kvd_writers_gone). Either way one of two racing opens fails.
  *
  * Limits: expiry is judged by the clocks of the writers (DynamoDB has no
  * time of its own in a condition): clocks apart by more than the TTL let a
@@ -30,7 +37,7 @@
 #include "kv_ddb_i.h"
 #include "log.h"
 
-static uint64_t kvd_now_ms(void)
+uint64_t kvd_now_ms(void)
 {
 	struct timespec ts;
 
@@ -38,20 +45,20 @@ static uint64_t kvd_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-/* The lease item's key. */
-static struct json_object *kvd_lease_key(void)
+/* The key of the backend's own item @sk (a string) in KVD_META_PK. */
+static struct json_object *kvd_meta_key(const char *sk)
 {
 	struct json_object *k = json_object_new_object();
 
 	if (ddb_add(k, "pk", ddb_s(KVD_META_PK)) ||
-	    ddb_add(k, "sk", ddb_b("lease", 5))) {
+	    ddb_add(k, "sk", ddb_b(sk, strlen(sk)))) {
 		json_object_put(k);
 		return NULL;
 	}
 	return k;
 }
 
-/* The names #o, #e, #h (which of them the expression uses: @which, a
+/* The names #o, #e, #h, #g (which of them the expression uses: @which, a
  * string of those letters). */
 static struct json_object *kvd_lease_names(const char *which)
 {
@@ -68,15 +75,14 @@ static struct json_object *kvd_lease_names(const char *which)
 	return n;
 }
 
-/* A request on the lease item of @table: its key, the expression @expr
- * (@ename: "ConditionExpression", ...) with the names @which. */
-static struct json_object *kvd_lease_req(const char *table, const char *ename,
-					 const char *expr, const char *which)
+struct json_object *kvd_meta_req(const char *table, const char *sk,
+				 const char *ename, const char *expr,
+				 const char *which)
 {
 	struct json_object *req = json_object_new_object();
 
 	if (ddb_add(req, "TableName", json_object_new_string(table)) ||
-	    ddb_add(req, "Key", kvd_lease_key()) ||
+	    ddb_add(req, "Key", kvd_meta_key(sk)) ||
 	    (expr && (ddb_add(req, ename, json_object_new_string(expr)) ||
 		      ddb_add(req, "ExpressionAttributeNames",
 			      kvd_lease_names(which))))) {
@@ -86,10 +92,16 @@ static struct json_object *kvd_lease_req(const char *table, const char *ename,
 	return req;
 }
 
+/* A request on the lease item of @table (kvd_meta_req). */
+static struct json_object *kvd_lease_req(const char *table, const char *ename,
+					 const char *expr, const char *which)
+{
+	return kvd_meta_req(table, KVD_LEASE_SK, ename, expr, which);
+}
+
 /* The lease item (consistent read) in *item, NULL if none. Errors: as
  * ddb_call. */
-static int kvd_lease_read(struct ddb *d, const char *table,
-			  struct json_object **item)
+int kvd_lease_read(struct ddb *d, const char *table, struct json_object **item)
 {
 	struct json_object *req = kvd_lease_req(table, NULL, NULL, NULL);
 	struct json_object *resp = NULL, *it;
@@ -199,13 +211,9 @@ static int kvd_renew(void *ctx)
 	return rc;
 }
 
-int kvd_lease_take(struct kvd *kv)
+int kvd_holder_init(struct kvd *kv)
 {
-	struct json_object *req, *item = json_object_new_object(), *resp = NULL;
-	struct json_object *vals = json_object_new_object(), *cur = NULL;
-	uint64_t now = kvd_now_ms();
 	char host[256] = "?";
-	int rc;
 
 	gethostname(host, sizeof(host) - 1);
 	snprintf(kv->owner, sizeof(kv->owner), "%016llx",
@@ -214,43 +222,74 @@ int kvd_lease_take(struct kvd *kv)
 		     program_invocation_short_name, (int)getpid(), host,
 		     kv->owner) < 0) {
 		kv->holder = NULL;
-		json_object_put(item);
-		json_object_put(vals);
 		return -ENOMEM;
 	}
-	req = kvd_lease_req(kv->table, "ConditionExpression",
-			    "attribute_not_exists(#o) OR #e < :now", "oe");
-	rc = req ? 0 : -ENOMEM;
+	return 0;
+}
+
+/* The lease item this open puts: o, h, e from now, and g (the shared
+ * writers' joins, kv_ddb_writer.c) as read, @gen (0: none). */
+static struct json_object *kvd_lease_item(struct kvd *kv, uint64_t now,
+					  uint64_t gen)
+{
+	struct json_object *item = json_object_new_object();
+
+	if (ddb_add(item, "pk", ddb_s(KVD_META_PK)) ||
+	    ddb_add(item, "sk", ddb_b(KVD_LEASE_SK, strlen(KVD_LEASE_SK))) ||
+	    ddb_add(item, "o", ddb_s(kv->owner)) ||
+	    ddb_add(item, "h", ddb_s(kv->holder)) ||
+	    ddb_add(item, "e", ddb_n(now + 1000ull * kv->ttl)) ||
+	    (gen && ddb_add(item, "g", ddb_n(gen)))) {
+		json_object_put(item);
+		return NULL;
+	}
+	return item;
+}
+
+/* Puts the lease item if no live writer holds it and g is still @gen.
+ * Errors: -ECANCELED (it is held, or g changed), as ddb_call. */
+static int kvd_lease_put(struct kvd *kv, uint64_t gen)
+{
+	uint64_t now = kvd_now_ms();
+	struct json_object *req = kvd_lease_req(
+	    kv->table, "ConditionExpression",
+	    gen ? "(attribute_not_exists(#o) OR #e < :now) AND #g = :g"
+		: "(attribute_not_exists(#o) OR #e < :now) AND "
+		  "attribute_not_exists(#g)",
+	    "oeg");
+	struct json_object *vals = json_object_new_object(), *resp = NULL;
+	int rc = req ? 0 : -ENOMEM;
+
 	if (req) /* PutItem: the item says its key */
 		json_object_object_del(req, "Key");
 	if (!rc)
-		rc = ddb_add(item, "pk", ddb_s(KVD_META_PK));
-	if (!rc)
-		rc = ddb_add(item, "sk", ddb_b("lease", 5));
-	if (!rc)
-		rc = ddb_add(item, "o", ddb_s(kv->owner));
-	if (!rc)
-		rc = ddb_add(item, "h", ddb_s(kv->holder));
-	if (!rc)
-		rc = ddb_add(item, "e", ddb_n(now + 1000ull * kv->ttl));
-	if (!rc) {
-		rc = ddb_add(req, "Item", item);
-		item = NULL;
-	}
+		rc = ddb_add(req, "Item", kvd_lease_item(kv, now, gen));
 	if (!rc)
 		rc = ddb_add(vals, ":now", ddb_n(now));
+	if (!rc && gen)
+		rc = ddb_add(vals, ":g", ddb_n(gen));
 	if (!rc) {
 		rc = ddb_add(req, "ExpressionAttributeValues", vals);
 		vals = NULL;
 	}
 	if (!rc)
 		rc = ddb_call(kv->d, "PutItem", req, &resp);
-	json_object_put(item);
 	json_object_put(vals);
 	json_object_put(req);
 	json_object_put(resp);
+	return rc;
+}
+
+int kvd_lease_take(struct kvd *kv, uint64_t gen)
+{
+	struct json_object *cur = NULL;
+	int rc = kvd_holder_init(kv);
+
+	if (!rc)
+		rc = kvd_lease_put(kv, gen);
 	if (rc == -ECANCELED) {
-		/* held; or ours, from an earlier send whose answer was lost */
+		/* held, or a shared writer joined; or ours, from an earlier
+		 * send whose answer was lost */
 		rc = kvd_lease_read(kv->d, kv->table, &cur);
 		if (!rc && !(cur && ddb_get_s(cur, "o") &&
 			     !strcmp(ddb_get_s(cur, "o"), kv->owner))) {
@@ -258,7 +297,7 @@ int kvd_lease_take(struct kvd *kv)
 			     "dynamodb: table %s is open read-write by %s",
 			     kv->table,
 			     cur && ddb_get_s(cur, "h") ? ddb_get_s(cur, "h")
-							: "?");
+							: "shared writers");
 			rc = -EBUSY;
 		}
 		json_object_put(cur);
@@ -273,17 +312,24 @@ void kvd_lease_drop(struct kvd *kv)
 {
 	struct json_object *req, *vals, *resp = NULL;
 
+	if (!kv->leased)
+		return;
 	kv_keeper_stop(kv->keeper);
 	kv->keeper = NULL;
-	if (!kv->leased || kvd_fenced(kv))
+	if (kvd_fenced(kv))
 		return;
 	kv->leased = false;
-	/* out of memory or no answer: the lease expires by itself */
-	req = kvd_lease_req(kv->table, "ConditionExpression", "#o = :o", "o");
+	/* the owner's attributes go, g stays (it only grows: a sole open
+	 * that read it before a shared writer joined never meets it again);
+	 * out of memory or no answer: the lease expires by itself */
+	req = kvd_lease_req(kv->table, "ConditionExpression", "#o = :o", "oeh");
 	vals = json_object_new_object();
-	if (req && !ddb_add(vals, ":o", ddb_s(kv->owner)) &&
+	if (req &&
+	    !ddb_add(req, "UpdateExpression",
+		     json_object_new_string("REMOVE #o, #e, #h")) &&
+	    !ddb_add(vals, ":o", ddb_s(kv->owner)) &&
 	    !ddb_add(req, "ExpressionAttributeValues", json_object_get(vals)))
-		ddb_call(kv->d, "DeleteItem", req, &resp);
+		ddb_call(kv->d, "UpdateItem", req, &resp);
 	json_object_put(vals);
 	json_object_put(req);
 	json_object_put(resp);

@@ -43,8 +43,8 @@
  * with its reset(), as a watch does when it starts, after which the caller
  * reads again. kv.c's quiet commits (kv_quiet) are matched by revision and
  * this engine's commits make none: a watch of an open that also writes
- * hands its own quiet commits back (no DynamoDB mount does both: one
- * writer, followers -o ro).
+ * (a -o shared writer's: kv_ddb_writer.c) hands its own quiet commits
+ * back, which costs its caches a read again, no more.
  *
  * Nothing missed between a follower's reads and its watch: reset() is
  * called once the iterators of every open shard are taken, so whatever the

@@ -1,7 +1,8 @@
 /*
  * kv_keeper_i.h - a thread that renews a writer's lease every period until
  * stopped or until the lease is lost: the keeper of the DynamoDB backend's
- * lease item (kv_ddb_lease.c). What renewing means is the caller's.
+ * lease item (kv_ddb_lease.c) and shared writer items (kv_ddb_writer.c).
+ * What renewing means is the caller's.
  *
  * Internal to store/kv/.
  */

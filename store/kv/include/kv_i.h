@@ -118,13 +118,14 @@ struct kv_options {
 	 */
 	bool truncate_log;
 	/*
-	 * etcd: a read-write open that is one writer of several (issue 24):
-	 * instead of the owner key it takes a key of its own under
-	 * NAME/m/writer/, under its lease, and is fenced by it as the owner
-	 * is by the owner key; refused (-EBUSY) while an owner holds the
-	 * store, and an owner is refused while shared writers hold it. The
-	 * writers coordinate through conditioned commits (kv_batch_expect).
-	 * A directory store ignores it (one process opens it).
+	 * etcd, DynamoDB: a read-write open that is one writer of several
+	 * (issue 24): instead of the owner key (the lease item) it takes a
+	 * key of its own (NAME/m/writer/<id> under its lease; an item
+	 * writer#<id>, kv_ddb_writer.c), and is fenced by it as the owner is
+	 * by the owner key; refused (-EBUSY) while an owner holds the store,
+	 * and an owner is refused while shared writers hold it. The writers
+	 * coordinate through conditioned commits (kv_batch_expect). A
+	 * directory store ignores it (one process opens it).
 	 */
 	bool shared;
 };
@@ -133,7 +134,9 @@ struct kv_options {
  * Shared writers (kv_options.shared): kv_writer_id() is this open's id
  * among them (0: not a shared writer); kv_writers() lists the ids of those
  * that hold the store now (a writer whose lease expired is gone from it,
- * and fenced: its commits fail). Free *ids. Errors: -ENOMEM, as kv_get.
+ * and fenced: its commits fail; on DynamoDB, where nothing deletes an
+ * expired item by itself, kv_writers deletes it before leaving it out).
+ * Free *ids. Errors: -ENOMEM, as kv_get.
  */
 uint64_t kv_writer_id(const struct kv *kv);
 int kv_writers(struct kv *kv, uint64_t **ids, size_t *n);
