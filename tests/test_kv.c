@@ -1345,6 +1345,21 @@ static bool lists_writer(struct kv *k, uint64_t id)
 	return found;
 }
 
+/* Shared writer @a's hold on the store runs out, as if it stopped: its
+ * item expired (DynamoDB), its lease revoked (etcd). */
+static void stop_writer(struct kv *a)
+{
+	char what[64];
+
+	if (on_dynamodb()) {
+		expire_ddb_writer(kv_writer_id(a));
+		return;
+	}
+	snprintf(what, sizeof(what), "writer/%016llx",
+		 (unsigned long long)kv_writer_id(a));
+	revoke_lease_of(what);
+}
+
 /*
  * A shared writer that stopped (its lease ran out) is no longer listed by
  * kv_writers, and from the moment it is not, it is fenced: what the
@@ -1354,7 +1369,6 @@ static bool lists_writer(struct kv *k, uint64_t id)
 Test(kv, a_writer_not_listed_is_fenced)
 {
 	struct kv *a, *b, *other;
-	char what[64];
 
 	if (!on_etcd() && !on_dynamodb()) {
 		cr_assert(true); /* RocksDB: one process, no shared writers */
@@ -1369,13 +1383,7 @@ Test(kv, a_writer_not_listed_is_fenced)
 	cr_assert(lists_writer(b, kv_writer_id(a)));
 	cr_assert(lists_writer(a, kv_writer_id(b)));
 	put_on(a, "k", "from a", 0);
-	if (on_dynamodb()) {
-		expire_ddb_writer(kv_writer_id(a));
-	} else {
-		snprintf(what, sizeof(what), "writer/%016llx",
-			 (unsigned long long)kv_writer_id(a));
-		revoke_lease_of(what);
-	}
+	stop_writer(a);
 	cr_assert(!lists_writer(b, kv_writer_id(a)), "a is still listed");
 	cr_assert(lists_writer(b, kv_writer_id(b)));
 	put_on(a, "k", "stale", -EROFS);
@@ -1394,7 +1402,6 @@ Test(kv, a_writer_not_listed_is_fenced)
 Test(kv, an_owner_opens_past_a_stopped_shared_writer)
 {
 	struct kv *a, *other;
-	char what[64];
 
 	if (!on_etcd() && !on_dynamodb()) {
 		cr_assert(true); /* RocksDB: one process, no shared writers */
@@ -1405,13 +1412,7 @@ Test(kv, an_owner_opens_past_a_stopped_shared_writer)
 	cr_assert_eq(open_shared(&a, rw_url()), 0);
 	put_on(a, "k", "from a", 0);
 	cr_assert_eq(open_at(&other, rw_url(), false), -EBUSY);
-	if (on_dynamodb()) {
-		expire_ddb_writer(kv_writer_id(a));
-	} else {
-		snprintf(what, sizeof(what), "writer/%016llx",
-			 (unsigned long long)kv_writer_id(a));
-		revoke_lease_of(what);
-	}
+	stop_writer(a);
 	cr_assert_eq(open_at(&kv, rw_url(), false), 0);
 	put_on(a, "k", "stale", -EROFS);
 	cr_assert_eq(open_shared(&other, rw_url()), -EBUSY);

@@ -25,7 +25,7 @@
 
 /* The partition of store keys that name no drive, and the backend's own */
 #define KVD_OTHER_PK  "#other"
-#define KVD_META_PK   "#meta" /* the lease, the shared writers' items */
+#define KVD_META_PK   "#meta"	/* the lease, the shared writers' items */
 #define KVD_LEASE_SK  "lease"	/* the sole writer's lease */
 #define KVD_WRITER_SK "writer#" /* and 16 hex digits: a shared writer */
 #define KVD_DRIVES_PK "#drives" /* sk: a drive id that has keys */
