@@ -93,19 +93,108 @@ static int resume_after(struct fs *fs, uint64_t ino, const char *path,
 	return rc < 0 ? rc : 0;
 }
 
+/* A child packed into a reply, whose lookup and cookie wait for the
+ * listing's check (list_page). */
+struct listed {
+	size_t at; /* where in the reply */
+	uint64_t cookie;
+	struct tree_attr a;
+	char *name;
+	size_t namelen;
+};
+
+static void listed_free(struct listed *l, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(l[i].name);
+	free(l);
+}
+
+/*
+ * Packs the children of folder @path after @after into @buf from *pos on,
+ * as many as fit in @size, read at one moment (tree_dir_open_checked: on
+ * DynamoDB the listing is read again while a commit changes the folder
+ * among its reads, tree_read_again); *list gets them, *n how many, for
+ * the caller's lookups and cookies. An error after some were packed keeps
+ * them (it comes back next time). Errors: those of tree_dir_open() and
+ * tree_dir_next() (nothing packed), -ESTALE (the tries ran out), -ENOMEM.
+ */
+static int list_page(struct fs *fs, const char *path, const char *after,
+		     fs_dirent_pack *pack, void *ctx, char *buf, size_t size,
+		     size_t *pos, struct listed **list, size_t *n)
+{
+	struct listed *l = NULL, *grown;
+	struct tree_dir *it = NULL;
+	struct fuse_entry_param e;
+	struct tree_attr a;
+	const char *name;
+	size_t start = *pos, namelen, cap = 0, k = 0, m;
+	uint64_t cookie;
+	int rc, tries = 0;
+
+	do {
+		listed_free(l, k);
+		l = NULL;
+		k = cap = 0;
+		*pos = start;
+		rc = tree_dir_open_checked(&it, fs->tree, path, after);
+		while (rc == 0 &&
+		       (rc = tree_dir_next(it, &name, &namelen, &a)) > 0) {
+			rc = 0;
+			fill_entry(fs, &a, &e);
+			if (!a.ino)
+				e.ino = 0; /* bad record: lookup gives EIO */
+			cookie = dircookie_of(fs->cookies, name, namelen);
+			m = pack(ctx, buf + *pos, size - *pos, name, &e,
+				 (off_t)cookie);
+			if (m > size - *pos)
+				break;
+			if (k == cap) {
+				cap = cap ? 2 * cap : 64;
+				grown = realloc(l, cap * sizeof(*l));
+				if (!grown) {
+					rc = -ENOMEM;
+					break;
+				}
+				l = grown;
+			}
+			l[k] = (struct listed){*pos, cookie, a,
+					       strndup(name, namelen), namelen};
+			if (!l[k].name) {
+				rc = -ENOMEM;
+				break;
+			}
+			k++;
+			*pos += m;
+		}
+		if (rc < 0 && k)
+			rc = 0; /* give what fitted */
+		if (rc >= 0)
+			rc = tree_dir_check(it);
+		tree_dir_free(it);
+		it = NULL;
+	} while (tree_read_again(rc, &tries));
+	if (rc < 0) {
+		listed_free(l, k);
+		l = NULL;
+		k = 0;
+		*pos = start;
+	}
+	*list = l;
+	*n = k;
+	return rc < 0 ? rc : 0;
+}
+
 int fs_do_readdir(struct fs *fs, uint64_t ino, size_t size, off_t off,
 		  bool plus, fs_dirent_pack *pack, void *ctx, char *buf,
 		  size_t *used)
 {
-	const char *name;
 	char *after = NULL;
-	size_t pos = 0, namelen, n;
-	struct tree_dir *it = NULL;
+	size_t pos = 0, n, nlisted = 0;
+	struct listed *list = NULL;
 	struct fuse_entry_param e;
-	struct tree_attr a;
 	struct fs_path p = {0};
 	off_t cur = off < 0 ? 0 : off;
-	uint64_t cookie;
 	int rc;
 
 	rc = fs_enter(fs, ino, NULL, &p);
@@ -133,48 +222,39 @@ int fs_do_readdir(struct fs *fs, uint64_t ino, size_t size, off_t off,
 		if (rc)
 			goto out;
 	}
-	rc = tree_dir_open(&it, fs->tree, p.path, after);
-	if (rc)
-		goto out;
-	for (;;) {
-		rc = tree_dir_next(it, &name, &namelen, &a);
-		if (rc <= 0)
-			break;
-		fill_entry(fs, &a, &e);
-		if (!a.ino)
-			e.ino = 0; /* bad record: lookup gives EIO */
-		cookie = dircookie_of(fs->cookies, name, namelen);
-		n = pack(ctx, buf + pos, size - pos, name, &e, (off_t)cookie);
-		if (n > size - pos)
-			break;
+	rc = list_page(fs, p.path, after, pack, ctx, buf, size, &pos, &list,
+		       &nlisted);
+	for (size_t i = 0; i < nlisted; i++) {
+		struct listed *l = &list[i];
+
 		/* readdirplus entries count as lookups in the kernel; one a
 		 * rename moved in the table after this listing's read is
 		 * sent without its node (ino 0: the kernel looks it up) */
-		if (plus && a.ino) {
-			int lrc =
-			    itab_lookup_read(fs, a.ino, ino, name, a.flags, &p);
+		if (plus && l->a.ino) {
+			int lrc = itab_lookup_read(fs, l->a.ino, ino, l->name,
+						   l->a.flags, &p);
 
 			if (lrc == -EAGAIN) {
+				fill_entry(fs, &l->a, &e);
 				e.ino = 0;
-				pack(ctx, buf + pos, size - pos, name, &e,
-				     (off_t)cookie);
+				pack(ctx, buf + l->at, size - l->at, l->name,
+				     &e, (off_t)l->cookie);
 			} else if (lrc < 0) {
 				rc = -ENOMEM;
+				pos = l->at; /* this one and the rest: later */
 				break;
 			}
 		}
-		dircookies_put(fs->cookies, ino, cookie, name, namelen);
-		pos += n;
+		dircookies_put(fs->cookies, ino, l->cookie, l->name,
+			       l->namelen);
 	}
 	if (rc < 0 && pos)
 		rc = 0; /* give what fitted; the error comes back next time */
-	if (rc > 0)
-		rc = 0;
 out:
 	fs_leave(fs);
 out_free:
 	fs_path_release(&p);
-	tree_dir_free(it);
+	listed_free(list, nlisted);
 	free(after);
 	*used = pos;
 	return rc;

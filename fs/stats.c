@@ -309,6 +309,7 @@ static void print_kv(FILE *f, bool json, const struct store_kv_counts *kv)
 	    {"nexts", kv->nexts},
 	    {"commits", kv->commits},
 	    {"conflicts", kv->conflicts},
+	    {"stale_pins", kv->stale_pins},
 	    {"requests", kv->requests},
 	    {"retries", kv->retries},
 	    {"faults", kv->faults},

@@ -94,7 +94,6 @@
  * idempotent); SEEK_DATA/SEEK_HOLE work at block granularity.
  */
 #include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -476,35 +475,6 @@ static void fill_block(char *buf, uint64_t off, uint64_t end, uint64_t *pos,
 	*pos = to;
 }
 
-/*
- * Test-only: with PATHFS_READ_PAUSE_MS=N in the environment, every read
- * sleeps N ms between reading the file's record and reading its blocks, so
- * that a test makes another process's truncate land there every time.
- */
-static long read_pause_ms = -1; /* -1: not read yet */
-static pthread_once_t read_pause_once = PTHREAD_ONCE_INIT;
-
-static void read_pause_init(void)
-{
-	const char *e = getenv("PATHFS_READ_PAUSE_MS");
-	char *end;
-	long v;
-
-	read_pause_ms = 0;
-	if (!e || !*e)
-		return;
-	v = strtol(e, &end, 10);
-	if (*end == '\0' && v > 0 && v <= 60000)
-		read_pause_ms = v;
-}
-
-static void read_pause(void)
-{
-	pthread_once(&read_pause_once, read_pause_init);
-	if (read_pause_ms > 0)
-		usleep((useconds_t)read_pause_ms * 1000);
-}
-
 /* tree_read() once, under the caller's kv_pin(). */
 static int read_pinned(struct tree *t, const char *path, uint64_t ino,
 		       uint64_t off, size_t len, char *buf, size_t *nread)
@@ -531,7 +501,7 @@ static int read_pinned(struct tree *t, const char *path, uint64_t ino,
 	}
 	if (off >= a.size || len == 0)
 		goto out;
-	read_pause();
+	crash_hook_read_pause();
 	if (len > a.size - off)
 		len = (size_t)(a.size - off);
 	end = off + len;
@@ -594,18 +564,6 @@ out:
 	return rc;
 }
 
-/*
- * Tries of a read whose pin failed (kv_unpin: etcd compacted the revision,
- * or a commit changed the file's record among the reads); from the third
- * on, each waits first, 1, 2, 4 ... ms up to READ_PAUSE_MS, half of it
- * random, so that a writer committing the file in a loop leaves a gap: 8
- * tries failed a read in about 400 of a writer rewriting the file nonstop
- * on DynamoDB Local (dynamodb_follow_read); about half the tries fail
- * there, so 16 make it one read in 10^5 (0.6 s of pauses at most).
- */
-#define READ_TRIES    16
-#define READ_PAUSE_MS 64
-
 int tree_read(struct tree *t, const char *path, uint64_t ino, uint64_t off,
 	      size_t len, char *buf, size_t *nread)
 {
@@ -618,13 +576,8 @@ int tree_read(struct tree *t, const char *path, uint64_t ino, uint64_t off,
 		urc = kv_unpin(kv);
 		if (!rc)
 			rc = urc;
-		if (rc != -ESTALE || ++tries >= READ_TRIES)
+		if (!tree_read_again(rc, &tries))
 			break;
-		if (tries >= 2) {
-			unsigned us = 1000u << (tries - 2 < 6 ? tries - 2 : 6);
-
-			usleep(us / 2 + (unsigned)random() % (us / 2));
-		}
 	}
 	if (rc)
 		*nread = 0;

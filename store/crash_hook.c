@@ -1,7 +1,8 @@
 /*
  * crash_hook.c - test-only hooks that kill the process between two commits,
  * so that the tests can check what a crash there leaves and what the next
- * open makes of it.
+ * open makes of it, and one that pauses a read of one moment so that a
+ * test makes another process's commit land inside it.
  *
  * With PATHFS_CRASH_AFTER_BATCHES=N in the environment, the process kills
  * itself with SIGKILL (no cleanup, like kill -9) right after committing
@@ -22,6 +23,10 @@
  * PATHFS_ENOSPC_AT_BATCH=N refuses batch number N of a rename with -ENOSPC,
  * once, without sending it (journal.c's commit()): the undo that follows is
  * counted from N on, so both hooks together stop an undo between slices.
+ *
+ * PATHFS_READ_PAUSE_MS=N makes every read of one moment sleep N ms between
+ * the record it pins and the rest (tree_read(): a file's record and its
+ * blocks; tree_dir_open_checked(): a folder's record and its children).
  *
  * Limits: read once per operation (the commit hook once per process); a
  * malformed or negative number turns a hook off.
@@ -96,4 +101,28 @@ void crash_hook_commit(void)
 		     commit_limit);
 		kill(getpid(), SIGKILL);
 	}
+}
+
+static long read_pause_ms = -1; /* -1: not read yet */
+static pthread_once_t read_pause_once = PTHREAD_ONCE_INIT;
+
+static void read_pause_init(void)
+{
+	const char *e = getenv("PATHFS_READ_PAUSE_MS");
+	char *end;
+	long v;
+
+	read_pause_ms = 0;
+	if (!e || !*e)
+		return;
+	v = strtol(e, &end, 10);
+	if (*end == '\0' && v > 0 && v <= 60000)
+		read_pause_ms = v;
+}
+
+void crash_hook_read_pause(void)
+{
+	pthread_once(&read_pause_once, read_pause_init);
+	if (read_pause_ms > 0)
+		usleep((useconds_t)read_pause_ms * 1000);
 }

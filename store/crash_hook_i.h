@@ -1,6 +1,7 @@
 /*
  * crash_hook_i.h - the test-only hooks that stop a process between two
- * commits (crash_hook.c says which environment variables set them).
+ * commits or pause a read (crash_hook.c says which environment variables
+ * set them).
  *
  * Internal to store/.
  */
@@ -23,5 +24,8 @@ void crash_hook_batch(struct crash_hook *h);
 /* The process-wide hook (PATHFS_CRASH_AFTER_COMMITS): tree_commit() calls
  * it right after each successful commit. */
 void crash_hook_commit(void);
+/* The pause of a read of one moment between the record it pins and the
+ * rest (PATHFS_READ_PAUSE_MS; none when unset). */
+void crash_hook_read_pause(void);
 
 #endif

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "crash_hook_i.h"
 #include "drive_i.h"
 #include "log.h"
 
@@ -36,6 +37,7 @@ struct tree_dir {
 	struct sbuf key; /* for INODE reads */
 	int first;	 /* node_iter_next()'s answer at open: 1 an entry,
 			  * 0 none; -1 once tree_dir_next() has taken it */
+	bool pinned;	 /* tree_dir_open_checked() pinned the store */
 };
 
 struct tree_scan {
@@ -193,10 +195,13 @@ static void decode_entry(const struct node_iter *ni, struct tree_attr *attr)
 	*attr = n.a;
 }
 
-int tree_dir_open(struct tree_dir **out, struct tree *t, const char *path,
-		  const char *after)
+/* tree_dir_open(), and with @checked a pin (kv_pin) begun by a read of the
+ * folder's record, when the engine's iterators are not of one moment */
+static int dir_open(struct tree_dir **out, struct tree *t, const char *path,
+		    const char *after, bool checked)
 {
 	struct tree_dir *d = NULL;
+	bool read_dir = false;
 	int rc;
 
 	*out = NULL;
@@ -217,6 +222,20 @@ int tree_dir_open(struct tree_dir **out, struct tree *t, const char *path,
 		goto out;
 	}
 	d->t = t;
+	if (checked && !kv_iters_one_moment(t->store->kv)) {
+		/* every commit that changes the folder's children rewrites
+		 * its record (tree_batch_dir_touch): read first, the pin
+		 * reads it again at tree_dir_check() */
+		kv_pin(t->store->kv);
+		d->pinned = true;
+		read_dir = true;
+		rc = check_dir(t, path);
+		crash_hook_read_pause();
+		/* a resumed listing of a folder gone meanwhile finds none */
+		if (rc &&
+		    !(after && after[0] && (rc == -ENOENT || rc == -ENOTDIR)))
+			goto out;
+	}
 	rc = node_iter_open(&d->ni, t, NODES_CHILDREN, path,
 			    after && after[0] ? after : NULL);
 	if (rc)
@@ -230,7 +249,7 @@ int tree_dir_open(struct tree_dir **out, struct tree *t, const char *path,
 		rc = -EIO;
 		goto out;
 	}
-	if (!d->first && !(after && after[0])) {
+	if (!d->first && !(after && after[0]) && !read_dir) {
 		rc = check_dir(t, path);
 		if (rc)
 			goto out;
@@ -240,6 +259,26 @@ int tree_dir_open(struct tree_dir **out, struct tree *t, const char *path,
 out:
 	tree_dir_free(d);
 	return rc;
+}
+
+int tree_dir_open(struct tree_dir **out, struct tree *t, const char *path,
+		  const char *after)
+{
+	return dir_open(out, t, path, after, false);
+}
+
+int tree_dir_open_checked(struct tree_dir **out, struct tree *t,
+			  const char *path, const char *after)
+{
+	return dir_open(out, t, path, after, true);
+}
+
+int tree_dir_check(struct tree_dir *d)
+{
+	if (!d->pinned)
+		return 0;
+	d->pinned = false;
+	return kv_unpin(d->t->store->kv);
 }
 
 int tree_dir_next(struct tree_dir *d, const char **name, size_t *namelen,
@@ -292,6 +331,8 @@ void tree_dir_free(struct tree_dir *d)
 {
 	if (!d)
 		return;
+	if (d->pinned)
+		kv_unpin(d->t->store->kv);
 	node_iter_close(&d->ni);
 	sbuf_release(&d->name);
 	sbuf_release(&d->key);

@@ -763,6 +763,7 @@ void store_kv_counts(const struct store *s, struct store_kv_counts *out)
 	out->nexts = c.nexts;
 	out->commits = c.commits;
 	out->conflicts = c.conflicts;
+	out->stale_pins = c.stale_pins;
 	out->requests = c.requests;
 	out->retries = c.retries;
 	out->faults = c.faults;

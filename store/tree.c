@@ -39,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "acl_i.h"
 #include "batch_i.h"
@@ -248,6 +249,33 @@ int tree_attr_commit(struct tree *t, struct kv_batch *b,
 	if (rc == 0)
 		rc = flags_sync(t, r->n.a.flags);
 	return rc;
+}
+
+/*
+ * Tries of a read whose pin failed (kv_unpin: etcd compacted the revision,
+ * or a commit changed a record among the reads); from the third on, each
+ * waits first, 1, 2, 4 ... ms up to READ_BACKOFF_MS, half of it random, so
+ * that a writer committing the file in a loop leaves a gap: 8 tries failed
+ * a read in about 400 of a writer rewriting the file nonstop on DynamoDB
+ * Local (dynamodb_follow_read); about half the tries fail there, so 16
+ * make it one read in 10^5 (0.6 s of pauses at most).
+ */
+#define READ_TRIES    16
+#define READ_BACKOFF_MS 64
+
+bool tree_read_again(int rc, int *tries)
+{
+	unsigned us;
+
+	if (rc != -ESTALE || ++*tries >= READ_TRIES)
+		return false;
+	if (*tries >= 2) {
+		us = 1000u << (*tries - 2);
+		if (us > READ_BACKOFF_MS * 1000u)
+			us = READ_BACKOFF_MS * 1000u;
+		usleep(us / 2 + (unsigned)random() % (us / 2));
+	}
+	return true;
 }
 
 void tree_batch_put_node(struct tree *t, struct kv_batch *b, const char *path,

@@ -633,6 +633,40 @@ Test(fs_ops, readdir_resumes_after_the_last_name_it_gave)
 	free(removed);
 }
 
+/* A page holds every child that fits: a folder of a few names is one
+ * READDIR (then one that finds no more), listed and looked up whole by a
+ * READDIRPLUS too. */
+Test(fs_ops, readdir_fills_its_page)
+{
+	uint64_t ino[5];
+	char buf[4096], name[8];
+	size_t used, pos, len;
+	off_t next;
+	int n;
+
+	for (int i = 0; i < 5; i++) {
+		snprintf(name, sizeof(name), "f%d", i);
+		ino[i] = mkfile(&root, name, 0644, NULL);
+		cr_assert_eq(itab_forget(&tu_fs, ino[i], 1), 0);
+	}
+	for (int plus = 0; plus < 2; plus++) {
+		cr_assert_eq(fs_do_readdir(&tu_fs, TREE_ROOT_INO, sizeof(buf),
+					   0, plus, pack_record, NULL, buf,
+					   &used),
+			     0);
+		for (pos = 0, n = 0; pos < used; pos += len, n++)
+			record_at(buf + pos, &next, &len);
+		cr_expect_eq(n, 7, "%d entries in one page", n);
+		cr_assert_eq(fs_do_readdir(&tu_fs, TREE_ROOT_INO, sizeof(buf),
+					   next, plus, pack_record, NULL, buf,
+					   &used),
+			     0);
+		cr_expect_eq(used, 0);
+	}
+	for (int i = 0; i < 5; i++)
+		cr_expect(itab_knows(&tu_fs, ino[i]), "f%d not looked up", i);
+}
+
 /* READDIRPLUS gives the kernel an entry per child, which it counts as a
  * lookup: so does the table (a FORGET follows); READDIR counts none. */
 Test(fs_ops, readdirplus_counts_a_lookup_of_each_child)

@@ -1931,3 +1931,79 @@ Test(shared, a_join_waits_for_a_lone_writer_only_while_it_lives)
 	cr_expect_eq(j.rc, 0, "the lone writer gone: %s", strerror(-j.rc));
 	store_close(j.s);
 }
+
+#define LISTED 150 /* more than DynamoDB's first Query page (100) */
+
+/* Lists "/d" on @t with tree_dir_open_checked(): marks in @seen[i] each
+ * "f%03d" name listed, and in *zzz "zzz"; after @mid names, runs @between
+ * (NULL: nothing). Returns tree_dir_check()'s answer. */
+static int list_checked(struct tree *t, bool *seen, bool *zzz, int mid,
+			void (*between)(void))
+{
+	struct tree_dir *d = NULL;
+	struct tree_attr at;
+	const char *n;
+	size_t len;
+	int rc, i = 0, k;
+
+	memset(seen, 0, LISTED * sizeof(*seen));
+	*zzz = false;
+	cr_assert_eq(tree_dir_open_checked(&d, t, "/d", NULL), 0);
+	while ((rc = tree_dir_next(d, &n, &len, &at)) == 1) {
+		if (!strcmp(n, "zzz"))
+			*zzz = true;
+		else if (sscanf(n, "f%03d", &k) == 1 && k >= 0 && k < LISTED)
+			seen[k] = true;
+		if (++i == mid && between)
+			between();
+	}
+	cr_assert_eq(rc, 0);
+	rc = tree_dir_check(d);
+	tree_dir_free(d);
+	return rc;
+}
+
+static void rename_f000(void)
+{
+	cr_assert_eq(tree_rename(drive_of(a), "/d/f000", "/d/zzz", 0, NULL), 0);
+}
+
+/*
+ * A readdir page is of one moment (tree_dir_open_checked): writer b lists
+ * a folder of LISTED files in pages (DynamoDB's first Query page holds
+ * 100, etcd's listing reads one revision) while writer a renames its first
+ * file to a name listed last. Either the check says the listing is stale
+ * (DynamoDB: the rename rewrote the folder's record), or the listing shows
+ * the file once; listed again, it shows the file once, by its new name.
+ * Before the check, DynamoDB listed it twice.
+ */
+Test(shared, a_listing_page_is_of_one_moment)
+{
+	struct tree *t = drive_of(b);
+	bool seen[LISTED], zzz;
+	int rc;
+
+	cr_assert_eq(
+	    tree_mknode(drive_of(a), "/d", S_IFDIR | 0755, 0, 0, 0, NULL, NULL),
+	    0);
+	for (int i = 0; i < LISTED; i++) {
+		char p[16];
+
+		snprintf(p, sizeof(p), "/d/f%03d", i);
+		cr_assert_eq(make_file(drive_of(a), p, NULL), 0, "%s", p);
+	}
+	rc = list_checked(t, seen, &zzz, 50, rename_f000);
+	if (on_dynamodb())
+		cr_expect_eq(rc, -ESTALE, "%s", strerror(-rc));
+	else
+		cr_expect_eq(rc, 0, "%s", strerror(-rc));
+	if (rc == 0) {
+		cr_expect(seen[0] != zzz, "f000 %d, zzz %d", seen[0], zzz);
+		for (int i = 1; i < LISTED; i++)
+			cr_expect(seen[i], "f%03d not listed", i);
+	}
+	cr_assert_eq(list_checked(t, seen, &zzz, 0, NULL), 0);
+	cr_expect(!seen[0] && zzz, "f000 %d, zzz %d", seen[0], zzz);
+	for (int i = 1; i < LISTED; i++)
+		cr_expect(seen[i], "f%03d not listed", i);
+}

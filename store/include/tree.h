@@ -284,6 +284,9 @@ struct store_kv_counts {
 	uint64_t commits;      /* batches committed */
 	uint64_t conflicts;    /* of them, refused because a key read changed
 				  (a shared writer's retry, -EAGAIN) */
+	uint64_t stale_pins;   /* reads of one moment (a file's, a readdir
+				  page's) that a commit made stale: read
+				  again */
 	/* the engine's own (DynamoDB; 0 elsewhere): requests sent, of them
 	 * sent again (throttled, a conflict, 5xx, a dropped connection),
 	 * failures injected by PATHFS_DDB_FAULT, Query pages, transactions,
@@ -763,6 +766,14 @@ int tree_read(struct tree *t, const char *path, uint64_t ino, uint64_t off,
 	      size_t len, char *buf, size_t *nread);
 
 /*
+ * Whether a read of one moment that failed with @rc is to be tried again:
+ * -ESTALE (a commit changed a record among its reads: tree_read's,
+ * tree_dir_check's) fewer than 16 times (*@tries counts them); from the
+ * third try on it pauses first, 1, 2, 4 ... 64 ms, half of it random.
+ */
+bool tree_read_again(int rc, int *tries);
+
+/*
  * Writes @len bytes at @off (at the end of file if @append) to inode @ino,
  * updating size, mtime and ctime in the same atomic batch.
  * @out (may be NULL) gets the new attributes (out->size is the new size).
@@ -855,6 +866,28 @@ struct tree_dir;
  */
 int tree_dir_open(struct tree_dir **out, struct tree *t, const char *path,
 		  const char *after);
+
+/*
+ * As tree_dir_open(), for a listing that must be of one moment (a readdir
+ * page): where the engine's iterators are not (kv_iters_one_moment: on
+ * DynamoDB, each Query page is read as the table is then, and a Query is
+ * not isolated from a transaction), the listing pins the store (kv_pin)
+ * and reads the folder's record first, which every commit that changes
+ * its children rewrites; tree_dir_check() reads it again. Costs there one
+ * GetItem at open and one at the check (none at the check for the lease
+ * holder while none of its own commits ran). Elsewhere as tree_dir_open().
+ * A thread has one such listing open at a time.
+ */
+int tree_dir_open_checked(struct tree_dir **out, struct tree *t,
+			  const char *path, const char *after);
+
+/*
+ * Whether what a listing of tree_dir_open_checked() gave so far is of one
+ * moment: 0, or -ESTALE (a commit changed the folder meanwhile: list it
+ * again, tree_read_again), -EIO; it ends the check (0 for any other
+ * listing).
+ */
+int tree_dir_check(struct tree_dir *d);
 
 /*
  * Next child: returns 1 and sets *name (NUL-terminated, borrowed until the next

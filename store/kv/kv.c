@@ -261,6 +261,11 @@ bool kv_watch_revs(const struct kv *kv)
 	return kv->ops->watch_revs;
 }
 
+bool kv_iters_one_moment(const struct kv *kv)
+{
+	return !kv->ops->paged_iters;
+}
+
 struct kv_watch {
 	const struct kv_ops *ops;
 	void *w; /* the backend's */
@@ -348,6 +353,7 @@ void kv_counts(const struct kv *kv, struct kv_counts *out)
 	out->nexts = __atomic_load_n(&c->nexts, __ATOMIC_RELAXED);
 	out->commits = __atomic_load_n(&c->commits, __ATOMIC_RELAXED);
 	out->conflicts = __atomic_load_n(&c->conflicts, __ATOMIC_RELAXED);
+	out->stale_pins = __atomic_load_n(&c->stale_pins, __ATOMIC_RELAXED);
 	out->requests = out->retries = out->faults = 0;
 	out->pages = out->txns = out->read_milli = out->write_milli = 0;
 	out->txn_write_milli = out->txn_rule_milli = 0;
@@ -451,6 +457,8 @@ int kv_unpin(struct kv *kv)
 		return 0;
 	if (!kv->ops->pins)
 		rc = pin_check(kv);
+	if (rc == -ESTALE)
+		KV_COUNT(kv->counts.stale_pins);
 	pin.kv = NULL;
 	pin_drop_reads();
 	return rc;

@@ -33,6 +33,9 @@ struct kv_ops {
 	/* true if a watch started at a revision (kv_watch's @rev) hands out
 	 * every change from it on (etcd) */
 	bool watch_revs;
+	/* true if an iterator reads each page as the store is then, not
+	 * isolated from commits (DynamoDB's Query): kv_iters_one_moment() */
+	bool paged_iters;
 	/*
 	 * optional (NULL: never): true while no other process can commit to
 	 * the store (RocksDB: one process opens it; DynamoDB: this open

@@ -855,6 +855,7 @@ static void kvd_engine_counts(const struct kv *kv_, struct kv_counts *out)
 
 const struct kv_ops kvd_ops = {
     .name = "dynamodb",
+    .paged_iters = true,
     .sole_writer = kvd_sole_writer,
     .close = kvd_close,
     .get = kvd_get,

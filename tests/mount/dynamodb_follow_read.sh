@@ -14,6 +14,8 @@
 #     that the writer's change lands inside the read every time: a
 #     truncate, a rewrite to the shorter content, a removal, a rewrite to
 #     the longer one.
+#  1b. A listing of the follower paused the same way (between its folder's
+#     record and its children) while the writer renames a file in it.
 #  2. Without the pause, the writer rewriting the file in place between
 #     'a' x S1 and 'b' x S1 (one write, one commit) as fast as it commits
 #     while the follower reads in a loop for $LOOP_S seconds: every read is
@@ -121,6 +123,39 @@ for how in truncate shorter remove longer; do
 			[ "$n" -gt 0 -a ! -s "$out.err" ]
 	fi
 done
+
+# ---- 1b. the writer's rename inside a paused listing ------------------------
+# A readdir page is pinned by its folder's record (tree_dir_open_checked)
+# and read again when a commit changed it: the follower's listing pauses
+# between the record and the children, the writer renames one of them
+# meanwhile, and ls shows the file once, by its new name, without an
+# error; the follower counts a stale pin (pathfsctl stats' stale_pins).
+mkdir "$MNT/d"
+(cd "$MNT/d" && touch f00 f01 f02 f03 f04 f05 f06 f07 f08 f09)
+# (by a lookup: a listing now would be the kernel's to keep, and ls's)
+check "the ro mount sees the folder" seen 5000 "d/f09" test -e "$RO/d/f09"
+ro_pid=$(pgrep -f "pathfs .*$RO" | head -n 1)
+ro_stats "$T/lstats0"
+start=$(now_ms)
+(ls -f "$RO/d" >"$T/ls.out" 2>"$T/ls.err" || true; now_ms >"$T/ls.end") &
+reader=$!
+sleep 0.3 # the follower has read the folder's record and pauses
+mv "$MNT/d/f00" "$MNT/d/zz"
+changed=$(now_ms)
+wait $reader
+end=$(cat "$T/ls.end")
+ro_stats "$T/lstats1"
+stale() { sed -n 's/.*stats: kv:.* stale_pins \([0-9]*\).*/\1/p' "$1" | tail -n 1; }
+echo "# listing: $(sort "$T/ls.out" | tr '\n' ' ')in $((end - start)) ms," \
+	"the rename done after $((changed - start)) ms;" \
+	"stale pins $(stale "$T/lstats0") -> $(stale "$T/lstats1")"
+check "the rename landed while the listing was paused" \
+	[ "$changed" -lt "$end" -a $((end - start)) -ge $PAUSE_MS ]
+check "the listing was read again" \
+	[ "$(stale "$T/lstats1")" -gt "$(stale "$T/lstats0")" ]
+check "the listing is of one moment: zz once, f00 not, no error" \
+	[ "$(sort "$T/ls.out" | tr '\n' ' ')" = \
+	". .. f01 f02 f03 f04 f05 f06 f07 f08 f09 zz " -a ! -s "$T/ls.err" ]
 MNT=$RO pfs_umount
 
 # ---- 2. a writer cycling through the states, a follower reading -------------

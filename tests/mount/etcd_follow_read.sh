@@ -4,7 +4,7 @@
 # moment (the old file, or the new shorter one), never the old size with
 # the dropped part read as zeros (tests/with_etcd.sh starts a 3-member
 # cluster and passes its endpoints in $PATHFS_TEST_ETCD). The follower runs
-# with PATHFS_READ_PAUSE_MS (store/content.c: each read sleeps between the
+# with PATHFS_READ_PAUSE_MS (store/crash_hook.c: each read sleeps between the
 # file's record and its blocks), so the writer's change lands inside the
 # read every time: the follower reads the file (O_DIRECT, past the kernel's
 # pages) while the writer truncates it to 4 KiB, or removes it, and then

@@ -212,6 +212,12 @@ bool kv_read_only(const struct kv *kv);
 /* true if a watch started at a revision (kv_watch's @rev) misses nothing
  * committed from it on (etcd; DynamoDB's stream starts from now) */
 bool kv_watch_revs(const struct kv *kv);
+/* true if an iterator reads one moment (RocksDB: a snapshot; etcd: one
+ * revision); false on DynamoDB, whose pages are each read as the table is
+ * then, and a Query is not isolated from a transaction: a reader that
+ * needs one moment pins a record that every such commit rewrites
+ * (kv_pin) */
+bool kv_iters_one_moment(const struct kv *kv);
 
 /* The engine's limits on one batch, valid until kv_close(). */
 const struct kv_limits *kv_limits(const struct kv *kv);
@@ -230,6 +236,7 @@ struct kv_counts {
 	uint64_t nexts;	       /* kv_iter_next */
 	uint64_t commits;      /* kv_batch_commit that reached the engine */
 	uint64_t conflicts;    /* of them, refused by a condition (-EAGAIN) */
+	uint64_t stale_pins;   /* kv_unpin() that said -ESTALE */
 	/* the engine's own requests, where it counts them (DynamoDB; 0
 	 * elsewhere): every request sent, those sent again (throttled, a
 	 * conflict, 5xx, a dropped connection), the failures the fault hook
@@ -340,7 +347,8 @@ int kv_unpin(struct kv *kv);
 
 /*
  * Iterator over keys in [lo, hi). @hi may be NULL (no upper bound). The bounds
- * are copied. The iterator reads a consistent snapshot taken at creation.
+ * are copied. The iterator reads a consistent snapshot taken at creation,
+ * unless !kv_iters_one_moment(kv) (DynamoDB: each page as it is then).
  * Positioned at the first key >= lo on return; a read that fails there or
  * later ends the iteration (!kv_iter_valid) and kv_iter_status() says why.
  * Errors: -ENOMEM (nothing is left to free).
