@@ -565,7 +565,14 @@ static int open_store(const char *dir, bool exists, const struct options *o,
 		break;
 	case -EBUSY: {
 		char who[512];
-		if (store_holder(dir, who, sizeof(who)) == 0)
+		int held = store_holder(dir, who, sizeof(who));
+
+		if (held == 1 && !o->shared)
+			fail("store %s is open by shared writers (-o shared "
+			     "mounts: %s): mount it with -o shared too, or -o "
+			     "ro",
+			     dir, who);
+		else if (held == 0)
 			fail("store %s is open read-write by %s: one writer "
 			     "per drive (if that one died, its lease frees "
 			     "the drive within seconds; -o ro mounts "

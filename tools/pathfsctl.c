@@ -96,13 +96,17 @@ static int open_error(const char *dir, int rc, const char *why)
 		break;
 	case -EBUSY: {
 		char who[512];
-		if (store_holder(dir, who, sizeof(who)) == 0) {
+		int held = store_holder(dir, who, sizeof(who));
+
+		if (held == 0 || held == 1) {
 			fprintf(
 			    stderr,
-			    "pathfsctl: store %s is open read-write by %s "
-			    "(one writer per drive on etcd: unmount it, or "
-			    "wait for its lease if it died); nothing done\n",
-			    dir, who);
+			    "pathfsctl: store %s is open read-write by %s%s "
+			    "(pathfsctl opens it as its only writer: run it "
+			    "where it is mounted, through that daemon, or "
+			    "unmount it; a writer that died lets go when its "
+			    "lease expires); nothing done\n",
+			    dir, held ? "shared writers: " : "", who);
 			break;
 		}
 		fprintf(stderr,

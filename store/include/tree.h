@@ -238,10 +238,11 @@ int store_server(const char *dir, pid_t *pid);
 
 /*
  * Who holds the store at @dir open read-write, when store_open() said
- * -EBUSY, in words for the refusal: a store on etcd names its writer (its
- * owner key: program, pid, host) in @buf. -ENOENT if nobody holds it now or
- * the store is a directory (store_server tells there), -errno if the
- * cluster cannot be asked.
+ * -EBUSY, in words for the refusal: a store on etcd or DynamoDB names its
+ * writer (its owner key, its lease item: program, pid, host) in @buf and
+ * says 0, or its shared writers ("; " between them) and says 1. -ENOENT
+ * if nobody holds it now or the store is a directory (store_server tells
+ * there), -errno if the cluster cannot be asked.
  */
 int store_holder(const char *dir, char *buf, size_t size);
 

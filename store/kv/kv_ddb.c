@@ -765,6 +765,10 @@ int kv_ddb_holder(const char *url, char *buf, size_t size)
 		rc = ddb_open(&d, u.region, u.endpoint, why, sizeof(why));
 	if (!rc)
 		rc = kvd_lease_holder(d, u.table, buf, size);
+	if (rc == -ENOENT) {
+		rc = kvd_writer_holders(d, u.table, buf, size);
+		rc = rc ? rc : 1;
+	}
 	ddb_close(d);
 	kvd_url_free(&u);
 	return rc;

@@ -173,6 +173,10 @@ int kvd_writers_gone(struct kvd *kv, uint64_t *gen);
 /* Adds to @items the ConditionCheck that this open's writer item is still
  * its own and live. Errors: -ENOMEM. */
 int kvd_writer_check(struct kvd *kv, struct json_object *items);
+/* The holders (program, pid, host) of the live writer items of @table,
+ * "; " between them, in @buf. Errors: -ENOENT (none), as ddb_call. */
+int kvd_writer_holders(struct ddb *d, const char *table, char *buf,
+		       size_t size);
 /* kv_ops.writer_id, kv_ops.writers */
 uint64_t kvd_writer_id(const struct kv *kv);
 int kvd_writers(struct kv *kv, uint64_t **ids, size_t *n);
@@ -192,6 +196,12 @@ int kvd_iter_status(struct kv_iter *it);
 void kvd_iter_free(struct kv_iter *it);
 
 /* kv_ddb_batch.c: batches, and their commit as one transaction */
+/* Sends @items (taken) as one TransactWriteItems whose ClientRequestToken
+ * is this open's client id and @seq (a retry of it is applied once); the
+ * answer in *@resp (NULL if none), the caller's to put. Errors: -ENOMEM,
+ * as ddb_call (-ECANCELED: *@resp says why). */
+int kvd_txn_send(struct kvd *kv, struct json_object *items, uint64_t seq,
+		 struct json_object **resp);
 struct kv_batch *kvd_batch_new(struct kv *kv);
 void kvd_batch_put(struct kv_batch *b, const char *key, size_t klen,
 		   const char *val, size_t vlen);

@@ -180,31 +180,20 @@ static int kvd_add_action(struct json_object *items, const char *kind,
 
 int kvd_writer_take(struct kvd *kv)
 {
-	struct json_object *req = json_object_new_object(), *resp = NULL;
-	struct json_object *items = json_object_new_array();
-	char token[40];
+	struct json_object *items = json_object_new_array(), *resp = NULL;
 	int rc = kvd_holder_init(kv);
 
-	/* commits number their tokens from 1 (kv_ddb_batch.c): 0 is this */
-	snprintf(token, sizeof(token), "%016llx%016llx",
-		 (unsigned long long)kv->client, 0ull);
-	if (!rc && (!req || !items))
+	if (!rc && !items)
 		rc = -ENOMEM;
 	if (!rc)
 		rc = kvd_add_action(items, "Put", kvd_writer_put(kv));
 	if (!rc)
 		rc = kvd_add_action(items, "Update", kvd_writer_join(kv));
-	if (!rc) {
-		rc = ddb_add(req, "TransactItems", items);
-		items = NULL;
-	}
-	if (!rc)
-		rc = ddb_add(req, "ClientRequestToken",
-			     json_object_new_string(token));
-	if (!rc)
-		rc = ddb_call(kv->d, "TransactWriteItems", req, &resp);
-	json_object_put(items);
-	json_object_put(req);
+	/* commits number their tokens from 1 (kv_ddb_batch.c): 0 is this */
+	if (rc)
+		json_object_put(items);
+	else
+		rc = kvd_txn_send(kv, items, 0, &resp);
 	json_object_put(resp);
 	if (rc == -ECANCELED) {
 		plog(LOG_DEBUG,
@@ -256,15 +245,15 @@ int kvd_writer_check(struct kvd *kv, struct json_object *items)
 
 /* One page of the writer items after @start (taken; NULL: the first) in
  * *@resp. Errors: -ENOMEM, as ddb_call. */
-static int kvd_writer_page(struct kvd *kv, struct json_object *start,
-			   struct json_object **resp)
+static int kvd_writer_page(struct ddb *d, const char *table,
+			   struct json_object *start, struct json_object **resp)
 {
 	struct json_object *req = json_object_new_object();
 	struct json_object *vals = json_object_new_object();
 	struct json_object *names = json_object_new_object();
 	int rc = 0;
 
-	if (ddb_add(req, "TableName", json_object_new_string(kv->table)) ||
+	if (ddb_add(req, "TableName", json_object_new_string(table)) ||
 	    ddb_add(
 		req, "KeyConditionExpression",
 		json_object_new_string("#p = :p AND begins_with(#s, :w)")) ||
@@ -279,7 +268,7 @@ static int kvd_writer_page(struct kvd *kv, struct json_object *start,
 	     ddb_add(req, "ExclusiveStartKey", json_object_get(start))))
 		rc = -ENOMEM;
 	if (!rc)
-		rc = ddb_call(kv->d, "Query", req, resp);
+		rc = ddb_call(d, "Query", req, resp);
 	json_object_put(start);
 	json_object_put(names);
 	json_object_put(vals);
@@ -289,7 +278,8 @@ static int kvd_writer_page(struct kvd *kv, struct json_object *start,
 
 /* Every writer item (a consistent, paged Query) in *@out, an array.
  * Errors: -ENOMEM, as ddb_call. */
-static int kvd_writer_items(struct kvd *kv, struct json_object **out)
+static int kvd_writer_items(struct ddb *d, const char *table,
+			    struct json_object **out)
 {
 	struct json_object *next = NULL, *all = json_object_new_array();
 	int rc = all ? 0 : -ENOMEM;
@@ -298,7 +288,7 @@ static int kvd_writer_items(struct kvd *kv, struct json_object **out)
 		struct json_object *resp = NULL, *got;
 
 		if (!rc)
-			rc = kvd_writer_page(kv, next, &resp);
+			rc = kvd_writer_page(d, table, next, &resp);
 		next = NULL;
 		if (!rc && json_object_object_get_ex(resp, "Items", &got))
 			for (size_t i = 0; i < json_object_array_length(got);
@@ -377,7 +367,7 @@ int kvd_writers(struct kv *kv_, uint64_t **ids, size_t *n)
 	struct kvd *kv = (struct kvd *)kv_;
 	struct json_object *items = NULL;
 	size_t cnt;
-	int rc = kvd_writer_items(kv, &items);
+	int rc = kvd_writer_items(kv->d, kv->table, &items);
 
 	cnt = rc ? 0 : json_object_array_length(items);
 	if (cnt && !(*ids = calloc(cnt, sizeof(**ids))))
@@ -409,7 +399,7 @@ int kvd_writers_gone(struct kvd *kv, uint64_t *gen)
 	json_object_put(lease);
 	/* the items after g: a writer that joins later changes g */
 	if (!rc)
-		rc = kvd_writer_items(kv, &items);
+		rc = kvd_writer_items(kv->d, kv->table, &items);
 	for (size_t i = 0; !rc && i < json_object_array_length(items); i++) {
 		uint64_t id = 0;
 
@@ -423,5 +413,28 @@ int kvd_writers_gone(struct kvd *kv, uint64_t *gen)
 		}
 	}
 	json_object_put(items);
+	return rc;
+}
+
+int kvd_writer_holders(struct ddb *d, const char *table, char *buf, size_t size)
+{
+	struct json_object *items = NULL;
+	uint64_t now = kvd_now_ms();
+	size_t n = 0, len = 0;
+	int rc = kvd_writer_items(d, table, &items);
+
+	for (size_t i = 0; !rc && i < json_object_array_length(items); i++) {
+		struct json_object *it = json_object_array_get_idx(items, i);
+		const char *h = ddb_get_s(it, "h");
+
+		if (ddb_get_n(it, "e") < now)
+			continue; /* stopped: not a holder */
+		snprintf(buf + len, size - len, "%s%s", n++ ? "; " : "",
+			 h ? h : "?");
+		len += strlen(buf + len);
+	}
+	json_object_put(items);
+	if (!rc && !n)
+		rc = -ENOENT;
 	return rc;
 }

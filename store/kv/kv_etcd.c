@@ -436,6 +436,43 @@ out:
 	return rc;
 }
 
+/* The values (holders) of the keys under @prefix on @e, "; " between
+ * them, in @buf. Errors: -ENOENT (none), -ENOMEM, as etcd_call. */
+static int holders_under(struct etcd *e, const char *prefix, char *buf,
+			 size_t size)
+{
+	struct json_object *req = json_object_new_object(), *resp = NULL, *kvs;
+	size_t m = strlen(prefix), len = 0, n = 0, vlen;
+	char *hi = strdup(prefix);
+	int rc = req && hi && m ? 0 : -ENOMEM;
+
+	if (!rc) {
+		hi[m - 1]++; /* past every key under @prefix */
+		rc = kve_add_b64(req, "key", prefix, m);
+	}
+	if (!rc)
+		rc = kve_add_b64(req, "range_end", hi, m);
+	if (!rc)
+		rc = etcd_call(e, "/v3/kv/range", req, &resp);
+	if (!rc && json_object_object_get_ex(resp, "kvs", &kvs))
+		n = json_object_array_length(kvs);
+	for (size_t i = 0; !rc && i < n; i++) {
+		char *v = kve_get_b64(json_object_array_get_idx(kvs, i),
+				      "value", &vlen);
+
+		snprintf(buf + len, size - len, "%s%s", i ? "; " : "",
+			 v ? v : "?");
+		len += strlen(buf + len);
+		free(v);
+	}
+	if (!rc && !n)
+		rc = -ENOENT;
+	free(hi);
+	json_object_put(req);
+	json_object_put(resp);
+	return rc;
+}
+
 int kv_etcd_holder(const char *url, char *buf, size_t size)
 {
 	size_t vlen = 0;
@@ -470,6 +507,14 @@ int kv_etcd_holder(const char *url, char *buf, size_t size)
 			rc = -EIO;
 	}
 	free(v);
+	free(key);
+	key = NULL;
+	if (rc == -ENOENT && e) { /* no owner: shared writers? */
+		if (asprintf(&key, "%s/m/writer/", u.name) < 0)
+			key = NULL;
+		rc = key ? holders_under(e, key, buf, size) : -ENOMEM;
+		rc = rc ? rc : 1;
+	}
 	json_object_put(req);
 	json_object_put(resp);
 	etcd_close(e);

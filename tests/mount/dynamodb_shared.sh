@@ -45,6 +45,12 @@ out=$("$PATHFS" -o "log=$T/c.log" \
 	"$T/c" 2>&1) || rc=$?
 check "a sole writer's mount beside them is refused ($out)" \
 	bash -c "[ $rc -ne 0 ] && [[ '$out' == *'-o shared'* ]]"
+rc=0
+out=$("$PATHFSCTL" -s \
+	"dynamodb://sh$$?region=us-east-1&endpoint=$PATHFS_TEST_DYNAMODB" \
+	mkdrive c 2>&1) || rc=$?
+check "pathfsctl that reaches no daemon is refused, naming both writers ($out)" \
+	bash -c "[ $rc -ne 0 ] && [[ '$out' == *'by shared writers: '*'pid '*'; '* ]] && [[ '$out' == *'pid $pa '* ]] && [[ '$out' == *'pid $pb '* ]]"
 
 # ---- close-to-open -----------------------------------------------------------
 head -c 300000 /dev/urandom >"$T/data"

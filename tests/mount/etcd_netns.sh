@@ -179,6 +179,7 @@ check "a build on B runs" bash -c "cc -o '$B/g/hello' '$B/g/hello.c' &&
 	[ \"\$('$B/g/hello')\" = 'hello from the other machine' ]"
 check "... and git status on A sees nothing new" \
 	seen 1000 "build on B" is "git -C '$A/g' status --porcelain" ""
+git -C "$A/g" status --porcelain 2>&1 | head -n 20 | sed 's/^/# git status on A: /'
 rm -rf "$A/g"
 
 # ---- B's network cut ---------------------------------------------------------------

@@ -90,6 +90,11 @@ rc=0
 out=$("$PATHFS" -o "log=$T/c.log" "etcd://$PATHFS_TEST_ETCD,127.0.0.1:1/sh$$" "$T/c" 2>&1) || rc=$?
 check "a sole writer's mount beside them is refused ($out)" \
 	bash -c "[ $rc -ne 0 ] && [[ '$out' == *'-o shared'* ]]"
+rc=0
+out=$("$PATHFSCTL" -s "etcd://$PATHFS_TEST_ETCD,127.0.0.1:1/sh$$" \
+	mkdrive c 2>&1) || rc=$?
+check "pathfsctl that reaches no daemon is refused, naming both writers ($out)" \
+	bash -c "[ $rc -ne 0 ] && [[ '$out' == *'by shared writers: '*'pid $pa '*'; '* ]] && [[ '$out' == *'pid $pb '* ]]"
 
 # ---- A's changes on B within 1 s ---------------------------------------------
 listing "$B" >/dev/null

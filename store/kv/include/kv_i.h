@@ -190,8 +190,10 @@ int kv_damage(const char *where, char *buf, size_t size);
 int kv_verify(struct kv *kv, void (*report)(void *ctx, const char *msg),
 	      void *ctx, size_t *found);
 
-/* Who holds the store at @where open read-write (see store_holder): an etcd
- * store's owner key's value, in @buf. -ENOENT if none, or a directory. */
+/* Who holds the store at @where open read-write (see store_holder), in
+ * @buf: 0, an etcd store's owner key's value or a DynamoDB table's lease
+ * holder; 1, their shared writers' ("; " between them). -ENOENT if none,
+ * or a directory. */
 int kv_holder(const char *where, char *buf, size_t size);
 
 /* Whether the file system of @where has room for a read-write open: *avail
