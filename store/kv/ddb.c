@@ -784,6 +784,30 @@ int ddb_call(struct ddb *d, const char *op, struct json_object *req,
 	return ddb_send(d, &ddb_tables, op, req, resp);
 }
 
+int ddb_transact(struct ddb *d, struct json_object *items, uint64_t client,
+		 uint64_t seq, struct json_object **resp)
+{
+	struct json_object *req = json_object_new_object();
+	char token[40];
+	int rc = req ? 0 : -ENOMEM;
+
+	*resp = NULL;
+	snprintf(token, sizeof(token), "%016llx%016llx",
+		 (unsigned long long)client, (unsigned long long)seq);
+	if (!rc) {
+		rc = ddb_add(req, "TransactItems", items);
+		items = NULL;
+	}
+	if (!rc)
+		rc = ddb_add(req, "ClientRequestToken",
+			     json_object_new_string(token));
+	if (!rc)
+		rc = ddb_call(d, "TransactWriteItems", req, resp);
+	json_object_put(items);
+	json_object_put(req);
+	return rc;
+}
+
 int ddb_streams_call(struct ddb *d, const char *op, struct json_object *req,
 		     struct json_object **resp)
 {

@@ -93,6 +93,12 @@ void ddb_counts(struct ddb *d, struct ddb_counts *out);
  */
 int ddb_call(struct ddb *d, const char *op, struct json_object *req,
 	     struct json_object **resp);
+/* ddb_call() of a TransactWriteItems of @items (taken) whose
+ * ClientRequestToken is @client and @seq in hex (one open's client id and
+ * its count: a retry of it is applied once). Errors: -ENOMEM, as ddb_call
+ * (-ECANCELED: *@resp says why). */
+int ddb_transact(struct ddb *d, struct json_object *items, uint64_t client,
+		 uint64_t seq, struct json_object **resp);
 /*
  * ddb_call() of DynamoDB Streams' operation @op (as "GetRecords",
  * X-Amz-Target: DynamoDBStreams_20120810.<op>), at the streams endpoint

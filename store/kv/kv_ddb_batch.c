@@ -378,30 +378,6 @@ static size_t kvd_cancel_codes(struct json_object *err, char codes[][32],
 	return n;
 }
 
-int kvd_txn_send(struct kvd *kv, struct json_object *items, uint64_t seq,
-		 struct json_object **resp)
-{
-	struct json_object *req = json_object_new_object();
-	char token[40];
-	int rc = req ? 0 : -ENOMEM;
-
-	*resp = NULL;
-	snprintf(token, sizeof(token), "%016llx%016llx",
-		 (unsigned long long)kv->client, (unsigned long long)seq);
-	if (!rc) {
-		rc = ddb_add(req, "TransactItems", items);
-		items = NULL;
-	}
-	if (!rc)
-		rc = ddb_add(req, "ClientRequestToken",
-			     json_object_new_string(token));
-	if (!rc)
-		rc = ddb_call(kv->d, "TransactWriteItems", req, resp);
-	json_object_put(items);
-	json_object_put(req);
-	return rc;
-}
-
 /* Sends @p as one transaction. Errors: see the overview, as ddb_call. */
 static int kvd_transact(struct kvd *kv, const struct kvd_plan *p)
 {
@@ -430,7 +406,7 @@ static int kvd_transact(struct kvd *kv, const struct kvd_plan *p)
 	if (rc)
 		json_object_put(items);
 	else
-		rc = kvd_txn_send(kv, items, seq, &resp);
+		rc = ddb_transact(kv->d, items, kv->client, seq, &resp);
 	if (rc != -ECANCELED) {
 		json_object_put(resp);
 		return rc;

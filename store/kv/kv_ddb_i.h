@@ -196,12 +196,6 @@ int kvd_iter_status(struct kv_iter *it);
 void kvd_iter_free(struct kv_iter *it);
 
 /* kv_ddb_batch.c: batches, and their commit as one transaction */
-/* Sends @items (taken) as one TransactWriteItems whose ClientRequestToken
- * is this open's client id and @seq (a retry of it is applied once); the
- * answer in *@resp (NULL if none), the caller's to put. Errors: -ENOMEM,
- * as ddb_call (-ECANCELED: *@resp says why). */
-int kvd_txn_send(struct kvd *kv, struct json_object *items, uint64_t seq,
-		 struct json_object **resp);
 struct kv_batch *kvd_batch_new(struct kv *kv);
 void kvd_batch_put(struct kv_batch *b, const char *key, size_t klen,
 		   const char *val, size_t vlen);

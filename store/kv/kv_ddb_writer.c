@@ -193,7 +193,7 @@ int kvd_writer_take(struct kvd *kv)
 	if (rc)
 		json_object_put(items);
 	else
-		rc = kvd_txn_send(kv, items, 0, &resp);
+		rc = ddb_transact(kv->d, items, kv->client, 0, &resp);
 	json_object_put(resp);
 	if (rc == -ECANCELED) {
 		plog(LOG_DEBUG,
