@@ -16,6 +16,8 @@
 #     the longer one.
 #  1b. A listing of the follower paused the same way (between its folder's
 #     record and its children) while the writer renames a file in it.
+#  1c. A listing paused 300 ms while the writer renames in the folder
+#     nonstop: after 16 tries it gives its last read, no error.
 #  2. Without the pause, the writer rewriting the file in place between
 #     'a' x S1 and 'b' x S1 (one write, one commit) as fast as it commits
 #     while the follower reads in a loop for $LOOP_S seconds: every read is
@@ -156,6 +158,44 @@ check "the listing was read again" \
 check "the listing is of one moment: zz once, f00 not, no error" \
 	[ "$(sort "$T/ls.out" | tr '\n' ' ')" = \
 	". .. f01 f02 f03 f04 f05 f06 f07 f08 f09 zz " -a ! -s "$T/ls.err" ]
+MNT=$RO pfs_umount
+
+# ---- 1c. a listing of a folder that changes during every try ---------------
+# The follower's listings pause 300 ms between record and children while
+# the writer renames a file of the folder back and forth nonstop: every
+# try finds the folder changed, and after the 16th the listing gives what
+# it read (as an unpinned listing would) rather than fail: ls answers, no
+# error, the folder's other names all there.
+check "a -o ro mount whose listings pause 300 ms" \
+	env PATHFS_READ_PAUSE_MS=300 \
+	"$PATHFS" -o ro -o "log=$T/ro.log" "$STORE" "$RO"
+check "... it sees the folder" seen 5000 "d/f09 (1c)" test -e "$RO/d/f09"
+ro_pid=$(pgrep -f "pathfs .*$RO" | head -n 1)
+ro_stats "$T/lstats2"
+rm -f "$T/churn.stop"
+(
+	while [ ! -e "$T/churn.stop" ]; do
+		mv "$MNT/d/zz" "$MNT/d/yy" && mv "$MNT/d/yy" "$MNT/d/zz"
+	done
+) &
+churn=$!
+sleep 0.5
+start=$(now_ms)
+rc=0
+ls -f "$RO/d" >"$T/ls2.out" 2>"$T/ls2.err" || rc=$?
+end=$(now_ms)
+touch "$T/churn.stop"
+wait $churn
+ro_stats "$T/lstats3"
+echo "# listing of a churning folder: rc $rc in $((end - start)) ms;" \
+	"stale pins $(stale "$T/lstats2") -> $(stale "$T/lstats3")" \
+	"$(head -c 200 "$T/ls2.err")"
+check "ls of a folder changing nonstop answers without an error" \
+	[ "$rc" = 0 -a ! -s "$T/ls2.err" ]
+check "... its other names all there" \
+	[ "$(grep -c '^f0[1-9]$' "$T/ls2.out")" = 9 ]
+check "... after every try of a page found it changed" \
+	[ "$(($(stale "$T/lstats3") - $(stale "$T/lstats2")))" -ge 16 ]
 MNT=$RO pfs_umount
 
 # ---- 2. a writer cycling through the states, a follower reading -------------
