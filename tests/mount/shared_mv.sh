@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# etcd_shared_mv.sh - a folder rename among writers of one etcd drive (issue
-# 24): two daemons mount one drive with -o shared ($MNT: A, $T/b: B), and
+# shared_mv.sh - a folder rename among writers of one drive (issue 24), on
+# etcd (etcd_shared_mv: tests/with_etcd.sh) or in a DynamoDB table
+# (dynamodb_shared_mv: tests/with_dynamodb.sh): two daemons mount one drive
+# with -o shared ($MNT: A, $T/b: B), and
 #  - mv of a non-empty folder on A is a rename: the folder keeps its inode
 #    number (a copy would not) and its tree, and B sees it moved;
 #  - B creates files inside a folder of 1,000 entries while A moves it:
@@ -12,8 +14,10 @@
 #    tree and fsck is clean;
 #  - A's daemon is killed (SIGKILL, its crash hook PATHFS_CRASH_AFTER_BATCHES)
 #    halfway through the move of a folder of over 10,010 entries (ten folders of
-#    1,000 files; 100 of its 200 batches of 50 entries) while B keeps
-#    creating inside the folder: B's creates wait; once A's lease (4 s) has
+#    1,000 files; 100 of its 200 batches of 50 entries; on DynamoDB, whose
+#    creates and clones are slower, 3,003 entries, 30 of its ~60 copy batches) while
+#    B keeps creating inside the folder: B's creates wait; once A's lease
+#    (4 s; 6 s on DynamoDB, renewed through a JVM) has
 #    expired, B takes the rename over (its reclaim thread, every 5 s) and
 #    finishes it: the folder is whole at the new name, B's waiting create
 #    failed cleanly or landed in the moved folder, and fsck is clean (an
@@ -23,8 +27,14 @@
 source "$(dirname "$0")/lib.sh"
 sanitizer_logs
 
-: "${PATHFS_TEST_ETCD:?run through tests/with_etcd.sh}"
-STORE="etcd://$PATHFS_TEST_ETCD/sm$$?lease-ttl=4"
+if [ -n "${PATHFS_TEST_DYNAMODB:-}" ]; then
+	STORE="dynamodb://sm$$?endpoint=$PATHFS_TEST_DYNAMODB&lease-ttl=6"
+	COPIES=3 CRASH_AT=30
+else
+	: "${PATHFS_TEST_ETCD:?run through tests/with_etcd.sh or tests/with_dynamodb.sh}"
+	STORE="etcd://$PATHFS_TEST_ETCD/sm$$?lease-ttl=4"
+	COPIES=10 CRASH_AT=100
+fi
 A=$MNT
 B=$T/b
 mkdir -p "$B"
@@ -173,18 +183,19 @@ abort_conn() {
 }
 gone() { ! kill -0 "$1" 2>/dev/null || grep -q '^State:.*Z' "/proc/$1/status"; }
 files_in() { find "$1" -name 'f*' | wc -l; }
-# /ten: /moved's 1,000 files and nine copies of them, cloned by pathfsctl
-# on the unmounted drive
+# /ten: /moved's 1,000 files and COPIES - 1 copies of them, cloned by
+# pathfsctl on the unmounted drive
 mkdir "$B/ten"
 mv "$B/moved" "$B/ten/c0"
 MNT=$B pfs_umount
-for i in $(seq 1 9); do
+for i in $(seq 1 $((COPIES - 1))); do
 	"$PATHFSCTL" -s "$STORE" cp -r /ten/c0 "/ten/c$i" >/dev/null 2>"$T/cp.err" ||
 		{ cat "$T/cp.err" >&2; break; }
 done
 MNT=$B pfs_mount -o shared -o "log=$T/b.log"
-check "a folder of over 10,010 entries" is "files_in '$B/ten'" 10000
-PATHFS_CRASH_AFTER_BATCHES=100 pfs_mount -o shared -o "log=$T/a2.log" -o rename_batch=50
+N=$((COPIES * 1000))
+check "a folder of over $N entries" is "files_in '$B/ten'" $N
+PATHFS_CRASH_AFTER_BATCHES=$CRASH_AT pfs_mount -o shared -o "log=$T/a2.log" -o rename_batch=50
 pa=$(pgrep -f "pathfs .*$A" | head -n1 || true)
 rm -f "$T/mv.done"
 python3 "$T/creator.py" "$B/ten" "$T/kill.out" "$T/mv.done" k &
@@ -200,13 +211,13 @@ pfs_reap
 check "B took the rename over" seen 60000 "takeover" \
 	grep -q "taking over /ten -> /again" "$T/b.log"
 check "... and finished it" seen 60000 "finished" \
-	bash -c "[ -e '$B/again/c9/f0999' ] && [ ! -e '$B/ten' ]"
+	bash -c "[ -e '$B/again/c$((COPIES - 1))/f0999' ] && [ ! -e '$B/ten' ]"
 touch "$T/mv.done"
 wait "$cpid"
 echo "# B's creates meanwhile: $(awk '{print $2}' "$T/kill.out" | sort | uniq -c | paste -sd ' ');" \
 	"the slowest waited $(sort -k3 -n "$T/kill.out" | tail -n1 | awk '{print $3}') s;" \
 	"done $(($(date +%s) - t0)) s after A died"
-check "... the folder's 10,000 files there" is "files_in '$B/again'" 10000
+check "... the folder's $N files there" is "files_in '$B/again'" $N
 check "... B's creates landed there or failed ENOENT" \
 	is "landed '$T/kill.out' '$B/again' '$B/ten'" ""
 check "... a create of B waited for the takeover" \
