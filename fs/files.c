@@ -87,7 +87,10 @@ int fs_do_open(struct fs *fs, const struct fs_who *w, uint64_t ino, int flags,
  * answers: if one of them removes its last name, it stays for the opens
  * here; @held: the commit that made it did (tree_mkfile_held), or the hold
  * of an earlier open is still there, its drop not due (fs_unhold_cancel).
- * Errors: -ENOENT (removed meanwhile), tree_hold()'s.
+ * Errors: -ESTALE (the inode was removed meanwhile: another writer
+ * replaced or removed its name; the kernel, which may still cache the
+ * name, looks it up again, LOOKUP_REVAL, rather than say ENOENT for a
+ * name that holds another file now), tree_hold()'s.
  */
 static int open_count(struct fs *fs, uint64_t ino, bool held)
 {
@@ -104,6 +107,8 @@ static int open_count(struct fs *fs, uint64_t ino, bool held)
 		rc = tree_hold(fs->tree, ino);
 		if (rc)
 			fs_reclaim(fs, itab_close(fs, ino));
+		if (rc == -ENOENT)
+			rc = -ESTALE;
 	} else if (rc && held) {
 		fs_unhold(fs, ino); /* made held, but not opened */
 	}
