@@ -201,7 +201,6 @@ static int dir_open(struct tree_dir **out, struct tree *t, const char *path,
 		    const char *after, bool checked)
 {
 	struct tree_dir *d = NULL;
-	bool read_dir = false;
 	int rc;
 
 	*out = NULL;
@@ -228,7 +227,6 @@ static int dir_open(struct tree_dir **out, struct tree *t, const char *path,
 		 * reads it again at tree_dir_check() */
 		kv_pin(t->store->kv);
 		d->pinned = true;
-		read_dir = true;
 		rc = check_dir(t, path);
 		crash_hook_read_pause();
 		/* a resumed listing of a folder gone meanwhile finds none */
@@ -249,7 +247,7 @@ static int dir_open(struct tree_dir **out, struct tree *t, const char *path,
 		rc = -EIO;
 		goto out;
 	}
-	if (!d->first && !(after && after[0]) && !read_dir) {
+	if (!d->first && !(after && after[0]) && !d->pinned) {
 		rc = check_dir(t, path);
 		if (rc)
 			goto out;

@@ -260,7 +260,7 @@ int tree_attr_commit(struct tree *t, struct kv_batch *b,
  * Local (dynamodb_follow_read); about half the tries fail there, so 16
  * make it one read in 10^5 (0.6 s of pauses at most).
  */
-#define READ_TRIES    16
+#define READ_TRIES	16
 #define READ_BACKOFF_MS 64
 
 bool tree_read_again(int rc, int *tries)
