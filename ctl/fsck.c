@@ -7,11 +7,23 @@
  * write-ahead log is damaged does not open at all: pathfsctl.c reports
  * that as fsck's finding, and recover --truncate-log is the repair.
  *
+ * A check's passes over a drive (journal, orphans, nodes, content) are
+ * each of their own moment: on a drive others write meanwhile
+ * (store_others_write: read here while its writer is elsewhere, or by one
+ * shared writer of several), a file made or removed between two of them
+ * would read as damage. There a finding is one that each of several checks
+ * found (fsck_settled): damage is found by every check, a change in flight
+ * by one.
+ *
  * Limits: on a mounted drive, fsck and recover hold every request of the
- * drive while they run (the daemon's begin/end hooks on "/"); the store's
- * verification holds nothing (a read of one moment). A damaged table file
- * is reported, not repaired: no repair keeps the records of its damaged
- * blocks.
+ * drive while they run (the daemon's begin/end hooks on "/"), but not
+ * those of other writers; the store's verification holds nothing (a read
+ * of one moment). An operation of another writer that stays in flight
+ * through every check (a long folder rename's journal record) is a
+ * finding. --repair is refused where others write (what one check found
+ * may be their change in flight): it needs the store to itself. A damaged
+ * table file is reported, not repaired: no repair keeps the records of its
+ * damaged blocks.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -44,6 +56,96 @@ static void fsck_report(void *arg, const char *msg)
 	f->first = false;
 }
 
+#define FSCK_PASSES 4
+
+/* The findings of one pass, in the order found (a strvec of copies). */
+struct findings {
+	char **v;
+	size_t n, cap;
+};
+
+static void findings_free(struct findings *a)
+{
+	for (size_t i = 0; i < a->n; i++)
+		free(a->v[i]);
+	free(a->v);
+	*a = (struct findings){0};
+}
+
+static void collect(void *arg, const char *msg)
+{
+	struct findings *a = arg;
+	char *m = strdup(msg);
+
+	if (a->n == a->cap) {
+		a->cap = a->cap ? a->cap * 2 : 16;
+		a->v = realloc(a->v, a->cap * sizeof(*a->v));
+	}
+	if (!a->v || !m)
+		abort(); /* as the store does when out of memory */
+	a->v[a->n++] = m;
+}
+
+static int cmp_str(const void *x, const void *y)
+{
+	return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+/*
+ * Keeps in *@kept those of its findings that @found has too (in @found's
+ * order); returns true if @found has no others. @sorted: scratch.
+ */
+static bool keep_common(struct findings *kept, const struct findings *found,
+			char ***sorted)
+{
+	struct findings both = {0};
+	bool same = true;
+
+	*sorted = realloc(*sorted, (kept->n + 1) * sizeof(char *));
+	if (!*sorted)
+		abort();
+	memcpy(*sorted, kept->v, kept->n * sizeof(char *));
+	qsort(*sorted, kept->n, sizeof(char *), cmp_str);
+	for (size_t i = 0; i < found->n; i++) {
+		if (bsearch(&found->v[i], *sorted, kept->n, sizeof(char *),
+			    cmp_str))
+			collect(&both, found->v[i]);
+		else
+			same = false;
+	}
+	findings_free(kept);
+	*kept = both;
+	return same;
+}
+
+/*
+ * tree_fsck() of a drive others write meanwhile: a finding is one that
+ * every pass found, passes running until one finds nothing or finds no
+ * finding the ones before it did not (at most FSCK_PASSES). Reported
+ * through @f, counted in *@found.
+ */
+static int fsck_settled(struct tree *t, struct fsck_ctx *f, size_t *found)
+{
+	struct findings kept = {0}, pass = {0};
+	char **sorted = NULL;
+	int rc;
+
+	rc = tree_fsck(t, false, collect, &kept, NULL);
+	for (int i = 1; !rc && kept.n && i < FSCK_PASSES; i++) {
+		rc = tree_fsck(t, false, collect, &pass, NULL);
+		if (!rc && keep_common(&kept, &pass, &sorted))
+			break;
+		findings_free(&pass);
+	}
+	for (size_t i = 0; !rc && i < kept.n; i++)
+		fsck_report(f, kept.v[i]);
+	*found = rc ? 0 : kept.n;
+	findings_free(&kept);
+	findings_free(&pass);
+	free(sorted);
+	return rc;
+}
+
 static int fsck_one(struct ctx *x, struct tree *t, bool first_drive,
 		    size_t *total)
 {
@@ -64,7 +166,11 @@ static int fsck_one(struct ctx *x, struct tree *t, bool first_drive,
 					 fsck_report, &f, &findings);
 	/* A live drive must hold still while it is checked. */
 	ctl_hold(x, t, "/", NULL);
-	rc2 = tree_fsck(t, x->o.repair, fsck_report, &f, &drive_findings);
+	if (!x->o.repair && store_others_write(x->env->store))
+		rc2 = fsck_settled(t, &f, &drive_findings);
+	else
+		rc2 =
+		    tree_fsck(t, x->o.repair, fsck_report, &f, &drive_findings);
 	ctl_release(x, t, "/", NULL);
 	findings += drive_findings;
 	if (!rc)
@@ -130,6 +236,18 @@ int ctl_cmd_fsck(struct ctx *x)
 	struct tree *t;
 	int rc = 0, status = 0;
 
+	/* a repair acts on what its passes found: others' changes made
+	 * between two passes would read as damage (a file's record with no
+	 * name yet) and be "repaired" away */
+	if (x->o.repair && store_others_write(x->env->store)) {
+		fprintf(x->err,
+			"pathfsctl: fsck --repair needs the store to itself, "
+			"and this daemon is one writer of several (-o "
+			"shared): unmount them all, then run it again (it "
+			"opens the store alone); fsck without --repair "
+			"reports what a repair would do\n");
+		return CTL_FAILED;
+	}
 	if (x->o.all) {
 		rc = store_drive_list(x->env->store, &names, &n);
 		if (rc) {

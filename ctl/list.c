@@ -85,27 +85,33 @@ static int resolve_node(struct ctx *x, struct tree **t, char *path,
 	return 0;
 }
 
-int ctl_cmd_ls(struct ctx *x)
+/*
+ * Prints the children of folder @path as ls does, from one listing
+ * (tree_dir_open_checked). Where the engine checks it (DynamoDB), what it
+ * prints is held in memory (*@out, *@err) until the check; else printed
+ * at once. *@bad counts the records that do not decode. Errors: those of
+ * the listing, -ESTALE (a commit changed the folder meanwhile).
+ */
+static int list_once(struct ctx *x, struct tree *t, const char *path,
+		     char **out, char **err, size_t *bad)
 {
-	char *path = x->pathbuf[0], *full = x->pathbuf[1];
+	char *full = x->pathbuf[1];
+	FILE *real_out = x->out, *real_err = x->err;
 	struct tree_dir *d = NULL;
 	struct tree_attr a;
-	struct tree *t;
 	const char *name;
-	size_t nlen, bad = 0;
+	size_t nlen, olen, elen;
 	bool first = true;
-	int rc = 0, status;
+	int rc;
 
-	status = resolve_node(x, &t, path, &a);
-	if (status)
-		return status;
-	if (x->o.json)
-		fputc('[', x->out);
-	if (!S_ISDIR(a.mode)) {
-		print_entry(x, t, path, path, &a, true);
-		goto done;
+	*bad = 0;
+	rc = tree_dir_open_checked(&d, t, path, NULL);
+	if (!rc && tree_dir_checked(d)) {
+		x->out = open_memstream(out, &olen);
+		x->err = open_memstream(err, &elen);
+		if (!x->out || !x->err)
+			rc = -ENOMEM;
 	}
-	rc = tree_dir_open(&d, t, path, NULL);
 	while (!rc && (rc = tree_dir_next(d, &name, &nlen, &a)) == 1) {
 		rc = 0;
 		if (join(full, TREE_PATH_MAX + 1, path, name))
@@ -116,11 +122,59 @@ int ctl_cmd_ls(struct ctx *x)
 			fputs("pathfsctl: ls: ", x->err);
 			ctl_put_name(x->err, full);
 			fputs(": record does not decode\n", x->err);
-			bad++;
+			(*bad)++;
 		}
 	}
+	if (!rc)
+		rc = tree_dir_check(d);
 	tree_dir_free(d);
+	if (x->out != real_out && x->out)
+		fclose(x->out);
+	if (x->err != real_err && x->err)
+		fclose(x->err);
+	x->out = real_out;
+	x->err = real_err;
+	return rc;
+}
+
+int ctl_cmd_ls(struct ctx *x)
+{
+	char *path = x->pathbuf[0], *out = NULL, *err = NULL;
+	struct tree_attr a;
+	struct tree *t;
+	size_t bad = 0;
+	int rc = 0, tries = 0, status;
+
+	status = resolve_node(x, &t, path, &a);
+	if (status)
+		return status;
+	if (x->o.json)
+		fputc('[', x->out);
+	if (!S_ISDIR(a.mode)) {
+		print_entry(x, t, path, path, &a, true);
+		goto done;
+	}
+	do {
+		free(out);
+		free(err);
+		out = err = NULL;
+		rc = list_once(x, t, path, &out, &err, &bad);
+	} while (tree_read_again(rc, &tries));
+	if (out)
+		fputs(out, x->out);
+	if (err)
+		fputs(err, x->err);
+	if (rc == -ESTALE) { /* as a readdir page does: the last read */
+		fputs("pathfsctl: ls: ", x->err);
+		ctl_put_name(x->err, path);
+		fputs(": changed while each listing was read: a name may be "
+		      "shown twice or missed\n",
+		      x->err);
+		rc = 0;
+	}
 done:
+	free(out);
+	free(err);
 	if (x->o.json)
 		fputs("]\n", x->out);
 	if (rc < 0) {

@@ -271,6 +271,11 @@ int tree_dir_open_checked(struct tree_dir **out, struct tree *t,
 	return dir_open(out, t, path, after, true);
 }
 
+bool tree_dir_checked(const struct tree_dir *d)
+{
+	return d->pinned;
+}
+
 int tree_dir_check(struct tree_dir *d)
 {
 	if (!d->pinned)

@@ -437,6 +437,11 @@ bool store_remote(const struct store *s)
 	return store_is_remote(s->dir);
 }
 
+bool store_others_write(const struct store *s)
+{
+	return store_remote(s) && (s->opt.read_only || s->opt.shared);
+}
+
 /* The mode bits that let group or others at a store's folder or files. */
 #define STORE_OTHERS 077
 

@@ -181,6 +181,10 @@ bool store_is_remote(const char *where);
 /* Whether open store @s is on a service (every read a network round
  * trip). */
 bool store_remote(const struct store *s);
+/* Whether other processes may write open store @s meanwhile: a store on a
+ * service opened read-only (its writer is elsewhere) or as one shared
+ * writer of several. */
+bool store_others_write(const struct store *s);
 
 /*
  * The one spelling of the store at @where, malloc'd in *out (caller frees),
@@ -881,6 +885,10 @@ int tree_dir_open(struct tree_dir **out, struct tree *t, const char *path,
  */
 int tree_dir_open_checked(struct tree_dir **out, struct tree *t,
 			  const char *path, const char *after);
+
+/* Whether listing @d is checked (tree_dir_check() may say -ESTALE): its
+ * caller holds back what it shows of it until the check. */
+bool tree_dir_checked(const struct tree_dir *d);
 
 /*
  * Whether what a listing of tree_dir_open_checked() gave so far is of one

@@ -18,6 +18,9 @@
 #     record and its children) while the writer renames a file in it.
 #  1c. A listing paused 300 ms while the writer renames in the folder
 #     nonstop: after 16 tries it gives its last read, no error.
+#  1d. pathfsctl ls of another machine (no daemon there: it reads the table
+#     itself) paused the same way while the writer renames in the folder;
+#     its fsck clean while the writer makes and removes files.
 #  2. Without the pause, the writer rewriting the file in place between
 #     'a' x S1 and 'b' x S1 (one write, one commit) as fast as it commits
 #     while the follower reads in a loop for $LOOP_S seconds: every read is
@@ -197,6 +200,61 @@ check "... its other names all there" \
 check "... after every try of a page found it changed" \
 	[ "$(($(stale "$T/lstats3") - $(stale "$T/lstats2")))" -ge 16 ]
 MNT=$RO pfs_umount
+
+# ---- 1d. pathfsctl ls of another machine, paused the same way ----------------
+# pathfsctl that finds no daemon serving the store reads the table itself
+# (read-only: the writer is elsewhere). Here it names the endpoint by
+# another address (127.0.0.2, loopback too), so it finds no daemon serving
+# that spelling of the store, as on another machine.
+# Its listing is checked as a readdir page is: paused between the folder's
+# record and its children while the writer renames zz back to f00, it
+# lists again and shows f00 once and zz not, without an error.
+OTHER=${STORE/127.0.0.1/127.0.0.2}
+start=$(now_ms)
+(
+	rc=0
+	env PATHFS_READ_PAUSE_MS=$PAUSE_MS "$PATHFSCTL" -s "$OTHER" ls /d \
+		>"$T/cls.out" 2>"$T/cls.err" || rc=$?
+	echo "$rc $(now_ms)" >"$T/cls.end"
+) &
+reader=$!
+sleep 0.3 # pathfsctl has read the folder's record and pauses
+mv "$MNT/d/zz" "$MNT/d/f00"
+changed=$(now_ms)
+wait $reader
+read -r rc end <"$T/cls.end"
+names=$(awk '{ print $NF }' "$T/cls.out" | sort | tr '\n' ' ')
+echo "# pathfsctl ls: rc $rc, $names in $((end - start)) ms, the rename" \
+	"done after $((changed - start)) ms $(head -c 200 "$T/cls.err")"
+check "the rename landed while pathfsctl ls was paused" \
+	[ "$changed" -lt "$end" -a $((end - start)) -ge $PAUSE_MS ]
+check "pathfsctl ls is of one moment: f00 once, zz not, no error" \
+	[ "$rc" = 0 -a "$names" = "f00 f01 f02 f03 f04 f05 f06 f07 f08 f09 " \
+	-a ! -s "$T/cls.err" ]
+# ... and its fsck, while the writer makes and removes files nonstop, is
+# clean (a finding is one each of its checks found: ctl/fsck.c)
+rm -f "$T/churn.stop"
+(
+	i=0
+	while [ ! -e "$T/churn.stop" ]; do
+		echo "$i" >"$MNT/d/c$i"
+		rm -f "$MNT/d/c$((i - 2))"
+		i=$((i + 1))
+	done
+) &
+churn=$!
+fails=0
+for i in 1 2 3 4 5; do
+	"$PATHFSCTL" -s "$OTHER" fsck >"$T/cfsck.out" 2>&1 || {
+		fails=$((fails + 1))
+		head -n 5 "$T/cfsck.out" | sed 's/^/# fsck: /'
+	}
+done
+touch "$T/churn.stop"
+wait $churn
+check "pathfsctl fsck of another machine, the writer busy: clean 5 times" \
+	[ "$fails" = 0 ]
+rm -f "$MNT"/d/c*
 
 # ---- 2. a writer cycling through the states, a follower reading -------------
 rewrite a

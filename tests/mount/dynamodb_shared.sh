@@ -13,7 +13,8 @@
 #  - A killed (kill -9) with a file open that B removed: B finds A stopped
 #    once A's writer item expired (a 6 s lease), fences it, and frees the
 #    file; B goes on writing;
-#  - pathfsctl fsck clean through a daemon, and unmounted at the end.
+#  - pathfsctl fsck clean through a daemon, also while B changes the drive
+#    nonstop (lib.sh's shared_fsck), and unmounted at the end.
 source "$(dirname "$0")/lib.sh"
 sanitizer_logs
 
@@ -86,6 +87,7 @@ exec 7<&-
 check "... freed once A closed it" seen 5000 "freed" is "held_counts $ino" "0 0"
 
 check "fsck through a daemon is clean" pfs_fsck
+shared_fsck "$A" "$B"
 
 # ---- A killed ----------------------------------------------------------------
 head -c 100000 /dev/urandom >"$T/dead"

@@ -20,7 +20,8 @@
 #    (etcd_shared_mv: the folder rename among shared writers);
 #  - pathfsctl cp -r, mv and rm -r through A's daemon show on A at once
 #    (a file open below the moved branch reads whole), on B within 1 s;
-#  - pathfsctl fsck clean through a daemon, and unmounted at the end.
+#  - pathfsctl fsck clean through a daemon, also while B changes the drive
+#    nonstop (lib.sh's shared_fsck), and unmounted at the end.
 # The 1 s limits are those of single changes. After a race's burst (100
 # rounds of changes from both mounts) each mount's watch has a backlog to
 # work through, its own changes' echoes among them, and a walk of a few
@@ -253,6 +254,7 @@ check "pathfsctl rm -r through A: gone on A at once" bash -c "[ ! -e '$A/moved' 
 check "... and on B" seen 1000 "rm -r on B" bash -c "[ ! -e '$B/moved' ]"
 exec 7<&-
 
+shared_fsck "$A" "$B"
 check "fsck through a daemon is clean at the end" pfs_fsck
 MNT=$B pfs_umount
 pfs_umount

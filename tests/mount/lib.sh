@@ -350,6 +350,40 @@ shared_races() {
 	check "... the same tree on both" seen 10000 "rmdir trees" same_trees "$A" "$B"
 }
 
+# shared_fsck MA MB: fsck through MA's daemon (pathfsctl reaches it) while
+# MB's writer makes, links and removes files and folders nonstop: fsck's
+# passes are each of their own moment, and a file made between two of them
+# is not damage: clean every time (ctl/fsck.c: a finding is one that each
+# of several checks found); and fsck --repair is refused meanwhile (a
+# repair would drop what one check found: another writer's new file).
+shared_fsck() {
+	local A=$1 B=$2 i fails=0 rc=0 out
+	mkdir "$B/churn"
+	rm -f "$T/churn.stop"
+	(
+		i=0
+		while [ ! -e "$T/churn.stop" ]; do
+			echo "$i" >"$B/churn/f$i"
+			mkdir "$B/churn/d$i"
+			ln "$B/churn/f$i" "$B/churn/d$i/l"
+			rm -rf "$B/churn/f$((i - 2))" "$B/churn/d$((i - 2))"
+			i=$((i + 1))
+		done
+	) 2>"$T/churn.err" &
+	local churn=$!
+	for i in $(seq 1 10); do
+		pfs_fsck || fails=$((fails + 1))
+	done
+	out=$("$PATHFSCTL" -s "$STORE" fsck --repair 2>&1) || rc=$?
+	touch "$T/churn.stop"
+	wait $churn
+	check "fsck through A while B changes the drive: clean 10 times of 10" \
+		[ "$fails" = 0 -a ! -s "$T/churn.err" ]
+	check "fsck --repair is refused while others write ($out)" \
+		bash -c "[ $rc -ne 0 ] && [[ '$out' == *'needs the store to itself'* ]]"
+	rm -rf "$B/churn"
+}
+
 # pfs_fsck [DRIVE]: pathfsctl fsck of $STORE (mounted or not); exit 0 = clean.
 # Prints the findings on stderr.
 pfs_fsck() {
