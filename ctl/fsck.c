@@ -91,28 +91,26 @@ static int cmp_str(const void *x, const void *y)
 	return strcmp(*(char *const *)x, *(char *const *)y);
 }
 
-/*
- * Keeps in *@kept those of its findings that @found has too (in @found's
- * order); returns true if @found has no others. @sorted: scratch.
- */
-static bool keep_common(struct findings *kept, const struct findings *found,
-			char ***sorted)
+/* Keeps in *@kept those of its findings that @found has too (in @found's
+ * order); returns true if @found has no others. */
+static bool keep_common(struct findings *kept, const struct findings *found)
 {
 	struct findings both = {0};
+	char **sorted = malloc((kept->n + 1) * sizeof(char *));
 	bool same = true;
 
-	*sorted = realloc(*sorted, (kept->n + 1) * sizeof(char *));
-	if (!*sorted)
+	if (!sorted)
 		abort();
-	memcpy(*sorted, kept->v, kept->n * sizeof(char *));
-	qsort(*sorted, kept->n, sizeof(char *), cmp_str);
+	memcpy(sorted, kept->v, kept->n * sizeof(char *));
+	qsort(sorted, kept->n, sizeof(char *), cmp_str);
 	for (size_t i = 0; i < found->n; i++) {
-		if (bsearch(&found->v[i], *sorted, kept->n, sizeof(char *),
+		if (bsearch(&found->v[i], sorted, kept->n, sizeof(char *),
 			    cmp_str))
 			collect(&both, found->v[i]);
 		else
 			same = false;
 	}
+	free(sorted);
 	findings_free(kept);
 	*kept = both;
 	return same;
@@ -127,13 +125,12 @@ static bool keep_common(struct findings *kept, const struct findings *found,
 static int fsck_settled(struct tree *t, struct fsck_ctx *f, size_t *found)
 {
 	struct findings kept = {0}, pass = {0};
-	char **sorted = NULL;
 	int rc;
 
 	rc = tree_fsck(t, false, collect, &kept, NULL);
 	for (int i = 1; !rc && kept.n && i < FSCK_PASSES; i++) {
 		rc = tree_fsck(t, false, collect, &pass, NULL);
-		if (!rc && keep_common(&kept, &pass, &sorted))
+		if (!rc && keep_common(&kept, &pass))
 			break;
 		findings_free(&pass);
 	}
@@ -142,7 +139,6 @@ static int fsck_settled(struct tree *t, struct fsck_ctx *f, size_t *found)
 	*found = rc ? 0 : kept.n;
 	findings_free(&kept);
 	findings_free(&pass);
-	free(sorted);
 	return rc;
 }
 
