@@ -135,12 +135,46 @@ static void clone_add(struct clone *c, const char *k, size_t klen,
 	c->bytes += klen + vlen;
 }
 
+/* What a node adds after its content (a hard-linked inode's INODE record,
+ * map value and stub, or the node and its PARENT record), with the clone's
+ * record and, for the root, its folder's touch. */
+#define CLONE_TAIL_OPS (3 + JOURNAL_REC_OPS + 1)
+
+/*
+ * Whether the pending batch is to be committed before @keys more keys of
+ * @bytes: it holds rename_copy keys, or its bytes reach rename_bytes, or
+ * the actions the kv seam counts (kv_batch_room: on etcd and DynamoDB a
+ * commit's limit, conditions included) leave no room for them and the
+ * node's tail. A file's blocks and xattrs are added one key at a time, so
+ * a batch is filled to the engine's limit and never past it.
+ */
+static bool clone_full(struct clone *c, size_t keys, size_t bytes)
+{
+	size_t max_n =
+	    c->dt->store->rename_copy ? c->dt->store->rename_copy : 1024;
+
+	return c->n + keys > max_n ||
+	       c->bytes + bytes >= branch_bytes_limit(c->dt) ||
+	       kv_batch_room(c->b) < keys + CLONE_TAIL_OPS;
+}
+
 static int clone_maybe_commit(struct clone *c)
 {
-	if (c->n >= branch_batch_limit(c->dt) ||
-	    c->bytes >= branch_bytes_limit(c->dt))
-		return clone_commit(c);
-	return 0;
+	return clone_full(c, 1, 0) ? clone_commit(c) : 0;
+}
+
+/* Commits the pending batch (if any) before a key of @bytes of file @x's
+ * clone @y when it is full (clone_full), the record saying where the file
+ * is: its blocks from @blk on, then all its xattrs. */
+static int clone_room(struct clone *c, uint64_t x, uint64_t y, uint64_t blk,
+		      size_t bytes)
+{
+	if (!c->n || !clone_full(c, 1, bytes))
+		return 0;
+	c->rec.ino = y;
+	c->rec.aux = x;
+	c->rec.blk = blk;
+	return clone_commit(c);
 }
 
 static int keycmp(const char *a, size_t alen, const char *b, size_t blen)
@@ -180,6 +214,7 @@ static void fwd_seek(struct kv_iter *it, struct sbuf *lb, const char *key,
 static int clone_content(struct clone *c, uint64_t x, uint64_t y, bool data)
 {
 	struct sbuf k = {0}, xs = {0}, xp = {0};
+	uint64_t next = c->rec.blk; /* the block after the last one copied */
 	int rc = 0;
 
 	if (!data)
@@ -198,17 +233,13 @@ static int clone_content(struct clone *c, uint64_t x, uint64_t y, bool data)
 		}
 		if (ino != x)
 			break;
-		if (c->n && c->bytes + vlen >= branch_bytes_limit(c->dt)) {
-			c->rec.ino = y;
-			c->rec.aux = x;
-			c->rec.blk = blk;
-			rc = clone_commit(c);
-			if (rc)
-				goto out;
-		}
+		rc = clone_room(c, x, y, blk, k.len + vlen);
+		if (rc)
+			goto out;
 		sbuf_reset(&k);
 		key_data(&k, c->dt->name, y, blk);
 		clone_add(c, k.buf, k.len, val, vlen);
+		next = blk + 1;
 	}
 	rc = kv_iter_status(c->dit);
 	if (rc)
@@ -231,6 +262,10 @@ xattrs:
 		sbuf_reset(&k);
 		sbuf_add(&k, xp.buf, xp.len);
 		sbuf_add(&k, key + xs.len, klen - xs.len);
+		/* a resume puts the xattrs added before again: the same */
+		rc = clone_room(c, x, y, next, k.len + vlen);
+		if (rc)
+			goto out;
 		clone_add(c, k.buf, k.len, val, vlen);
 	}
 	rc = kv_iter_status(c->xit);

@@ -800,6 +800,56 @@ Test(cascade, cp_r_of_files_with_content_fits_the_engine, .init = tu_setup,
 	free(dst);
 }
 
+/*
+ * A file's blocks and xattrs go into the batch the nodes before it filled:
+ * a batch was committed by its count after a node, and by bytes only
+ * within a file, so 59 empty files (118 operations) and then a file of 11
+ * blocks passed etcd's 128 (strict mode: E2BIG, the copy stopped half
+ * made), and so did any file of 200 xattrs. The batch now fills to the
+ * room the kv seam counts, a file's keys one at a time.
+ */
+Test(cascade, cp_r_fills_batches_to_the_engine_limit, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	static char blob[20 << 16];
+	struct tree_op_result r;
+	struct tree_attr a;
+	char p[64], v[16], *src, *dst;
+	int i;
+
+	for (i = 0; i < (int)sizeof(blob); i++)
+		blob[i] = (char)(i * 7 + i / 251);
+	tu_mkdir(T, "/w");
+	for (i = 0; i < 59; i++) {
+		snprintf(p, sizeof(p), "/w/a%02d", i);
+		tu_mkfile(T, p, "", 0);
+	}
+	tu_mkfile(T, "/w/b", blob, sizeof(blob));
+	tu_mkfile(T, "/w/c", "x", 1);
+	cr_assert_eq(tree_lookup(T, "/w/c", &a), 0);
+	for (i = 0; i < 200; i++) {
+		snprintf(p, sizeof(p), "user.k%03d", i);
+		snprintf(v, sizeof(v), "v%d", i);
+		cr_assert_eq(
+		    tree_setxattr(T, "/w/c", a.ino, p, v, strlen(v), 0), 0);
+	}
+	for (i = 0; i < 59; i++) {
+		snprintf(p, sizeof(p), "/w/d%02d", i);
+		tu_mkfile(T, p, "0123456789abcdef", 16);
+	}
+	src = snap(T, "/w", false);
+	cr_assert_eq(tree_cp_r(T, "/w", T, "/w2", 0, NULL, &r), 0);
+	cr_assert_eq(r.processed, 121);
+	cr_assert_eq(r.failed, 0);
+	release(&r);
+	dst = snap(T, "/w2", false);
+	cr_assert_str_eq(dst, src);
+	assert_no_journal(T);
+	assert_fsck_clean(T);
+	free(src);
+	free(dst);
+}
+
 Test(cascade, cp_r_link_to_outside_gets_one_link, .init = tu_setup,
      .fini = tu_teardown)
 {
