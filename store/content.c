@@ -408,6 +408,98 @@ int tree_drop_file_content(struct tree *t, struct kv_batch *b, uint64_t ino,
 	return rc;
 }
 
+/*
+ * Where a range delete costs an action a key (DynamoDB: range_per_key), the
+ * keys of [lo, hi) past the last drop_point_max() are dropped in commits
+ * of their own, tree_drop_slice() keys each, first to last; the last ones
+ * are added to @b as point deletes. Elsewhere the range is added to @b
+ * (tree_batch_drop_range). For an orphan's xattrs, which may be more than
+ * one commit holds: nobody reads them, and a crash in between leaves an
+ * orphan with fewer. Each slice counts as a batch of @h. Errors: -EIO,
+ * -ENOMEM and a slice's commit's (those committed stay).
+ */
+static int drop_range_sliced(struct tree *t, struct kv_batch *b,
+			     const struct sbuf *lo, const struct sbuf *hi,
+			     struct crash_hook *h)
+{
+	uint64_t keep = drop_point_max(t), slice = tree_drop_slice(t);
+	struct kv_iter *it = NULL;
+	struct kv_batch *sb = NULL;
+	struct sbuf keys = {0};
+	size_t *ends = NULL, n = 0, cap = 0, i = 0;
+	int rc;
+
+	if (!kv_limits(t->store->kv)->range_per_key)
+		return tree_batch_drop_range(t, b, lo->buf, lo->len, hi->buf,
+					     hi->len);
+	rc = kv_iter_open_keys(&it, t->store->kv, lo->buf, lo->len, hi->buf,
+			       hi->len);
+	for (; rc == 0 && kv_iter_valid(it); kv_iter_next(it)) {
+		size_t klen;
+		const char *key = kv_iter_key(it, &klen);
+
+		if (n == cap) {
+			size_t *ne =
+			    realloc(ends, (cap ? 2 * cap : 16) * sizeof(*ends));
+
+			if (!ne) {
+				rc = -ENOMEM;
+				break;
+			}
+			ends = ne;
+			cap = cap ? 2 * cap : 16;
+		}
+		sbuf_add(&keys, key, klen);
+		ends[n++] = keys.len;
+	}
+	if (rc == 0)
+		rc = kv_iter_status(it);
+	kv_iter_free(it);
+	if (rc == 0 && n > keep)
+		sb = kv_batch_new(t->store->kv);
+	for (; rc == 0 && i < n; i++) {
+		size_t at = i ? ends[i - 1] : 0;
+		bool last = n - i <= keep;
+
+		kv_batch_delete(last ? b : sb, keys.buf + at, ends[i] - at);
+		if (!last &&
+		    (kv_batch_count(sb) >= slice || n - i - 1 == keep)) {
+			rc = tree_commit(t, sb);
+			kv_batch_clear(sb);
+			if (rc == 0)
+				crash_hook_batch(h);
+		}
+	}
+	kv_batch_free(sb);
+	free(ends);
+	sbuf_release(&keys);
+	return rc;
+}
+
+int tree_drop_orphan_content(struct tree *t, struct kv_batch *b,
+			     const struct tree_attr *a, uint64_t ino,
+			     struct crash_hook *h)
+{
+	struct sbuf lo = {0}, hi = {0};
+	int rc = 0;
+
+	if (a && S_ISREG(a->mode)) {
+		tree_batch_drop_blocks(t, b, ino, tree_content_end(a));
+	} else {
+		key_data_range(&lo, &hi, t->name, ino, 0);
+		rc =
+		    tree_batch_drop_range(t, b, lo.buf, lo.len, hi.buf, hi.len);
+		sbuf_reset(&lo);
+		sbuf_reset(&hi);
+	}
+	key_xattr_range(&lo, &hi, t->name, ino);
+	if (rc == 0)
+		rc = drop_range_sliced(t, b, &lo, &hi, h);
+	sbuf_release(&lo);
+	sbuf_release(&hi);
+	return rc;
+}
+
 int tree_batch_truncate(struct tree *t, struct kv_batch *b, struct tree_attr *a,
 			uint64_t new_size)
 {

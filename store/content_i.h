@@ -94,6 +94,19 @@ bool tree_content_fits(const struct tree *t, const struct tree_attr *a);
 int tree_shrink_in_slices(struct tree *t, struct attr_ref *r, uint64_t new_size,
 			  struct crash_hook *h);
 
+/*
+ * content.c: adds to @b the deletes of the content of orphan @ino (@a its
+ * record, NULL if it has none): a regular file's blocks as
+ * tree_drop_file_content, any other's DATA range, and its xattrs, of which
+ * an inode may hold more than one commit takes where a range delete is an
+ * action a key (DynamoDB): those past the last few go first, in commits of
+ * their own (each a batch of @h, NULL: none). Caller holds @ino's stripe.
+ * Errors: -EIO, -ENOMEM, a commit's (the slices committed stay).
+ */
+int tree_drop_orphan_content(struct tree *t, struct kv_batch *b,
+			     const struct tree_attr *a, uint64_t ino,
+			     struct crash_hook *h);
+
 /* content.c: *n = the DATA keys of @ino in blocks [from, to) (@to
  * UINT64_MAX: all). Errors: -EIO. */
 int tree_count_blocks(struct tree *t, uint64_t ino, uint64_t from, uint64_t to,

@@ -100,18 +100,51 @@ int rm_counted(int rc, struct tree_op_result *r, uint64_t *used,
 	return rc;
 }
 
+/* A node's xattrs that rm -r's batches take along (more: the node goes by
+ * tree_unlink, which parks an inode whose drop does not fit one commit) */
+#define RM_XATTRS_MAX 16
+
+/* The xattr keys of one inode, at most RM_XATTRS_MAX + 1 of them. */
+struct xattr_keys {
+	struct sbuf keys;
+	size_t ends[RM_XATTRS_MAX + 1], n;
+};
+
+/* Reads into @xk the xattr keys of @ino with @xit, a snapshot iterator over
+ * the drive's XATTR# keys, up to one past RM_XATTRS_MAX. Errors: -EIO. */
+static int xattr_keys_of(struct tree *t, struct kv_iter *xit, uint64_t ino,
+			 struct xattr_keys *xk)
+{
+	struct sbuf k = {0};
+
+	sbuf_reset(&xk->keys);
+	xk->n = 0;
+	key_xattr(&k, t->name, ino, "");
+	for (kv_iter_seek(xit, k.buf, k.len);
+	     kv_iter_valid(xit) && xk->n <= RM_XATTRS_MAX; kv_iter_next(xit)) {
+		size_t klen;
+		const char *key = kv_iter_key(xit, &klen);
+
+		if (klen < k.len || memcmp(key, k.buf, k.len))
+			break;
+		sbuf_add(&xk->keys, key, klen);
+		xk->ends[xk->n++] = xk->keys.len;
+	}
+	sbuf_release(&k);
+	return kv_iter_status(xit);
+}
+
 /*
  * Adds to @b the removal of plain file or symlink/FIFO node @np at @path
  * whose inode has no other link: the node, its blocks
- * (tree_batch_drop_blocks()) and its xattrs (found with
- * @xit, a snapshot iterator over the drive's XATTR# keys). This is
- * tree_batch_remove()'s last-link case without its two iterators per file,
- * which dominate an rm -r of many small files; only for a branch no one
- * writes to meanwhile (the offline tool, or the daemon's files that are not
- * open: open ones become orphans through tree_unlink()).
+ * (tree_batch_drop_blocks()) and its xattrs @xk (at most RM_XATTRS_MAX).
+ * This is tree_batch_remove()'s last-link case without its two iterators
+ * per file, which dominate an rm -r of many small files; only for a branch
+ * no one writes to meanwhile (the offline tool, or the daemon's files that
+ * are not open: open ones become orphans through tree_unlink()).
  */
 static void rm_plain(struct tree *t, struct kv_batch *b, const char *path,
-		     const struct node *np, struct kv_iter *xit)
+		     const struct node *np, const struct xattr_keys *xk)
 {
 	struct sbuf k = {0};
 	uint64_t ino = np->a.ino;
@@ -121,16 +154,10 @@ static void rm_plain(struct tree *t, struct kv_batch *b, const char *path,
 	parent_batch_delete(t, b, ino);
 	if (S_ISREG(np->a.mode))
 		tree_batch_drop_blocks(t, b, ino, tree_content_end(&np->a));
-	sbuf_reset(&k);
-	key_xattr(&k, t->name, ino, "");
-	for (kv_iter_seek(xit, k.buf, k.len); kv_iter_valid(xit);
-	     kv_iter_next(xit)) {
-		size_t klen;
-		const char *key = kv_iter_key(xit, &klen);
+	for (size_t i = 0; i < xk->n; i++) {
+		size_t at = i ? xk->ends[i - 1] : 0;
 
-		if (klen < k.len || memcmp(key, k.buf, k.len))
-			break;
-		kv_batch_delete(b, key, klen);
+		kv_batch_delete(b, xk->keys.buf + at, xk->ends[i] - at);
 	}
 	sbuf_release(&k);
 }
@@ -150,6 +177,7 @@ static int rm_run(struct tree *t, const char *path, struct sbuf *cursor,
 	struct flags_dir_cache fc = {0};
 	struct walk w;
 	struct sbuf p = {0}, xlo = {0}, xhi = {0};
+	struct xattr_keys xk = {0};
 	struct kv_iter *xit = NULL;
 	struct kv_batch *b = kv_batch_new(t->store->kv);
 	size_t n = 0, max_n = branch_batch_limit(t);
@@ -204,9 +232,13 @@ static int rm_run(struct tree *t, const char *path, struct sbuf *cursor,
 			goto out_node;
 		} else if ((rc = flags_dir_keeps(t, p.buf, &fc, &kept)) != 0) {
 			goto out_node;
+		} else if (!S_ISDIR(np->a.mode) && !tree_shared(t) &&
+			   (rc = xattr_keys_of(t, xit, np->a.ino, &xk)) != 0) {
+			goto out_node;
 		} else if (S_ISDIR(np->a.mode) || kept || tree_shared(t) ||
 			   (np->a.flags & (TREE_F_LINKED | TREE_F_PROTECT)) ||
 			   !tree_content_fits(t, &np->a) ||
+			   xk.n > RM_XATTRS_MAX ||
 			   (keep = keep_orphan(&oc, flags, np->a.ino))) {
 			/* alone, after the batch holding its children, or of
 			 * the other links of its inode, is committed; every
@@ -252,7 +284,7 @@ static int rm_run(struct tree *t, const char *path, struct sbuf *cursor,
 				blocks = 0; /* the batch's blocks */
 			}
 			n++;
-			rm_plain(t, b, p.buf, np, xit);
+			rm_plain(t, b, p.buf, np, &xk);
 			blocks += tree_drop_keys(t, &np->a);
 			r->processed++;
 			(*used)++;
@@ -290,6 +322,7 @@ out:
 	flags_dir_cache_release(&fc);
 	kv_iter_free(xit);
 	kv_batch_free(b);
+	sbuf_release(&xk.keys);
 	sbuf_release(&p);
 	sbuf_release(&xlo);
 	sbuf_release(&xhi);

@@ -98,6 +98,20 @@ static int remove_once(struct tree *t, const char *path, uint64_t ino, bool dir,
 			       now);
 	if (rc == 0)
 		rc = tree_dir_touch_node(t, b, parent, &pn, dir ? -1 : 0, now);
+	if (rc == 0 && kv_batch_over(b) && !(flags & TREE_KEEP_ORPHAN)) {
+		/*
+		 * More keys than one commit takes (an inode's many xattrs
+		 * where a range delete is an action a key: DynamoDB): the
+		 * name goes with the inode parked as an orphan, reclaimed
+		 * right after in slices (tree_reclaim).
+		 */
+		kv_batch_clear(b);
+		rc = tree_batch_remove(t, b, path, &n, flags | TREE_KEEP_ORPHAN,
+				       &left, now);
+		if (rc == 0)
+			rc = tree_dir_touch_node(t, b, parent, &pn,
+						 dir ? -1 : 0, now);
+	}
 	if (rc == 0)
 		rc = tree_commit(t, b);
 	if (rc == -ENOSPC && !dir) {
@@ -252,12 +266,11 @@ static int reclaim_add(struct tree *t, struct kv_batch *b, uint64_t ino,
 			rc = 0; /* a full store: the rest in one batch of
 				   deletes, which pass */
 		if (rc == 0)
-			rc = tree_drop_file_content(t, b, ino,
-						    tree_content_end(&r.n.a));
+			rc = tree_drop_orphan_content(t, b, &r.n.a, ino, h);
 		if (rc == 0 && blocks)
 			*blocks += tree_drop_keys(t, &r.n.a);
 	} else if (rc == 0 || rc == -ENOENT || rc == -EIO) {
-		rc = tree_drop_inode_content(t, b, ino);
+		rc = tree_drop_orphan_content(t, b, NULL, ino, h);
 	}
 out:
 	attr_ref_release(&r);
@@ -422,6 +435,16 @@ static int reclaim_marks(struct tree *t, bool dead, size_t *count)
 		rc = TREE_TRACKED(t, tree_reclaim(t, ino));
 		if (rc == -ENOENT || rc == -EBUSY) {
 			rc = 0; /* freed by another, or held open by one */
+			continue;
+		}
+		if (rc && !dead) {
+			/* at open: one orphan that cannot go now must not
+			 * keep the drive from mounting (fsck lists it) */
+			plog(LOG_WARNING,
+			     "drive %s: orphan inode %llu not freed (%s): "
+			     "the next open tries again",
+			     t->name, (unsigned long long)ino, strerror(-rc));
+			rc = 0;
 			continue;
 		}
 		if (rc)

@@ -850,6 +850,62 @@ Test(cascade, cp_r_fills_batches_to_the_engine_limit, .init = tu_setup,
 	free(dst);
 }
 
+/* Gives @path @n xattrs user.kNNN. */
+static void many_xattrs(const char *path, int n)
+{
+	struct tree_attr a;
+	char k[32], v[16];
+
+	cr_assert_eq(tree_lookup(T, path, &a), 0);
+	for (int i = 0; i < n; i++) {
+		snprintf(k, sizeof(k), "user.k%03d", i);
+		snprintf(v, sizeof(v), "v%d", i);
+		cr_assert_eq(tree_setxattr(T, path, a.ino, k, v, strlen(v), 0),
+			     0);
+	}
+}
+
+/*
+ * rm -r took each file's xattrs into its batch of files, however many
+ * (strict mode: a file of 200 xattrs, E2BIG, nothing removed); an unlink
+ * and an orphan's reclaim drop them with the inode, which must fit one
+ * commit: every one of these ends with nothing left and fsck clean.
+ */
+Test(cascade, files_with_many_xattrs_go_whole, .init = tu_setup,
+     .fini = tu_teardown)
+{
+	struct tree_op_result r;
+	struct tree_attr a;
+	uint64_t orphan = 0;
+	char p[64];
+
+	tu_mkdir(T, "/x");
+	for (int i = 0; i < 10; i++) {
+		snprintf(p, sizeof(p), "/x/f%d", i);
+		tu_mkfile(T, p, "data", 4);
+	}
+	many_xattrs("/x/f3", 200);
+	many_xattrs("/x/f7", 17);
+	cr_assert_eq(tree_rm_r(T, "/x", 0, NULL, 0, &r), 0);
+	cr_assert_eq(r.failed, 0);
+	cr_assert_eq(r.processed, 11);
+	release(&r);
+	cr_assert_eq(tree_lookup(T, "/x", &a), -ENOENT);
+
+	tu_mkfile(T, "/u", "data", 4);
+	many_xattrs("/u", 300);
+	cr_assert_eq(tree_unlink(T, "/u", 0, NULL), 0);
+	tu_mkfile(T, "/o", "data", 4);
+	many_xattrs("/o", 300);
+	cr_assert_eq(tree_unlink(T, "/o", TREE_KEEP_ORPHAN, &orphan), 0);
+	cr_assert_neq(orphan, 0);
+	cr_assert_eq(tree_reclaim(T, orphan), 0);
+	assert_no_journal(T);
+	assert_fsck_clean(T);
+	cr_assert_eq(kind_keys(T, KEY_XATTR), 0, "xattrs left");
+	cr_assert_eq(kind_keys(T, KEY_ORPHAN), 0, "orphans left");
+}
+
 Test(cascade, cp_r_link_to_outside_gets_one_link, .init = tu_setup,
      .fini = tu_teardown)
 {

@@ -796,6 +796,17 @@ size_t kv_batch_room(const struct kv_batch *b)
 	return used < max ? max - used : 0;
 }
 
+bool kv_batch_over(const struct kv_batch *b)
+{
+	const struct kv_limits *l = &b->kv->limits;
+	size_t used = b->actions;
+
+	if (track.kv == b->kv && b->nconds == 0)
+		used += track.n;
+	return used > l->batch_actions || b->bytes > l->batch_bytes ||
+	       b->value_max > l->value_bytes;
+}
+
 size_t kv_batch_range_room(const struct kv_batch *b)
 {
 	size_t room = kv_batch_room(b);

@@ -7,6 +7,9 @@
 #   diff -r clean, and again after a remount; pathfsctl -s URL reads it;
 # - a second mount of the table on this machine is another mount of the
 #   writer's (a writer elsewhere is refused: test_kv's one_writer_per_store);
+# - files of 150 xattrs (more keys than a transaction takes): one removed
+#   through the mount, its orphan freed; the other by pathfsctl rm -r;
+#   nothing left, the store opens again, fsck clean;
 # - a rename of a 1,000-entry folder in about 2N/98 transactions (pathfsctl
 #   stats: at most ceil(2N/98) + 4);
 # - the writer killed (kill -9) in the middle of a 2,000-entry folder
@@ -69,6 +72,34 @@ pfs_umount
 check "pathfsctl -s URL ls" \
 	bash -c "'$PATHFSCTL' -s '$STORE' ls / | grep -q ' cp\$'"
 check "fsck is clean after the fixture" pfs_fsck
+
+# ---- files of more xattrs than one transaction takes ---------------------------
+# (a range delete is an action a key here): an unlinked one's orphan is freed
+# in slices, and pathfsctl rm -r takes such a file alone, parked the same way.
+# Before, the orphan's reclaim failed (E2BIG), and so did every open after
+many_xattrs() {
+	local i
+	echo x >"$1" || return 1
+	for i in $(seq 150); do
+		setfattr -n "user.k$i" -v "v$i" "$1" || return 1
+	done
+}
+ORPHANS='DRIVE#main|ORPHAN#'
+x0=$(kv_count 'DRIVE#main|XATTR#')
+pfs_mount -o "log=$T/a.log"
+mkdir "$MNT/xa"
+check "a file of 150 xattrs" many_xattrs "$MNT/xa/one"
+check "... and another" many_xattrs "$MNT/xa/two"
+echo y >"$MNT/xa/three"
+check "rm of the one through the mount" rm "$MNT/xa/one"
+check "... its orphan freed while mounted" \
+	seen 10000 "the orphan freed" is 'kv_count "$ORPHANS"' 0
+pfs_umount
+check "the store opens again (pathfsctl rm -r of the folder)" \
+	"$PATHFSCTL" -s "$STORE" rm -r /xa
+check "... none of their xattrs left" is "kv_count 'DRIVE#main|XATTR#'" "$x0"
+check "... nor an orphan" is 'kv_count "$ORPHANS"' 0
+check "fsck is clean after them" pfs_fsck
 
 # ---- a folder rename's transactions: about 2N/98 ------------------------------
 # copies of 98 entries with the journal record, then slices of 99 deletes,

@@ -439,6 +439,9 @@ size_t kv_batch_room(const struct kv_batch *b);
  * has no room for one more operation.
  */
 size_t kv_batch_range_room(const struct kv_batch *b);
+/* true if @b, with the conditions its commit will add (as kv_batch_room),
+ * is more than one commit takes: kv_batch_commit() would refuse it. */
+bool kv_batch_over(const struct kv_batch *b);
 void kv_batch_clear(struct kv_batch *b);
 /*
  * Commits @b atomically (synced if @sync or the store's sync option).
