@@ -42,8 +42,9 @@
 /* The one-batch rename of nodes that are not non-empty folders; ns_lock held,
  * every check done. @sn/@dn are the nodes at @src/@dst (@dn NULL if none);
  * @wo (not NULL) the whiteout to leave at @src. A replaced file too big for
- * the batch's drop is parked: *park = its number (else 0), for the caller to
- * reclaim once ns_lock is released. */
+ * the batch's drop (its blocks, or its xattrs: kv_batch_over) is parked:
+ * *park = its number (else 0), for the caller to reclaim once ns_lock is
+ * released. */
 static int rename_simple(struct tree *t, const char *src, const char *dst,
 			 unsigned flags, const struct whiteout *wo,
 			 const struct node *sn0, const struct node *dn0,
@@ -53,6 +54,7 @@ static int rename_simple(struct tree *t, const char *src, const char *dst,
 	struct node spn = {0}, dpn = {0}, sn = {0}, dn = {0};
 	struct kv_batch *b = NULL;
 	uint64_t dino = dn0 ? dn0->a.ino : 0, left = 0;
+	unsigned dflags = (flags & TREE_KEEP_ORPHAN) | TREE_PARK_BIG;
 	int sdelta = 0, ddelta = 0, sd, dd;
 	bool st = false;
 	struct sbuf k = {0};
@@ -78,6 +80,7 @@ static int rename_simple(struct tree *t, const char *src, const char *dst,
 	dd = dn0 ? S_ISDIR(dn.a.mode) : 0;
 	now = tree_now_ns();
 	b = kv_batch_new(t->store->kv);
+again:
 	if (flags & TREE_RENAME_EXCHANGE) {
 		rc = tree_batch_moved(t, b, src, spn.a.ino, &dn, now);
 		if (rc == 0)
@@ -86,10 +89,8 @@ static int rename_simple(struct tree *t, const char *src, const char *dst,
 		ddelta = sd - dd;
 	} else {
 		if (dn0) {
-			rc = tree_batch_remove(t, b, dst, &dn,
-					       (flags & TREE_KEEP_ORPHAN) |
-						   TREE_PARK_BIG,
-					       &left, now);
+			rc = tree_batch_remove(t, b, dst, &dn, dflags, &left,
+					       now);
 			if (rc)
 				goto out;
 		}
@@ -113,6 +114,14 @@ static int rename_simple(struct tree *t, const char *src, const char *dst,
 		rc = tree_batch_dir_touch(t, b, sp, sdelta, now);
 		if (rc == 0)
 			rc = tree_batch_dir_touch(t, b, dp, ddelta, now);
+	}
+	if (rc == 0 && dn0 && !(dflags & TREE_KEEP_ORPHAN) &&
+	    kv_batch_over(b)) {
+		/* the replaced inode's drop does not fit one commit (many
+		 * xattrs where a range delete is an action a key): parked */
+		kv_batch_clear(b);
+		dflags |= TREE_KEEP_ORPHAN;
+		goto again;
 	}
 	if (rc == 0)
 		rc = tree_commit(t, b);

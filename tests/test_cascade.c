@@ -900,6 +900,11 @@ Test(cascade, files_with_many_xattrs_go_whole, .init = tu_setup,
 	cr_assert_eq(tree_unlink(T, "/o", TREE_KEEP_ORPHAN, &orphan), 0);
 	cr_assert_neq(orphan, 0);
 	cr_assert_eq(tree_reclaim(T, orphan), 0);
+	tu_mkfile(T, "/r1", "new", 3);
+	tu_mkfile(T, "/r2", "old", 3);
+	many_xattrs("/r2", 300);
+	cr_assert_eq(tree_rename(T, "/r1", "/r2", 0, NULL), 0);
+	cr_assert_eq(tree_unlink(T, "/r2", 0, NULL), 0);
 	assert_no_journal(T);
 	assert_fsck_clean(T);
 	cr_assert_eq(kind_keys(T, KEY_XATTR), 0, "xattrs left");
