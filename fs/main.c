@@ -766,8 +766,9 @@ static int start_log(struct options *o, const char *dir, const char **where)
 		return 0;
 	}
 	if (!want && store_is_remote(dir)) {
-		fail("store %s is on etcd: no STORE/pathfs.log there and no "
-		     "syslog daemon listens (use -o log=FILE)",
+		fail("store %s is a service, no directory: no "
+		     "STORE/pathfs.log there and no syslog daemon listens "
+		     "(use -o log=FILE)",
 		     dir);
 		return -ENOTCONN;
 	}
