@@ -201,6 +201,7 @@ static int dir_open(struct tree_dir **out, struct tree *t, const char *path,
 		    const char *after, bool checked)
 {
 	struct tree_dir *d = NULL;
+	bool read = false; /* the folder's record was read */
 	int rc;
 
 	*out = NULL;
@@ -224,9 +225,13 @@ static int dir_open(struct tree_dir **out, struct tree *t, const char *path,
 	if (checked && !kv_iters_one_moment(t->store->kv)) {
 		/* every commit that changes the folder's children rewrites
 		 * its record (tree_batch_dir_touch): read first, the pin
-		 * reads it again at tree_dir_check() */
+		 * reads it again at tree_dir_check(); a sole writer's pin
+		 * needs no read while its own commits leave it alone */
 		kv_pin(t->store->kv);
 		d->pinned = true;
+	}
+	if (d->pinned && kv_pin_needs_record(t->store->kv)) {
+		read = true;
 		rc = check_dir(t, path);
 		crash_hook_read_pause();
 		/* a resumed listing of a folder gone meanwhile finds none */
@@ -247,7 +252,7 @@ static int dir_open(struct tree_dir **out, struct tree *t, const char *path,
 		rc = -EIO;
 		goto out;
 	}
-	if (!d->first && !(after && after[0]) && !d->pinned) {
+	if (!d->first && !(after && after[0]) && !read) {
 		rc = check_dir(t, path);
 		if (rc)
 			goto out;

@@ -388,6 +388,8 @@ static __thread struct {
 	long long rev;	       /* ops->pins: the revision (0: none read yet) */
 	bool sole;	       /* a sole writer whose commits were all ended */
 	uint64_t begun;	       /* ... and how many had begun, at kv_pin() */
+	bool unread;	       /* kv_pin_needs_record() said false */
+	bool wary;	       /* such a pin was stale: read records */
 	struct kv_cond *reads; /* !ops->pins: the reads to check */
 	size_t n, cap;
 } pin;
@@ -416,7 +418,7 @@ void kv_pin(struct kv *kv)
 	pin_drop_reads();
 	pin.kv = kv;
 	pin.rev = 0;
-	pin.sole = false;
+	pin.sole = pin.unread = false;
 	if (kv->ops->pins || !kv->ops->sole_writer)
 		return;
 	/* ended first: if as many had begun after, none was in flight */
@@ -434,6 +436,10 @@ static int pin_check(struct kv *kv)
 	if (pin.sole && PIN_ATOMIC(kv->commits_begun) == pin.begun &&
 	    kv->ops->sole_writer(kv))
 		return 0; /* no commit ran: nothing changed */
+	if (pin.unread) {
+		pin.wary = true; /* one ran, and no record tells what it did */
+		return -ESTALE;
+	}
 	for (size_t i = 0; !rc && i < pin.n; i++) {
 		const struct kv_cond *r = &pin.reads[i];
 		char *val = NULL;
@@ -462,6 +468,17 @@ int kv_unpin(struct kv *kv)
 	pin.kv = NULL;
 	pin_drop_reads();
 	return rc;
+}
+
+bool kv_pin_needs_record(const struct kv *kv)
+{
+	bool wary = pin.wary;
+
+	if (pin.kv != kv || kv->ops->pins)
+		return false;
+	pin.wary = false;
+	pin.unread = pin.sole && !wary;
+	return !pin.unread;
 }
 
 /* The revision a read of @kv by this thread is to use: NULL if unpinned,

@@ -58,6 +58,14 @@ one_moment() {
 		[ "$(stat -c %s "$T/$s")" = "$n" ] && cmp -s "$1" "$T/$s" &&
 			return 0
 	done
+	# what it holds instead, as runs of one byte (offset, count, byte)
+	python3 -c 'import itertools, sys
+d = open(sys.argv[1], "rb").read()
+at = 0
+for b, g in itertools.groupby(d):
+    n = len(list(g))
+    print("# run at %d: %d x %r" % (at, n, bytes([b])))
+    at += n' "$1" | head -n 8 >&2
 	return 1
 }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }

@@ -346,6 +346,15 @@ void kv_track_known(struct kv *kv, const char *key, size_t klen, uint64_t ver);
  */
 void kv_pin(struct kv *kv);
 int kv_unpin(struct kv *kv);
+/*
+ * Whether this thread's pin of @kv needs a record read to answer for its
+ * iterators: false for a sole writer none of whose commits was in flight
+ * at kv_pin(), as kv_unpin() then says -ESTALE when one ran meanwhile
+ * (with no read to look at, any), and nothing when none did. After such an
+ * -ESTALE the thread's next pin says true once, so a reader racing its own
+ * writer's commits pays a record read rather than a page read again.
+ */
+bool kv_pin_needs_record(const struct kv *kv);
 
 /*
  * Iterator over keys in [lo, hi). @hi may be NULL (no upper bound). The bounds
