@@ -771,6 +771,40 @@ Test(cascade, cp_r_one_shot_same_drive, .init = tu_setup, .fini = tu_teardown)
 	free(dst);
 }
 
+/* Gives @path @n xattrs user.kNNN. */
+static void many_xattrs(const char *path, int n)
+{
+	struct tree_attr a;
+	char k[32], v[16];
+
+	cr_assert_eq(tree_lookup(T, path, &a), 0);
+	for (int i = 0; i < n; i++) {
+		snprintf(k, sizeof(k), "user.k%03d", i);
+		snprintf(v, sizeof(v), "v%d", i);
+		cr_assert_eq(tree_setxattr(T, path, a.ino, k, v, strlen(v), 0),
+			     0);
+	}
+}
+
+/* cp -r of @from to @to copies its @n nodes, the copy equal to the source,
+ * no journal record left, fsck clean. */
+static void cp_r_equal(const char *from, const char *to, uint64_t n)
+{
+	struct tree_op_result r;
+	char *src = snap(T, from, false), *dst;
+
+	cr_assert_eq(tree_cp_r(T, from, T, to, 0, NULL, &r), 0);
+	cr_assert_eq(r.processed, n);
+	cr_assert_eq(r.failed, 0);
+	release(&r);
+	dst = snap(T, to, false);
+	cr_assert_str_eq(dst, src);
+	assert_no_journal(T);
+	assert_fsck_clean(T);
+	free(src);
+	free(dst);
+}
+
 /*
  * Each file copied puts its node and its PARENT record (two operations) and
  * its blocks: a batch counted one operation a node passed etcd's 128
@@ -779,25 +813,14 @@ Test(cascade, cp_r_one_shot_same_drive, .init = tu_setup, .fini = tu_teardown)
 Test(cascade, cp_r_of_files_with_content_fits_the_engine, .init = tu_setup,
      .fini = tu_teardown)
 {
-	struct tree_op_result r;
-	char p[64], *src, *dst;
-	int i;
+	char p[64];
 
 	tu_mkdir(T, "/w");
-	for (i = 0; i < 150; i++) {
+	for (int i = 0; i < 150; i++) {
 		snprintf(p, sizeof(p), "/w/f%03d", i);
 		tu_mkfile(T, p, "0123456789abcdef", 16);
 	}
-	src = snap(T, "/w", false);
-	cr_assert_eq(tree_cp_r(T, "/w", T, "/w2", 0, NULL, &r), 0);
-	cr_assert_eq(r.processed, 151);
-	release(&r);
-	dst = snap(T, "/w2", false);
-	cr_assert_str_eq(dst, src);
-	assert_no_journal(T);
-	assert_fsck_clean(T);
-	free(src);
-	free(dst);
+	cp_r_equal("/w", "/w2", 151);
 }
 
 /*
@@ -812,9 +835,7 @@ Test(cascade, cp_r_fills_batches_to_the_engine_limit, .init = tu_setup,
      .fini = tu_teardown)
 {
 	static char blob[20 << 16];
-	struct tree_op_result r;
-	struct tree_attr a;
-	char p[64], v[16], *src, *dst;
+	char p[64];
 	int i;
 
 	for (i = 0; i < (int)sizeof(blob); i++)
@@ -826,43 +847,12 @@ Test(cascade, cp_r_fills_batches_to_the_engine_limit, .init = tu_setup,
 	}
 	tu_mkfile(T, "/w/b", blob, sizeof(blob));
 	tu_mkfile(T, "/w/c", "x", 1);
-	cr_assert_eq(tree_lookup(T, "/w/c", &a), 0);
-	for (i = 0; i < 200; i++) {
-		snprintf(p, sizeof(p), "user.k%03d", i);
-		snprintf(v, sizeof(v), "v%d", i);
-		cr_assert_eq(
-		    tree_setxattr(T, "/w/c", a.ino, p, v, strlen(v), 0), 0);
-	}
+	many_xattrs("/w/c", 200);
 	for (i = 0; i < 59; i++) {
 		snprintf(p, sizeof(p), "/w/d%02d", i);
 		tu_mkfile(T, p, "0123456789abcdef", 16);
 	}
-	src = snap(T, "/w", false);
-	cr_assert_eq(tree_cp_r(T, "/w", T, "/w2", 0, NULL, &r), 0);
-	cr_assert_eq(r.processed, 121);
-	cr_assert_eq(r.failed, 0);
-	release(&r);
-	dst = snap(T, "/w2", false);
-	cr_assert_str_eq(dst, src);
-	assert_no_journal(T);
-	assert_fsck_clean(T);
-	free(src);
-	free(dst);
-}
-
-/* Gives @path @n xattrs user.kNNN. */
-static void many_xattrs(const char *path, int n)
-{
-	struct tree_attr a;
-	char k[32], v[16];
-
-	cr_assert_eq(tree_lookup(T, path, &a), 0);
-	for (int i = 0; i < n; i++) {
-		snprintf(k, sizeof(k), "user.k%03d", i);
-		snprintf(v, sizeof(v), "v%d", i);
-		cr_assert_eq(tree_setxattr(T, path, a.ino, k, v, strlen(v), 0),
-			     0);
-	}
+	cp_r_equal("/w", "/w2", 121);
 }
 
 /*
