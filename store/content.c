@@ -415,8 +415,8 @@ int tree_drop_file_content(struct tree *t, struct kv_batch *b, uint64_t ino,
  * are added to @b as point deletes. Elsewhere the range is added to @b
  * (tree_batch_drop_range). For an orphan's xattrs, which may be more than
  * one commit holds: nobody reads them, and a crash in between leaves an
- * orphan with fewer. Each slice counts as a batch of @h. Errors: -EIO,
- * -ENOMEM and a slice's commit's (those committed stay).
+ * orphan with fewer. Each slice counts as a batch of @h. Errors: -EIO
+ * and a slice's commit's (those committed stay).
  */
 static int drop_range_sliced(struct tree *t, struct kv_batch *b,
 			     const struct sbuf *lo, const struct sbuf *hi,
@@ -425,8 +425,7 @@ static int drop_range_sliced(struct tree *t, struct kv_batch *b,
 	uint64_t keep = drop_point_max(t), slice = tree_drop_slice(t);
 	struct kv_iter *it = NULL;
 	struct kv_batch *sb = NULL;
-	struct sbuf keys = {0};
-	size_t *ends = NULL, n = 0, cap = 0, i = 0;
+	struct key_list l = {0};
 	int rc;
 
 	if (!kv_limits(t->store->kv)->range_per_key)
@@ -438,32 +437,21 @@ static int drop_range_sliced(struct tree *t, struct kv_batch *b,
 		size_t klen;
 		const char *key = kv_iter_key(it, &klen);
 
-		if (n == cap) {
-			size_t *ne =
-			    realloc(ends, (cap ? 2 * cap : 16) * sizeof(*ends));
-
-			if (!ne) {
-				rc = -ENOMEM;
-				break;
-			}
-			ends = ne;
-			cap = cap ? 2 * cap : 16;
-		}
-		sbuf_add(&keys, key, klen);
-		ends[n++] = keys.len;
+		key_list_add(&l, key, klen);
 	}
 	if (rc == 0)
 		rc = kv_iter_status(it);
 	kv_iter_free(it);
-	if (rc == 0 && n > keep)
+	if (rc == 0 && l.n > keep)
 		sb = kv_batch_new(t->store->kv);
-	for (; rc == 0 && i < n; i++) {
-		size_t at = i ? ends[i - 1] : 0;
-		bool last = n - i <= keep;
+	for (size_t i = 0; rc == 0 && i < l.n; i++) {
+		bool last = l.n - i <= keep;
+		size_t klen;
+		const char *key = key_list_key(&l, i, &klen);
 
-		kv_batch_delete(last ? b : sb, keys.buf + at, ends[i] - at);
+		kv_batch_delete(last ? b : sb, key, klen);
 		if (!last &&
-		    (kv_batch_count(sb) >= slice || n - i - 1 == keep)) {
+		    (kv_batch_count(sb) >= slice || l.n - i - 1 == keep)) {
 			rc = tree_commit(t, sb);
 			kv_batch_clear(sb);
 			if (rc == 0)
@@ -471,8 +459,7 @@ static int drop_range_sliced(struct tree *t, struct kv_batch *b,
 		}
 	}
 	kv_batch_free(sb);
-	free(ends);
-	sbuf_release(&keys);
+	key_list_release(&l);
 	return rc;
 }
 

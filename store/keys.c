@@ -73,6 +73,40 @@ void sbuf_release(struct sbuf *b)
 	b->len = b->cap = 0;
 }
 
+void key_list_add(struct key_list *l, const char *key, size_t len)
+{
+	if (l->n == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 16;
+		l->end = realloc(l->end, l->cap * sizeof(*l->end));
+		if (!l->end)
+			abort();
+	}
+	sbuf_add(&l->keys, key, len);
+	l->end[l->n++] = l->keys.len;
+}
+
+const char *key_list_key(const struct key_list *l, size_t i, size_t *len)
+{
+	size_t at = i ? l->end[i - 1] : 0;
+
+	*len = l->end[i] - at;
+	return l->keys.buf + at;
+}
+
+void key_list_reset(struct key_list *l)
+{
+	sbuf_reset(&l->keys);
+	l->n = 0;
+}
+
+void key_list_release(struct key_list *l)
+{
+	sbuf_release(&l->keys);
+	free(l->end);
+	l->end = NULL;
+	l->n = l->cap = 0;
+}
+
 /* ---- paths and drive names ----------------------------------------------- */
 
 int store_drive_name_check(const char *name)

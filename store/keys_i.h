@@ -59,6 +59,18 @@ void sbuf_addc(struct sbuf *b, char c);
 void sbuf_nul(struct sbuf *b);
 void sbuf_release(struct sbuf *b);
 
+/* Keys one after another in one buffer (key i ends at end[i]).
+ * Zero-initialised is empty; key_list_release frees. */
+struct key_list {
+	struct sbuf keys;
+	size_t *end, n, cap;
+};
+void key_list_add(struct key_list *l, const char *key, size_t len);
+/* Key @i (< l->n), *len its length. */
+const char *key_list_key(const struct key_list *l, size_t i, size_t *len);
+void key_list_reset(struct key_list *l); /* n = 0, keeps the memory */
+void key_list_release(struct key_list *l);
+
 /* store/'s short names for tree.h's path rules (tree_path_check(),
  * tree_path_is_within()), which live in keys.c. */
 static inline int path_check(const char *path)

@@ -104,21 +104,14 @@ int rm_counted(int rc, struct tree_op_result *r, uint64_t *used,
  * tree_unlink, which parks an inode whose drop does not fit one commit) */
 #define RM_XATTRS_MAX 16
 
-/* The xattr keys of one inode, at most RM_XATTRS_MAX + 1 of them. */
-struct xattr_keys {
-	struct sbuf keys;
-	size_t ends[RM_XATTRS_MAX + 1], n;
-};
-
 /* Reads into @xk the xattr keys of @ino with @xit, a snapshot iterator over
  * the drive's XATTR# keys, up to one past RM_XATTRS_MAX. Errors: -EIO. */
 static int xattr_keys_of(struct tree *t, struct kv_iter *xit, uint64_t ino,
-			 struct xattr_keys *xk)
+			 struct key_list *xk)
 {
 	struct sbuf k = {0};
 
-	sbuf_reset(&xk->keys);
-	xk->n = 0;
+	key_list_reset(xk);
 	key_xattr(&k, t->name, ino, "");
 	for (kv_iter_seek(xit, k.buf, k.len);
 	     kv_iter_valid(xit) && xk->n <= RM_XATTRS_MAX; kv_iter_next(xit)) {
@@ -127,8 +120,7 @@ static int xattr_keys_of(struct tree *t, struct kv_iter *xit, uint64_t ino,
 
 		if (klen < k.len || memcmp(key, k.buf, k.len))
 			break;
-		sbuf_add(&xk->keys, key, klen);
-		xk->ends[xk->n++] = xk->keys.len;
+		key_list_add(xk, key, klen);
 	}
 	sbuf_release(&k);
 	return kv_iter_status(xit);
@@ -144,7 +136,7 @@ static int xattr_keys_of(struct tree *t, struct kv_iter *xit, uint64_t ino,
  * are not open: open ones become orphans through tree_unlink()).
  */
 static void rm_plain(struct tree *t, struct kv_batch *b, const char *path,
-		     const struct node *np, const struct xattr_keys *xk)
+		     const struct node *np, const struct key_list *xk)
 {
 	struct sbuf k = {0};
 	uint64_t ino = np->a.ino;
@@ -155,9 +147,10 @@ static void rm_plain(struct tree *t, struct kv_batch *b, const char *path,
 	if (S_ISREG(np->a.mode))
 		tree_batch_drop_blocks(t, b, ino, tree_content_end(&np->a));
 	for (size_t i = 0; i < xk->n; i++) {
-		size_t at = i ? xk->ends[i - 1] : 0;
+		size_t klen;
+		const char *key = key_list_key(xk, i, &klen);
 
-		kv_batch_delete(b, xk->keys.buf + at, xk->ends[i] - at);
+		kv_batch_delete(b, key, klen);
 	}
 	sbuf_release(&k);
 }
@@ -177,7 +170,7 @@ static int rm_run(struct tree *t, const char *path, struct sbuf *cursor,
 	struct flags_dir_cache fc = {0};
 	struct walk w;
 	struct sbuf p = {0}, xlo = {0}, xhi = {0};
-	struct xattr_keys xk = {0};
+	struct key_list xk = {0};
 	struct kv_iter *xit = NULL;
 	struct kv_batch *b = kv_batch_new(t->store->kv);
 	size_t n = 0, max_n = branch_batch_limit(t);
@@ -322,7 +315,7 @@ out:
 	flags_dir_cache_release(&fc);
 	kv_iter_free(xit);
 	kv_batch_free(b);
-	sbuf_release(&xk.keys);
+	key_list_release(&xk);
 	sbuf_release(&p);
 	sbuf_release(&xlo);
 	sbuf_release(&xhi);

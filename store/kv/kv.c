@@ -802,26 +802,30 @@ bool kv_batch_fits(const struct kv_batch *b, size_t klen, size_t vlen)
 	       klen + vlen <= l->batch_bytes - b->bytes;
 }
 
+/* The actions @b's commit takes: its own, and the conditions the commit
+ * adds (this thread's tracked reads) when it has none of its own. */
+static size_t batch_actions_used(const struct kv_batch *b)
+{
+	if (track.kv == b->kv && b->nconds == 0)
+		return b->actions + track.n;
+	return b->actions;
+}
+
 size_t kv_batch_room(const struct kv_batch *b)
 {
-	size_t max = b->kv->limits.batch_actions, used = b->actions;
+	size_t max = b->kv->limits.batch_actions, used = batch_actions_used(b);
 
 	if (max == SIZE_MAX)
 		return SIZE_MAX;
-	if (track.kv == b->kv && b->nconds == 0) /* its commit's conditions */
-		used += track.n;
 	return used < max ? max - used : 0;
 }
 
 bool kv_batch_over(const struct kv_batch *b)
 {
 	const struct kv_limits *l = &b->kv->limits;
-	size_t used = b->actions;
 
-	if (track.kv == b->kv && b->nconds == 0)
-		used += track.n;
-	return used > l->batch_actions || b->bytes > l->batch_bytes ||
-	       b->value_max > l->value_bytes;
+	return batch_actions_used(b) > l->batch_actions ||
+	       b->bytes > l->batch_bytes || b->value_max > l->value_bytes;
 }
 
 size_t kv_batch_range_room(const struct kv_batch *b)
@@ -850,8 +854,7 @@ static int batch_commit(struct kv *kv, struct kv_batch *b, bool sync)
 	unsigned epoch = 0;
 	int rc;
 
-	if (b->actions > l->batch_actions || b->bytes > l->batch_bytes ||
-	    b->value_max > l->value_bytes) {
+	if (kv_batch_over(b)) { /* its conditions are in it by now */
 		plog(LOG_ERR,
 		     "%s: a batch of %zu actions (%zu operations), %zu bytes "
 		     "(largest value %zu) exceeds the engine's limits (%zu, "
